@@ -1,0 +1,3 @@
+"""Websocket URL patterns gathered from the apps that own them."""
+
+websocket_urlpatterns: list = []

@@ -1,0 +1,26 @@
+"""JSON errors for the API: field-level messages for bad input, 409 for protected deletes."""
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import ProtectedError
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def as_drf_validation_error(error: DjangoValidationError) -> ValidationError:
+    """Turn a model ``ValidationError`` into DRF's, keeping the field names."""
+    if hasattr(error, "error_dict"):
+        return ValidationError({field: [str(m) for m in msgs] for field, msgs in error.message_dict.items()})
+    return ValidationError({"non_field_errors": error.messages})
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, DjangoValidationError):
+        exc = as_drf_validation_error(exc)
+    if isinstance(exc, ProtectedError):
+        used_by = sorted(str(obj) for obj in exc.protected_objects)
+        return Response(
+            {"detail": "this entry is still referenced and cannot be deleted", "referenced_by": used_by},
+            status=status.HTTP_409_CONFLICT,
+        )
+    return drf_exception_handler(exc, context)

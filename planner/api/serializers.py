@@ -1,0 +1,146 @@
+"""Catalogue serializers. Each one runs the model's ``full_clean()`` so that the rules in
+``Model.clean()`` hold for API writes exactly as for the admin and the seed loader."""
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from rest_framework import serializers
+
+from planner.api.errors import as_drf_validation_error
+from planner.models import (
+    CPU,
+    NIC,
+    Accelerator,
+    ComputeNodeType,
+    LinkPart,
+    PriceBook,
+    PriceItem,
+    StorageNodeType,
+    Switch,
+)
+
+
+def full_clean_or_raise(instance, exclude=None):
+    try:
+        instance.full_clean(exclude=exclude)
+    except DjangoValidationError as error:
+        raise as_drf_validation_error(error) from error
+
+
+class CleanModelSerializer(serializers.ModelSerializer):
+    """Validates by building the would-be instance and calling ``full_clean()`` on it."""
+
+    nested_fields: tuple[str, ...] = ()
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        model = self.Meta.model
+        if self.instance is not None:
+            candidate = model.objects.get(pk=self.instance.pk)
+        else:
+            candidate = model()
+        for field, value in attrs.items():
+            if field not in self.nested_fields:
+                setattr(candidate, field, value)
+        full_clean_or_raise(candidate)
+        return attrs
+
+
+def slug_ref(model, **kwargs):
+    return serializers.SlugRelatedField(slug_field="slug", queryset=model.objects.all(), **kwargs)
+
+
+class AcceleratorSerializer(CleanModelSerializer):
+    class Meta:
+        model = Accelerator
+        exclude = ["id"]
+
+
+class CPUSerializer(CleanModelSerializer):
+    class Meta:
+        model = CPU
+        exclude = ["id"]
+
+
+class NICSerializer(CleanModelSerializer):
+    class Meta:
+        model = NIC
+        exclude = ["id"]
+
+
+class SwitchSerializer(CleanModelSerializer):
+    class Meta:
+        model = Switch
+        exclude = ["id"]
+
+
+class LinkPartSerializer(CleanModelSerializer):
+    class Meta:
+        model = LinkPart
+        exclude = ["id"]
+
+
+class ComputeNodeTypeSerializer(CleanModelSerializer):
+    accelerator = slug_ref(Accelerator)
+    cpu = slug_ref(CPU, allow_null=True, required=False)
+    compute_nic = slug_ref(NIC)
+    storage_nic = slug_ref(NIC, allow_null=True, required=False)
+
+    class Meta:
+        model = ComputeNodeType
+        exclude = ["id"]
+
+
+class StorageNodeTypeSerializer(CleanModelSerializer):
+    cpu = slug_ref(CPU, allow_null=True, required=False)
+    nic = slug_ref(NIC)
+
+    class Meta:
+        model = StorageNodeType
+        exclude = ["id"]
+
+
+class PriceItemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PriceItem
+        fields = ["part_kind", "part_slug", "unit_price", "basis", "confidence"]
+
+    def validate(self, attrs):
+        full_clean_or_raise(PriceItem(**attrs), exclude=["price_book"])
+        return attrs
+
+
+class PriceBookSerializer(CleanModelSerializer):
+    """A price book with its items; writing ``items`` replaces the whole list atomically."""
+
+    items = PriceItemSerializer(many=True, required=False)
+    nested_fields = ("items",)
+
+    class Meta:
+        model = PriceBook
+        exclude = ["id"]
+
+    def validate_items(self, items):
+        seen = set()
+        for index, item in enumerate(items):
+            key = (item["part_kind"], item["part_slug"])
+            if key in seen:
+                raise serializers.ValidationError(
+                    f"item {index}: {key[0]} '{key[1]}' is priced twice in this book"
+                )
+            seen.add(key)
+        return items
+
+    @transaction.atomic
+    def create(self, validated_data):
+        items = validated_data.pop("items", [])
+        book = super().create(validated_data)
+        PriceItem.objects.bulk_create(PriceItem(price_book=book, **item) for item in items)
+        return book
+
+    @transaction.atomic
+    def update(self, instance, validated_data):
+        items = validated_data.pop("items", None)
+        book = super().update(instance, validated_data)
+        if items is not None:
+            book.items.all().delete()
+            PriceItem.objects.bulk_create(PriceItem(price_book=book, **item) for item in items)
+        return book

@@ -1,0 +1,15 @@
+from rest_framework.routers import DefaultRouter
+
+from planner.api import views
+
+router = DefaultRouter()
+router.register("catalog/accelerators", views.AcceleratorViewSet, basename="accelerator")
+router.register("catalog/cpus", views.CPUViewSet, basename="cpu")
+router.register("catalog/nics", views.NICViewSet, basename="nic")
+router.register("catalog/switches", views.SwitchViewSet, basename="switch")
+router.register("catalog/link-parts", views.LinkPartViewSet, basename="linkpart")
+router.register("catalog/compute-node-types", views.ComputeNodeTypeViewSet, basename="computenodetype")
+router.register("catalog/storage-node-types", views.StorageNodeTypeViewSet, basename="storagenodetype")
+router.register("catalog/price-books", views.PriceBookViewSet, basename="pricebook")
+
+urlpatterns = router.urls

@@ -1,0 +1,55 @@
+"""Choice lists shared by the catalogue models, the seed schemas and the API."""
+from django.db import models
+
+
+class Confidence(models.TextChoices):
+    DATASHEET = "datasheet", "Vendor datasheet"
+    SECONDARY = "secondary", "Secondary source"
+    MEASURED = "measured", "Published measurement"
+    ESTIMATE = "estimate", "Estimate (basis in notes)"
+    UNVERIFIED = "unverified", "Unverified"
+
+
+class FormFactor(models.TextChoices):
+    SXM = "sxm", "SXM / OAM module"
+    PCIE = "pcie", "PCIe card"
+    OTHER = "other", "Other"
+
+
+class ScaleUpLink(models.TextChoices):
+    NONE = "none", "None"
+    NVLINK_BRIDGE = "nvlink-bridge", "NVLink bridge (pairs)"
+    NVLINK3 = "nvlink3", "NVLink 3"
+    NVLINK4 = "nvlink4", "NVLink 4"
+    NVLINK5 = "nvlink5", "NVLink 5"
+    HCCS = "hccs", "Huawei HCCS"
+
+
+class NetworkProtocol(models.TextChoices):
+    INFINIBAND = "ib", "InfiniBand"
+    ROCE = "roce", "RoCE (Ethernet)"
+
+
+class LinkPartKind(models.TextChoices):
+    DAC = "dac", "Copper direct-attach cable"
+    AOC = "aoc", "Active optical cable"
+    FIBER = "fiber", "Passive fibre cable"
+    TRANSCEIVER = "transceiver", "Optical transceiver module"
+
+
+class NVLinkTopology(models.TextChoices):
+    NONE = "none", "None"
+    PAIRS = "pairs", "Bridged pairs"
+    ALL_TO_ALL = "all-to-all", "All-to-all (NVSwitch)"
+
+
+class PartKind(models.TextChoices):
+    """Catalogue tables a price-book item may price."""
+
+    ACCELERATOR = "accelerator", "Accelerator"
+    CPU = "cpu", "CPU"
+    NIC = "nic", "NIC"
+    SWITCH = "switch", "Switch"
+    LINK_PART = "link-part", "Cable or transceiver"
+    COMPUTE_NODE = "compute-node", "Compute node type"
+    STORAGE_NODE = "storage-node", "Storage node type"

@@ -1,0 +1,304 @@
+"""The hardware catalogue: parts, node types and price books.
+
+Every entry carries a ``slug``, the ``source`` of its figures and a ``confidence`` flag. A figure
+that no source gives stays null. Units are in the field names: ``_tflops`` dense Tensor-Core
+TFLOPS, ``_gbyte_s`` gigabytes per second, ``_gbit_s`` gigabits per second, ``_w`` watts,
+``_gb`` gigabytes (10^9 bytes), ``_tb`` terabytes (10^12 bytes).
+
+Validation lives in ``clean()`` (plus field validators) and runs from the admin, the API and
+the seed loader alike.
+"""
+import math
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from planner.choices import (
+    Confidence,
+    FormFactor,
+    LinkPartKind,
+    NetworkProtocol,
+    NVLinkTopology,
+    PartKind,
+    ScaleUpLink,
+)
+
+
+def validate_positive(value):
+    """A finite number greater than zero."""
+    if value is None:
+        return
+    if not math.isfinite(float(value)) or value <= 0:
+        raise ValidationError("must be a finite number greater than zero", code="not_positive")
+
+
+def validate_non_negative(value):
+    if value is None:
+        return
+    if not math.isfinite(float(value)) or value < 0:
+        raise ValidationError("must be a finite number of zero or more", code="negative")
+
+
+def positive_float(help_text: str, *, null: bool = False) -> models.FloatField:
+    return models.FloatField(
+        validators=[validate_positive], null=null, blank=null, help_text=help_text
+    )
+
+
+def count_field(help_text: str, *, minimum: int = 1, default=None) -> models.PositiveIntegerField:
+    kwargs = {"default": default} if default is not None else {}
+    return models.PositiveIntegerField(
+        validators=[MinValueValidator(minimum)], help_text=help_text, **kwargs
+    )
+
+
+PCIE_GENERATIONS = [(g, f"PCIe {g}.0") for g in (3, 4, 5, 6)]
+PCIE_LANES = [(n, f"x{n}") for n in (4, 8, 16)]
+
+
+class CatalogEntry(models.Model):
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    vendor = models.CharField(max_length=100)
+    source = models.TextField(help_text="Where the figures come from (document, table, URL).")
+    confidence = models.CharField(max_length=16, choices=Confidence.choices)
+    notes = models.TextField(blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["slug"]
+
+    def __str__(self):
+        return self.name
+
+
+class Accelerator(CatalogEntry):
+    """A GPU or NPU. Peaks are dense (not 2:4-sparse) Tensor-Core figures."""
+
+    form_factor = models.CharField(max_length=8, choices=FormFactor.choices)
+    peak_fp64_tflops = positive_float("Dense FP64 Tensor-Core peak.", null=True)
+    peak_tf32_tflops = positive_float("Dense TF32 peak.", null=True)
+    peak_fp16_tflops = positive_float("Dense FP16/BF16 peak.")
+    peak_fp8_tflops = positive_float("Dense FP8 peak.", null=True)
+    memory_gb = positive_float("Device memory (HBM) size.", null=True)
+    memory_bandwidth_gbyte_s = positive_float("Device memory bandwidth.", null=True)
+    tdp_w = positive_float("Board power limit (TDP).")
+    full_clock_power_w = positive_float(
+        "Power the chip draws running dense GEMM at its maximum boost clock. Above the TDP the "
+        "board's power cap lowers the sustained clock; null means the TDP never binds.",
+        null=True,
+    )
+    scaleup_link = models.CharField(max_length=16, choices=ScaleUpLink.choices)
+    scaleup_bw_gbyte_s = positive_float(
+        "Scale-up bandwidth per device, both directions together, as vendors quote it.", null=True
+    )
+    host_pcie_gen = models.PositiveSmallIntegerField(choices=PCIE_GENERATIONS)
+    host_pcie_lanes = models.PositiveSmallIntegerField(choices=PCIE_LANES, default=16)
+
+    def clean(self):
+        errors = {}
+        has_link = self.scaleup_link != ScaleUpLink.NONE
+        if has_link and self.scaleup_bw_gbyte_s is None:
+            errors["scaleup_bw_gbyte_s"] = "required when the accelerator has a scale-up link"
+        if not has_link and self.scaleup_bw_gbyte_s is not None:
+            errors["scaleup_bw_gbyte_s"] = "must be empty when scale-up link is 'none'"
+        if (
+            self.full_clock_power_w is not None
+            and self.tdp_w is not None
+            and self.full_clock_power_w < self.tdp_w
+        ):
+            errors["full_clock_power_w"] = "cannot be below the TDP (the cap would never bind)"
+        peaks = [self.peak_tf32_tflops, self.peak_fp16_tflops, self.peak_fp8_tflops]
+        known = [p for p in peaks if p is not None]
+        if known != sorted(known):
+            errors["peak_fp16_tflops"] = "peaks must not fall with lower precision (TF32 <= FP16 <= FP8)"
+        if errors:
+            raise ValidationError(errors)
+
+
+class CPU(CatalogEntry):
+    """A host CPU (one socket)."""
+
+    cores = count_field("Cores per socket.")
+    memory_channels = count_field("Memory channels per socket.")
+    memory_type = models.CharField(max_length=32, help_text="For example DDR4-3200.")
+    memory_bandwidth_gbyte_s = positive_float("Peak memory bandwidth per socket.")
+    pcie_gen = models.PositiveSmallIntegerField(choices=PCIE_GENERATIONS)
+    pcie_lanes = count_field("PCIe lanes per socket.")
+    root_port_bw_gbyte_s = positive_float(
+        "Bandwidth from one PCIe root port into the CPU's internal fabric.", null=True
+    )
+    chained_write = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="Supports PCIe chained writes (fast GPU-to-NIC peer-to-peer); null if unknown.",
+    )
+    tdp_w = positive_float("Thermal design power.", null=True)
+
+
+class NIC(CatalogEntry):
+    line_rate_gbit_s = positive_float("Line rate per port.")
+    ports = count_field("Network ports.")
+    protocol = models.CharField(max_length=8, choices=NetworkProtocol.choices)
+    host_pcie_gen = models.PositiveSmallIntegerField(choices=PCIE_GENERATIONS)
+    host_pcie_lanes = models.PositiveSmallIntegerField(choices=PCIE_LANES, default=16)
+    power_w = positive_float("Typical power.", null=True)
+
+
+class Switch(CatalogEntry):
+    radix = count_field("Ports at the quoted port speed.", minimum=4)
+    port_speed_gbit_s = positive_float("Speed of each port.")
+    protocol = models.CharField(max_length=8, choices=NetworkProtocol.choices)
+    power_w = positive_float("Typical box power.", null=True)
+
+    def clean(self):
+        if self.radix is not None and self.radix % 2:
+            raise ValidationError(
+                {"radix": "must be even: a fat-tree splits a switch's ports into equal down and up halves"}
+            )
+
+
+class LinkPart(CatalogEntry):
+    """A cable or an optical transceiver module."""
+
+    kind = models.CharField(max_length=16, choices=LinkPartKind.choices)
+    speed_gbit_s = positive_float("Data rate.")
+    reach_m = positive_float("Maximum length or reach.", null=True)
+    form_factor = models.CharField(max_length=32, blank=True, default="")
+    power_w = positive_float("Typical power per cable end or module.", null=True)
+
+
+class ComputeNodeType(CatalogEntry):
+    """A server model: accelerators, CPUs, memory, NICs and how they are wired."""
+
+    accelerator = models.ForeignKey(Accelerator, on_delete=models.PROTECT, related_name="node_types")
+    accelerators_per_node = count_field("Accelerators per node.")
+    cpu = models.ForeignKey(
+        CPU, on_delete=models.PROTECT, related_name="node_types", null=True, blank=True
+    )
+    cpus_per_node = count_field("CPU sockets per node.", minimum=0, default=2)
+    host_memory_gb = positive_float("Host memory.", null=True)
+    host_memory_channels = count_field("Populated memory channels, all sockets.", minimum=0, default=0)
+    host_memory_practical_bw_gbyte_s = positive_float(
+        "Measured achievable host memory bandwidth, all sockets.", null=True
+    )
+    compute_nic = models.ForeignKey(NIC, on_delete=models.PROTECT, related_name="compute_node_types")
+    compute_nics_per_node = count_field("NICs on the computation network.")
+    storage_nic = models.ForeignKey(
+        NIC, on_delete=models.PROTECT, related_name="storage_node_types_as_client", null=True, blank=True
+    )
+    storage_nics_per_node = count_field(
+        "NICs on a separate storage network (0 when storage shares the computation network).",
+        minimum=0,
+        default=0,
+    )
+    nvlink_topology = models.CharField(max_length=16, choices=NVLinkTopology.choices)
+    root_ports_shared_by_two_gpus = count_field(
+        "PCIe root ports that carry two GPUs (no PCIe switch).", minimum=0, default=0
+    )
+    gpu_nic_p2p_limit_gbyte_s = positive_float(
+        "Measured ceiling of GPU-to-NIC peer-to-peer transfers (GPUDirect RDMA).", null=True
+    )
+    measured_power_w = positive_float("Measured average node power under training load.", null=True)
+    max_power_w = positive_float("Vendor maximum node power.", null=True)
+
+    def clean(self):
+        errors = {}
+        n = self.accelerators_per_node or 0
+        if self.root_ports_shared_by_two_gpus and 2 * self.root_ports_shared_by_two_gpus > n:
+            errors["root_ports_shared_by_two_gpus"] = (
+                f"{self.root_ports_shared_by_two_gpus} shared ports need "
+                f"{2 * self.root_ports_shared_by_two_gpus} GPUs, the node has {n}"
+            )
+        if self.nvlink_topology == NVLinkTopology.PAIRS and n % 2:
+            errors["nvlink_topology"] = "bridged pairs need an even number of accelerators"
+        if (
+            self.nvlink_topology != NVLinkTopology.NONE
+            and self.accelerator_id is not None
+            and self.accelerator.scaleup_link == ScaleUpLink.NONE
+        ):
+            errors["nvlink_topology"] = "the accelerator has no scale-up link"
+        if (self.storage_nic_id is None) != (not self.storage_nics_per_node):
+            errors["storage_nics_per_node"] = "give a storage NIC and a count above 0 together, or neither"
+        if self.cpu_id is not None and not self.cpus_per_node:
+            errors["cpus_per_node"] = "must be at least 1 when a CPU is given"
+        if errors:
+            raise ValidationError(errors)
+
+
+class StorageNodeType(CatalogEntry):
+    cpu = models.ForeignKey(
+        CPU, on_delete=models.PROTECT, related_name="storage_node_types", null=True, blank=True
+    )
+    cpus_per_node = count_field("CPU sockets per node.", minimum=0, default=1)
+    memory_gb = positive_float("Host memory.", null=True)
+    ssd_count = count_field("SSDs per node.")
+    ssd_capacity_tb = positive_float("Capacity of one SSD.")
+    ssd_read_gbyte_s = positive_float("Sequential read bandwidth of one SSD.", null=True)
+    ssd_write_gbyte_s = positive_float("Sequential write bandwidth of one SSD.", null=True)
+    nic = models.ForeignKey(NIC, on_delete=models.PROTECT, related_name="storage_node_types")
+    nics_per_node = count_field("NICs per storage node.")
+    measured_power_w = positive_float("Measured average node power.", null=True)
+
+
+class PriceBook(CatalogEntry):
+    """Unit prices for parts plus the energy price and PUE used for running costs."""
+
+    currency = models.CharField(
+        max_length=8, help_text="ISO 4217 code, or REL for relative units as in a paper's tables."
+    )
+    price_date = models.DateField()
+    energy_price_per_kwh = models.DecimalField(
+        max_digits=10, decimal_places=5, null=True, blank=True, validators=[validate_non_negative]
+    )
+    pue = models.FloatField(
+        null=True, blank=True, help_text="Power usage effectiveness (facility power / IT power)."
+    )
+
+    def clean(self):
+        if self.pue is not None and (not math.isfinite(self.pue) or self.pue < 1):
+            raise ValidationError({"pue": "must be a finite number of at least 1.0"})
+        if self.currency and not self.currency.isupper():
+            raise ValidationError({"currency": "use an upper-case code such as USD, or REL"})
+
+
+class PriceItem(models.Model):
+    """The unit price of one catalogue part in one price book."""
+
+    price_book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="items")
+    part_kind = models.CharField(max_length=16, choices=PartKind.choices)
+    part_slug = models.SlugField(max_length=100)
+    unit_price = models.DecimalField(max_digits=16, decimal_places=4, validators=[validate_non_negative])
+    basis = models.TextField(help_text="How this price was obtained.")
+    confidence = models.CharField(max_length=16, choices=Confidence.choices)
+
+    class Meta:
+        ordering = ["part_kind", "part_slug"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["price_book", "part_kind", "part_slug"], name="unique_price_per_part"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.part_kind}:{self.part_slug} = {self.unit_price}"
+
+    def clean(self):
+        model = PART_MODELS.get(self.part_kind)
+        if model is not None and self.part_slug and not model.objects.filter(slug=self.part_slug).exists():
+            raise ValidationError(
+                {"part_slug": f"no {self.get_part_kind_display().lower()} with slug '{self.part_slug}'"}
+            )
+
+
+PART_MODELS = {
+    PartKind.ACCELERATOR: Accelerator,
+    PartKind.CPU: CPU,
+    PartKind.NIC: NIC,
+    PartKind.SWITCH: Switch,
+    PartKind.LINK_PART: LinkPart,
+    PartKind.COMPUTE_NODE: ComputeNodeType,
+    PartKind.STORAGE_NODE: StorageNodeType,
+}

@@ -1,0 +1,150 @@
+"""Catalogue services: load the seed YAML files and summarise what the catalogue holds.
+
+Seed files live in ``planner/catalog/data/<table>/<slug>.yaml``, one part per file, and each
+table has a JSON Schema in ``planner/catalog/schemas/<table>.schema.json``. Loading validates
+every file against its schema, then through the same serializers the API uses (so the rules in
+``Model.clean()`` apply), inside one transaction: a bad file leaves the catalogue as it was.
+"""
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+import jsonschema
+import yaml
+from django.db import transaction
+from django.db.models import Count
+
+from planner import models
+from planner.api import serializers
+
+CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
+DATA_DIR = CATALOG_DIR / "data"
+SCHEMA_DIR = CATALOG_DIR / "schemas"
+
+
+@dataclass(frozen=True)
+class CatalogTable:
+    name: str  # folder, schema and API path name
+    label: str
+    model: type
+    serializer: type
+
+
+# In dependency order: a table only refers to tables listed before it.
+TABLES = [
+    CatalogTable("accelerators", "Accelerators", models.Accelerator, serializers.AcceleratorSerializer),
+    CatalogTable("cpus", "CPUs", models.CPU, serializers.CPUSerializer),
+    CatalogTable("nics", "NICs", models.NIC, serializers.NICSerializer),
+    CatalogTable("switches", "Switches", models.Switch, serializers.SwitchSerializer),
+    CatalogTable("link-parts", "Cables and transceivers", models.LinkPart, serializers.LinkPartSerializer),
+    CatalogTable(
+        "compute-node-types", "Compute node types", models.ComputeNodeType, serializers.ComputeNodeTypeSerializer
+    ),
+    CatalogTable(
+        "storage-node-types", "Storage node types", models.StorageNodeType, serializers.StorageNodeTypeSerializer
+    ),
+    CatalogTable("price-books", "Price books", models.PriceBook, serializers.PriceBookSerializer),
+]
+
+
+class CatalogFileError(Exception):
+    """A seed file that does not pass its schema or the model's rules."""
+
+    def __init__(self, path: Path, errors):
+        self.path = path
+        self.errors = errors
+        super().__init__(f"{path}: {errors}")
+
+
+@dataclass
+class LoadReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+
+    def __str__(self):
+        return f"{len(self.created)} created, {len(self.updated)} updated, {self.unchanged} unchanged"
+
+
+def load_schema(table: CatalogTable) -> dict:
+    return json.loads((SCHEMA_DIR / f"{table.name}.schema.json").read_text())
+
+
+def seed_files(table: CatalogTable, data_dir: Path = DATA_DIR) -> list[Path]:
+    return sorted((data_dir / table.name).glob("*.yaml"))
+
+
+def read_seed_file(path: Path, schema: dict) -> dict:
+    """Parse one YAML file and check it against the table's JSON Schema."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise CatalogFileError(path, [f"not valid YAML: {error}"]) from error
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = [
+        f"{'/'.join(str(p) for p in error.absolute_path) or '(document)'}: {error.message}"
+        for error in validator.iter_errors(document)
+    ]
+    if problems:
+        raise CatalogFileError(path, problems)
+    if document["slug"] != path.stem:
+        raise CatalogFileError(path, [f"slug: '{document['slug']}' must match the file name '{path.stem}'"])
+    return document
+
+
+def _normalise(value):
+    """Compare numbers by value whether YAML gave a float or the serializer a decimal string."""
+    if isinstance(value, float | int | Decimal | str) and not isinstance(value, bool):
+        try:
+            return Decimal(str(value)).normalize()
+        except InvalidOperation:
+            return value
+    if isinstance(value, list):
+        return sorted((_normalise(v) for v in value), key=repr)
+    if isinstance(value, dict):
+        return {k: _normalise(v) for k, v in value.items()}
+    return value
+
+
+def _same(serializer_class, instance, document: dict) -> bool:
+    """True when the stored entry already says exactly what the document says."""
+    stored = serializer_class(instance).data
+    return all(_normalise(stored.get(key)) == _normalise(value) for key, value in document.items())
+
+
+@transaction.atomic
+def catalog_load(*, data_dir: Path = DATA_DIR) -> LoadReport:
+    """Create or update every seed entry; entries already identical are not touched."""
+    report = LoadReport()
+    for table in TABLES:
+        schema = load_schema(table)
+        for path in seed_files(table, data_dir):
+            document = read_seed_file(path, schema)
+            instance = table.model.objects.filter(slug=document["slug"]).first()
+            if instance is not None and _same(table.serializer, instance, document):
+                report.unchanged += 1
+                continue
+            serializer = table.serializer(instance=instance, data=document)
+            if not serializer.is_valid():
+                raise CatalogFileError(path, serializer.errors)
+            serializer.save()
+            (report.created if instance is None else report.updated).append(f"{table.name}/{path.stem}")
+    return report
+
+
+def catalog_summary() -> list[dict]:
+    """Entry counts per table, split by confidence, for the landing page."""
+    summary = []
+    for table in TABLES:
+        rows = table.model.objects.values("confidence").annotate(n=Count("id")).order_by("confidence")
+        by_confidence = [(row["confidence"], row["n"]) for row in rows]
+        summary.append(
+            {
+                "label": table.label,
+                "api_path": f"catalog/{table.name}",
+                "count": sum(n for _, n in by_confidence),
+                "by_confidence": by_confidence,
+            }
+        )
+    return summary

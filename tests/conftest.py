@@ -1,0 +1,54 @@
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from rest_framework.test import APIClient
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """Load the seed catalogue once into the test database, as ``manage.py load_catalog`` does.
+
+    Each test runs in a transaction that is rolled back, so tests see the seed as loaded."""
+    from planner.services.catalog import catalog_load
+
+    with django_db_blocker.unblock():
+        catalog_load()
+
+
+@pytest.fixture
+def catalog(db):
+    """Marks a test as reading the seed catalogue (loaded once per session)."""
+
+
+@pytest.fixture
+def user(db):
+    return get_user_model().objects.create_user("reader", password="pw-reader-1234")
+
+
+@pytest.fixture
+def editor(db):
+    """A user holding add/change/delete permissions on every catalogue table."""
+    editor = get_user_model().objects.create_user("editor", password="pw-editor-1234")
+    editor.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="planner").exclude(codename__startswith="view")
+    )
+    return editor
+
+
+@pytest.fixture
+def anon_client():
+    return APIClient()
+
+
+@pytest.fixture
+def reader_client(user):
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def editor_client(editor):
+    client = APIClient()
+    client.force_authenticate(editor)
+    return client

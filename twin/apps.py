@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TwinConfig(AppConfig):
+    name = "twin"
+    verbose_name = "Live cluster twins"
