@@ -1,0 +1,48 @@
+"""Input checks shared by the engine's functions: arrays that broadcast, finite and in range."""
+import numpy as np
+
+from simcore.errors import ScenarioError
+
+
+def as_array(value, field: str, *, positive: bool = False, non_negative: bool = False,
+             at_most: float | None = None, integer: bool = False) -> np.ndarray:
+    """``value`` as a float array, or a ScenarioError naming ``field`` when it is not valid."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ScenarioError(field, f"must be a number or an array of numbers, got {value!r}") from None
+    if not np.all(np.isfinite(array)):
+        raise ScenarioError(field, "must be finite (no NaN or infinity)")
+    if positive and np.any(array <= 0):
+        raise ScenarioError(field, "must be greater than zero")
+    if non_negative and np.any(array < 0):
+        raise ScenarioError(field, "must be zero or more")
+    if at_most is not None and np.any(array > at_most):
+        raise ScenarioError(field, f"must be at most {at_most}")
+    if integer and np.any(array != np.round(array)):
+        raise ScenarioError(field, "must be a whole number")
+    return array
+
+
+def broadcast(**arrays: np.ndarray) -> dict[str, np.ndarray]:
+    """Broadcast named arrays together, naming the fields whose shapes do not fit."""
+    try:
+        shaped = np.broadcast_arrays(*arrays.values())
+    except ValueError:
+        shapes = ", ".join(f"{name} {np.shape(a)}" for name, a in arrays.items())
+        raise ScenarioError(next(iter(arrays)), f"shapes do not broadcast together: {shapes}") from None
+    return dict(zip(arrays, shaped))
+
+
+def binding(labels: tuple[str, ...], *bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest of several bounds and the index (into ``labels``) of the one that binds."""
+    stacked = np.stack(np.broadcast_arrays(*bounds))
+    index = np.argmin(stacked, axis=0)
+    return np.take_along_axis(stacked, index[None], axis=0)[0], index
+
+
+def label(labels: tuple[str, ...], index: np.ndarray):
+    """Label(s) for binding-constraint indices: a string for a scalar, an array otherwise."""
+    index = np.asarray(index)
+    names = np.asarray(labels, dtype=object)
+    return str(names[index.item()]) if index.ndim == 0 else names[index]

@@ -1,0 +1,232 @@
+"""Collectives: alpha-beta ring, tree and double binary tree; NCCL on PCIe nodes; HFReduce.
+
+Bandwidths are in GB/s (10^9 bytes per second) and sizes in bytes. ``algbw = size / time``; the
+bus bandwidth of nccl-tests (doc/PERFORMANCE.md) is ``algbw x 2(n-1)/n`` for allreduce. The
+Fire-Flyer figures (FF Fig. 7) and this module's HFReduce and NCCL results are per-GPU ``algbw``
+in the paper's sense: one GPU's gradient size over the allreduce time.
+
+Every node-level function returns a :class:`CollectiveResult` whose ``bound`` indexes
+``labels``: the constraint that set the bandwidth.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.arrays import as_array, binding, label
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class CollectiveParams:
+    """Calibrated collective constants.
+
+    hop_latency_s: one network hop of a ring or tree step. Basis: 64 B IB latency across leaves,
+        3.7 us (DeepSeek ISCA'25 Table 5).
+    hfreduce_chunk_bytes: HFReduce's pipeline chunk. FF gives no size (Algorithm 1 only says
+        "split by chunk size"); 2 MiB is an assumption, typical of RDMA pipelines.
+    hfreduce_efficiency: achieved / bound bandwidth of HFReduce's copy, reduce and RDMA pipeline
+        outside its fill. Basis: FF Fig. 7a's 16-GPU point (8.10 GB/s) with this model; the other
+        seven points and all of Fig. 7b are predictions.
+    nccl_efficiency: achieved / bound bus bandwidth of an NCCL ring on the binding link.
+        Basis: nccl-tests on PCIe-bound links commonly reach about 0.9 of the link; estimate.
+    nccl_tree_min_ranks: rank count from which NCCL's tuner picks the tree for large allreduces
+        (its ring latency grows with ranks). Basis: FF Fig. 7a, where NCCL drops between 512 and
+        1,024 GPUs; it is a property of NCCL's tuning, not of the hardware.
+    root_port_shared_by_both_directions: whether a root port's fabric limit caps reads and writes
+        together. Basis: FF IV-D3 attributes HFReduce's ~8 GB/s to the GPU5/GPU6 root port,
+        which only binds if D2H and H2D traffic share its ~37.5 GB/s.
+    host_stages: HFReduce pipeline stages on the host (D2H copy, CPU reduce, H2D copy).
+    """
+
+    hop_latency_s: float = 3.7e-6
+    hfreduce_chunk_bytes: float = 2 * 2**20
+    hfreduce_efficiency: float = 0.91
+    nccl_efficiency: float = 0.9
+    nccl_tree_min_ranks: int = 1024
+    root_port_shared_by_both_directions: bool = True
+    host_stages: int = 3
+
+
+@dataclass(frozen=True)
+class NodeIO:
+    """What a node offers a collective; every field is an array that broadcasts over scenarios.
+
+    nic_bw_gbyte_s: computation-network bandwidth per node, one direction, all NICs.
+    host_mem_bw_gbyte_s: practical host memory bandwidth, all sockets.
+    pcie_bw_gbyte_s: practical host-link bandwidth of one GPU, one direction.
+    root_port_bw_gbyte_s: root-port-to-CPU-fabric limit (relevant where two GPUs share a port).
+    shared_root_ports: root ports carrying two GPUs.
+    p2p_bw_gbyte_s: GPU-to-NIC peer-to-peer ceiling (GPUDirect RDMA), one direction.
+    scaleup_bw_gbyte_s: NVLink/HCCS bandwidth per GPU, one direction.
+    numa_domains: CPU sockets (HFReduce's GDRCopy reads host memory once per NUMA domain).
+    """
+
+    gpus_per_node: np.ndarray
+    nic_bw_gbyte_s: np.ndarray
+    host_mem_bw_gbyte_s: np.ndarray
+    pcie_bw_gbyte_s: np.ndarray
+    root_port_bw_gbyte_s: np.ndarray
+    shared_root_ports: np.ndarray
+    p2p_bw_gbyte_s: np.ndarray
+    scaleup_bw_gbyte_s: np.ndarray
+    numa_domains: np.ndarray
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    time_s: np.ndarray
+    algbw_gbyte_s: np.ndarray
+    bound: np.ndarray
+    labels: tuple[str, ...]
+
+    @property
+    def binding(self):
+        return label(self.labels, self.bound)
+
+
+def ring_allreduce_time_s(size_bytes, ranks, bus_bw_gbyte_s, hop_latency_s):
+    """Ring allreduce: 2(n-1) steps, each moving size/n: t = 2(n-1) alpha + 2(n-1)/n S/B."""
+    n = np.maximum(ranks, 1)
+    return 2 * (n - 1) * hop_latency_s + 2 * (n - 1) / n * size_bytes / (bus_bw_gbyte_s * GB)
+
+
+def pipelined_tree_time_s(size_bytes, depth, bw_gbyte_s, hop_latency_s, chunk_bytes):
+    """Pipelined tree reduce then broadcast: the last chunk climbs and descends ``depth`` hops.
+
+    t = S/B + 2 depth (alpha + c/B). A double binary tree (Sanders, Speck and Traeff 2009; NCCL
+    2.4) sends half the data down each of two complementary trees, so every rank sends and
+    receives the full size once per phase, the same bandwidth term as one tree, with O(log n)
+    latency.
+    """
+    bw = bw_gbyte_s * GB
+    return size_bytes / bw + 2 * depth * (hop_latency_s + np.minimum(chunk_bytes, size_bytes) / bw)
+
+
+def tree_depth(nodes):
+    """Depth of a binary tree over ``nodes`` leaves-and-inner ranks: ceil(log2 n), 0 for one."""
+    return np.ceil(np.log2(np.maximum(nodes, 1)))
+
+
+def ring_collective_time_s(size_bytes, ranks, bw_gbyte_s, hop_latency_s):
+    """Allgather, reduce-scatter (size = the full gathered buffer) or all-to-all (size = bytes
+    each rank sends in all): (n-1) steps of size/n; t = (n-1) alpha + (n-1)/n S/B."""
+    n = np.maximum(ranks, 1)
+    return (n - 1) * hop_latency_s + (n - 1) / n * size_bytes / (bw_gbyte_s * GB)
+
+
+def network_units(nodes):
+    """Units of data each node sends (and receives) in a double-binary-tree allreduce.
+
+    Inner in one tree and leaf in the other, a node sends and receives two halves per phase,
+    2 units (FF IV-D3: "each node sends 2 and receives 2 units"); two nodes just swap, 1 unit;
+    one node, none.
+    """
+    return np.where(nodes >= 3, 2.0, np.where(nodes == 2, 1.0, 0.0))
+
+
+HFREDUCE_LABELS = (
+    "host memory bandwidth",
+    "NIC bandwidth",
+    "GPU PCIe link",
+    "shared PCIe root port",
+)
+
+
+def hfreduce_memory_units(gpus_per_node, nodes, numa_domains, nvlink: bool):
+    """Host-memory traffic per unit of one GPU's gradient (FF IV-D3: 24 for 8 GPUs, many nodes).
+
+    D2H writes g*u, CPU reduce reads g*u and writes 1, IB send reads k, IB receive writes k,
+    reduce-add reads k/2, H2D (GDRCopy) reads once per NUMA domain; u = 1/2 with NVLink pairs
+    (each GPU of a pair moves half), k from :func:`network_units`.
+    """
+    u = 0.5 if nvlink else 1.0
+    k = network_units(nodes)
+    return 2 * gpus_per_node * u + 1 + k + k + k / 2 + numa_domains
+
+
+def hfreduce(size_bytes, nodes, io: NodeIO, *, nvlink: bool = False, cross_zone=False,
+             params: CollectiveParams = CollectiveParams()) -> CollectiveResult:
+    """HFReduce allreduce (FF IV): D2H copy, CPU reduce, double-binary-tree RDMA, H2D copy.
+
+    Bound = min(host memory / traffic units, NIC / network units, PCIe link / u, shared root port
+    / (4u when both directions share it)), with u = 1/2 when NVLink pairs reduce first (FF IV-C).
+    Time = (S + fill) / (efficiency x bound), fill = (2 x tree depth + host stages) chunks; a
+    job across zones adds one hop each way through the inter-zone switches (FF III-B).
+    """
+    size = as_array(size_bytes, "collective.size_bytes", positive=True)
+    nodes = as_array(nodes, "collective.nodes", positive=True, integer=True)
+    u = 0.5 if nvlink else 1.0
+    mem = io.host_mem_bw_gbyte_s / hfreduce_memory_units(io.gpus_per_node, nodes, io.numa_domains, nvlink)
+    k = network_units(nodes)
+    nic = np.where(k > 0, io.nic_bw_gbyte_s / np.maximum(k, 1), np.inf)
+    pcie = io.pcie_bw_gbyte_s / u
+    port_load = (4 if params.root_port_shared_by_both_directions else 2) * u
+    port = np.where(io.shared_root_ports > 0, io.root_port_bw_gbyte_s / port_load, np.inf)
+    bound_bw, bound = binding(HFREDUCE_LABELS, mem, nic, pcie, port)
+    bw = params.hfreduce_efficiency * bound_bw
+    depth = tree_depth(nodes) + np.where(np.asarray(cross_zone, bool), 1, 0)
+    chunk = np.minimum(params.hfreduce_chunk_bytes, size)
+    fill_chunks = 2 * depth + params.host_stages
+    time_s = (size + fill_chunks * chunk) / (bw * GB) + 2 * depth * params.hop_latency_s
+    if nvlink:
+        nvl = io.scaleup_bw_gbyte_s * GB
+        time_s = time_s + 2 * chunk / nvl
+    return CollectiveResult(time_s, size / time_s / GB, bound, HFREDUCE_LABELS)
+
+
+NCCL_LABELS = (
+    "ring: GPU-to-NIC peer-to-peer limit",
+    "ring: shared PCIe root port",
+    "ring: NIC bandwidth",
+    "ring: GPU PCIe link",
+    "tree: GPU-to-NIC peer-to-peer limit",
+    "tree: NIC bandwidth",
+    "ring: scale-up link",
+)
+
+
+def nccl_allreduce(size_bytes, nodes, io: NodeIO, *, nvlink_all_to_all=False,
+                   params: CollectiveParams = CollectiveParams()) -> CollectiveResult:
+    """NCCL allreduce on GPU nodes, ring below ``nccl_tree_min_ranks`` ranks and tree above.
+
+    Ring (n = all GPUs): each GPU sends and receives 2(n-1)/n S; each node's NIC carries one
+    ring crossing per direction. Bus bandwidth is bounded by the GPU-to-NIC P2P ceiling (FF
+    IV-D2: Rome lacks chained write, ~9 GiB/s), the shared root port (a GPU's send and receive
+    both cross it), the NIC, and each GPU's PCIe link; on NVSwitch nodes the intra-node hops use
+    the scale-up link instead and the NICs are the limit.
+    Tree: a chain inside each node feeding a double binary tree across nodes; the GPU at the
+    chain's head both sends and receives ``network_units`` per unit of data through the P2P
+    path, which on these nodes caps both directions together.
+    """
+    size = as_array(size_bytes, "collective.size_bytes", positive=True)
+    nodes = as_array(nodes, "collective.nodes", positive=True, integer=True)
+    g = io.gpus_per_node
+    ranks = nodes * g
+    multi = nodes > 1
+    inf = np.inf
+    all_to_all = np.asarray(nvlink_all_to_all, bool)
+    ring_p2p = np.where(multi & ~all_to_all, io.p2p_bw_gbyte_s, inf)
+    ring_port = np.where((io.shared_root_ports > 0) & ~all_to_all,
+                         io.root_port_bw_gbyte_s / (4 if params.root_port_shared_by_both_directions else 2),
+                         inf)
+    ring_nic = np.where(multi, io.nic_bw_gbyte_s, inf)
+    ring_pcie = np.where(all_to_all, inf, io.pcie_bw_gbyte_s)
+    ring_scaleup = np.where(all_to_all, io.scaleup_bw_gbyte_s, inf)
+    k = network_units(nodes)
+    tree_p2p = np.where(all_to_all, inf, io.p2p_bw_gbyte_s / np.maximum(2 * k, 1))
+    tree_nic = io.nic_bw_gbyte_s / np.maximum(k, 1)
+    use_tree = multi & (ranks >= params.nccl_tree_min_ranks)
+    inf_if_tree = np.where(use_tree, inf, 0.0)
+    inf_if_ring = np.where(use_tree, 0.0, inf)
+    bus_bw, bound = binding(
+        NCCL_LABELS,
+        ring_p2p + inf_if_tree, ring_port + inf_if_tree, ring_nic + inf_if_tree, ring_pcie + inf_if_tree,
+        tree_p2p + inf_if_ring, tree_nic + inf_if_ring, ring_scaleup + inf_if_tree,
+    )
+    bw = params.nccl_efficiency * bus_bw
+    ring_t = ring_allreduce_time_s(size, ranks, bw, params.hop_latency_s)
+    tree_t = pipelined_tree_time_s(size, tree_depth(nodes) + g, bw, params.hop_latency_s,
+                                   params.hfreduce_chunk_bytes)
+    time_s = np.where(use_tree, tree_t, ring_t)
+    return CollectiveResult(time_s, size / time_s / GB, bound, NCCL_LABELS)

@@ -1,0 +1,53 @@
+"""Compute: sustained clocks under a power cap, achieved GEMM throughput, MFU and HFU.
+
+Model (see docs/engine.md): achieved GEMM = peak x kernel efficiency x clock factor. Dynamic
+power scales roughly as f * V^2 and, under DVFS, V tracks f, so dynamic power ~ f^3. A board
+whose cap P_cap is below the power P_full the die would draw at full clock sustains
+
+    f / f_max = ((P_cap - P_static) / (P_full - P_static)) ** (1/3)
+
+This is why the 250 W PCIe A100 reaches about 83% of the 400 W SXM A100 in GEMM (FF Table II).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.arrays import as_array
+
+
+@dataclass(frozen=True)
+class ComputeParams:
+    """Calibrated compute constants.
+
+    kernel_efficiency: achieved / peak dense GEMM at full clock. Basis: DGX-A100 (SXM, never
+        power-capped in GEMM) measured 131/156 = 0.840 TF32 and 263/312 = 0.843 FP16 TFLOPS
+        (FF Table II). The PCIe figures are then predictions.
+    static_power_fraction: share of full-clock power that does not scale with clock (leakage,
+        memory, board). Basis: an A100 SXM4 idles near 50 W of its 400 W (estimate, 0.125).
+    """
+
+    kernel_efficiency: float = 0.84
+    static_power_fraction: float = 0.125
+
+
+def sustained_clock_factor(tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):
+    """Fraction of the maximum clock a power-capped part sustains under dense GEMM (<= 1).
+
+    ``full_clock_power_w`` <= ``tdp_w`` (or equal) means the cap never binds: factor 1.
+    """
+    tdp_w = as_array(tdp_w, "accelerator.tdp_w", positive=True)
+    full_w = as_array(full_clock_power_w, "accelerator.full_clock_power_w", positive=True)
+    static_w = params.static_power_fraction * full_w
+    dynamic_share = np.clip((tdp_w - static_w) / (full_w - static_w), 0.0, 1.0)
+    return np.where(tdp_w >= full_w, 1.0, np.cbrt(dynamic_share))
+
+
+def gemm_tflops(peak_tflops, tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):
+    """Achieved dense GEMM TFLOPS per accelerator."""
+    peak = as_array(peak_tflops, "accelerator.peak_tflops", positive=True)
+    return peak * params.kernel_efficiency * sustained_clock_factor(tdp_w, full_clock_power_w, params)
+
+
+def mfu(model_flops_per_step, step_time_s, gpus, peak_tflops):
+    """Model FLOPs utilisation: model FLOP/s achieved over the cluster's peak FLOP/s (PaLM, App. B)."""
+    return model_flops_per_step / (step_time_s * gpus * peak_tflops * 1e12)

@@ -1,0 +1,269 @@
+"""The scenario document: its fields, defaults and validation.
+
+A scenario is a JSON object with ``cluster``, ``workload`` (optional) and ``options`` (optional);
+docs/scenario-format.md describes every field. Numeric fields take a number or a list of numbers;
+lists broadcast against each other (NumPy rules), so one document can describe a million
+scenario points. Unknown keys, wrong types and out-of-range values raise :class:`ScenarioError`
+naming the dotted field path.
+"""
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simcore.arrays import as_array
+from simcore.errors import ScenarioError
+
+
+@dataclass(frozen=True)
+class Num:
+    """A numeric field. ``check`` is positive, non_negative or fraction; ``default`` None = required,
+    ``nullable`` = may be null (unknown; stored as NaN)."""
+
+    check: str = "positive"
+    default: Any = None
+    nullable: bool = False
+    integer: bool = False
+    required: bool = True
+    at_most: float | None = None
+    unit: str = ""
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Choice:
+    options: tuple[str, ...]
+    default: str | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Flag:
+    default: bool = False
+    doc: str = ""
+
+
+def opt(check="positive", default=None, **kw):
+    return Num(check=check, default=default, required=False, **kw)
+
+
+SPEC: dict[str, Any] = {
+    "cluster": {
+        "node_count": Num(integer=True, unit="nodes", doc="compute nodes"),
+        "node": {
+            "gpus": Num(integer=True, unit="GPUs", doc="accelerators per node"),
+            "accelerator": {
+                "peak_tf32_tflops": opt(nullable=True, unit="TFLOPS"),
+                "peak_fp16_tflops": Num(unit="TFLOPS", doc="dense FP16/BF16 peak"),
+                "peak_fp8_tflops": opt(nullable=True, unit="TFLOPS"),
+                "memory_gb": opt(nullable=True, unit="GB"),
+                "tdp_w": Num(unit="W"),
+                "full_clock_power_w": opt(nullable=True, unit="W",
+                                          doc="power at max clock on GEMM; null: the TDP never caps it"),
+                "scaleup_bw_gbyte_s": opt("non_negative", 0.0, unit="GB/s", doc="both directions"),
+            },
+            "nvlink_topology": Choice(("none", "pairs", "all-to-all"), "none"),
+            "cpus": opt("non_negative", 2, integer=True),
+            "cpu_tdp_w": opt(nullable=True, unit="W"),
+            "host_memory_bw_gbyte_s": opt(nullable=True, unit="GB/s", doc="practical, all sockets"),
+            "pcie_bw_gbyte_s": opt(default=27.0, unit="GB/s",
+                                   doc="practical GPU host-link rate one way (FF: > 27 GB/s on PCIe 4.0 x16)"),
+            "root_port_bw_gbyte_s": opt(nullable=True, unit="GB/s"),
+            "shared_root_ports": opt("non_negative", 0, integer=True),
+            "p2p_limit_gbyte_s": opt(nullable=True, unit="GB/s", doc="GPU-to-NIC peer-to-peer ceiling"),
+            "compute_nics": Num(integer=True),
+            "compute_nic_gbit_s": Num(unit="Gb/s"),
+            "storage_nics": opt("non_negative", 0, integer=True),
+            "storage_nic_gbit_s": opt("non_negative", 0.0, unit="Gb/s"),
+            "power_w": opt(nullable=True, unit="W", doc="measured average under training; null: from parts"),
+        },
+        "fabric": {
+            "layers": opt(default=2, integer=True),
+            "switch_radix": Num(integer=True, unit="ports"),
+            "switch_gbit_s": Num(unit="Gb/s"),
+            "switch_power_w": opt(nullable=True, unit="W"),
+            "zones": opt(default=1, integer=True),
+            "interzone_switches": opt("non_negative", 0, integer=True),
+            "planes": opt(default=1, integer=True),
+            "rails": opt(default=1, integer=True),
+            "oversubscription": opt(default=1.0),
+            "storage_network": Choice(("shared", "separate"), "shared"),
+            "core_pods": Choice(("power_of_two", "exact"), "power_of_two"),
+        },
+        "storage": {
+            "nodes": opt("non_negative", 0, integer=True),
+            "nics": opt("non_negative", 0, integer=True),
+            "nic_gbit_s": opt("non_negative", 0.0, unit="Gb/s"),
+            "ssds": opt("non_negative", 0, integer=True),
+            "ssd_tb": opt("non_negative", 0.0, unit="TB"),
+            "ssd_read_gbyte_s": opt(nullable=True, unit="GB/s"),
+            "ssd_write_gbyte_s": opt(nullable=True, unit="GB/s"),
+            "power_w": opt(nullable=True, unit="W"),
+            "cpu_tdp_w": opt(nullable=True, unit="W"),
+            "checkpoint_write_gbyte_s_per_node": opt(default=10.74, unit="GB/s",
+                                                     doc="FF VII-A: > 10 GiB/s per node"),
+        },
+        "prices": {
+            "currency": Choice(("REL", "USD", "EUR", "CNY", "GBP", "JPY"), "USD"),
+            "node": opt(nullable=True),
+            "storage_node": opt("non_negative", nullable=True),
+            "switch": opt(nullable=True),
+            "transceiver": opt("non_negative", nullable=True),
+            "endpoint_cable": opt("non_negative", nullable=True),
+            "fiber": opt("non_negative", nullable=True),
+            "energy_per_kwh": opt("non_negative", nullable=True),
+            "pue": opt(default=1.0),
+            "amortization_years": opt(default=4.0, doc="capex spread over this many years"),
+        },
+        "reliability": {
+            "profile": Choice(("fire-flyer", "per-node-rate"), "fire-flyer"),
+            "failures_per_1000_node_days": opt(nullable=True, doc="used by the per-node-rate profile"),
+            "checkpoint_interval_s": opt(nullable=True, unit="s", doc="null: the optimum"),
+            "restart_s": opt(nullable=True, unit="s", doc="null: job start-up time for the ranks"),
+            "spare_confidence": opt(default=0.99, at_most=0.999999),
+        },
+    },
+    "workload": {
+        "kind": Choice(("transformer", "cnn"), "transformer"),
+        "layers": opt(integer=True, nullable=True),
+        "hidden": opt(integer=True, nullable=True),
+        "heads": opt(integer=True, nullable=True),
+        "vocab": opt("non_negative", 0, integer=True),
+        "seq_len": opt(integer=True, default=1),
+        "params": opt(nullable=True, doc="total parameters; transformers default to the SC21 formula"),
+        "active_params": opt(nullable=True, doc="parameters used per token (MoE); default all"),
+        "expert_params": opt("non_negative", 0.0, doc="parameters in experts (MoE)"),
+        "moe_top_k": opt("non_negative", 0, integer=True, doc="experts per token (0 = dense)"),
+        "flops_per_sample_forward": opt(nullable=True, doc="CNN forward FLOPs per sample"),
+        "activation_bytes_per_sample": opt("non_negative", 0.0, doc="CNN activations per sample"),
+        "global_batch": Num(integer=True, doc="samples (sequences or images) per step"),
+        "micro_batch": opt(default=1, integer=True),
+        "precision": Choice(("tf32", "fp16", "bf16", "fp8"), "bf16"),
+        "gpus": opt(integer=True, nullable=True, doc="GPUs the job uses; null: all"),
+        "tp": opt(default=1, integer=True),
+        "pp": opt(default=1, integer=True),
+        "ep": opt(default=1, integer=True),
+        "virtual_stages": opt(default=1, integer=True),
+        "zero_stage": opt("non_negative", 0, integer=True, at_most=3),
+        "recompute": Flag(False),
+        "collective": Choice(("nccl", "hfreduce"), "nccl"),
+        "use_nvlink": Flag(True, doc="let collectives use the node's NVLink"),
+        "cross_zone": Flag(False, doc="the job spans zones"),
+        "compute_efficiency": opt(default=0.5, at_most=1.0,
+                                  doc="achieved model FLOP rate / achieved GEMM rate"),
+        "grad_bytes": opt(default=4.0, doc="bytes per gradient element communicated"),
+        "weight_bytes": opt(default=2.0),
+        "optimizer_bytes_per_param": opt("non_negative", 12.0),
+        "tokens_to_train": opt(nullable=True, doc="tokens (or samples for a CNN) to train on"),
+        "preprocess_s_per_sample": opt("non_negative", 0.0, doc="host CPU-seconds per sample"),
+        "preprocess_cached": Flag(False, doc="encodings cached after the first epoch"),
+        "host_cores": opt(default=64, integer=True, doc="CPU cores per node for preprocessing"),
+        "checkpoint_bytes": opt(nullable=True, doc="null: weights + optimizer states"),
+    },
+    "options": {
+        "message_bytes": opt(default=186 * 2**20, doc="allreduce size for the collective report"),
+        "monte_carlo_replicas": opt("non_negative", 0, integer=True, at_most=100_000),
+        "monte_carlo_horizon_h": opt(default=8760.0),
+        "seed": opt("non_negative", 0, integer=True),
+    },
+}
+
+
+def _check_num(spec: Num, value, path: str):
+    if value is None:
+        if spec.nullable:
+            return np.array(np.nan)
+        raise ScenarioError(path, "is required" if spec.required else "may not be null")
+    if isinstance(value, bool) or isinstance(value, str | dict):
+        raise ScenarioError(path, f"must be a number or a list of numbers, got {type(value).__name__}")
+    if isinstance(value, list) and not value:
+        raise ScenarioError(path, "an empty list has no scenarios")
+    try:
+        raw = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ScenarioError(path, "must be a number or a flat list of numbers") from None
+    if raw.ndim > 1:
+        raise ScenarioError(path, "must be a number or a flat list (one axis per field)")
+    return as_array(raw, path, positive=spec.check == "positive", non_negative=spec.check == "non_negative",
+                    at_most=spec.at_most, integer=spec.integer)
+
+
+def _walk(spec: dict, given, path: str) -> dict:
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        raise ScenarioError(path or "(document)", "must be an object")
+    unknown = sorted(set(given) - set(spec))
+    if unknown:
+        raise ScenarioError(f"{path}.{unknown[0]}" if path else unknown[0],
+                            f"unknown field (known: {', '.join(sorted(spec))})")
+    out = {}
+    for key, rule in spec.items():
+        where = f"{path}.{key}" if path else key
+        if isinstance(rule, dict):
+            if key not in given and any(
+                isinstance(r, Num) and r.required for r in rule.values()
+            ):
+                raise ScenarioError(where, "is required")
+            out[key] = _walk(rule, given.get(key), where)
+        elif key not in given:
+            if isinstance(rule, Num) and rule.required:
+                raise ScenarioError(where, "is required")
+            if isinstance(rule, Num):
+                out[key] = np.array(np.nan) if rule.default is None else np.array(float(rule.default))
+            else:
+                out[key] = rule.default
+        elif isinstance(rule, Num):
+            out[key] = _check_num(rule, given[key], where)
+        elif isinstance(rule, Choice):
+            if given[key] not in rule.options:
+                raise ScenarioError(where, f"must be one of {', '.join(rule.options)}, got {given[key]!r}")
+            out[key] = given[key]
+        elif isinstance(rule, Flag):
+            if not isinstance(given[key], bool):
+                raise ScenarioError(where, "must be true or false")
+            out[key] = given[key]
+    return out
+
+
+def parse(document) -> dict:
+    """Validate a scenario document and return it with defaults filled and numbers as arrays."""
+    if not isinstance(document, dict):
+        raise ScenarioError("(document)", "must be a JSON object")
+    has_workload = document.get("workload") is not None
+    spec = SPEC if has_workload else {k: v for k, v in SPEC.items() if k != "workload"}
+    parsed = _walk(spec, {k: v for k, v in document.items() if has_workload or k != "workload"}, "")
+    parsed["has_workload"] = has_workload
+    if has_workload:
+        _require_workload_fields(parsed["workload"])
+    return parsed
+
+
+def _require_workload_fields(w: dict):
+    if w["kind"] == "transformer":
+        for key in ("layers", "hidden", "heads"):
+            if np.any(np.isnan(w[key])):
+                raise ScenarioError(f"workload.{key}", "is required for a transformer")
+    elif np.any(np.isnan(w["flops_per_sample_forward"])) or np.any(np.isnan(w["params"])):
+        field = "flops_per_sample_forward" if np.any(np.isnan(w["flops_per_sample_forward"])) else "params"
+        raise ScenarioError(f"workload.{field}", "is required for a CNN")
+
+
+def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
+    """(path, kind, default, description) for every field, for docs and the API."""
+    rows = []
+    for key, rule in spec.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(rule, dict):
+            rows += field_docs(rule, path)
+        elif isinstance(rule, Num):
+            kind = f"{'integer' if rule.integer else 'number'} ({rule.check.replace('_', ' ')})"
+            if rule.nullable:
+                kind += ", or null"
+            default = "required" if rule.required else ("null" if rule.default is None else str(rule.default))
+            rows.append((path, kind + (f", {rule.unit}" if rule.unit else ""), default, rule.doc))
+        elif isinstance(rule, Choice):
+            rows.append((path, " / ".join(rule.options), str(rule.default), rule.doc))
+        else:
+            rows.append((path, "true / false", str(rule.default).lower(), rule.doc))
+    return rows

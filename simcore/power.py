@@ -1,0 +1,59 @@
+"""Power: node, switch and storage power, facility power through PUE, energy per year.
+
+A node's power is its measured average under training load when the catalogue has one (FF
+Table II: 2,500 W PCIe node, 4,200 W DGX-A100 during ResNet training); otherwise it is built
+from parts: accelerators at TDP x ``accelerator_load``, CPUs at TDP, plus ``node_other_w``.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+HOURS_PER_YEAR = 8760.0
+
+
+@dataclass(frozen=True)
+class PowerParams:
+    """Estimates used where the catalogue has no figure (each editable).
+
+    accelerator_load: average accelerator draw / TDP during training. Basis: FF Table II, DGX-A100
+        at 4,200 W average against 8 x 400 W GPUs + 2 x 225 W CPUs + other: about 0.85 (estimate).
+    node_other_w: fans, memory, NICs, drives and conversion losses of an 8-GPU server (estimate).
+    cpu_default_w: CPU socket power when the CPU's TDP is unknown (estimate: a 32-64 core EPYC).
+    switch_w_per_tbit_s: switch box power per Tb/s of switching capacity; no citable figure was
+        found for the catalogue's switches, so 25 W per Tb/s (400 W for a 16 Tb/s box) is an estimate.
+    ssd_w: an active PCIe 4.0 NVMe SSD (estimate, 20 W).
+    storage_node_other_w: storage server base load (estimate, 250 W).
+    """
+
+    accelerator_load: float = 0.85
+    node_other_w: float = 500.0
+    cpu_default_w: float = 200.0
+    switch_w_per_tbit_s: float = 25.0
+    ssd_w: float = 20.0
+    storage_node_other_w: float = 250.0
+
+
+def node_power_w(measured_w, gpus_per_node, accelerator_tdp_w, cpus_per_node, cpu_tdp_w,
+                 params: PowerParams = PowerParams()):
+    """Average node power under training load: measured where known (NaN = unknown)."""
+    built = (gpus_per_node * accelerator_tdp_w * params.accelerator_load
+             + cpus_per_node * np.where(np.isnan(cpu_tdp_w), params.cpu_default_w, cpu_tdp_w)
+             + params.node_other_w)
+    return np.where(np.isnan(measured_w), built, measured_w)
+
+
+def switch_power_w(catalog_w, radix, port_speed_gbit_s, params: PowerParams = PowerParams()):
+    """Switch box power: the catalogue's figure, or the per-capacity estimate (NaN = unknown)."""
+    estimate = radix * port_speed_gbit_s / 1000 * params.switch_w_per_tbit_s
+    return np.where(np.isnan(catalog_w), estimate, catalog_w)
+
+
+def storage_node_power_w(measured_w, ssd_count, cpu_tdp_w, params: PowerParams = PowerParams()):
+    built = (ssd_count * params.ssd_w + np.where(np.isnan(cpu_tdp_w), params.cpu_default_w, cpu_tdp_w)
+             + params.storage_node_other_w)
+    return np.where(np.isnan(measured_w), built, measured_w)
+
+
+def energy_per_year_kwh(it_power_w, pue):
+    """Facility energy in a year: IT power x PUE x 8,760 h."""
+    return it_power_w * pue * HOURS_PER_YEAR / 1000.0

@@ -1,0 +1,290 @@
+"""Published reference cases and the validation suite that compares the engine with them.
+
+Every case names its source, the published value and how close the engine must come. The
+scenario inputs are hardware facts (datasheets, FF Tables I and IV) and the paper's setups, not
+the results: the engine computes each prediction from them. ``validate()`` returns one row per
+case and a summary per model; ``python -m simcore validate`` prints them.
+
+Sources: FF = W. An et al., "Fire-Flyer AI-HPC", SC24, arXiv:2408.14158 (v2); the HaiScale
+experiment settings (per-GPU batch, sequence length, precision) come from the paper's SC24
+artifact scripts.
+"""
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.document import parse
+from simcore.scenario import EngineParams, evaluate_parsed
+
+GIB = 2**30
+MIB = 2**20
+
+# FF Table I, Fig. 4 and IV-D: the PCIe A100 node. NVLink bridges pair the GPUs.
+FF_NODE = {
+    "gpus": 8,
+    "accelerator": {"peak_tf32_tflops": 156, "peak_fp16_tflops": 312, "memory_gb": 40, "tdp_w": 250,
+                    "full_clock_power_w": 400, "scaleup_bw_gbyte_s": 600},
+    "nvlink_topology": "pairs",
+    "cpus": 2,
+    "host_memory_bw_gbyte_s": 320,
+    "pcie_bw_gbyte_s": 27,
+    "root_port_bw_gbyte_s": 37.5,
+    "shared_root_ports": 1,
+    "p2p_limit_gbyte_s": 9 * GIB / 1e9,
+    "compute_nics": 1,
+    "compute_nic_gbit_s": 200,
+    "power_w": 2500,
+}
+# FF Tables I-II: DGX-A100 (8 computation NICs; its storage NIC is on its own network).
+DGX_A100_NODE = {
+    "gpus": 8,
+    "accelerator": {"peak_tf32_tflops": 156, "peak_fp16_tflops": 312, "memory_gb": 40, "tdp_w": 400,
+                    "scaleup_bw_gbyte_s": 600},
+    "nvlink_topology": "all-to-all",
+    "cpus": 2,
+    "cpu_tdp_w": 225,
+    "compute_nics": 8,
+    "compute_nic_gbit_s": 200,
+    "power_w": 4200,
+}
+# FF VI-B2 and Table IV: 180 3FS storage nodes, 2 x 200G NICs each (one per zone).
+FF_STORAGE = {"nodes": 180, "nics": 2, "nic_gbit_s": 200, "ssds": 16, "ssd_tb": 15.36, "cpu_tdp_w": 225}
+# FF Table III relative units (see the fire-flyer-relative price book for the basis).
+FF_PRICES = {"currency": "REL", "switch": 2.95}
+QM8700 = {"switch_radix": 40, "switch_gbit_s": 200}
+
+# ~10k PCIe GPUs: 1,240 nodes + 360 storage NICs = the 1,600 access points FF III counts.
+FF_NODES = 1240
+DGX_NODES = 1250
+
+FF_2ZONE = {
+    "node_count": FF_NODES, "node": FF_NODE, "storage": FF_STORAGE,
+    "fabric": {**QM8700, "layers": 2, "zones": 2, "interzone_switches": 2},
+    "prices": {**FF_PRICES, "node": 9.0},
+}
+FF_3LAYER = {**FF_2ZONE, "fabric": {**QM8700, "layers": 3}}
+DGX_3LAYER = {
+    "node_count": DGX_NODES, "node": DGX_A100_NODE,
+    "fabric": {**QM8700, "layers": 3},
+    "prices": {**FF_PRICES, "node": 15.2},
+}
+
+# HaiScale experiments (FF V; settings from the SC24 artifact scripts). compute_efficiency is
+# each workload's one calibrated number: set from its first published point (see ``basis``).
+VGG16 = {
+    "kind": "cnn", "flops_per_sample_forward": 30.94e9, "params": 138.36e6, "micro_batch": 50,
+    "activation_bytes_per_sample": 0.12e9, "precision": "tf32", "grad_bytes": 4, "weight_bytes": 4,
+    "compute_efficiency": 0.328, "use_nvlink": False,
+}
+GPT2_MEDIUM = {
+    "kind": "transformer", "layers": 24, "hidden": 1024, "heads": 16, "vocab": 50257, "seq_len": 256,
+    "micro_batch": 32, "precision": "tf32", "zero_stage": 3, "grad_bytes": 4, "weight_bytes": 4,
+    "compute_efficiency": 0.291, "use_nvlink": False,
+}
+LLAMA_13B = {
+    "kind": "transformer", "layers": 40, "hidden": 5120, "heads": 40, "vocab": 32000, "seq_len": 2048,
+    "global_batch": 4096, "micro_batch": 1, "precision": "bf16", "tp": 2, "pp": 4, "zero_stage": 1,
+    "grad_bytes": 4, "compute_efficiency": 0.795, "collective": "hfreduce",
+}
+CALIBRATION_BASIS = {
+    "vgg16": "compute_efficiency set so the HaiScale DDP step at 32 GPUs is 0.13 s (FF Fig. 8a)",
+    "gpt2-medium": "compute_efficiency set so the HaiScale FSDP step at 16 GPUs is 0.57 s (FF Fig. 8b)",
+    "llama-13b": "compute_efficiency set so the 64-GPU step is 64.118 s (FF Fig. 9)",
+}
+
+
+@dataclass(frozen=True)
+class ReferenceCase:
+    key: str
+    model: str
+    quantity: str
+    unit: str
+    published: float
+    source: str
+    predict: Callable[[EngineParams], float]
+    rel_tolerance: float | None = None
+    within: tuple[float, float] | None = None  # a published range the prediction must fall in
+    calibration: bool = False  # the case a calibrated constant was set from
+
+    def passes(self, predicted: float) -> bool:
+        if self.within is not None:
+            low, high = self.within
+            return low <= predicted <= high
+        return abs(predicted / self.published - 1) <= self.rel_tolerance
+
+
+def run(cluster: dict, workload: dict | None = None, options: dict | None = None,
+        params: EngineParams | None = None) -> dict:
+    """Evaluate a scenario and return the raw result (arrays, not JSON)."""
+    document = {"cluster": copy.deepcopy(cluster)}
+    if workload is not None:
+        document["workload"] = workload
+    if options is not None:
+        document["options"] = options
+    return evaluate_parsed(parse(document), params or EngineParams())
+
+
+def _ff_job(workload: dict, gpus: int, params: EngineParams) -> dict:
+    return run(FF_2ZONE, {**workload, "gpus": gpus}, params=params)["training"]
+
+
+def _cases() -> list[ReferenceCase]:
+    cases = []
+    add = cases.append
+    ff3 = "FF Table III"
+
+    def switches(cluster):
+        return lambda p: float(run(cluster, params=p)["fabric"]["switches"])
+
+    add(ReferenceCase("ft2-40port-capacity", "topology", "endpoints of a two-layer 40-port fat-tree", "endpoints",
+                      800, "FF III-B", lambda p: float(run({**FF_2ZONE, "node_count": 1, "storage": {},
+                                                            "fabric": QM8700}, params=p)["fabric"]["capacity_endpoints"]),
+                      rel_tolerance=0.0))
+    for key, cluster, published in (("ff-2zone", FF_2ZONE, 122), ("pcie-3layer", FF_3LAYER, 200),
+                                    ("dgx-3layer", DGX_3LAYER, 1320)):
+        add(ReferenceCase(f"{key}-switches", "topology", f"switches, {key}", "switches", published, ff3,
+                          switches(cluster), rel_tolerance=0.0))
+    next_gen = {"node_count": 4096, "node": {**FF_NODE, "compute_nics": 8, "compute_nic_gbit_s": 400},
+                "fabric": {"switch_radix": 128, "switch_gbit_s": 400, "planes": 4},
+                "prices": FF_PRICES}
+    add(ReferenceCase("next-gen-4plane-gpus", "topology", "GPUs on a 4-plane two-layer 128-port fat-tree",
+                      "GPUs", 32768, "FF IX",
+                      lambda p: float(run(next_gen, params=p)["fabric"]["capacity_endpoints"]), rel_tolerance=0.0))
+
+    for key, cluster, network, total in (("ff-2zone", FF_2ZONE, 350, 11600), ("pcie-3layer", FF_3LAYER, 600, 11850),
+                                         ("dgx-3layer", DGX_3LAYER, 4000, 23000)):
+        add(ReferenceCase(f"{key}-network-price", "cost", f"network price, {key}", "relative", network, ff3,
+                          lambda p, c=cluster: float(run(c, params=p)["cost"]["network"]), rel_tolerance=0.03))
+        add(ReferenceCase(f"{key}-total-price", "cost", f"total price, {key}", "relative", total, ff3,
+                          lambda p, c=cluster: float(run(c, params=p)["cost"]["capex_total"]), rel_tolerance=0.03))
+
+    def gemm(node, precision):
+        return lambda p: float(run({**FF_2ZONE, "node": node}, params=p)["compute"][f"gemm_{precision}_tflops"])
+
+    for key, node, precision, published, calibration in (
+        ("pcie-tf32", FF_NODE, "tf32", 107, False), ("pcie-fp16", FF_NODE, "fp16", 220, False),
+        ("sxm-tf32", DGX_A100_NODE, "tf32", 131, True), ("sxm-fp16", DGX_A100_NODE, "fp16", 263, True),
+    ):
+        add(ReferenceCase(f"gemm-{key}", "compute", f"{precision.upper()} GEMM, A100 {key.split('-')[0].upper()}",
+                          "TFLOPS", published, "FF Table II", gemm(node, precision), rel_tolerance=0.05,
+                          calibration=calibration))
+
+    def table2_relative_performance(p):
+        pcie = run(FF_2ZONE, params=p)["compute"]
+        dgx = run(DGX_3LAYER, params=p)["compute"]
+        return float(np.mean([pcie["gemm_tf32_tflops"] / dgx["gemm_tf32_tflops"],
+                              pcie["gemm_fp16_tflops"] / dgx["gemm_fp16_tflops"]]))
+
+    add(ReferenceCase("relative-performance", "compute", "PCIe node performance relative to DGX-A100", "ratio",
+                      0.83, "FF Table II", table2_relative_performance, rel_tolerance=0.03))
+    add(ReferenceCase("cost-performance", "cost", "PCIe node cost-performance relative to DGX-A100", "ratio",
+                      1.38, "FF Table II",
+                      lambda p: table2_relative_performance(p) / (FF_2ZONE["prices"]["node"] / DGX_3LAYER["prices"]["node"]),
+                      rel_tolerance=0.05))
+
+    size = 186 * MIB
+    node_sets = {"hfreduce": (16, 32, 64, 128, 256, 512, 1024, 1440)}
+    hf_pub = (8.10, 8.03, 7.95, 7.78, 7.12, 7.33, 6.31, 6.99)
+    nccl_pub = (4.01, 4.41, 4.29, 3.73, 4.83, 4.62, 1.63, 1.65)
+    no_nvlink = {**FF_2ZONE, "node": {**FF_NODE, "nvlink_topology": "none"}}
+
+    def allreduce(library, gpus, cluster=no_nvlink, cross_zone=False):
+        def predict(p):
+            from simcore import collectives
+            from simcore.scenario import node_io
+
+            parsed = parse({"cluster": cluster})
+            c = parsed["cluster"]
+            io = node_io(c["node"], c["node"]["accelerator"], c["node"]["gpus"])
+            nodes = gpus / 8
+            if library == "nccl":
+                return float(collectives.nccl_allreduce(size, nodes, io, params=p.collectives).algbw_gbyte_s)
+            return float(collectives.hfreduce(size, nodes, io, nvlink=library == "hfreduce-nvlink",
+                                              cross_zone=cross_zone, params=p.collectives).algbw_gbyte_s)
+        return predict
+
+    fig7a = "FF Fig. 7a (186 MiB allreduce)"
+    for gpus, hf, nc in zip(node_sets["hfreduce"], hf_pub, nccl_pub):
+        add(ReferenceCase(f"hfreduce-{gpus}", "collectives: HFReduce", f"HFReduce, {gpus} GPUs", "GB/s", hf, fig7a,
+                          allreduce("hfreduce", gpus), within=(6.3, 8.1), calibration=gpus == 16))
+        add(ReferenceCase(f"nccl-{gpus}", "collectives: NCCL", f"NCCL, {gpus} GPUs", "GB/s", nc, fig7a,
+                          allreduce("nccl", gpus), within=(1.6, 4.8)))
+    fig7b = "FF Fig. 7b (HFReduce with NVLink)"
+    for gpus, published in zip((16, 32, 64, 128, 256, 512, 1024), (19.18, 13, 12.07, 10.3, 9.66, 8.56, 7.99)):
+        add(ReferenceCase(f"hfreduce-nvlink-{gpus}", "collectives: HFReduce+NVLink", f"one zone, {gpus} GPUs", "GB/s",
+                          published, fig7b, allreduce("hfreduce-nvlink", gpus, FF_2ZONE), rel_tolerance=0.15))
+    for gpus, published in zip((128, 256, 512, 1024), (9.27, 8.63, 8.06, 7.75)):
+        add(ReferenceCase(f"hfreduce-nvlink-xzone-{gpus}", "collectives: HFReduce+NVLink",
+                          f"across zones, {gpus} GPUs", "GB/s", published, fig7b,
+                          allreduce("hfreduce-nvlink", gpus, FF_2ZONE, cross_zone=True), rel_tolerance=0.15))
+
+    def step(workload, per_gpu_batch, library):
+        def predict(p, gpus):
+            batch = {"global_batch": per_gpu_batch * gpus} if per_gpu_batch else {}
+            return float(_ff_job({**workload, **batch, "collective": library}, gpus, p)["step_time_s"])
+        return predict
+
+    for name, workload, per_gpu, series, source in (
+        ("vgg16", VGG16, 50, {"hfreduce": (0.13, 0.133, 0.139, 0.149, 0.15), "nccl": (0.27, 0.271, 0.279, 0.287, 0.288)},
+         "FF Fig. 8a (weak scaling, 32-512 GPUs)"),
+        ("gpt2-medium", GPT2_MEDIUM, 32, {"hfreduce": (0.57, 0.58, 0.598, 0.595), "nccl": (0.84, 0.875, 0.985, 0.99)},
+         "FF Fig. 8b (weak scaling, 16-128 GPUs)"),
+    ):
+        first = 32 if name == "vgg16" else 16
+        for library, published in series.items():
+            for i, value in enumerate(published):
+                gpus = first * 2**i
+                add(ReferenceCase(f"{name}-{library}-{gpus}", "training", f"{name} step, {library}, {gpus} GPUs", "s",
+                                  value, source, lambda p, g=gpus, f=step(workload, per_gpu, library): f(p, g),
+                                  rel_tolerance=0.15, calibration=library == "hfreduce" and i == 0))
+    for i, (gpus, value) in enumerate(zip((64, 128, 256, 512), (64.118, 32.508, 17.448, 9.717))):
+        add(ReferenceCase(f"llama-13b-{gpus}", "training", f"LLaMa-13B step, {gpus} GPUs", "s", value,
+                          "FF Fig. 9 (strong scaling, PP=4)",
+                          lambda p, g=gpus: float(_ff_job(LLAMA_13B, g, p)["step_time_s"]),
+                          rel_tolerance=0.15, calibration=i == 0))
+
+    add(ReferenceCase("cluster-power", "power", "Fire-Flyer 2 cluster power", "MW", 3.2, "FF VIII-C2 (3-4 MW)",
+                      lambda p: float(run(FF_2ZONE, params=p)["power"]["it_total_w"]) / 1e6, within=(3.0, 4.0)))
+    add(ReferenceCase("3fs-network-bound", "storage", "3FS aggregate read bound", "TB/s", 9.0, "FF VI-B2",
+                      lambda p: float(run(FF_2ZONE, params=p)["storage"]["aggregate_read_gbyte_s"]) / 1000,
+                      rel_tolerance=0.01))
+    add(ReferenceCase("3fs-read-achieved", "storage", "3FS aggregate read achieved vs bound", "TB/s", 8.0,
+                      "FF VI-B2", lambda p: float(run(FF_2ZONE, params=p)["storage"]["aggregate_read_gbyte_s"]) / 1000,
+                      rel_tolerance=0.15))
+    add(ReferenceCase("xid-yearly-total", "reliability", "Xid events per year, 10,000 GPUs", "events", 12970,
+                      "FF Tables V-VI (the rates are derived from it: a consistency check)",
+                      lambda p: float(sum(v for k, v in run({**FF_2ZONE, "node_count": 1250}, params=p)
+                                          ["reliability"]["by_category_per_day"].items() if k.startswith("xid")) * 365),
+                      rel_tolerance=0.001, calibration=True))
+    return cases
+
+
+CASES = _cases()
+
+
+def validate(params: EngineParams | None = None) -> tuple[list[dict], dict[str, dict]]:
+    """Evaluate every reference case: rows with prediction, error and pass, and a per-model summary."""
+    params = params or EngineParams()
+    rows = []
+    for case in CASES:
+        predicted = case.predict(params)
+        error = predicted / case.published - 1
+        rows.append({
+            "key": case.key, "model": case.model, "quantity": case.quantity, "unit": case.unit,
+            "published": case.published, "predicted": predicted, "error": error,
+            "criterion": (f"within {case.within[0]}-{case.within[1]}" if case.within else f"+/-{case.rel_tolerance:.0%}"),
+            "passes": case.passes(predicted), "source": case.source, "calibration": case.calibration,
+        })
+    summary = {}
+    for row in rows:
+        entry = summary.setdefault(row["model"], {"cases": 0, "passing": 0, "errors": []})
+        entry["cases"] += 1
+        entry["passing"] += row["passes"]
+        entry["errors"].append(abs(row["error"]))
+    for entry in summary.values():
+        errors = entry.pop("errors")
+        entry["mean_abs_error"] = float(np.mean(errors))
+        entry["max_abs_error"] = float(np.max(errors))
+    return rows, summary

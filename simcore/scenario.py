@@ -1,0 +1,516 @@
+"""The orchestrator: a scenario document in, a result document out.
+
+``evaluate(document)`` validates the document (:mod:`simcore.document`), broadcasts every numeric
+field to one scenario shape, runs each model on whole arrays and returns plain JSON-ready data:
+a number (or a list, one entry per scenario point) for every metric, with units in the names,
+and the binding constraint of each bounded quantity.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simcore import collectives, compute, cost, power, reliability, storage, topology, training
+from simcore.arrays import label
+from simcore.collectives import CollectiveParams
+from simcore.compute import ComputeParams
+from simcore.document import parse
+from simcore.errors import ScenarioError
+from simcore.power import PowerParams
+from simcore.training import TrainingParams
+from simcore.version import ENGINE_VERSION
+
+SECONDS_PER_DAY = 86400.0
+HOURS_PER_YEAR = 8760.0
+PRECISION_PEAK = {"tf32": "peak_tf32_tflops", "fp16": "peak_fp16_tflops", "bf16": "peak_fp16_tflops",
+                  "fp8": "peak_fp8_tflops"}
+ACTIVATION_BYTES = 2.0  # bf16/fp16 activations exchanged by tensor and expert parallelism
+
+
+@dataclass(frozen=True)
+class EngineParams:
+    """Every calibrated constant of the engine, grouped by model; each has its basis documented."""
+
+    compute: ComputeParams = field(default_factory=ComputeParams)
+    collectives: CollectiveParams = field(default_factory=CollectiveParams)
+    power: PowerParams = field(default_factory=PowerParams)
+    training: TrainingParams = field(default_factory=TrainingParams)
+
+
+def _numeric_leaves(tree, prefix=""):
+    for key, value in tree.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            yield from _numeric_leaves(value, path)
+        elif isinstance(value, np.ndarray):
+            yield path, value
+
+
+def _broadcast_tree(tree) -> tuple[int, ...]:
+    leaves = dict(_numeric_leaves(tree))
+    try:
+        return np.broadcast_shapes(*(a.shape for a in leaves.values()))
+    except ValueError:
+        lists = [(p, a.shape[0]) for p, a in leaves.items() if a.ndim]
+        first = lists[0]
+        other = next(item for item in lists if item[1] != first[1])
+        raise ScenarioError(other[0], f"has {other[1]} values but {first[0]} has {first[1]}; "
+                                      "lists must have equal lengths (or one value)") from None
+
+
+def evaluate(document, params: EngineParams | None = None) -> dict:
+    """Evaluate one scenario document (possibly many points) and return the result document."""
+    parsed = parse(document)
+    _broadcast_tree({k: v for k, v in parsed.items() if isinstance(v, dict)})
+    result = evaluate_parsed(parsed, params or EngineParams())
+    return to_json(result)
+
+
+def evaluate_parsed(p: dict, params: EngineParams) -> dict:
+    c = p["cluster"]
+    node, acc, fab, sto, prices, rel = c["node"], c["node"]["accelerator"], c["fabric"], c["storage"], \
+        c["prices"], c["reliability"]
+    nodes = c["node_count"]
+    g = node["gpus"]
+    gpus = nodes * g
+
+    # Compute: achieved GEMM per precision.
+    full_clock_w = np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
+    clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
+    gemm = {name: np.where(np.isnan(acc[key]), np.nan,
+                           np.nan_to_num(acc[key]) * params.compute.kernel_efficiency * clock)
+            for name, key in (("tf32", "peak_tf32_tflops"), ("fp16", "peak_fp16_tflops"),
+                              ("fp8", "peak_fp8_tflops"))}
+
+    # Fabric.
+    compute_endpoints = nodes * node["compute_nics"]
+    storage_endpoints = sto["nodes"] * sto["nics"] + nodes * node["storage_nics"]
+    separate = fab["storage_network"] == "separate"
+    fabric_kwargs = dict(radix=fab["switch_radix"], oversubscription=fab["oversubscription"],
+                         core_pods=fab["core_pods"])
+    main = topology.fat_tree(compute_endpoints + (0 if separate else storage_endpoints),
+                             layers=fab["layers"], zones=fab["zones"], planes=fab["planes"], rails=fab["rails"],
+                             interzone_switches=fab["interzone_switches"], **fabric_kwargs)
+    storage_fabric = topology.fat_tree(storage_endpoints if separate else 0, layers=2, **fabric_kwargs)
+    fabric_total = main + storage_fabric
+
+    # Power.
+    node_w = power.node_power_w(node["power_w"], g, acc["tdp_w"], node["cpus"], node["cpu_tdp_w"], params.power)
+    switch_w = power.switch_power_w(fab["switch_power_w"], fab["switch_radix"], fab["switch_gbit_s"], params.power)
+    storage_w = power.storage_node_power_w(sto["power_w"], sto["ssds"], sto["cpu_tdp_w"], params.power)
+    it_power = {
+        "compute_nodes_w": nodes * node_w,
+        "switches_w": fabric_total.switches * switch_w,
+        "storage_nodes_w": sto["nodes"] * storage_w,
+    }
+    it_total_w = sum(it_power.values())
+    facility_w = it_total_w * prices["pue"]
+
+    # Cost.
+    counts = {
+        "compute_nodes": nodes,
+        "storage_nodes": sto["nodes"],
+        "switches": fabric_total.switches,
+        "transceivers": fabric_total.transceivers,
+        "fibers": fabric_total.switch_links,
+        "endpoint_cables": fabric_total.endpoint_links,
+    }
+    unit_prices = {"compute_nodes": prices["node"], "storage_nodes": prices["storage_node"],
+                   "switches": prices["switch"], "transceivers": prices["transceiver"],
+                   "fibers": prices["fiber"], "endpoint_cables": prices["endpoint_cable"]}
+    capex_lines, capex_total, unpriced = cost.capex(counts, unit_prices)
+    network_capex = sum(np.nan_to_num(capex_lines[k]) for k in ("switches", "transceivers", "fibers",
+                                                                 "endpoint_cables"))
+    energy_year = cost.energy_cost_per_year(facility_w / prices["pue"], prices["pue"], prices["energy_per_kwh"])
+
+    # Storage.
+    client_nic_gbyte_s = np.where(node["storage_nics"] > 0, node["storage_nics"] * node["storage_nic_gbit_s"],
+                                  node["compute_nics"] * node["compute_nic_gbit_s"]) / 8
+    storage_bw, storage_bound = storage.storage_throughput_gbyte_s(
+        sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_read_gbyte_s"], nodes, client_nic_gbyte_s)
+
+    # Collectives at the report's message size, across the whole cluster.
+    io = node_io(node, acc, g)
+    nvlink_pairs = node["nvlink_topology"] == "pairs"
+    all_to_all = node["nvlink_topology"] == "all-to-all"
+    msg = p["options"]["message_bytes"]
+    hf = collectives.hfreduce(msg, nodes, io, nvlink=nvlink_pairs, params=params.collectives)
+    nccl = collectives.nccl_allreduce(msg, nodes, io, nvlink_all_to_all=all_to_all, params=params.collectives)
+
+    result = {
+        "engine_version": ENGINE_VERSION,
+        "cluster": {"nodes": nodes, "gpus": gpus},
+        "compute": {
+            "sustained_clock_factor": clock,
+            "gemm_tf32_tflops": gemm["tf32"],
+            "gemm_fp16_tflops": gemm["fp16"],
+            "gemm_fp8_tflops": gemm["fp8"],
+            "cluster_fp16_pflops": gemm["fp16"] * gpus / 1000,
+        },
+        "fabric": {
+            "switches": fabric_total.switches,
+            "leaf_switches": fabric_total.leaf_switches,
+            "spine_switches": fabric_total.spine_switches,
+            "core_switches": fabric_total.core_switches,
+            "interzone_switches": fabric_total.interzone_switches,
+            "storage_plane_switches": storage_fabric.switches,
+            "endpoints": fabric_total.endpoints,
+            "capacity_endpoints": main.capacity_endpoints,
+            "fits": main.fits,
+            "compute_nics": nodes * node["compute_nics"],
+            "storage_nics": storage_endpoints,
+            "endpoint_cables": fabric_total.endpoint_links,
+            "switch_links": fabric_total.switch_links,
+            "transceivers": fabric_total.transceivers,
+            "fibers": fabric_total.switch_links,
+        },
+        "power": {
+            "node_w": node_w,
+            "switch_w": switch_w,
+            "storage_node_w": storage_w,
+            **it_power,
+            "it_total_w": it_total_w,
+            "facility_w": facility_w,
+            "energy_per_year_kwh": power.energy_per_year_kwh(it_total_w, prices["pue"]),
+            "fp16_tflops_per_kw": gemm["fp16"] * gpus / (facility_w / 1000),
+        },
+        "cost": {
+            "currency": prices["currency"],
+            **{f"{part}": line for part, line in capex_lines.items()},
+            "network": network_capex,
+            "capex_total": capex_total,
+            "unpriced": unpriced,
+            "energy_per_year": energy_year,
+            "capex_per_fp16_pflops": capex_total / (gemm["fp16"] * gpus / 1000),
+        },
+        "storage": {
+            "aggregate_read_gbyte_s": storage_bw,
+            "read_bound": label(storage.STORAGE_LABELS, storage_bound),
+            "capacity_tb": sto["nodes"] * sto["ssds"] * sto["ssd_tb"],
+        },
+        "collectives": {
+            "message_bytes": msg,
+            "hfreduce_algbw_gbyte_s": hf.algbw_gbyte_s,
+            "hfreduce_bound": hf.binding,
+            "nccl_algbw_gbyte_s": nccl.algbw_gbyte_s,
+            "nccl_bound": nccl.binding,
+        },
+        "constraints": [],
+    }
+    fits = np.asarray(main.fits)
+    if not np.all(fits):
+        result["constraints"].append(
+            f"fabric: {int(np.max(main.endpoints))} endpoints exceed what the fabric holds "
+            f"({int(np.min(main.capacity_endpoints))}); add layers, planes or zones, or use a larger radix")
+    if unpriced:
+        result["constraints"].append(f"cost: not priced in this price book: {', '.join(unpriced)}")
+
+    categories = _failure_categories(rel)
+    result["reliability"] = _reliability_cluster(categories, gpus, nodes)
+    if p["has_workload"]:
+        result["training"], job = _training(p, params, gemm, io, node, acc, g, nodes, storage_bw)
+        result["reliability"].update(_reliability_job(p, params, categories, job, sto, storage_bw))
+        _time_and_cost_to_train(result, p, job, facility_w, capex_total, prices)
+        _explain_training(result)
+    if p["options"]["monte_carlo_replicas"] > 0:
+        result["reliability"]["monte_carlo"] = _monte_carlo(p, categories, gpus, nodes, result)
+    return result
+
+
+def node_io(node, acc, g) -> collectives.NodeIO:
+    """What a node offers collectives, from the scenario's node fields (NaN = not a limit)."""
+    inf_if_nan = lambda a: np.where(np.isnan(a), np.inf, a)  # noqa: E731
+    return collectives.NodeIO(
+        gpus_per_node=g,
+        nic_bw_gbyte_s=node["compute_nics"] * node["compute_nic_gbit_s"] / 8,
+        host_mem_bw_gbyte_s=inf_if_nan(node["host_memory_bw_gbyte_s"]),
+        pcie_bw_gbyte_s=node["pcie_bw_gbyte_s"],
+        root_port_bw_gbyte_s=inf_if_nan(node["root_port_bw_gbyte_s"]),
+        shared_root_ports=node["shared_root_ports"],
+        p2p_bw_gbyte_s=inf_if_nan(node["p2p_limit_gbyte_s"]),
+        scaleup_bw_gbyte_s=np.where(acc["scaleup_bw_gbyte_s"] > 0, acc["scaleup_bw_gbyte_s"] / 2, np.inf),
+        numa_domains=np.maximum(node["cpus"], 1),
+    )
+
+
+def _failure_categories(rel):
+    if rel["profile"] == "per-node-rate":
+        rate = rel["failures_per_1000_node_days"]
+        if np.any(np.isnan(rate)):
+            raise ScenarioError("cluster.reliability.failures_per_1000_node_days",
+                                "is required by the per-node-rate profile")
+        if rate.ndim:
+            raise ScenarioError("cluster.reliability.failures_per_1000_node_days", "takes one value")
+        return reliability.meta_node_categories(float(rate))
+    return reliability.fire_flyer_categories()
+
+
+def _reliability_cluster(categories, gpus, nodes):
+    rates = reliability.category_rates(categories, gpus, nodes)
+    interrupting = np.array([c.interrupts_job for c in categories])
+    repair_h = np.array([c.repair_h for c in categories])
+    per_node = rates / np.asarray(nodes, float)[..., None]
+    down_rate = (per_node * (repair_h > 0)).sum(axis=-1)
+    mttr_h = np.where(down_rate > 0, (per_node * repair_h).sum(axis=-1) / np.maximum(down_rate, 1e-300), 0.0)
+    return {
+        "events_per_day": rates.sum(axis=-1) * 24,
+        "cluster_interruptions_per_day": (rates * interrupting).sum(axis=-1) * 24,
+        "node_availability": reliability.node_availability(down_rate, mttr_h),
+        "node_mttr_h": mttr_h,
+        "by_category_per_day": {c.key: rates[..., i] * 24 for i, c in enumerate(categories)},
+    }
+
+
+def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw):
+    w = p["workload"]
+    tp_, pp_, ep_ = w["tp"], w["pp"], w["ep"]
+    job_gpus = np.where(np.isnan(w["gpus"]), nodes * g, w["gpus"])
+    job_nodes = np.ceil(job_gpus / g)
+    dp = job_gpus / (tp_ * pp_)
+    micro_batches = w["global_batch"] / (np.maximum(np.floor(dp), 1) * w["micro_batch"])
+
+    reasons = np.full(np.broadcast_shapes(*(np.shape(a) for a in (job_gpus, dp, micro_batches, nodes))), "", object)
+    for bad, why in (
+        (job_gpus > nodes * g, "the job needs more GPUs than the cluster has"),
+        (dp != np.floor(dp), "TP x PP does not divide the job's GPUs"),
+        ((np.floor(dp) % ep_) != 0, "EP does not divide the data-parallel degree"),
+        (micro_batches != np.floor(micro_batches), "the global batch does not split evenly into micro-batches"),
+        (micro_batches < 1, "the global batch is smaller than one micro-batch per data-parallel rank"),
+        ((tp_ > g) & (tp_ > 1), "TP is larger than a node"),
+    ):
+        reasons = np.where(bad & (reasons == ""), why, reasons)
+    layout_ok = reasons == ""
+
+    transformer = w["kind"] == "transformer"
+    if transformer:
+        total_params = np.where(np.isnan(w["params"]),
+                                training.transformer_params(w["layers"], w["hidden"], w["seq_len"], w["vocab"]),
+                                w["params"])
+        active = np.where(np.isnan(w["active_params"]), total_params, w["active_params"])
+        tokens_per_step = w["global_batch"] * w["seq_len"]
+        model_per_token, hw_per_token = training.transformer_flops_per_token(
+            active, w["layers"], w["hidden"], w["seq_len"], w["recompute"])
+        model_flops = model_per_token * tokens_per_step
+        hw_flops = hw_per_token * tokens_per_step
+        activations = training.transformer_activation_bytes(
+            w["layers"], w["hidden"], w["heads"], w["seq_len"], w["micro_batch"], tp_, w["recompute"])
+    else:
+        total_params = w["params"]
+        active = total_params
+        tokens_per_step = w["global_batch"]
+        model_flops = 3 * w["flops_per_sample_forward"] * w["global_batch"]
+        hw_flops = model_flops * np.where(w["recompute"], 4 / 3, 1.0)
+        activations = w["activation_bytes_per_sample"] * w["micro_batch"]
+
+    precision_tflops = gemm[w["precision"]] if w["precision"] != "bf16" else gemm["fp16"]
+    if np.any(np.isnan(precision_tflops)):
+        raise ScenarioError("workload.precision", f"the accelerator has no {w['precision']} peak in the catalogue")
+    compute_s = hw_flops / (job_gpus * precision_tflops * 1e12 * w["compute_efficiency"])
+
+    # Tensor parallelism: 4 allreduces of b s h activations per layer per micro-batch (fwd + bwd).
+    pairs_ok = (node["nvlink_topology"] == "pairs") & (tp_ <= 2)
+    all_ok = node["nvlink_topology"] == "all-to-all"
+    tp_bw = np.where((pairs_ok | all_ok) & w["use_nvlink"], io.scaleup_bw_gbyte_s, io.pcie_bw_gbyte_s / 2)
+    layers = w["layers"] if transformer else np.array(0.0)
+    hidden = np.nan_to_num(w["hidden"]) if transformer else np.array(0.0)
+    tp_bytes = (np.nan_to_num(layers) / pp_ * micro_batches * 4 * 2 * (tp_ - 1) / tp_
+                * w["micro_batch"] * w["seq_len"] * hidden * ACTIVATION_BYTES)
+    tp_s = np.where(tp_ > 1, tp_bytes / (tp_bw * 1e9), 0.0)
+
+    # Expert parallelism: dispatch and combine all-to-alls per MoE layer, forward and backward.
+    nic_per_gpu = io.nic_bw_gbyte_s / g
+    ep_bw = np.where((ep_ <= g) & all_ok & w["use_nvlink"], io.scaleup_bw_gbyte_s, nic_per_gpu)
+    moe = w["moe_top_k"] > 0
+    ep_bytes = (np.nan_to_num(layers) / pp_ * micro_batches * 4 * w["micro_batch"] * w["seq_len"] * hidden
+                * ACTIVATION_BYTES * w["moe_top_k"])
+    ep_s = np.where(moe & (ep_ > 1), collectives.ring_collective_time_s(ep_bytes, ep_, ep_bw, 0.0), 0.0)
+
+    # Data parallelism: HFReduce or NCCL over the DP group; ZeRO-3 adds two allgathers.
+    dense = total_params - w["expert_params"]
+    local_params = dense / (tp_ * pp_) + w["expert_params"] / (tp_ * pp_ * ep_)
+    grad_bytes_per_gpu = local_params * w["grad_bytes"]
+    dp_per_node = np.minimum(np.floor(dp), g / tp_)
+    shards_per_node = g / np.maximum(dp_per_node, 1)
+    dp_nodes = np.ceil(np.floor(dp) / np.maximum(dp_per_node, 1))
+    dp_io = collectives.NodeIO(
+        gpus_per_node=np.maximum(dp_per_node, 1), nic_bw_gbyte_s=io.nic_bw_gbyte_s / shards_per_node,
+        host_mem_bw_gbyte_s=io.host_mem_bw_gbyte_s / shards_per_node, pcie_bw_gbyte_s=io.pcie_bw_gbyte_s,
+        root_port_bw_gbyte_s=io.root_port_bw_gbyte_s, shared_root_ports=io.shared_root_ports,
+        p2p_bw_gbyte_s=io.p2p_bw_gbyte_s, scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains)
+    hfreduce = w["collective"] == "hfreduce"
+    if hfreduce:
+        ar = collectives.hfreduce(grad_bytes_per_gpu, dp_nodes, dp_io,
+                                  nvlink=bool(np.all(node["nvlink_topology"] == "pairs")) and w["use_nvlink"],
+                                  cross_zone=w["cross_zone"], params=params.collectives)
+    else:
+        ar = collectives.nccl_allreduce(grad_bytes_per_gpu, dp_nodes, dp_io,
+                                        nvlink_all_to_all=all_ok & w["use_nvlink"], params=params.collectives)
+    dp_s = np.where(np.floor(dp) > 1, ar.time_s, 0.0)
+    # ZeRO-3 / FSDP: allgather the weights for forward and again for backward and reduce-scatter
+    # the gradients; each moves half an allreduce's traffic, and all of it can hide behind the
+    # whole step's compute instead of backward alone.
+    fsdp = w["zero_stage"] >= 3
+    dp_s = np.where(fsdp, 0.5 * dp_s * (1 + 2 * w["weight_bytes"] / w["grad_bytes"]), dp_s)
+    # With pipeline parallelism the gradients are final only after the pipeline flushes, so the
+    # allreduce can overlap just the last micro-batch's backward (Megatron-LM's behaviour).
+    overlap_window_s = compute_s * np.where(fsdp, 1.0, params.training.backward_share) / np.where(
+        pp_ > 1, np.maximum(micro_batches, 1), 1)
+
+    # Host-side preprocessing (video/diffusion workloads): CPU-seconds per sample over the cores.
+    samples_per_node = w["global_batch"] / job_nodes
+    data_s = np.where(w["preprocess_cached"], 0.0, samples_per_node * w["preprocess_s_per_sample"] / w["host_cores"])
+
+    step_s, parts = training.step_time_s(
+        compute_s=compute_s, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=np.maximum(micro_batches, 1),
+        tp_comm_s=tp_s, ep_comm_s=ep_s, dp_comm_s=dp_s, dp_overlap_window_s=overlap_window_s,
+        dp_on_copy_engines=hfreduce, data_s=data_s,
+        params=params.training)
+    peak = acc[PRECISION_PEAK[w["precision"]]]
+    mfu = model_flops / (step_s * job_gpus * peak * 1e12)
+    hfu = hw_flops / (step_s * job_gpus * peak * 1e12)
+
+    terms = training.memory_per_gpu_bytes(
+        dense_params=dense, expert_params=w["expert_params"], tp=tp_, pp=pp_, ep=ep_, dp=np.maximum(np.floor(dp), 1),
+        zero_stage=w["zero_stage"], weight_bytes=w["weight_bytes"], grad_bytes=w["grad_bytes"],
+        optimizer_bytes_per_param=w["optimizer_bytes_per_param"], activation_bytes=activations)
+    hbm_gb = acc["memory_gb"]
+    fits, mem_total, dominant = training.memory_verdict(terms, np.where(np.isnan(hbm_gb), np.inf, hbm_gb),
+                                                        params.training)
+    feasible = layout_ok & fits
+    checkpoint_bytes = np.where(np.isnan(w["checkpoint_bytes"]),
+                                total_params * (w["weight_bytes"] + w["optimizer_bytes_per_param"]),
+                                w["checkpoint_bytes"])
+    nan_if_infeasible = lambda a: np.where(feasible, a, np.nan)  # noqa: E731
+    out = {
+        "feasible": feasible,
+        "infeasible_reason": np.where(layout_ok, np.where(fits, "", "does not fit in HBM"), reasons),
+        "gpus": job_gpus,
+        "nodes": job_nodes,
+        "dp": np.floor(dp),
+        "micro_batches": micro_batches,
+        "params": total_params,
+        "active_params": active,
+        "model_flops_per_step": model_flops,
+        "hardware_flops_per_step": hw_flops,
+        "step_time_s": nan_if_infeasible(step_s),
+        "step_parts_s": {name: nan_if_infeasible(parts[..., i]) for i, name in enumerate(training.STEP_LABELS)},
+        "step_bound": label(training.STEP_LABELS, np.argmax(parts, axis=-1)),
+        "dp_allreduce_s": dp_s,
+        "dp_allreduce_bound": ar.binding,
+        "mfu": nan_if_infeasible(mfu),
+        "hfu": nan_if_infeasible(hfu),
+        "tokens_per_s": nan_if_infeasible(tokens_per_step / step_s),
+        "memory": {
+            "fits": fits,
+            "per_gpu_gb": mem_total / 1e9,
+            "hbm_gb": hbm_gb,
+            **{f"{name.replace(' ', '_')}_gb": terms[..., i] / 1e9 for i, name in enumerate(training.MEMORY_TERMS)},
+            "dominant_term": label(training.MEMORY_TERMS, dominant),
+        },
+        "startup_time_s": training.startup_time_s(job_gpus, params.training),
+    }
+    job = {"gpus": job_gpus, "nodes": job_nodes, "step_s": step_s, "tokens_per_step": tokens_per_step,
+           "checkpoint_bytes": checkpoint_bytes, "feasible": feasible}
+    return out, job
+
+
+def _reliability_job(p, params, categories, job, sto, storage_bw):
+    rel = p["cluster"]["reliability"]
+    rate_h = reliability.interruption_rate_per_hour(categories, job["gpus"], job["nodes"])
+    rate_s = rate_h / 3600
+    ckpt_s, ckpt_bound = storage.checkpoint_time_s(
+        job["checkpoint_bytes"], job["nodes"], sto["checkpoint_write_gbyte_s_per_node"],
+        np.where(sto["nodes"] > 0, storage_bw, np.inf))
+    restart_s = np.where(np.isnan(rel["restart_s"]), training.startup_time_s(job["gpus"], params.training),
+                         rel["restart_s"])
+    optimal = reliability.optimal_interval_s(ckpt_s, rate_s)
+    interval = np.where(np.isnan(rel["checkpoint_interval_s"]), optimal, rel["checkpoint_interval_s"])
+    spares = reliability.spares_needed(job["nodes"], _job_node_availability(categories, job), rel["spare_confidence"])
+    return {
+        "job_interruptions_per_day": rate_h * 24,
+        "job_mtbi_h": 1 / rate_h,
+        "checkpoint_time_s": ckpt_s,
+        "checkpoint_bound": label(storage.CHECKPOINT_LABELS, ckpt_bound),
+        "restart_time_s": restart_s,
+        "checkpoint_interval_s": interval,
+        "optimal_interval_s": optimal,
+        "young_interval_s": reliability.young_interval_s(ckpt_s, rate_s),
+        "daly_interval_s": reliability.daly_interval_s(ckpt_s, rate_s),
+        "ettr": reliability.ettr_closed_form(interval, ckpt_s, restart_s, rate_s),
+        "ettr_at_optimum": reliability.ettr_closed_form(optimal, ckpt_s, restart_s, rate_s),
+        "spare_nodes": spares,
+    }
+
+
+def _job_node_availability(categories, job):
+    cluster = _reliability_cluster(categories, job["gpus"], job["nodes"])
+    return cluster["node_availability"]
+
+
+def _time_and_cost_to_train(result, p, job, facility_w, capex_total, prices):
+    tokens = p["workload"]["tokens_to_train"]
+    training_out = result["training"]
+    if np.all(np.isnan(tokens)):
+        return
+    steps = np.ceil(tokens / job["tokens_per_step"])
+    ideal_s = steps * training_out["step_time_s"]
+    wall_s = ideal_s / result["reliability"]["ettr"]
+    job_share = job["gpus"] / result["cluster"]["gpus"]
+    energy_cost = facility_w * job_share * wall_s / 3.6e6 * prices["energy_per_kwh"]
+    capex_share = capex_total * job_share * wall_s / (prices["amortization_years"] * HOURS_PER_YEAR * 3600)
+    training_out.update({
+        "steps_to_train": steps,
+        "time_to_train_days": wall_s / SECONDS_PER_DAY,
+        "time_to_train_ideal_days": ideal_s / SECONDS_PER_DAY,
+        "energy_cost_to_train": energy_cost,
+        "capex_share_to_train": capex_share,
+        "cost_to_train": energy_cost + capex_share,
+    })
+
+
+def _explain_training(result):
+    t = result["training"]
+    if np.ndim(t["feasible"]) == 0 and not bool(t["feasible"]):
+        result["constraints"].append(f"training: infeasible: {t['infeasible_reason']}"
+                                     + (f" (dominant term: {t['memory']['dominant_term']})"
+                                        if t["infeasible_reason"] == "does not fit in HBM" else ""))
+
+
+def _monte_carlo(p, categories, gpus, nodes, result):
+    """Monte Carlo event counts for the whole cluster over the horizon and, with a workload, ETTR."""
+    opts = p["options"]
+    replicas = int(opts["monte_carlo_replicas"])
+    rng = np.random.default_rng(int(opts["seed"]))
+    hours = opts["monte_carlo_horizon_h"]
+    counts = reliability.sample_category_counts(categories, gpus, nodes, hours, replicas, rng)
+    out = {
+        "replicas": replicas,
+        "horizon_h": hours,
+        "events_mean": {c.key: counts[..., i].mean(axis=0) for i, c in enumerate(categories)},
+    }
+    rel = result["reliability"]
+    if "ettr" in rel:
+        segment = rel["checkpoint_interval_s"] + rel["checkpoint_time_s"]
+        segments = int(np.clip(np.min(hours * 3600 / segment), 1, 1_000_000))
+        ettr = reliability.ettr_monte_carlo(rel["checkpoint_interval_s"], rel["checkpoint_time_s"],
+                                            rel["restart_time_s"], rel["job_interruptions_per_day"] / SECONDS_PER_DAY,
+                                            segments=segments, replicas=replicas, rng=rng)
+        out["ettr_mean"] = ettr.mean(axis=0)
+        out["ettr_p05"] = np.quantile(ettr, 0.05, axis=0)
+    return out
+
+
+def to_json(value):
+    """Arrays to lists, 0-d arrays and NumPy scalars to Python numbers, NaN/inf to None."""
+    if isinstance(value, dict):
+        return {k: to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return to_json(value.item())
+        return [to_json(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return to_json(value.item())
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
