@@ -34,11 +34,19 @@ def broadcast(**arrays: np.ndarray) -> dict[str, np.ndarray]:
     return dict(zip(arrays, shaped))
 
 
-def binding(labels: tuple[str, ...], *bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The smallest of several bounds and the index (into ``labels``) of the one that binds."""
-    stacked = np.stack(np.broadcast_arrays(*bounds))
-    index = np.argmin(stacked, axis=0)
-    return np.take_along_axis(stacked, index[None], axis=0)[0], index
+def binding(labels: tuple[str, ...], *bounds) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest of several bounds and the index (into ``labels``) of the one that binds.
+
+    Ties go to the earlier bound. The loop runs over the few constraints, never over scenarios.
+    """
+    shape = np.broadcast_shapes(*(np.shape(b) for b in bounds))
+    best = np.broadcast_to(np.asarray(bounds[0], float), shape)
+    index = np.zeros(shape, np.intp)
+    for position, bound in enumerate(bounds[1:], start=1):
+        smaller = bound < best
+        best = np.where(smaller, bound, best)
+        index = np.where(smaller, position, index)
+    return best, index
 
 
 def label(labels: tuple[str, ...], index: np.ndarray):

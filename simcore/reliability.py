@@ -132,8 +132,9 @@ def category_rates(categories: list[FailureCategory], gpus, nodes):
 
 def interruption_rate_per_hour(categories, gpus, nodes):
     """Rate of job-stopping failures for a job spanning ``gpus`` on ``nodes`` (series system)."""
-    interrupts = np.array([c.interrupts_job for c in categories])
-    return (category_rates(categories, gpus, nodes) * interrupts).sum(axis=-1)
+    gpu_rate = sum(c.rate_per_unit_hour for c in categories if c.interrupts_job and c.unit == "gpu")
+    node_rate = sum(c.rate_per_unit_hour for c in categories if c.interrupts_job and c.unit == "node")
+    return gpu_rate * np.asarray(gpus, float) + node_rate * np.asarray(nodes, float)
 
 
 def sample_category_counts(categories, gpus, nodes, hours, replicas: int, rng: np.random.Generator):
@@ -218,13 +219,21 @@ def node_availability(repair_rate_per_hour, mttr_h):
     return 1.0 / (1.0 + np.asarray(repair_rate_per_hour) * np.asarray(mttr_h))
 
 
-def spares_needed(job_nodes, availability, confidence=0.99, max_spares: int = 512):
-    """Smallest number of spare nodes s so that P(at least ``job_nodes`` of job_nodes + s are up)
-    >= ``confidence`` (independent nodes, binomial tail). Vectorized over the inputs."""
-    n = np.asarray(job_nodes, float)[..., None]
-    a = np.asarray(availability, float)[..., None]
-    s = np.arange(max_spares + 1)
-    ok = stats.binom.sf(n - 1, n + s, a) >= confidence
-    if not np.all(ok[..., -1]):
-        raise ScenarioError("reliability.spare_confidence", f"needs more than {max_spares} spare nodes")
-    return np.argmax(ok, axis=-1)
+def spares_needed(job_nodes, availability, confidence=0.99, max_iterations: int = 64):
+    """Smallest number of spare nodes s with P(at least ``job_nodes`` of job_nodes + s are up)
+    >= ``confidence`` (independent nodes, binomial tail).
+
+    With F ~ Binomial(n + s, 1 - A) failed nodes, s must satisfy s >= ppf(confidence; n + s). The
+    right side grows with s, so iterating s <- ppf(confidence; n + s) from 0 climbs to the least
+    such s. Evaluated once per distinct (n, A) pair, so a sweep costs what its distinct jobs cost.
+    """
+    n, a = np.broadcast_arrays(np.asarray(job_nodes, float), np.asarray(availability, float))
+    pairs, inverse = np.unique(n.ravel() + 1j * a.ravel(), return_inverse=True)
+    nodes, failure = pairs.real, 1.0 - pairs.imag
+    spares = np.zeros_like(nodes)
+    for _ in range(max_iterations):
+        climbed = stats.binom.ppf(confidence, nodes + spares, failure)
+        if np.array_equal(climbed, spares):
+            return spares[inverse.ravel()].reshape(n.shape)
+        spares = climbed
+    raise ScenarioError("reliability.spare_confidence", "spare-node count did not converge")

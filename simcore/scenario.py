@@ -23,6 +23,17 @@ SECONDS_PER_DAY = 86400.0
 HOURS_PER_YEAR = 8760.0
 PRECISION_PEAK = {"tf32": "peak_tf32_tflops", "fp16": "peak_fp16_tflops", "bf16": "peak_fp16_tflops",
                   "fp8": "peak_fp8_tflops"}
+INFEASIBLE_REASONS = (
+    "",
+    "the job needs more GPUs than the cluster has",
+    "TP x PP does not divide the job's GPUs",
+    "EP does not divide the data-parallel degree",
+    "the global batch does not split evenly into micro-batches",
+    "the global batch is smaller than one micro-batch per data-parallel rank",
+    "TP is larger than a node",
+    "does not fit in HBM",
+)
+MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
 ACTIVATION_BYTES = 2.0  # bf16/fp16 activations exchanged by tensor and expert parallelism
 
 
@@ -245,18 +256,27 @@ def _failure_categories(rel):
 
 
 def _reliability_cluster(categories, gpus, nodes):
-    rates = reliability.category_rates(categories, gpus, nodes)
-    interrupting = np.array([c.interrupts_job for c in categories])
-    repair_h = np.array([c.repair_h for c in categories])
-    per_node = rates / np.asarray(nodes, float)[..., None]
-    down_rate = (per_node * (repair_h > 0)).sum(axis=-1)
-    mttr_h = np.where(down_rate > 0, (per_node * repair_h).sum(axis=-1) / np.maximum(down_rate, 1e-300), 0.0)
+    """Cluster-wide event rates, node availability and MTTR. Rates are linear in GPUs and nodes,
+    so per-scenario work is a few multiply-adds whatever the number of categories."""
+    gpus = np.asarray(gpus, float)
+    nodes = np.asarray(nodes, float)
+
+    def per_hour(weight):
+        gpu_rate = sum(c.rate_per_unit_hour * weight(c) for c in categories if c.unit == "gpu")
+        node_rate = sum(c.rate_per_unit_hour * weight(c) for c in categories if c.unit == "node")
+        return gpu_rate * gpus + node_rate * nodes
+
+    down_per_node = per_hour(lambda c: c.repair_h > 0) / nodes
+    repair_hours_per_node = per_hour(lambda c: c.repair_h) / nodes
+    mttr_h = np.where(down_per_node > 0, repair_hours_per_node / np.where(down_per_node > 0, down_per_node, 1), 0.0)
     return {
-        "events_per_day": rates.sum(axis=-1) * 24,
-        "cluster_interruptions_per_day": (rates * interrupting).sum(axis=-1) * 24,
-        "node_availability": reliability.node_availability(down_rate, mttr_h),
+        "events_per_day": per_hour(lambda c: 1.0) * 24,
+        "cluster_interruptions_per_day": per_hour(lambda c: c.interrupts_job) * 24,
+        "node_availability": reliability.node_availability(down_per_node, mttr_h),
         "node_mttr_h": mttr_h,
-        "by_category_per_day": {c.key: rates[..., i] * 24 for i, c in enumerate(categories)},
+        "by_category_per_day": {
+            c.key: c.rate_per_unit_hour * (gpus if c.unit == "gpu" else nodes) * 24 for c in categories
+        },
     }
 
 
@@ -268,17 +288,17 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
     dp = job_gpus / (tp_ * pp_)
     micro_batches = w["global_batch"] / (np.maximum(np.floor(dp), 1) * w["micro_batch"])
 
-    reasons = np.full(np.broadcast_shapes(*(np.shape(a) for a in (job_gpus, dp, micro_batches, nodes))), "", object)
-    for bad, why in (
-        (job_gpus > nodes * g, "the job needs more GPUs than the cluster has"),
-        (dp != np.floor(dp), "TP x PP does not divide the job's GPUs"),
-        ((np.floor(dp) % ep_) != 0, "EP does not divide the data-parallel degree"),
-        (micro_batches != np.floor(micro_batches), "the global batch does not split evenly into micro-batches"),
-        (micro_batches < 1, "the global batch is smaller than one micro-batch per data-parallel rank"),
-        ((tp_ > g) & (tp_ > 1), "TP is larger than a node"),
-    ):
-        reasons = np.where(bad & (reasons == ""), why, reasons)
-    layout_ok = reasons == ""
+    reason = np.zeros(np.broadcast_shapes(*(np.shape(a) for a in (job_gpus, dp, micro_batches, nodes))), np.intp)
+    for code, bad in enumerate((
+        job_gpus > nodes * g,
+        dp != np.floor(dp),
+        (np.floor(dp) % ep_) != 0,
+        micro_batches != np.floor(micro_batches),
+        micro_batches < 1,
+        (tp_ > g) & (tp_ > 1),
+    ), start=1):
+        reason = np.where(bad & (reason == 0), code, reason)
+    layout_ok = reason == 0
 
     transformer = w["kind"] == "transformer"
     if transformer:
@@ -382,7 +402,7 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
     nan_if_infeasible = lambda a: np.where(feasible, a, np.nan)  # noqa: E731
     out = {
         "feasible": feasible,
-        "infeasible_reason": np.where(layout_ok, np.where(fits, "", "does not fit in HBM"), reasons),
+        "infeasible_reason": label(INFEASIBLE_REASONS, np.where(layout_ok & ~fits, MEMORY_REASON, reason)),
         "gpus": job_gpus,
         "nodes": job_nodes,
         "dp": np.floor(dp),

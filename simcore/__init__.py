@@ -1,0 +1,45 @@
+"""simcore: the planner's vectorized engine (NumPy and SciPy only; no Django, Celery or Channels).
+
+Everything takes arrays that broadcast over scenario points and returns arrays. The scenario
+document (docs/scenario-format.md) is the contract shared by the CLI, the REST API and sweeps.
+"""
+from simcore.collectives import CollectiveParams, NodeIO, hfreduce, nccl_allreduce
+from simcore.compute import ComputeParams, gemm_tflops, sustained_clock_factor
+from simcore.errors import ScenarioError
+from simcore.power import PowerParams
+from simcore.references import CASES, validate
+from simcore.reliability import (
+    ettr_closed_form,
+    ettr_monte_carlo,
+    fire_flyer_categories,
+    optimal_interval_s,
+    spares_needed,
+)
+from simcore.scenario import EngineParams, evaluate
+from simcore.topology import fat_tree
+from simcore.training import TrainingParams
+from simcore.version import ENGINE_VERSION
+
+__all__ = [
+    "CASES",
+    "ENGINE_VERSION",
+    "CollectiveParams",
+    "ComputeParams",
+    "EngineParams",
+    "NodeIO",
+    "PowerParams",
+    "ScenarioError",
+    "TrainingParams",
+    "ettr_closed_form",
+    "ettr_monte_carlo",
+    "evaluate",
+    "fat_tree",
+    "fire_flyer_categories",
+    "gemm_tflops",
+    "hfreduce",
+    "nccl_allreduce",
+    "optimal_interval_s",
+    "spares_needed",
+    "sustained_clock_factor",
+    "validate",
+]

@@ -1,0 +1,78 @@
+"""Command line: ``python -m simcore evaluate FILE|-``, ``validate`` and ``bench``."""
+import argparse
+import json
+import sys
+
+from simcore.errors import ScenarioError
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m simcore", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    evaluate_cmd = commands.add_parser("evaluate", help="evaluate a scenario document and print the result JSON")
+    evaluate_cmd.add_argument("file", help="path to a JSON scenario document, or - for standard input")
+    validate_cmd = commands.add_parser("validate", help="compare the engine with every published reference case")
+    validate_cmd.add_argument("--json", action="store_true", help="print rows and summary as JSON")
+    bench_cmd = commands.add_parser("bench", help="print throughput figures")
+    bench_cmd.add_argument("--points", type=int, default=1_000_000)
+    bench_cmd.add_argument("--replicas", type=int, default=1_000)
+    args = parser.parse_args(argv)
+
+    if args.command == "evaluate":
+        return _evaluate(args.file)
+    if args.command == "validate":
+        return _validate(args.json)
+    from simcore.bench import run_all
+
+    for line in run_all(args.points, args.replicas):
+        print(line)
+    return 0
+
+
+def _evaluate(path: str) -> int:
+    from simcore.scenario import evaluate
+
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except OSError as error:
+        print(f"error: cannot read {path}: {error.strerror}", file=sys.stderr)
+        return 2
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        print(f"error: not valid JSON: {error}", file=sys.stderr)
+        return 2
+    try:
+        result = evaluate(document)
+    except ScenarioError as error:
+        print(f"error: {error.field}: {error.reason}", file=sys.stderr)
+        return 2
+    json.dump(result, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+def _validate(as_json: bool) -> int:
+    from simcore.references import validate
+
+    rows, summary = validate()
+    if as_json:
+        json.dump({"cases": rows, "summary": summary}, sys.stdout, indent=2)
+        print()
+    else:
+        print(f"{'case':34} {'published':>11} {'predicted':>11} {'error':>8}  criterion       result")
+        for row in rows:
+            mark = "pass" if row["passes"] else "FAIL"
+            calibrated = " (calibration point)" if row["calibration"] else ""
+            print(f"{row['key']:34} {row['published']:>11.4g} {row['predicted']:>11.4g} {row['error']:>+8.1%}  "
+                  f"{row['criterion']:15} {mark}{calibrated}")
+        print()
+        print(f"{'model':32} {'cases':>5} {'pass':>5} {'mean |err|':>10} {'max |err|':>10}")
+        for model, entry in summary.items():
+            print(f"{model:32} {entry['cases']:>5} {entry['passing']:>5} {entry['mean_abs_error']:>10.1%} "
+                  f"{entry['max_abs_error']:>10.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Throughput benchmarks for the engine (printed figures, not timed tests).
+
+* analytical: one scenario document whose fields are arrays of ``points`` values (node count,
+  radix, layers and message size vary), evaluated in one call, fabric, power, cost, storage,
+  collectives, training and closed-form reliability included;
+* Monte Carlo: failure injection for a 10,000-GPU cluster over one year x ``replicas`` replicas
+  (event counts by category and ETTR of a whole-cluster job).
+"""
+import time
+
+import numpy as np
+
+from simcore import reliability
+from simcore.document import parse
+from simcore.references import FF_2ZONE, LLAMA_13B
+from simcore.scenario import EngineParams, evaluate_parsed
+
+
+def grid_document(points: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    nodes = rng.integers(64, 4096, points)
+    document = {
+        "cluster": {
+            **FF_2ZONE,
+            "node_count": nodes.tolist(),
+            "fabric": {"switch_radix": rng.choice([40, 64, 128], points).tolist(),
+                       "switch_gbit_s": 200, "layers": rng.choice([2, 3], points).tolist(),
+                       "zones": 1},
+        },
+        "workload": {**LLAMA_13B, "gpus": (nodes * 8).tolist(), "global_batch": (nodes * 8 * 4).tolist()},
+        "options": {"message_bytes": rng.uniform(1e6, 1e9, points).tolist()},
+    }
+    return document
+
+
+def bench_analytical(points: int = 1_000_000, repeats: int = 3) -> dict:
+    parsed = parse(grid_document(points))
+    params = EngineParams()
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = evaluate_parsed(parsed, params)
+        best = min(best, time.perf_counter() - start)
+    assert np.shape(result["training"]["step_time_s"]) == (points,)
+    return {"points": points, "seconds": best, "points_per_s": points / best}
+
+
+def bench_monte_carlo(gpus: int = 10_000, nodes: int = 1_250, years: float = 1.0, replicas: int = 1_000,
+                      repeats: int = 3) -> dict:
+    categories = reliability.fire_flyer_categories()
+    hours = years * 8760
+    rate_s = reliability.interruption_rate_per_hour(categories, gpus, nodes) / 3600
+    best = np.inf
+    for attempt in range(repeats):
+        rng = np.random.default_rng(attempt)
+        start = time.perf_counter()
+        counts = reliability.sample_category_counts(categories, gpus, nodes, hours, replicas, rng)
+        interval = reliability.optimal_interval_s(60.0, rate_s)
+        segments = int(hours * 3600 / (interval + 60.0))
+        ettr = reliability.ettr_monte_carlo(interval, 60.0, 600.0, rate_s, segments=segments, replicas=replicas, rng=rng)
+        best = min(best, time.perf_counter() - start)
+    gpu_years = gpus * years * replicas
+    return {"gpus": gpus, "years": years, "replicas": replicas, "seconds": best,
+            "gpu_years_per_s": gpu_years / best, "events_per_replica": float(counts.sum() / replicas),
+            "ettr_mean": float(ettr.mean())}
+
+
+def run_all(points: int = 1_000_000, replicas: int = 1_000) -> list[str]:
+    analytical = bench_analytical(points)
+    mc = bench_monte_carlo(replicas=replicas)
+    return [
+        f"analytical: {analytical['points']:,} scenario points in {analytical['seconds']:.3f} s "
+        f"= {analytical['points_per_s']:,.0f} points/s",
+        f"monte carlo: {mc['gpus']:,} GPUs x {mc['years']:g} year x {mc['replicas']:,} replicas in "
+        f"{mc['seconds']:.3f} s = {mc['gpu_years_per_s']:,.0f} GPU-years/s "
+        f"({mc['events_per_replica']:,.0f} failure events per replica, mean ETTR {mc['ettr_mean']:.4f})",
+    ]
