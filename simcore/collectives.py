@@ -75,10 +75,14 @@ class NodeIO:
 
 @dataclass(frozen=True)
 class CollectiveResult:
+    """Time and algorithm bandwidth, the index of the binding constraint, and every bound (GB/s,
+    before efficiencies) by label, so that the ones that did not bind are visible too."""
+
     time_s: np.ndarray
     algbw_gbyte_s: np.ndarray
     bound: np.ndarray
     labels: tuple[str, ...]
+    bounds_gbyte_s: dict
 
     @property
     def binding(self):
@@ -172,7 +176,8 @@ def hfreduce(size_bytes, nodes, io: NodeIO, *, nvlink: bool = False, cross_zone=
     if nvlink:
         nvl = io.scaleup_bw_gbyte_s * GB
         time_s = time_s + 2 * chunk / nvl
-    return CollectiveResult(time_s, size / time_s / GB, bound, HFREDUCE_LABELS)
+    bounds = dict(zip(HFREDUCE_LABELS, np.broadcast_arrays(mem, nic, pcie, port)))
+    return CollectiveResult(time_s, size / time_s / GB, bound, HFREDUCE_LABELS, bounds)
 
 
 NCCL_LABELS = (
@@ -219,14 +224,13 @@ def nccl_allreduce(size_bytes, nodes, io: NodeIO, *, nvlink_all_to_all=False,
     use_tree = multi & (ranks >= params.nccl_tree_min_ranks)
     inf_if_tree = np.where(use_tree, inf, 0.0)
     inf_if_ring = np.where(use_tree, 0.0, inf)
-    bus_bw, bound = binding(
-        NCCL_LABELS,
-        ring_p2p + inf_if_tree, ring_port + inf_if_tree, ring_nic + inf_if_tree, ring_pcie + inf_if_tree,
-        tree_p2p + inf_if_ring, tree_nic + inf_if_ring, ring_scaleup + inf_if_tree,
-    )
+    candidates = (ring_p2p, ring_port, ring_nic, ring_pcie, tree_p2p, tree_nic, ring_scaleup)
+    in_use = (inf_if_tree,) * 4 + (inf_if_ring,) * 2 + (inf_if_tree,)
+    bus_bw, bound = binding(NCCL_LABELS, *(c + mask for c, mask in zip(candidates, in_use)))
     bw = params.nccl_efficiency * bus_bw
     ring_t = ring_allreduce_time_s(size, ranks, bw, params.hop_latency_s)
     tree_t = pipelined_tree_time_s(size, tree_depth(nodes) + g, bw, params.hop_latency_s,
                                    params.hfreduce_chunk_bytes)
     time_s = np.where(use_tree, tree_t, ring_t)
-    return CollectiveResult(time_s, size / time_s / GB, bound, NCCL_LABELS)
+    bounds = dict(zip(NCCL_LABELS, np.broadcast_arrays(*candidates)))
+    return CollectiveResult(time_s, size / time_s / GB, bound, NCCL_LABELS, bounds)

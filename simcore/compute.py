@@ -42,6 +42,14 @@ def sustained_clock_factor(tdp_w, full_clock_power_w, params: ComputeParams = Co
     return np.where(tdp_w >= full_w, 1.0, np.cbrt(dynamic_share))
 
 
+def accelerator_power_w(tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):
+    """(power under dense GEMM, idle power) of one accelerator: static + dynamic x clock^3 vs static."""
+    full_w = as_array(full_clock_power_w, "accelerator.full_clock_power_w", positive=True)
+    static_w = params.static_power_fraction * full_w
+    clock = sustained_clock_factor(tdp_w, full_w, params)
+    return static_w + (full_w - static_w) * clock**3, static_w
+
+
 def gemm_tflops(peak_tflops, tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):
     """Achieved dense GEMM TFLOPS per accelerator."""
     peak = as_array(peak_tflops, "accelerator.peak_tflops", positive=True)

@@ -146,6 +146,7 @@ SPEC: dict[str, Any] = {
         "virtual_stages": opt(default=1, integer=True),
         "zero_stage": opt("non_negative", 0, integer=True, at_most=3),
         "recompute": Flag(False),
+        "flash_attention": Flag(True, doc="attention without stored score matrices (drops the 5as/h term)"),
         "collective": Choice(("nccl", "hfreduce"), "nccl"),
         "use_nvlink": Flag(True, doc="let collectives use the node's NVLink"),
         "cross_zone": Flag(False, doc="the job spans zones"),
@@ -173,7 +174,7 @@ def _check_num(spec: Num, value, path: str):
     if value is None:
         if spec.nullable:
             return np.array(np.nan)
-        raise ScenarioError(path, "is required" if spec.required else "may not be null")
+        raise ScenarioError(path, "is required and may not be null" if spec.required else "may not be null")
     if isinstance(value, bool) or isinstance(value, str | dict):
         raise ScenarioError(path, f"must be a number or a list of numbers, got {type(value).__name__}")
     if isinstance(value, list) and not value:

@@ -14,9 +14,9 @@ e^(lambda R) (e^(lambda (tau + delta)) - 1) / lambda, so
 
     ETTR = tau lambda e^(-lambda R) / (e^(lambda (tau + delta)) - 1),
 
-maximised at tau* = M (1 + W0(-e^(-1 - delta/M))) - delta with M = 1/lambda (the Lambert-W form
-in models.md gives tau* + delta, the whole segment), independent of R. Young (1974) approximates
-tau* by sqrt(2 delta M); Daly (2006) adds higher-order terms.
+maximised where e^(lambda (tau + delta)) (1 - lambda tau) = 1, that is at
+tau* = M (1 + W0(-e^(-1 - delta/M))) with M = 1/lambda, independent of R. Young (1974)
+approximates tau* by sqrt(2 delta M); Daly (2006) adds higher-order terms.
 """
 from dataclasses import dataclass
 
@@ -148,7 +148,7 @@ def ettr_closed_form(interval_s, checkpoint_s, restart_s, rate_per_s):
     lam = np.asarray(rate_per_s, float)
     tau = np.asarray(interval_s, float)
     x = lam * (tau + checkpoint_s)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ratio = tau * lam * np.exp(-lam * restart_s) / np.expm1(x)
     no_failures = tau / (tau + np.asarray(checkpoint_s, float))
     return np.where(lam > 0, ratio, no_failures)
@@ -158,8 +158,7 @@ def optimal_interval_s(checkpoint_s, rate_per_s):
     """Exact ETTR-optimal work between checkpoints (Lambert W), independent of the restart time."""
     m = 1.0 / np.asarray(rate_per_s, float)
     delta = np.asarray(checkpoint_s, float)
-    segment = m * (1 + special.lambertw(-np.exp(-1 - delta / m), 0).real)
-    return segment - delta
+    return m * (1 + special.lambertw(-np.exp(-1 - delta / m), 0).real)
 
 
 def young_interval_s(checkpoint_s, rate_per_s):

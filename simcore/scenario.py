@@ -114,6 +114,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
         "storage_nodes_w": sto["nodes"] * storage_w,
     }
     it_total_w = sum(it_power.values())
+    gemm_w, idle_w = compute.accelerator_power_w(acc["tdp_w"], full_clock_w, params.compute)
     facility_w = it_total_w * prices["pue"]
 
     # Cost.
@@ -144,8 +145,15 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
     nvlink_pairs = node["nvlink_topology"] == "pairs"
     all_to_all = node["nvlink_topology"] == "all-to-all"
     msg = p["options"]["message_bytes"]
-    hf = collectives.hfreduce(msg, nodes, io, nvlink=nvlink_pairs, params=params.collectives)
-    nccl = collectives.nccl_allreduce(msg, nodes, io, nvlink_all_to_all=all_to_all, params=params.collectives)
+    collective_report = {
+        "message_bytes": msg,
+        "hfreduce": _collective_json(collectives.hfreduce(msg, nodes, io, params=params.collectives)),
+        "nccl": _collective_json(collectives.nccl_allreduce(msg, nodes, io, nvlink_all_to_all=all_to_all,
+                                                            params=params.collectives)),
+    }
+    if nvlink_pairs:
+        collective_report["hfreduce_nvlink"] = _collective_json(
+            collectives.hfreduce(msg, nodes, io, nvlink=True, params=params.collectives))
 
     result = {
         "engine_version": ENGINE_VERSION,
@@ -175,6 +183,8 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
             "fibers": fabric_total.switch_links,
         },
         "power": {
+            "accelerator_gemm_w": gemm_w,
+            "accelerator_idle_w": idle_w,
             "node_w": node_w,
             "switch_w": switch_w,
             "storage_node_w": storage_w,
@@ -198,13 +208,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
             "read_bound": label(storage.STORAGE_LABELS, storage_bound),
             "capacity_tb": sto["nodes"] * sto["ssds"] * sto["ssd_tb"],
         },
-        "collectives": {
-            "message_bytes": msg,
-            "hfreduce_algbw_gbyte_s": hf.algbw_gbyte_s,
-            "hfreduce_bound": hf.binding,
-            "nccl_algbw_gbyte_s": nccl.algbw_gbyte_s,
-            "nccl_bound": nccl.binding,
-        },
+        "collectives": collective_report,
         "constraints": [],
     }
     fits = np.asarray(main.fits)
@@ -225,6 +229,11 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
     if p["options"]["monte_carlo_replicas"] > 0:
         result["reliability"]["monte_carlo"] = _monte_carlo(p, categories, gpus, nodes, result)
     return result
+
+
+def _collective_json(result: collectives.CollectiveResult) -> dict:
+    return {"algbw_gbyte_s": result.algbw_gbyte_s, "time_s": result.time_s, "bound": result.binding,
+            "bounds_gbyte_s": result.bounds_gbyte_s}
 
 
 def node_io(node, acc, g) -> collectives.NodeIO:
@@ -312,7 +321,8 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
         model_flops = model_per_token * tokens_per_step
         hw_flops = hw_per_token * tokens_per_step
         activations = training.transformer_activation_bytes(
-            w["layers"], w["hidden"], w["heads"], w["seq_len"], w["micro_batch"], tp_, w["recompute"])
+            w["layers"], w["hidden"], w["heads"], w["seq_len"], w["micro_batch"], tp_, w["recompute"],
+            w["flash_attention"])
     else:
         total_params = w["params"]
         active = total_params
@@ -379,7 +389,7 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
     samples_per_node = w["global_batch"] / job_nodes
     data_s = np.where(w["preprocess_cached"], 0.0, samples_per_node * w["preprocess_s_per_sample"] / w["host_cores"])
 
-    step_s, parts = training.step_time_s(
+    step_s, parts, step_bound = training.step_time_s(
         compute_s=compute_s, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=np.maximum(micro_batches, 1),
         tp_comm_s=tp_s, ep_comm_s=ep_s, dp_comm_s=dp_s, dp_overlap_window_s=overlap_window_s,
         dp_on_copy_engines=hfreduce, data_s=data_s,
@@ -413,7 +423,7 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
         "hardware_flops_per_step": hw_flops,
         "step_time_s": nan_if_infeasible(step_s),
         "step_parts_s": {name: nan_if_infeasible(parts[..., i]) for i, name in enumerate(training.STEP_LABELS)},
-        "step_bound": label(training.STEP_LABELS, np.argmax(parts, axis=-1)),
+        "step_bound": label(training.STEP_LABELS, step_bound),
         "dp_allreduce_s": dp_s,
         "dp_allreduce_bound": ar.binding,
         "mfu": nan_if_infeasible(mfu),

@@ -73,10 +73,14 @@ def memory_per_gpu_bytes(*, dense_params, expert_params, tp, pp, ep, dp, zero_st
     return np.stack(np.broadcast_arrays(weights, grads, optimizer, activation_bytes), axis=-1)
 
 
-def transformer_activation_bytes(layers, hidden, heads, seq_len, micro_batch, tp, recompute):
-    """Activations held by the busiest GPU (first pipeline stage, 1F1B): l layers' worth."""
+def transformer_activation_bytes(layers, hidden, heads, seq_len, micro_batch, tp, recompute, flash_attention=True):
+    """Activations held by the busiest GPU (first pipeline stage, 1F1B): l layers' worth.
+
+    FlashAttention (Dao et al. 2022) never stores the a x s x s score matrices, dropping 5 a s / h.
+    """
     s, b, h = np.asarray(seq_len, float), np.asarray(micro_batch, float), np.asarray(hidden, float)
-    full = s * b * h * (34 + 5 * np.asarray(heads) * s / h) / tp
+    scores = np.where(flash_attention, 0.0, 5 * np.asarray(heads) * s / h)
+    full = s * b * h * (34 + scores) / tp
     return np.asarray(layers) * np.where(recompute, 2 * s * b * h, full)
 
 
@@ -92,7 +96,8 @@ STEP_LABELS = ("compute", "pipeline bubble", "tensor-parallel traffic", "expert 
 
 def step_time_s(*, compute_s, pp, virtual_stages, micro_batches, tp_comm_s, ep_comm_s, dp_comm_s,
                 dp_overlap_window_s, dp_on_copy_engines, data_s, params: TrainingParams = TrainingParams()):
-    """Step time and its parts (stacked in ``STEP_LABELS`` order, the data term as a floor).
+    """Step time, its parts (stacked in ``STEP_LABELS`` order) and the index of the largest part;
+    host preprocessing is a floor under the GPU time and binds when it is longer.
 
     ``dp_overlap_window_s`` is the compute that data-parallel traffic may run under: backward for
     DDP-style gradient allreduce, the whole step for FSDP.
@@ -105,7 +110,8 @@ def step_time_s(*, compute_s, pp, virtual_stages, micro_batches, tp_comm_s, ep_c
     total = np.maximum(gpu_s, data_s)
     parts = np.stack(np.broadcast_arrays(compute_s, bubble, tp_comm_s, ep_comm_s, exposed_dp,
                                          np.maximum(data_s - gpu_s, 0.0)), axis=-1)
-    return total, parts
+    bound = np.where(data_s > gpu_s, len(STEP_LABELS) - 1, np.argmax(parts[..., :-1], axis=-1))
+    return total, parts, bound
 
 
 def startup_time_s(ranks, params: TrainingParams = TrainingParams()):

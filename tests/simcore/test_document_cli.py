@@ -1,0 +1,143 @@
+"""The scenario document: bad input names the field; arrays broadcast; the CLI."""
+import copy
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from simcore import ScenarioError, evaluate
+from simcore.document import SPEC, field_docs
+from simcore.references import FF_2ZONE, LLAMA_13B
+
+
+def document(**workload):
+    doc = {"cluster": copy.deepcopy(FF_2ZONE)}
+    if workload:
+        doc["workload"] = {**LLAMA_13B, **workload}
+    return doc
+
+
+def with_change(path: str, value):
+    doc = document(gpus=512)
+    node = doc
+    *parents, leaf = path.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[leaf] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    "path,value,reason",
+    [
+        ("cluster.node_count", -5, "greater than zero"),
+        ("cluster.node_count", 0, "greater than zero"),
+        ("cluster.node_count", 10.5, "whole number"),
+        ("cluster.node.compute_nic_gbit_s", float("nan"), "finite"),
+        ("cluster.node.accelerator.tdp_w", "hot", "number"),
+        ("cluster.node.accelerator.tdp_w", [[250, 300]], "flat list"),
+        ("cluster.node.accelerator.tdp_w", [], "empty list"),
+        ("cluster.node.accelerator.tdp_w", True, "number"),
+        ("cluster.fabric.storage_network", "wifi", "must be one of"),
+        ("cluster.fabric.colour", "blue", "unknown field"),
+        ("cluster.node.accelerator.peak_fp16_tflops", None, "may not be null"),
+        ("workload.zero_stage", 4, "at most 3"),
+        ("workload.recompute", "yes", "true or false"),
+        ("workload.tp", 0, "greater than zero"),
+        ("options.monte_carlo_replicas", 10**7, "at most"),
+        ("extra", {}, "unknown field"),
+    ],
+)
+def test_bad_input_raises_an_error_naming_the_field(path, value, reason):
+    with pytest.raises(ScenarioError) as raised:
+        evaluate(with_change(path, value))
+    assert raised.value.field == path
+    assert reason in raised.value.reason
+
+
+def test_missing_required_fields_are_named():
+    doc = document()
+    del doc["cluster"]["node"]["gpus"]
+    with pytest.raises(ScenarioError, match="cluster.node.gpus: is required"):
+        evaluate(doc)
+    with pytest.raises(ScenarioError, match="cluster: is required"):
+        evaluate({})
+    with pytest.raises(ScenarioError, match="workload.layers: is required for a transformer"):
+        evaluate({**document(), "workload": {"global_batch": 8}})
+
+
+def test_lists_of_different_lengths_are_refused():
+    doc = document()
+    doc["cluster"]["node_count"] = [100, 200, 300]
+    doc["cluster"]["fabric"]["switch_radix"] = [40, 64]
+    with pytest.raises(ScenarioError) as raised:
+        evaluate(doc)
+    assert "cluster.fabric.switch_radix" in str(raised.value) or "cluster.node_count" in str(raised.value)
+
+
+def test_lists_broadcast_into_many_scenario_points():
+    doc = document(gpus=[64, 128, 256, 512])
+    doc["cluster"]["node_count"] = [1240, 1240, 1240, 1240]
+    result = evaluate(doc)
+    steps = result["training"]["step_time_s"]
+    assert len(steps) == 4 and steps == sorted(steps, reverse=True)
+    single = evaluate(document(gpus=128))["training"]["step_time_s"]
+    assert steps[1] == pytest.approx(single)
+
+
+def test_result_carries_engine_version_and_json_safe_values():
+    result = evaluate(document(gpus=512))
+    assert result["engine_version"]
+    json.dumps(result, allow_nan=False)
+
+
+def test_every_field_is_documented_in_docs():
+    text = open("docs/scenario-format.md", encoding="utf-8").read()
+    for path, *_ in field_docs():
+        assert f"`{path}`" in text, path
+    assert set(SPEC) == {"cluster", "workload", "options"}
+
+
+def run_cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "simcore", *args], input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cli_evaluates_a_file_and_stdin(tmp_path):
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(document(gpus=64)))
+    from_file = run_cli("evaluate", str(path))
+    assert from_file.returncode == 0, from_file.stderr
+    result = json.loads(from_file.stdout)
+    assert result["fabric"]["switches"] == 122
+    from_stdin = run_cli("evaluate", "-", stdin=path.read_text())
+    assert json.loads(from_stdin.stdout) == result
+
+
+def test_cli_reports_bad_input_and_exits_non_zero(tmp_path):
+    bad = run_cli("evaluate", "-", stdin=json.dumps(with_change("cluster.node_count", -1)))
+    assert bad.returncode == 2
+    assert "cluster.node_count: must be greater than zero" in bad.stderr
+    assert bad.stdout == ""
+    assert run_cli("evaluate", "-", stdin="{not json").returncode == 2
+    assert run_cli("evaluate", str(tmp_path / "missing.json")).returncode == 2
+
+
+def test_cli_validate_and_bench():
+    validate = run_cli("validate", "--json")
+    assert validate.returncode == 0
+    report = json.loads(validate.stdout)
+    assert {"cases", "summary"} == set(report)
+    text = run_cli("validate").stdout
+    assert "dgx-3layer-switches" in text and "mean |err|" in text
+    bench = run_cli("bench", "--points", "2000", "--replicas", "10")
+    assert bench.returncode == 0
+    assert "points/s" in bench.stdout and "GPU-years/s" in bench.stdout
+
+
+def test_numpy_inputs_are_accepted_directly():
+    doc = document()
+    doc["cluster"]["node_count"] = np.array([600, 1200])
+    assert evaluate(doc)["fabric"]["switches"] == [2 * (24 + 12) + 2, 2 * (39 + 20) + 2]

@@ -1,0 +1,84 @@
+"""Properties that must hold for every valid input (hypothesis)."""
+import copy
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simcore import evaluate
+from simcore.collectives import NodeIO, hfreduce, nccl_allreduce
+from simcore.compute import accelerator_power_w, sustained_clock_factor
+from simcore.power import node_power_w
+from simcore.references import FF_2ZONE, LLAMA_13B
+from simcore.reliability import ettr_closed_form
+from simcore.topology import fat_tree
+
+radix = st.sampled_from([8, 16, 24, 32, 40, 48, 64, 128])
+counts = st.integers(min_value=1, max_value=200_000)
+bw = st.floats(min_value=0.5, max_value=500, allow_nan=False)
+
+
+@given(radix, counts, st.integers(1, 5000), st.sampled_from([2, 3]), st.integers(1, 4), st.integers(1, 8),
+       st.sampled_from([1.0, 2.0, 3.0]))
+def test_more_endpoints_never_need_fewer_switches(k, endpoints, extra, layers, zones, planes, oversub):
+    small = fat_tree(endpoints, k, layers=layers, zones=zones, planes=planes, oversubscription=oversub)
+    large = fat_tree(endpoints + extra, k, layers=layers, zones=zones, planes=planes, oversubscription=oversub)
+    assert large.switches >= small.switches
+    assert large.switch_links >= small.switch_links
+
+
+def io(**values):
+    base = dict(gpus_per_node=8.0, nic_bw_gbyte_s=25.0, host_mem_bw_gbyte_s=320.0, pcie_bw_gbyte_s=27.0,
+                root_port_bw_gbyte_s=37.5, shared_root_ports=1.0, p2p_bw_gbyte_s=9.66, scaleup_bw_gbyte_s=300.0,
+                numa_domains=2.0)
+    base.update(values)
+    return NodeIO(**{k: np.asarray(v) for k, v in base.items()})
+
+
+FIELDS = ["nic_bw_gbyte_s", "host_mem_bw_gbyte_s", "pcie_bw_gbyte_s", "root_port_bw_gbyte_s", "p2p_bw_gbyte_s",
+          "scaleup_bw_gbyte_s"]
+
+
+@given(st.sampled_from(FIELDS), bw, st.floats(1.0, 10.0), st.integers(1, 512),
+       st.floats(1e5, 4e9), st.booleans())
+def test_more_bandwidth_never_makes_a_collective_slower(field, value, factor, nodes, size, nvlink):
+    slow, fast = io(**{field: value}), io(**{field: value * factor})
+    assert hfreduce(size, nodes, fast, nvlink=nvlink).time_s <= hfreduce(size, nodes, slow, nvlink=nvlink).time_s
+    assert nccl_allreduce(size, nodes, fast).time_s <= nccl_allreduce(size, nodes, slow).time_s
+
+
+@given(st.floats(50, 1500), st.floats(1.0, 3.0), st.integers(1, 16), st.integers(0, 4))
+def test_power_is_at_least_idle_and_clock_at_most_one(tdp, headroom, gpus, cpus):
+    full = tdp * headroom
+    power, idle = accelerator_power_w(tdp, full)
+    assert idle <= power <= max(tdp, full) + 1e-9
+    assert 0 < sustained_clock_factor(tdp, full) <= 1
+    node = node_power_w(np.nan, gpus, tdp, cpus, np.nan)
+    assert node >= gpus * idle
+
+
+@given(st.floats(1, 1e6), st.floats(0, 1e4), st.floats(0, 1e5), st.floats(0, 1e-2))
+def test_ettr_is_a_fraction(interval, checkpoint, restart, rate):
+    ettr = ettr_closed_form(interval, checkpoint, restart, rate)
+    assert 0 <= ettr <= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(8, 4000), radix, st.sampled_from([2, 3]), st.sampled_from([64, 128, 256, 512]),
+       st.sampled_from(["nccl", "hfreduce"]), st.floats(0.1, 1.0))
+def test_outputs_are_finite_and_efficiencies_bounded(nodes, k, layers, gpus, library, efficiency):
+    cluster = copy.deepcopy(FF_2ZONE)
+    cluster.update(node_count=nodes, fabric={"switch_radix": k, "switch_gbit_s": 200, "layers": layers})
+    workload = {**LLAMA_13B, "gpus": min(gpus, nodes * 8 // 64 * 64) or 64, "collective": library,
+                "compute_efficiency": efficiency}
+    result = evaluate({"cluster": cluster, "workload": workload})
+    for section in ("compute", "power", "fabric"):
+        for key, value in result[section].items():
+            if isinstance(value, float) and key != "gemm_fp8_tflops":
+                assert np.isfinite(value), (section, key)
+    training = result["training"]
+    if training["feasible"]:
+        assert 0 < training["mfu"] <= training["hfu"] <= 1
+        assert np.isfinite(training["step_time_s"]) and training["step_time_s"] > 0
+    assert 0 < result["reliability"]["ettr"] <= 1
+    assert 0 < result["compute"]["sustained_clock_factor"] <= 1

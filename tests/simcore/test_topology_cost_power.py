@@ -1,0 +1,110 @@
+"""Fat-tree sizing (FF III, Table III), prices with the relative price book, power and storage."""
+import numpy as np
+import pytest
+
+from simcore import evaluate
+from simcore.errors import ScenarioError
+from simcore.references import DGX_3LAYER, FF_2ZONE, FF_3LAYER
+from simcore.topology import fat_tree, max_endpoints
+
+
+def test_two_layer_40_port_fat_tree_holds_800_endpoints_on_20_spines_and_40_leaves():
+    tree = fat_tree(800, 40)
+    assert (tree.spine_switches, tree.leaf_switches, tree.switches) == (20, 40, 60)
+    assert tree.capacity_endpoints == 800 and bool(tree.fits)
+    assert not bool(fat_tree(801, 40).fits)
+
+
+def test_fire_flyer_two_zones_use_122_switches():
+    tree = fat_tree(1600, 40, zones=2, interzone_switches=2)
+    assert (tree.leaf_switches, tree.spine_switches, tree.interzone_switches) == (80, 40, 2)
+    assert tree.switches == 122
+
+
+def test_three_layer_rule_reaches_200_and_1320():
+    """Pods of 20 leaves + 20 spines; the core is provisioned for the next power-of-two pod count."""
+    pcie = fat_tree(1600, 40, layers=3)  # 80 leaves -> 4 pods -> core for 4 pods: 4*20*20/40 = 40
+    assert (pcie.core_switches, pcie.spine_switches, pcie.leaf_switches) == (40, 80, 80)
+    dgx = fat_tree(10_000, 40, layers=3)  # 500 leaves -> 25 pods -> core for 32 pods: 320
+    assert (dgx.core_switches, dgx.spine_switches, dgx.leaf_switches) == (320, 500, 500)
+    assert (pcie.switches, dgx.switches) == (200, 1320)
+    exact = fat_tree(10_000, 40, layers=3, core_pods="exact")
+    assert exact.core_switches == 250 and exact.switches == 1250
+
+
+def test_four_planes_of_128_port_switches_hold_32768_gpus():
+    assert max_endpoints(128, 2, planes=4) == 32_768
+    assert bool(fat_tree(32_768, 128, planes=4).fits)
+    assert not bool(fat_tree(32_769, 128, planes=4).fits)
+    assert fat_tree(32_768, 128, planes=4).switches == 4 * (128 + 64)
+
+
+def test_oversubscription_and_rails():
+    blocking = fat_tree(4000, 64, oversubscription=3)
+    assert blocking.switches < fat_tree(4000, 64).switches
+    assert blocking.leaf_switches == np.ceil(4000 / 48)
+    railed = fat_tree(8 * 100, 40, rails=8)  # 100 nodes: each rail of 100 GPUs needs 5 leaves
+    assert railed.leaf_switches == 8 * 5
+
+
+def test_links_and_transceivers():
+    tree = fat_tree(800, 40)
+    assert tree.endpoint_links == 800
+    assert tree.switch_links == 40 * 20
+    assert tree.transceivers == 2 * 800
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"radix": 41}, "fabric.switch_radix"),
+        ({"layers": 4}, "fabric.layers"),
+        ({"oversubscription": 0.5}, "fabric.oversubscription"),
+        ({"zones": 0}, "fabric.zones"),
+        ({"core_pods": "some"}, "fabric.core_pods"),
+    ],
+)
+def test_bad_fabric_input_names_the_field(kwargs, field):
+    args = {"endpoints": 100, "radix": 40, **kwargs}
+    with pytest.raises(ScenarioError) as raised:
+        fat_tree(args.pop("endpoints"), args.pop("radix"), **args)
+    assert raised.value.field == field
+
+
+def test_table_iii_prices_in_relative_units():
+    results = {name: evaluate({"cluster": cluster})["cost"] for name, cluster in
+               (("ff", FF_2ZONE), ("pcie3", FF_3LAYER), ("dgx", DGX_3LAYER))}
+    for name, network, total in (("ff", 350, 11600), ("pcie3", 600, 11850), ("dgx", 4000, 23000)):
+        assert results[name]["network"] == pytest.approx(network, rel=0.03)
+        assert results[name]["capex_total"] == pytest.approx(total, rel=0.03)
+    # FF saves about 40% of the PCIe three-layer network and costs about half the DGX build.
+    assert 1 - results["ff"]["network"] / results["pcie3"]["network"] == pytest.approx(0.4, abs=0.03)
+    assert results["ff"]["capex_total"] / results["dgx"]["capex_total"] == pytest.approx(0.5, abs=0.03)
+
+
+def test_unpriced_parts_are_named_not_counted_as_zero():
+    cost = evaluate({"cluster": FF_2ZONE})["cost"]
+    assert cost["storage_nodes"] is None
+    assert "storage_nodes" in cost["unpriced"] and "transceivers" in cost["unpriced"]
+    assert cost["capex_total"] == pytest.approx(cost["compute_nodes"] + cost["switches"])
+
+
+def test_cluster_power_and_energy():
+    document = {"cluster": {**FF_2ZONE, "prices": {**FF_2ZONE["prices"], "pue": 1.3, "energy_per_kwh": 0.1}}}
+    power = evaluate(document)["power"]
+    assert 3.0e6 <= power["it_total_w"] <= 4.0e6
+    assert power["compute_nodes_w"] == 1240 * 2500
+    assert power["facility_w"] == pytest.approx(1.3 * power["it_total_w"])
+    cost = evaluate(document)["cost"]
+    assert cost["energy_per_year"] == pytest.approx(power["facility_w"] * 8760 / 1000 * 0.1)
+
+
+def test_storage_bound_and_checkpoint(llama_workload):
+    result = evaluate({"cluster": FF_2ZONE, "workload": {**llama_workload, "gpus": 512}})
+    assert result["storage"]["aggregate_read_gbyte_s"] == pytest.approx(9000)
+    assert result["storage"]["read_bound"] == "storage-node NICs"
+    rel = result["reliability"]
+    # 13B parameters x (2 + 12) bytes over 64 nodes at 10.74 GB/s each.
+    params = result["training"]["params"]
+    assert rel["checkpoint_time_s"] == pytest.approx(params * 14 / (64 * 10.74e9), rel=1e-6)
+    assert rel["checkpoint_bound"] == "per-node write rate"

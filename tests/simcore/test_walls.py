@@ -1,0 +1,21 @@
+"""simcore imports only the standard library, NumPy and SciPy."""
+import subprocess
+import sys
+
+
+def test_importing_simcore_pulls_in_no_web_framework():
+    code = (
+        "import sys, simcore, simcore.__main__, simcore.bench; simcore.evaluate; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in {'django', 'celery', 'channels', 'rest_framework', "
+        "'kombu', 'redis', 'daphne'}]; print(','.join(bad))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""
+
+
+def test_public_api_is_declared():
+    import simcore
+
+    for name in simcore.__all__:
+        assert hasattr(simcore, name), name
+    assert simcore.ENGINE_VERSION
