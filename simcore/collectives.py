@@ -23,29 +23,28 @@ class CollectiveParams:
 
     hop_latency_s: one network hop of a ring or tree step. Basis: 64 B IB latency across leaves,
         3.7 us (DeepSeek ISCA'25 Table 5).
-    hfreduce_chunk_bytes: HFReduce's pipeline chunk. FF gives no size (Algorithm 1 only says
-        "split by chunk size"); 2 MiB is an assumption, typical of RDMA pipelines.
-    hfreduce_efficiency: achieved / bound bandwidth of HFReduce's copy, reduce and RDMA pipeline
-        outside its fill. Basis: FF Fig. 7a's 16-GPU point (8.10 GB/s) with this model; the other
-        seven points and all of Fig. 7b are predictions.
-    nccl_efficiency: achieved / bound bus bandwidth of an NCCL ring on the binding link.
-        Basis: nccl-tests on PCIe-bound links commonly reach about 0.9 of the link; estimate.
+    hfreduce_level_s: time each level of HFReduce's pipelined double binary tree adds (a chunk's
+        RDMA write, its completion and the CPU reduce hand-off, independent of the bandwidth that
+        binds). Basis: the fall of FF Fig. 7a and 7b with node count; 0.45 ms.
+    root_port_efficiency: achieved / nominal fabric rate of a PCIe root port carrying two GPUs'
+        concurrent DMA in both directions. Basis: FF Fig. 7a's 16-GPU point (8.10 GB/s against
+        the 9.4 GB/s bound of 37.5 GB/s shared by 4 units of traffic); 0.89.
+    nccl_chunk_bytes: NCCL's pipeline slice: its default 4 MiB channel buffer in 8 steps (NCCL
+        documentation, NCCL_BUFFSIZE and NCCL_STEPS), 512 KiB.
     nccl_tree_min_ranks: rank count from which NCCL's tuner picks the tree for large allreduces
         (its ring latency grows with ranks). Basis: FF Fig. 7a, where NCCL drops between 512 and
         1,024 GPUs; it is a property of NCCL's tuning, not of the hardware.
     root_port_shared_by_both_directions: whether a root port's fabric limit caps reads and writes
         together. Basis: FF IV-D3 attributes HFReduce's ~8 GB/s to the GPU5/GPU6 root port,
         which only binds if D2H and H2D traffic share its ~37.5 GB/s.
-    host_stages: HFReduce pipeline stages on the host (D2H copy, CPU reduce, H2D copy).
     """
 
     hop_latency_s: float = 3.7e-6
-    hfreduce_chunk_bytes: float = 2 * 2**20
-    hfreduce_efficiency: float = 0.91
-    nccl_efficiency: float = 0.9
+    hfreduce_level_s: float = 0.45e-3
+    root_port_efficiency: float = 0.89
+    nccl_chunk_bytes: float = 512 * 2**10
     nccl_tree_min_ranks: int = 1024
     root_port_shared_by_both_directions: bool = True
-    host_stages: int = 3
 
 
 @dataclass(frozen=True)
@@ -140,42 +139,43 @@ HFREDUCE_LABELS = (
 def hfreduce_memory_units(gpus_per_node, nodes, numa_domains, nvlink: bool):
     """Host-memory traffic per unit of one GPU's gradient (FF IV-D3: 24 for 8 GPUs, many nodes).
 
-    D2H writes g*u, CPU reduce reads g*u and writes 1, IB send reads k, IB receive writes k,
-    reduce-add reads k/2, H2D (GDRCopy) reads once per NUMA domain; u = 1/2 with NVLink pairs
-    (each GPU of a pair moves half), k from :func:`network_units`.
+    D2H writes g (g/2 with NVLink: one GPU of each pair copies the pair's sum), the CPU reduce
+    reads as many and writes 1, IB send reads k, IB receive writes k, reduce-add reads k/2, and
+    H2D (GDRCopy) reads once per NUMA domain; k from :func:`network_units`.
     """
-    u = 0.5 if nvlink else 1.0
+    d2h = gpus_per_node / 2 if nvlink else gpus_per_node
     k = network_units(nodes)
-    return 2 * gpus_per_node * u + 1 + k + k + k / 2 + numa_domains
+    return 2 * d2h + 1 + k + k + k / 2 + numa_domains
 
 
 def hfreduce(size_bytes, nodes, io: NodeIO, *, nvlink: bool = False, cross_zone=False,
              params: CollectiveParams = CollectiveParams()) -> CollectiveResult:
     """HFReduce allreduce (FF IV): D2H copy, CPU reduce, double-binary-tree RDMA, H2D copy.
 
-    Bound = min(host memory / traffic units, NIC / network units, PCIe link / u, shared root port
-    / (4u when both directions share it)), with u = 1/2 when NVLink pairs reduce first (FF IV-C).
-    Time = (S + fill) / (efficiency x bound), fill = (2 x tree depth + host stages) chunks; a
-    job across zones adds one hop each way through the inter-zone switches (FF III-B).
+    Bound = min(host memory / traffic units, NIC / network units, GPU PCIe link, shared root port
+    x efficiency / its traffic units). Without NVLink every GPU copies S down and S up, so a port
+    shared by two GPUs carries 4 units in both directions together. With NVLink pairs (FF IV-C)
+    the pair reduces over NVLink, one GPU of each pair copies the sum down (the one off the shared
+    port) and each GPU receives half the result, so the shared port carries 1 unit; the bridge
+    itself (300 GB/s each way for S/2) never binds.
+    Time = S / bound + 2 x tree depth x ``hfreduce_level_s``; a job across zones adds one level
+    each way through the inter-zone switches (FF III-B).
     """
     size = as_array(size_bytes, "collective.size_bytes", positive=True)
     nodes = as_array(nodes, "collective.nodes", positive=True, integer=True)
-    u = 0.5 if nvlink else 1.0
     mem = io.host_mem_bw_gbyte_s / hfreduce_memory_units(io.gpus_per_node, nodes, io.numa_domains, nvlink)
     k = network_units(nodes)
     nic = np.where(k > 0, io.nic_bw_gbyte_s / np.maximum(k, 1), np.inf)
-    pcie = io.pcie_bw_gbyte_s / u
-    port_load = (4 if params.root_port_shared_by_both_directions else 2) * u
-    port = np.where(io.shared_root_ports > 0, io.root_port_bw_gbyte_s / port_load, np.inf)
-    bound_bw, bound = binding(HFREDUCE_LABELS, mem, nic, pcie, port)
-    bw = params.hfreduce_efficiency * bound_bw
-    depth = tree_depth(nodes) + np.where(np.asarray(cross_zone, bool), 1, 0)
-    chunk = np.minimum(params.hfreduce_chunk_bytes, size)
-    fill_chunks = 2 * depth + params.host_stages
-    time_s = (size + fill_chunks * chunk) / (bw * GB) + 2 * depth * params.hop_latency_s
+    pcie = io.pcie_bw_gbyte_s
     if nvlink:
-        nvl = io.scaleup_bw_gbyte_s * GB
-        time_s = time_s + 2 * chunk / nvl
+        port_units = 1.0
+    else:
+        port_units = 4.0 if params.root_port_shared_by_both_directions else 2.0
+    port = np.where(io.shared_root_ports > 0,
+                    io.root_port_bw_gbyte_s * params.root_port_efficiency / port_units, np.inf)
+    bw, bound = binding(HFREDUCE_LABELS, mem, nic, pcie, port)
+    depth = tree_depth(nodes) + np.where(np.asarray(cross_zone, bool), 1, 0)
+    time_s = size / (bw * GB) + 2 * depth * params.hfreduce_level_s
     bounds = dict(zip(HFREDUCE_LABELS, np.broadcast_arrays(mem, nic, pcie, port)))
     return CollectiveResult(time_s, size / time_s / GB, bound, HFREDUCE_LABELS, bounds)
 
@@ -213,8 +213,8 @@ def nccl_allreduce(size_bytes, nodes, io: NodeIO, *, nvlink_all_to_all=False,
     all_to_all = np.asarray(nvlink_all_to_all, bool)
     ring_p2p = np.where(multi & ~all_to_all, io.p2p_bw_gbyte_s, inf)
     ring_port = np.where((io.shared_root_ports > 0) & ~all_to_all,
-                         io.root_port_bw_gbyte_s / (4 if params.root_port_shared_by_both_directions else 2),
-                         inf)
+                         io.root_port_bw_gbyte_s * params.root_port_efficiency
+                         / (4 if params.root_port_shared_by_both_directions else 2), inf)
     ring_nic = np.where(multi, io.nic_bw_gbyte_s, inf)
     ring_pcie = np.where(all_to_all, inf, io.pcie_bw_gbyte_s)
     ring_scaleup = np.where(all_to_all, io.scaleup_bw_gbyte_s, inf)
@@ -227,10 +227,10 @@ def nccl_allreduce(size_bytes, nodes, io: NodeIO, *, nvlink_all_to_all=False,
     candidates = (ring_p2p, ring_port, ring_nic, ring_pcie, tree_p2p, tree_nic, ring_scaleup)
     in_use = (inf_if_tree,) * 4 + (inf_if_ring,) * 2 + (inf_if_tree,)
     bus_bw, bound = binding(NCCL_LABELS, *(c + mask for c, mask in zip(candidates, in_use)))
-    bw = params.nccl_efficiency * bus_bw
+    bw = bus_bw
     ring_t = ring_allreduce_time_s(size, ranks, bw, params.hop_latency_s)
     tree_t = pipelined_tree_time_s(size, tree_depth(nodes) + g, bw, params.hop_latency_s,
-                                   params.hfreduce_chunk_bytes)
+                                   params.nccl_chunk_bytes)
     time_s = np.where(use_tree, tree_t, ring_t)
     bounds = dict(zip(NCCL_LABELS, np.broadcast_arrays(*candidates)))
     return CollectiveResult(time_s, size / time_s / GB, bound, NCCL_LABELS, bounds)

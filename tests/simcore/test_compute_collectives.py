@@ -42,7 +42,7 @@ def test_hfreduce_at_186_mib_stays_in_the_published_range_with_both_ceilings_nam
     assert set(result.binding) == {"shared PCIe root port"}
     bounds = result.bounds_gbyte_s
     assert bounds["host memory bandwidth"][-1] == pytest.approx(320 / 24)
-    assert bounds["shared PCIe root port"][-1] == pytest.approx(37.5 / 4)
+    assert bounds["shared PCIe root port"][-1] == pytest.approx(37.5 * 0.89 / 4)
     assert np.all(np.diff(result.algbw_gbyte_s) < 0)
 
 
@@ -61,7 +61,7 @@ def test_nccl_in_range_and_its_fall_at_1024_gpus_is_the_tree_on_the_p2p_path():
     below, above = GPUS < 1024, GPUS >= 1024
     assert all(label.startswith("ring") for label in result.binding[below])
     assert set(result.binding[above]) == {"tree: GPU-to-NIC peer-to-peer limit"}
-    assert result.algbw_gbyte_s[above].max() < 0.5 * result.algbw_gbyte_s[below].min()
+    assert result.algbw_gbyte_s[above].max() < 0.6 * result.algbw_gbyte_s[below].min()
 
 
 def test_hfreduce_with_nvlink_is_faster_and_cross_zone_slower():
@@ -72,8 +72,9 @@ def test_hfreduce_with_nvlink_is_faster_and_cross_zone_slower():
     assert np.all(nvlink.algbw_gbyte_s > plain.algbw_gbyte_s)
     assert np.all(cross.algbw_gbyte_s < nvlink.algbw_gbyte_s)
     assert set(nvlink.binding) == {"NIC bandwidth"}
-    two_nodes = hfreduce(186 * MIB, 2, ff_io(), nvlink=True)
-    assert two_nodes.binding == "shared PCIe root port"
+    two_nodes = hfreduce(186 * MIB, 2, ff_io(), nvlink=True)  # two nodes swap 1 unit: memory binds
+    assert two_nodes.binding == "host memory bandwidth"
+    assert float(two_nodes.bounds_gbyte_s["host memory bandwidth"]) == pytest.approx(320 / 13.5)
     assert float(two_nodes.algbw_gbyte_s) > 16
 
 

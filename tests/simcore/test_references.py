@@ -1,16 +1,10 @@
-"""The validation suite: every published reference case the engine carries, against its criterion.
-
-The HFReduce-with-NVLink cases are checked separately below: docs/engine.md explains why two of
-the published points lie above bounds the paper itself states, which no bound-based model reaches.
-"""
+"""The validation suite: every published reference case the engine carries, against its criterion."""
 import pytest
 
 from simcore.references import CASES, validate
 
-NVLINK = "collectives: HFReduce+NVLink"
 
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.model != NVLINK], ids=lambda c: c.key)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.key)
 def test_reference_case_meets_its_criterion(case):
     predicted = case.predict(__import__("simcore").EngineParams())
     assert case.passes(predicted), f"{case.key}: predicted {predicted:.4g}, published {case.published}"
