@@ -13,6 +13,7 @@ def main(argv=None) -> int:
     evaluate_cmd.add_argument("file", help="path to a JSON scenario document, or - for standard input")
     validate_cmd = commands.add_parser("validate", help="compare the engine with every published reference case")
     validate_cmd.add_argument("--json", action="store_true", help="print rows and summary as JSON")
+    commands.add_parser("fields", help="print the scenario document's fields as Markdown tables")
     bench_cmd = commands.add_parser("bench", help="print throughput figures")
     bench_cmd.add_argument("--points", type=int, default=1_000_000)
     bench_cmd.add_argument("--replicas", type=int, default=1_000)
@@ -22,6 +23,11 @@ def main(argv=None) -> int:
         return _evaluate(args.file)
     if args.command == "validate":
         return _validate(args.json)
+    if args.command == "fields":
+        from simcore.document import fields_markdown
+
+        print(fields_markdown())
+        return 0
     from simcore.bench import run_all
 
     for line in run_all(args.points, args.replicas):

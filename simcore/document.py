@@ -130,6 +130,7 @@ SPEC: dict[str, Any] = {
         "heads": opt(integer=True, nullable=True),
         "vocab": opt("non_negative", 0, integer=True),
         "seq_len": opt(integer=True, default=1),
+        "resolution_scale": opt(default=1.0, doc="video models: n x base resolution; tokens per sample x n^2"),
         "params": opt(nullable=True, doc="total parameters; transformers default to the SC21 formula"),
         "active_params": opt(nullable=True, doc="parameters used per token (MoE); default all"),
         "expert_params": opt("non_negative", 0.0, doc="parameters in experts (MoE)"),
@@ -268,3 +269,25 @@ def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
         else:
             rows.append((path, "true / false", str(rule.default).lower(), rule.doc))
     return rows
+
+
+SECTION_TITLES = {
+    "cluster": "Cluster", "cluster.node": "Compute node", "cluster.fabric": "Fabric", "cluster.storage": "Storage",
+    "cluster.prices": "Prices (from a price book)", "cluster.reliability": "Reliability", "workload": "Workload",
+    "options": "Options",
+}
+
+
+def fields_markdown() -> str:
+    """Markdown tables of every field, grouped by section (docs/scenario-format.md's field list)."""
+    sections: dict[str, list] = {}
+    for path, kind, default, doc in field_docs():
+        parts = path.split(".")
+        key = ".".join(parts[:2]) if parts[0] == "cluster" and len(parts) > 2 else parts[0]
+        sections.setdefault(key, []).append((path, kind, default, doc))
+    out = []
+    for key, rows in sections.items():
+        out.append(f"### {SECTION_TITLES[key]}\n\n| field | type | default | meaning |\n|---|---|---|---|")
+        out.extend(f"| `{path}` | {kind} | {default} | {doc} |" for path, kind, default, doc in rows)
+        out.append("")
+    return "\n".join(out)

@@ -94,14 +94,20 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
 
     # Fabric.
     compute_endpoints = nodes * node["compute_nics"]
-    storage_endpoints = sto["nodes"] * sto["nics"] + nodes * node["storage_nics"]
+    # Storage shares the computation fabric (FF: the compute NIC carries storage traffic too, so a
+    # node's own storage NICs stay unused) or has its own plane, which the compute nodes' storage
+    # NICs and the storage nodes join (the Ascend talk's separate sample/data plane).
     separate = fab["storage_network"] == "separate"
+    storage_endpoints = sto["nodes"] * sto["nics"] + (nodes * node["storage_nics"] if separate else 0)
     fabric_kwargs = dict(radix=fab["switch_radix"], oversubscription=fab["oversubscription"],
                          core_pods=fab["core_pods"])
     main = topology.fat_tree(compute_endpoints + (0 if separate else storage_endpoints),
                              layers=fab["layers"], zones=fab["zones"], planes=fab["planes"], rails=fab["rails"],
                              interzone_switches=fab["interzone_switches"], **fabric_kwargs)
-    storage_fabric = topology.fat_tree(storage_endpoints if separate else 0, layers=2, **fabric_kwargs)
+    plane_endpoints = storage_endpoints if separate else np.zeros_like(storage_endpoints)
+    plane_layers = np.where(plane_endpoints <= topology.max_endpoints(fab["switch_radix"], 2, 1,
+                                                                      fab["oversubscription"]), 2, 3)
+    storage_fabric = topology.fat_tree(plane_endpoints, layers=plane_layers, **fabric_kwargs)
     fabric_total = main + storage_fabric
 
     # Power.
@@ -171,10 +177,11 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
             "spine_switches": fabric_total.spine_switches,
             "core_switches": fabric_total.core_switches,
             "interzone_switches": fabric_total.interzone_switches,
+            "compute_fabric_switches": main.switches,
             "storage_plane_switches": storage_fabric.switches,
             "endpoints": fabric_total.endpoints,
             "capacity_endpoints": main.capacity_endpoints,
-            "fits": main.fits,
+            "fits": main.fits & storage_fabric.fits,
             "compute_nics": nodes * node["compute_nics"],
             "storage_nics": storage_endpoints,
             "endpoint_cables": fabric_total.endpoint_links,
@@ -211,11 +218,14 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
         "collectives": collective_report,
         "constraints": [],
     }
-    fits = np.asarray(main.fits)
-    if not np.all(fits):
+    if not np.all(main.fits):
         result["constraints"].append(
             f"fabric: {int(np.max(main.endpoints))} endpoints exceed what the fabric holds "
             f"({int(np.min(main.capacity_endpoints))}); add layers, planes or zones, or use a larger radix")
+    if not np.all(storage_fabric.fits):
+        result["constraints"].append(
+            f"storage plane: {int(np.max(storage_fabric.endpoints))} endpoints exceed a three-layer fat-tree "
+            "of this switch")
     if unpriced:
         result["constraints"].append(f"cost: not priced in this price book: {', '.join(unpriced)}")
 
@@ -310,18 +320,21 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
     layout_ok = reason == 0
 
     transformer = w["kind"] == "transformer"
+    # A video diffusion transformer at n x the base resolution sees n^2 x the tokens per sample
+    # (Ascend talk): sequence length and activations grow ~n^2, attention FLOPs ~n^4.
+    seq_len = w["seq_len"] * w["resolution_scale"] ** 2
     if transformer:
         total_params = np.where(np.isnan(w["params"]),
-                                training.transformer_params(w["layers"], w["hidden"], w["seq_len"], w["vocab"]),
+                                training.transformer_params(w["layers"], w["hidden"], seq_len, w["vocab"]),
                                 w["params"])
         active = np.where(np.isnan(w["active_params"]), total_params, w["active_params"])
-        tokens_per_step = w["global_batch"] * w["seq_len"]
+        tokens_per_step = w["global_batch"] * seq_len
         model_per_token, hw_per_token = training.transformer_flops_per_token(
-            active, w["layers"], w["hidden"], w["seq_len"], w["recompute"])
+            active, w["layers"], w["hidden"], seq_len, w["recompute"])
         model_flops = model_per_token * tokens_per_step
         hw_flops = hw_per_token * tokens_per_step
         activations = training.transformer_activation_bytes(
-            w["layers"], w["hidden"], w["heads"], w["seq_len"], w["micro_batch"], tp_, w["recompute"],
+            w["layers"], w["hidden"], w["heads"], seq_len, w["micro_batch"], tp_, w["recompute"],
             w["flash_attention"])
     else:
         total_params = w["params"]
@@ -343,14 +356,14 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
     layers = w["layers"] if transformer else np.array(0.0)
     hidden = np.nan_to_num(w["hidden"]) if transformer else np.array(0.0)
     tp_bytes = (np.nan_to_num(layers) / pp_ * micro_batches * 4 * 2 * (tp_ - 1) / tp_
-                * w["micro_batch"] * w["seq_len"] * hidden * ACTIVATION_BYTES)
+                * w["micro_batch"] * seq_len * hidden * ACTIVATION_BYTES)
     tp_s = np.where(tp_ > 1, tp_bytes / (tp_bw * 1e9), 0.0)
 
     # Expert parallelism: dispatch and combine all-to-alls per MoE layer, forward and backward.
     nic_per_gpu = io.nic_bw_gbyte_s / g
     ep_bw = np.where((ep_ <= g) & all_ok & w["use_nvlink"], io.scaleup_bw_gbyte_s, nic_per_gpu)
     moe = w["moe_top_k"] > 0
-    ep_bytes = (np.nan_to_num(layers) / pp_ * micro_batches * 4 * w["micro_batch"] * w["seq_len"] * hidden
+    ep_bytes = (np.nan_to_num(layers) / pp_ * micro_batches * 4 * w["micro_batch"] * seq_len * hidden
                 * ACTIVATION_BYTES * w["moe_top_k"])
     ep_s = np.where(moe & (ep_ > 1), collectives.ring_collective_time_s(ep_bytes, ep_, ep_bw, 0.0), 0.0)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from simcore import ScenarioError, evaluate
-from simcore.document import SPEC, field_docs
+from simcore.document import SPEC, field_docs, fields_markdown
 from simcore.references import FF_2ZONE, LLAMA_13B
 
 
@@ -94,7 +94,9 @@ def test_result_carries_engine_version_and_json_safe_values():
 
 
 def test_every_field_is_documented_in_docs():
+    """docs/scenario-format.md carries the current output of ``python -m simcore fields``."""
     text = open("docs/scenario-format.md", encoding="utf-8").read()
+    assert fields_markdown() in text
     for path, *_ in field_docs():
         assert f"`{path}`" in text, path
     assert set(SPEC) == {"cluster", "workload", "options"}
