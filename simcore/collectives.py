@@ -37,6 +37,8 @@ class CollectiveParams:
     root_port_shared_by_both_directions: whether a root port's fabric limit caps reads and writes
         together. Basis: FF IV-D3 attributes HFReduce's ~8 GB/s to the GPU5/GPU6 root port,
         which only binds if D2H and H2D traffic share its ~37.5 GB/s.
+    host_memory_efficiency: practical / peak host memory bandwidth, used when a node has no
+        measurement. Basis: FF IV-D3, 320 GB/s measured on 16-channel DDR4-3200 (409.6 peak).
     """
 
     hop_latency_s: float = 3.7e-6
@@ -45,6 +47,7 @@ class CollectiveParams:
     nccl_chunk_bytes: float = 512 * 2**10
     nccl_tree_min_ranks: int = 1024
     root_port_shared_by_both_directions: bool = True
+    host_memory_efficiency: float = 320 / 409.6
 
 
 @dataclass(frozen=True)

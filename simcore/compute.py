@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcore.arrays import as_array
+from simcore.errors import ScenarioError
 
 
 @dataclass(frozen=True)
@@ -59,3 +60,17 @@ def gemm_tflops(peak_tflops, tdp_w, full_clock_power_w, params: ComputeParams = 
 def mfu(model_flops_per_step, step_time_s, gpus, peak_tflops):
     """Model FLOPs utilisation: model FLOP/s achieved over the cluster's peak FLOP/s (PaLM, App. B)."""
     return model_flops_per_step / (step_time_s * gpus * peak_tflops * 1e12)
+
+
+# Per-lane data rate of each PCIe generation after line encoding, GB/s one way (PCI-SIG specs:
+# 8/16/32 GT/s with 128b/130b; Gen6 64 GT/s PAM4 with FLIT encoding, ~242/256 efficiency).
+PCIE_LANE_GBYTE_S = {3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+# Achieved / nominal on a host link: FF III-A measured > 27 GB/s GPU-to-CPU on PCIe 4.0 x16 (31.5).
+PCIE_EFFICIENCY = 27.0 / 31.5
+
+
+def pcie_practical_gbyte_s(generation: int, lanes: int) -> float:
+    """Practical one-way host-link rate of a GPU: lanes x per-lane rate x measured efficiency."""
+    if generation not in PCIE_LANE_GBYTE_S:
+        raise ScenarioError("accelerator.host_pcie_gen", f"unknown PCIe generation {generation}")
+    return PCIE_LANE_GBYTE_S[generation] * lanes * PCIE_EFFICIENCY

@@ -197,7 +197,7 @@ def _cases() -> list[ReferenceCase]:
 
             parsed = parse({"cluster": cluster})
             c = parsed["cluster"]
-            io = node_io(c["node"], c["node"]["accelerator"], c["node"]["gpus"])
+            io = node_io(c["node"], c["node"]["accelerator"], c["node"]["gpus"], p.collectives)
             nodes = gpus / 8
             if library == "nccl":
                 return float(collectives.nccl_allreduce(size, nodes, io, params=p.collectives).algbw_gbyte_s)

@@ -136,8 +136,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
                    "switches": prices["switch"], "transceivers": prices["transceiver"],
                    "fibers": prices["fiber"], "endpoint_cables": prices["endpoint_cable"]}
     capex_lines, capex_total, unpriced = cost.capex(counts, unit_prices)
-    network_capex = sum(np.nan_to_num(capex_lines[k]) for k in ("switches", "transceivers", "fibers",
-                                                                 "endpoint_cables"))
+    network_capex = cost.priced_sum([capex_lines[k] for k in ("switches", "transceivers", "fibers", "endpoint_cables")])
     energy_year = cost.energy_cost_per_year(facility_w / prices["pue"], prices["pue"], prices["energy_per_kwh"])
 
     # Storage.
@@ -147,7 +146,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
         sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_read_gbyte_s"], nodes, client_nic_gbyte_s)
 
     # Collectives at the report's message size, across the whole cluster.
-    io = node_io(node, acc, g)
+    io = node_io(node, acc, g, params.collectives)
     nvlink_pairs = node["nvlink_topology"] == "pairs"
     all_to_all = node["nvlink_topology"] == "all-to-all"
     msg = p["options"]["message_bytes"]
@@ -246,13 +245,17 @@ def _collective_json(result: collectives.CollectiveResult) -> dict:
             "bounds_gbyte_s": result.bounds_gbyte_s}
 
 
-def node_io(node, acc, g) -> collectives.NodeIO:
-    """What a node offers collectives, from the scenario's node fields (NaN = not a limit)."""
+def node_io(node, acc, g, params: CollectiveParams = CollectiveParams()) -> collectives.NodeIO:
+    """What a node offers collectives, from the scenario's node fields (NaN = not a limit).
+
+    Host memory: the measured practical rate, else the peak x ``host_memory_efficiency``."""
     inf_if_nan = lambda a: np.where(np.isnan(a), np.inf, a)  # noqa: E731
+    derated_peak = node["host_memory_peak_bw_gbyte_s"] * params.host_memory_efficiency
+    host_memory = np.where(np.isnan(node["host_memory_bw_gbyte_s"]), derated_peak, node["host_memory_bw_gbyte_s"])
     return collectives.NodeIO(
         gpus_per_node=g,
         nic_bw_gbyte_s=node["compute_nics"] * node["compute_nic_gbit_s"] / 8,
-        host_mem_bw_gbyte_s=inf_if_nan(node["host_memory_bw_gbyte_s"]),
+        host_mem_bw_gbyte_s=inf_if_nan(host_memory),
         pcie_bw_gbyte_s=node["pcie_bw_gbyte_s"],
         root_port_bw_gbyte_s=inf_if_nan(node["root_port_bw_gbyte_s"]),
         shared_root_ports=node["shared_root_ports"],

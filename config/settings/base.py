@@ -50,7 +50,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -149,10 +148,13 @@ CATALOG_PUBLIC_READ = env_bool("CATALOG_PUBLIC_READ", False)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "planner.api.authentication.AccessTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["planner.api.permissions.CatalogPermission"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "planner.api.permissions.TokenScopePermission",
+        "planner.api.permissions.CatalogPermission",
+    ],
     "DEFAULT_PAGINATION_CLASS": "planner.api.pagination.PlannerPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": [

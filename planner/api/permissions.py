@@ -1,5 +1,17 @@
 from django.conf import settings
-from rest_framework.permissions import SAFE_METHODS, DjangoModelPermissions
+from rest_framework.permissions import SAFE_METHODS, BasePermission, DjangoModelPermissions
+
+from planner.models import AccessToken
+
+
+class TokenScopePermission(BasePermission):
+    """A read-only token may read but never write."""
+
+    message = "this API token is read-only"
+
+    def has_permission(self, request, view):
+        token = request.auth
+        return request.method in SAFE_METHODS or not (isinstance(token, AccessToken) and token.read_only)
 
 
 class CatalogPermission(DjangoModelPermissions):
@@ -14,3 +26,18 @@ class CatalogPermission(DjangoModelPermissions):
         if request.method in SAFE_METHODS:
             return bool(settings.CATALOG_PUBLIC_READ or (user and user.is_authenticated))
         return super().has_permission(request, view)
+
+
+class OwnedEntryPermission(BasePermission):
+    """Plans and workloads: any signed-in user may read what is visible to them and create their
+    own; only the owner (or staff, and only staff for ownerless presets) may change or delete."""
+
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_authenticated)
+
+    def has_object_permission(self, request, view, obj):
+        if request.method in SAFE_METHODS:
+            return True  # the queryset already hides what the user may not see
+        if obj.owner_id is None:
+            return request.user.is_staff
+        return obj.owner_id == request.user.id or request.user.is_staff

@@ -1,6 +1,7 @@
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from planner.api import views
+from planner.api import plan_views, views
 
 router = DefaultRouter()
 router.register("catalog/accelerators", views.AcceleratorViewSet, basename="accelerator")
@@ -11,5 +12,12 @@ router.register("catalog/link-parts", views.LinkPartViewSet, basename="linkpart"
 router.register("catalog/compute-node-types", views.ComputeNodeTypeViewSet, basename="computenodetype")
 router.register("catalog/storage-node-types", views.StorageNodeTypeViewSet, basename="storagenodetype")
 router.register("catalog/price-books", views.PriceBookViewSet, basename="pricebook")
+router.register("plans", plan_views.ClusterPlanViewSet, basename="plan")
+router.register("workloads", plan_views.WorkloadViewSet, basename="workload")
+router.register("tokens", plan_views.TokenViewSet, basename="token")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("evaluate/", plan_views.EvaluateScenarioView.as_view(), name="evaluate"),
+    path("auth/token/", plan_views.ObtainTokenView.as_view(), name="api-token"),
+    *router.urls,
+]

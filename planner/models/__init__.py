@@ -1,6 +1,7 @@
 from .catalog import (
     CPU,
     NIC,
+    PART_MODELS,
     Accelerator,
     ComputeNodeType,
     LinkPart,
@@ -9,15 +10,22 @@ from .catalog import (
     StorageNodeType,
     Switch,
 )
+from .plans import ClusterPlan, Visibility, Workload
+from .tokens import AccessToken
 
 __all__ = [
     "CPU",
     "NIC",
+    "PART_MODELS",
+    "AccessToken",
     "Accelerator",
+    "ClusterPlan",
     "ComputeNodeType",
     "LinkPart",
     "PriceBook",
     "PriceItem",
     "StorageNodeType",
     "Switch",
+    "Visibility",
+    "Workload",
 ]

@@ -29,6 +29,12 @@ class CatalogTable:
     label: str
     model: type
     serializer: type
+    api_path: str = ""  # under /api/; catalogue tables by default
+    preset: bool = False  # plans and workloads shipped with the catalogue
+
+    @property
+    def path(self) -> str:
+        return self.api_path or f"catalog/{self.name}"
 
 
 # In dependency order: a table only refers to tables listed before it.
@@ -45,6 +51,8 @@ TABLES = [
         "storage-node-types", "Storage node types", models.StorageNodeType, serializers.StorageNodeTypeSerializer
     ),
     CatalogTable("price-books", "Price books", models.PriceBook, serializers.PriceBookSerializer),
+    CatalogTable("workloads", "Workload presets", models.Workload, serializers.WorkloadSerializer, "workloads", True),
+    CatalogTable("plans", "Plan presets", models.ClusterPlan, serializers.ClusterPlanSerializer, "plans", True),
 ]
 
 
@@ -134,17 +142,16 @@ def catalog_load(*, data_dir: Path = DATA_DIR) -> LoadReport:
 
 
 def catalog_summary() -> list[dict]:
-    """Entry counts per table, split by confidence, for the landing page."""
+    """Entry counts per table (split by confidence for parts; presets only for plans and
+    workloads), for the landing page."""
     summary = []
     for table in TABLES:
-        rows = table.model.objects.values("confidence").annotate(n=Count("id")).order_by("confidence")
-        by_confidence = [(row["confidence"], row["n"]) for row in rows]
-        summary.append(
-            {
-                "label": table.label,
-                "api_path": f"catalog/{table.name}",
-                "count": sum(n for _, n in by_confidence),
-                "by_confidence": by_confidence,
-            }
-        )
+        if table.preset:
+            by_confidence = []
+            count = table.model.objects.filter(owner__isnull=True).count()
+        else:
+            rows = table.model.objects.values("confidence").annotate(n=Count("id")).order_by("confidence")
+            by_confidence = [(row["confidence"], row["n"]) for row in rows]
+            count = sum(n for _, n in by_confidence)
+        summary.append({"label": table.label, "api_path": table.path, "count": count, "by_confidence": by_confidence})
     return summary

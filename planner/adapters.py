@@ -1,0 +1,137 @@
+"""The one bridge between ORM rows and the engine: plans and workloads to scenario documents.
+
+Nothing else in the project builds a ``simcore`` scenario from the database; the API, commands
+and (later) sweeps and twins all come through here.
+"""
+from decimal import Decimal
+
+from planner.models import ClusterPlan, PriceBook, Workload
+from simcore.compute import pcie_practical_gbyte_s
+
+
+def _float(value):
+    return None if value is None else float(value)
+
+
+def price_index(book: PriceBook) -> dict[tuple[str, str], Decimal]:
+    """(part kind, slug) -> unit price for every item of a price book."""
+    return {(item.part_kind, item.part_slug): item.unit_price for item in book.items.all()}
+
+
+def node_document(node) -> dict:
+    acc, cpu = node.accelerator, node.cpu
+    cpus = node.cpus_per_node if cpu else 0
+    return {
+        "gpus": node.accelerators_per_node,
+        "accelerator": {
+            "peak_tf32_tflops": acc.peak_tf32_tflops,
+            "peak_fp16_tflops": acc.peak_fp16_tflops,
+            "peak_fp8_tflops": acc.peak_fp8_tflops,
+            "memory_gb": acc.memory_gb,
+            "tdp_w": acc.tdp_w,
+            "full_clock_power_w": acc.full_clock_power_w,
+            "scaleup_bw_gbyte_s": acc.scaleup_bw_gbyte_s or 0.0,
+        },
+        "nvlink_topology": node.nvlink_topology,
+        "cpus": cpus,
+        "cpu_tdp_w": cpu.tdp_w if cpu else None,
+        "host_memory_bw_gbyte_s": node.host_memory_practical_bw_gbyte_s,
+        "host_memory_peak_bw_gbyte_s": cpu.memory_bandwidth_gbyte_s * cpus if cpu else None,
+        "pcie_bw_gbyte_s": pcie_practical_gbyte_s(acc.host_pcie_gen, acc.host_pcie_lanes),
+        "root_port_bw_gbyte_s": cpu.root_port_bw_gbyte_s if cpu else None,
+        "shared_root_ports": node.root_ports_shared_by_two_gpus,
+        "p2p_limit_gbyte_s": node.gpu_nic_p2p_limit_gbyte_s,
+        "compute_nics": node.compute_nics_per_node,
+        "compute_nic_gbit_s": node.compute_nic.line_rate_gbit_s * node.compute_nic.ports,
+        "storage_nics": node.storage_nics_per_node,
+        "storage_nic_gbit_s": (node.storage_nic.line_rate_gbit_s * node.storage_nic.ports) if node.storage_nic else 0.0,
+        "power_w": node.measured_power_w,
+    }
+
+
+def storage_document(plan: ClusterPlan) -> dict:
+    storage = plan.storage_node_type
+    if storage is None or not plan.storage_node_count:
+        return {}
+    return {
+        "nodes": plan.storage_node_count,
+        "nics": storage.nics_per_node,
+        "nic_gbit_s": storage.nic.line_rate_gbit_s * storage.nic.ports,
+        "ssds": storage.ssd_count,
+        "ssd_tb": storage.ssd_capacity_tb,
+        "ssd_read_gbyte_s": storage.ssd_read_gbyte_s,
+        "ssd_write_gbyte_s": storage.ssd_write_gbyte_s,
+        "power_w": storage.measured_power_w,
+        "cpu_tdp_w": storage.cpu.tdp_w if storage.cpu else None,
+    }
+
+
+def prices_document(plan: ClusterPlan) -> dict:
+    book = plan.price_book
+    prices = price_index(book)
+
+    def price(kind, part):
+        return _float(prices.get((kind, part.slug))) if part is not None else None
+
+    pue = plan.pue if plan.pue is not None else book.pue
+    return {
+        "currency": book.currency if book.currency in ("REL", "USD", "EUR", "CNY", "GBP", "JPY") else "USD",
+        "node": price("compute-node", plan.node_type),
+        "storage_node": price("storage-node", plan.storage_node_type),
+        "switch": price("switch", plan.switch),
+        "transceiver": price("link-part", plan.transceiver),
+        "endpoint_cable": price("link-part", plan.endpoint_cable),
+        "fiber": price("link-part", plan.fiber),
+        "energy_per_kwh": _float(book.energy_price_per_kwh),
+        "pue": pue if pue is not None else 1.0,
+    }
+
+
+def cluster_document(plan: ClusterPlan) -> dict:
+    reliability = {"profile": plan.failure_profile, "checkpoint_interval_s": plan.checkpoint_interval_s,
+                   "restart_s": plan.restart_s}
+    if plan.failure_profile == ClusterPlan.FailureProfile.PER_NODE_RATE:
+        reliability["failures_per_1000_node_days"] = plan.failures_per_1000_node_days
+    return {
+        "node_count": plan.node_count,
+        "node": node_document(plan.node_type),
+        "fabric": {
+            "layers": plan.fabric_layers,
+            "switch_radix": plan.switch.radix,
+            "switch_gbit_s": plan.switch.port_speed_gbit_s,
+            "switch_power_w": plan.switch.power_w,
+            "zones": plan.zones,
+            "interzone_switches": plan.interzone_switches,
+            "planes": plan.planes,
+            "rails": plan.rails,
+            "oversubscription": plan.oversubscription,
+            "storage_network": plan.storage_network,
+            "core_pods": plan.core_pods,
+        },
+        "storage": storage_document(plan),
+        "prices": prices_document(plan),
+        "reliability": reliability,
+    }
+
+
+WORKLOAD_FIELDS = (
+    "kind", "layers", "hidden", "heads", "vocab", "seq_len", "resolution_scale", "params", "active_params",
+    "expert_params", "moe_top_k", "flops_per_sample_forward", "activation_bytes_per_sample", "global_batch",
+    "micro_batch", "precision", "gpus", "tp", "pp", "ep", "virtual_stages", "zero_stage", "recompute",
+    "flash_attention", "collective", "use_nvlink", "cross_zone", "compute_efficiency", "grad_bytes", "weight_bytes",
+    "tokens_to_train", "preprocess_s_per_sample", "preprocess_cached",
+)
+
+
+def workload_document(workload: Workload) -> dict:
+    return {field: getattr(workload, field) for field in WORKLOAD_FIELDS}
+
+
+def scenario_document(plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None) -> dict:
+    """The engine's scenario document for a plan, optionally with a workload and engine options."""
+    document = {"cluster": cluster_document(plan)}
+    if workload is not None:
+        document["workload"] = workload_document(workload)
+    if options:
+        document["options"] = options
+    return document

@@ -1,0 +1,254 @@
+"""Plans, workloads, evaluations, comparisons, bills of materials and API tokens."""
+from django.contrib.auth import authenticate
+from django.db.models import Q
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+import simcore
+from planner.api import serializers as api
+from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
+from planner.models import AccessToken, ClusterPlan, Workload
+from planner.services import plans as services
+from planner.services.accounts import token_for
+
+
+class CSVRenderer(BaseRenderer):
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, str) else ""
+
+
+def visible_to(queryset, user):
+    """What a user may read: their own entries, shared ones and presets (staff see everything)."""
+    if not user.is_authenticated:
+        return queryset.none()
+    if user.is_staff:
+        return queryset
+    return queryset.filter(Q(owner=user) | Q(visibility="shared") | Q(owner__isnull=True))
+
+
+def scenario_error_response(error: simcore.ScenarioError) -> Response:
+    return Response({error.field: [error.reason]}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def infeasible_response(error: services.PlanInfeasible) -> Response:
+    return Response({"feasible": False, "reasons": error.reasons, "details": error.details},
+                    status=status.HTTP_400_BAD_REQUEST)
+
+
+class OwnedEntryViewSet(viewsets.ModelViewSet):
+    lookup_field = "slug"
+    permission_classes = [TokenScopePermission, OwnedEntryPermission]
+    filterset_fields = ["slug", "visibility"]
+    ordering_fields = ["slug", "name", "updated_at"]
+
+    def get_queryset(self):
+        return visible_to(self.model.objects.select_related("owner"), self.request.user)
+
+    def perform_create(self, serializer):
+        serializer.save(owner=self.request.user)
+
+
+PLAN_TAG = ["plans"]
+EVALUATE_EXAMPLE = OpenApiExample(
+    "Fire-Flyer 2 with LLaMa-13B on 512 GPUs",
+    value={"workload": "llama-13b-512", "options": {"message_bytes": 195035136}},
+    request_only=True,
+)
+
+
+@extend_schema_view(
+    list=extend_schema(tags=PLAN_TAG, description="Plans you own, shared plans and presets."),
+    retrieve=extend_schema(tags=PLAN_TAG),
+    create=extend_schema(tags=PLAN_TAG, description="Create a plan; you own it. Give node_count or gpu_count."),
+    update=extend_schema(tags=PLAN_TAG),
+    partial_update=extend_schema(tags=PLAN_TAG),
+    destroy=extend_schema(tags=PLAN_TAG),
+)
+class ClusterPlanViewSet(OwnedEntryViewSet):
+    """Cluster plans: a node type and count, a fabric, storage, a price book and a reliability policy."""
+
+    model = ClusterPlan
+    serializer_class = api.ClusterPlanSerializer
+    filterset_fields = ["slug", "visibility", "node_type__slug", "fabric_layers"]
+
+    def get_queryset(self):
+        return super().get_queryset().select_related(
+            "node_type__accelerator", "node_type__cpu", "node_type__compute_nic", "node_type__storage_nic",
+            "switch", "storage_node_type__nic", "storage_node_type__cpu", "price_book",
+            "endpoint_cable", "transceiver", "fiber")
+
+    def _workload(self, slug):
+        if not slug:
+            return None
+        workload = visible_to(Workload.objects.all(), self.request.user).filter(slug=slug).first()
+        if workload is None:
+            raise serializers.ValidationError({"workload": [f"no workload '{slug}' is visible to you"]})
+        return workload
+
+    @extend_schema(
+        tags=PLAN_TAG, request=api.EvaluateRequestSerializer, examples=[EVALUATE_EXAMPLE],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="bad options or an impossible plan")},
+        description="Evaluate the plan, optionally training a workload: cost, power, performance, collectives, "
+                    "reliability, with units in every name and the binding constraint of each bound. An impossible "
+                    "plan answers 400 with the reasons instead of numbers.",
+    )
+    @action(detail=True, methods=["post"])
+    def evaluate(self, request, slug=None):
+        plan = self.get_object()
+        body = api.EvaluateRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        workload = self._workload(body.validated_data.get("workload"))
+        try:
+            return Response(services.plan_evaluate(plan=plan, workload=workload,
+                                                   options=body.validated_data.get("options")))
+        except simcore.ScenarioError as error:
+            return scenario_error_response(error)
+        except services.PlanInfeasible as error:
+            return infeasible_response(error)
+
+    @extend_schema(
+        tags=PLAN_TAG,
+        parameters=[
+            OpenApiParameter("ids", str, required=True, description="2 to 4 plan slugs, comma-separated; the "
+                             "first is the reference for ratios and differences."),
+            OpenApiParameter("workload", str, description="A workload slug to train on every plan."),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+        description="Evaluate 2-4 plans and align their metrics, with ratios and differences to the first.",
+    )
+    @action(detail=False, methods=["get"])
+    def compare(self, request):
+        slugs = [s.strip() for s in request.query_params.get("ids", "").split(",") if s.strip()]
+        if not 2 <= len(slugs) <= 4:
+            raise serializers.ValidationError({"ids": ["give 2 to 4 plan slugs separated by commas"]})
+        if len(set(slugs)) != len(slugs):
+            raise serializers.ValidationError({"ids": ["a plan is listed twice"]})
+        found = {plan.slug: plan for plan in self.get_queryset().filter(slug__in=slugs)}
+        missing = [slug for slug in slugs if slug not in found]
+        if missing:
+            raise serializers.ValidationError({"ids": [f"no plan '{slug}' is visible to you" for slug in missing]})
+        workload = self._workload(request.query_params.get("workload"))
+        return Response(services.plan_compare(plans=[found[s] for s in slugs], workload=workload))
+
+    @extend_schema(
+        tags=PLAN_TAG, responses={200: OpenApiTypes.OBJECT},
+        parameters=[OpenApiParameter("format", str, enum=["json", "csv"], description="csv for a spreadsheet")],
+        description="Bill of materials: part, slug, quantity, unit price, extended price and the price's source.",
+    )
+    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, CSVRenderer])
+    def bom(self, request, slug=None):
+        plan = self.get_object()
+        try:
+            bom = services.plan_bom(plan=plan)
+        except simcore.ScenarioError as error:
+            return scenario_error_response(error)
+        if request.accepted_renderer.format == "csv":
+            response = Response(services.bom_csv(bom))
+            response["Content-Disposition"] = f'attachment; filename="{plan.slug}-bom.csv"'
+            return response
+        return Response(bom)
+
+    @extend_schema(tags=PLAN_TAG, request=api.CloneRequestSerializer, responses={201: api.ClusterPlanSerializer},
+                   description="Copy a visible plan (for example a preset) into a private plan you own.")
+    @action(detail=True, methods=["post"], permission_classes=[TokenScopePermission, IsAuthenticated])
+    def clone(self, request, slug=None):
+        plan = self.get_object()
+        body = api.CloneRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        copy = services.plan_clone(plan=plan, owner=request.user, slug=body.validated_data["slug"],
+                                   name=body.validated_data.get("name"))
+        return Response(api.ClusterPlanSerializer(copy).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema_view(
+    list=extend_schema(tags=["workloads"]), retrieve=extend_schema(tags=["workloads"]),
+    create=extend_schema(tags=["workloads"]), update=extend_schema(tags=["workloads"]),
+    partial_update=extend_schema(tags=["workloads"]), destroy=extend_schema(tags=["workloads"]),
+)
+class WorkloadViewSet(OwnedEntryViewSet):
+    """Workloads: a transformer (dense or MoE) or a CNN, its batch and its parallel layout."""
+
+    model = Workload
+    serializer_class = api.WorkloadSerializer
+    filterset_fields = ["slug", "visibility", "kind", "collective"]
+
+
+SCENARIO_EXAMPLE = OpenApiExample(
+    "Two-layer fat-tree of 40-port switches",
+    value={"cluster": {"node_count": 100, "node": {"gpus": 8, "accelerator": {"peak_fp16_tflops": 312, "tdp_w": 400},
+                                                   "compute_nics": 1, "compute_nic_gbit_s": 200},
+                       "fabric": {"switch_radix": 40, "switch_gbit_s": 200}}},
+    request_only=True,
+)
+
+
+class EvaluateScenarioView(APIView):
+    """Evaluate a full scenario document (docs/scenario-format.md) without saving anything."""
+
+    permission_classes = [TokenScopePermission, IsAuthenticated]
+
+    @extend_schema(tags=["evaluate"], request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
+                   examples=[SCENARIO_EXAMPLE],
+                   description="Any number field may be a list: the result then has one value per point.")
+    def post(self, request):
+        try:
+            return Response(simcore.evaluate(request.data))
+        except simcore.ScenarioError as error:
+            return scenario_error_response(error)
+
+
+class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+                   viewsets.GenericViewSet):
+    """Your API tokens: create full or read-only tokens for scripts, list them, revoke them."""
+
+    serializer_class = api.AccessTokenSerializer
+    permission_classes = [TokenScopePermission, IsAuthenticated]
+    pagination_class = None
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return AccessToken.objects.none()
+        return AccessToken.objects.filter(user=self.request.user)
+
+    def perform_create(self, serializer):
+        serializer.save(user=self.request.user)
+
+    @extend_schema(tags=["tokens"])
+    def list(self, request, *args, **kwargs):
+        response = super().list(request, *args, **kwargs)
+        for row in response.data:
+            row.pop("key", None)
+        return response
+
+
+class ObtainTokenSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
+
+
+class ObtainTokenView(APIView):
+    """Exchange a username and password for your default (full-access) API token."""
+
+    permission_classes = [AllowAny]
+    authentication_classes = []
+
+    @extend_schema(tags=["tokens"], request=ObtainTokenSerializer,
+                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="wrong credentials")})
+    def post(self, request):
+        body = ObtainTokenSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        user = authenticate(request, username=body.validated_data["username"],
+                            password=body.validated_data["password"])
+        if user is None or not user.is_active:
+            raise serializers.ValidationError({"non_field_errors": ["unable to log in with those credentials"]})
+        return Response({"token": token_for(user).key})

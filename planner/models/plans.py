@@ -1,0 +1,278 @@
+"""Cluster plans and workloads: what an architect builds and what it must train.
+
+A plan names catalogue parts and counts; a workload describes a model and its parallel layout.
+Both validate in ``clean()`` (the API, the admin and the preset loader call it). Plans and
+workloads belong to an owner; ``visibility`` says who else may read them. Presets have no owner,
+are public and only staff may change them.
+"""
+import math
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from planner.models.catalog import (
+    ComputeNodeType,
+    LinkPart,
+    PriceBook,
+    StorageNodeType,
+    Switch,
+    validate_positive,
+)
+from simcore import topology
+
+
+class Visibility(models.TextChoices):
+    PRIVATE = "private", "Only the owner"
+    SHARED = "shared", "Every signed-in user"
+
+
+class OwnedEntry(models.Model):
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+",
+        help_text="Empty for presets shipped with the catalogue.",
+    )
+    visibility = models.CharField(max_length=8, choices=Visibility.choices, default=Visibility.PRIVATE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["slug"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def is_preset(self) -> bool:
+        return self.owner_id is None
+
+
+def positive_int(help_text: str, default=None, minimum: int = 1, maximum: int | None = None):
+    validators = [MinValueValidator(minimum)] + ([MaxValueValidator(maximum)] if maximum is not None else [])
+    kwargs = {} if default is None else {"default": default}
+    return models.PositiveIntegerField(validators=validators, help_text=help_text, **kwargs)
+
+
+class ClusterPlan(OwnedEntry):
+    """A build: compute nodes, the computation fabric, storage, prices, reliability policy."""
+
+    class FabricLayers(models.IntegerChoices):
+        TWO = 2, "Two-layer fat-tree"
+        THREE = 3, "Three-layer fat-tree"
+
+    class StorageNetwork(models.TextChoices):
+        SHARED = "shared", "Shared with computation (storage nodes on the compute fabric)"
+        SEPARATE = "separate", "Separate storage plane"
+
+    class FailureProfile(models.TextChoices):
+        FIRE_FLYER = "fire-flyer", "Fire-Flyer 2 measured rates (Xid table, IB links, host ECC)"
+        PER_NODE_RATE = "per-node-rate", "One per-node failure rate"
+
+    class CorePods(models.TextChoices):
+        POWER_OF_TWO = "power_of_two", "Core provisioned for the next power-of-two pod count"
+        EXACT = "exact", "Core sized for the pods built"
+
+    node_type = models.ForeignKey(ComputeNodeType, on_delete=models.PROTECT, related_name="plans")
+    node_count = positive_int("Compute nodes.")
+    fabric_layers = models.PositiveSmallIntegerField(choices=FabricLayers.choices, default=FabricLayers.TWO)
+    switch = models.ForeignKey(Switch, on_delete=models.PROTECT, related_name="plans")
+    zones = positive_int("Independent fat-trees joined by inter-zone switches.", default=1)
+    interzone_switches = positive_int("Switches joining the zones.", default=0, minimum=0)
+    planes = positive_int("Independent network planes (one NIC port per node per plane).", default=1)
+    rails = positive_int("Rails: NIC i of every node on leaf group i.", default=1)
+    oversubscription = models.FloatField(
+        default=1.0, validators=[MinValueValidator(1.0)], help_text="Leaf down:up port ratio (1 = non-blocking)."
+    )
+    core_pods = models.CharField(max_length=16, choices=CorePods.choices, default=CorePods.POWER_OF_TWO)
+    storage_node_type = models.ForeignKey(
+        StorageNodeType, on_delete=models.PROTECT, null=True, blank=True, related_name="plans"
+    )
+    storage_node_count = positive_int("Storage nodes.", default=0, minimum=0)
+    storage_network = models.CharField(max_length=8, choices=StorageNetwork.choices, default=StorageNetwork.SHARED)
+    endpoint_cable = models.ForeignKey(
+        LinkPart, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        help_text="Cable from each NIC to its leaf.",
+    )
+    transceiver = models.ForeignKey(
+        LinkPart, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        help_text="Optical module at each end of a switch-to-switch link.",
+    )
+    fiber = models.ForeignKey(
+        LinkPart, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        help_text="Fibre of each switch-to-switch link.",
+    )
+    price_book = models.ForeignKey(PriceBook, on_delete=models.PROTECT, related_name="plans")
+    pue = models.FloatField(null=True, blank=True, help_text="Overrides the price book's PUE.")
+    failure_profile = models.CharField(max_length=16, choices=FailureProfile.choices, default=FailureProfile.FIRE_FLYER)
+    failures_per_1000_node_days = models.FloatField(
+        null=True, blank=True, validators=[validate_positive],
+        help_text="For the per-node-rate profile (Meta HPCA 2025: 6.50 on RSC-1, 2.34 on RSC-2).",
+    )
+    checkpoint_interval_s = models.FloatField(
+        null=True, blank=True, validators=[validate_positive], help_text="Empty: the ETTR-optimal interval."
+    )
+    restart_s = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0)], help_text="Empty: the job start-up time."
+    )
+
+    @property
+    def gpu_count(self) -> int:
+        return self.node_count * self.node_type.accelerators_per_node
+
+    def clean(self):
+        errors: dict[str, str] = {}
+        if self.pue is not None and (not math.isfinite(self.pue) or self.pue < 1):
+            errors["pue"] = "must be a finite number of at least 1.0"
+        if self.zones > 1 and not self.interzone_switches:
+            errors["interzone_switches"] = "zones need at least one inter-zone switch to join them"
+        if self.zones == 1 and self.interzone_switches:
+            errors["interzone_switches"] = "a single zone has nothing to join"
+        if self.storage_node_count and self.storage_node_type_id is None:
+            errors["storage_node_type"] = "required when the plan has storage nodes"
+        if self.failure_profile == self.FailureProfile.PER_NODE_RATE and self.failures_per_1000_node_days is None:
+            errors["failures_per_1000_node_days"] = "required by the per-node-rate profile"
+        if self.node_type_id and self.switch_id and self.node_count:
+            errors.update(self._fabric_errors())
+        if errors:
+            raise ValidationError(errors)
+
+    def _fabric_errors(self) -> dict[str, str]:
+        node, switch = self.node_type, self.switch
+        errors = {}
+        nic = node.compute_nic
+        if nic.protocol != switch.protocol:
+            errors["switch"] = (
+                f"{switch.name} is {switch.get_protocol_display()} but the nodes' NIC is {nic.get_protocol_display()}"
+            )
+        if nic.line_rate_gbit_s > switch.port_speed_gbit_s:
+            errors["switch"] = (
+                f"{switch.name} ports ({switch.port_speed_gbit_s:g} Gb/s) are slower than the "
+                f"nodes' NICs ({nic.line_rate_gbit_s:g} Gb/s)"
+            )
+        nics = node.compute_nics_per_node
+        if nics % self.planes:
+            errors["planes"] = f"each node needs one NIC per plane: {nics} NICs do not split into {self.planes} planes"
+        if self.rails > 1 and (nics // self.planes) % self.rails:
+            errors["rails"] = f"{nics // self.planes} NICs per node and plane do not split into {self.rails} rails"
+        down = topology.leaf_down_ports(switch.radix, self.oversubscription)
+        if down < 1:
+            errors["oversubscription"] = f"leaves a {switch.radix}-port leaf no endpoint port"
+        if self.rails > down:
+            errors["rails"] = f"{self.rails} rails need leaves with at least that many endpoint ports"
+        if errors:
+            return errors
+        endpoints = self.node_count * nics
+        if self.storage_network == self.StorageNetwork.SHARED and self.storage_node_type_id:
+            endpoints += self.storage_node_count * self.storage_node_type.nics_per_node
+        tree = topology.fat_tree(endpoints, switch.radix, layers=self.fabric_layers, zones=self.zones,
+                                 planes=self.planes, rails=self.rails, oversubscription=self.oversubscription,
+                                 interzone_switches=self.interzone_switches, core_pods=self.core_pods)
+        if not bool(tree.fits):
+            errors["node_count"] = (
+                f"{endpoints} endpoints do not fit a {self.fabric_layers}-layer fat-tree of {switch.radix}-port "
+                f"switches with {self.zones} zone(s) and {self.planes} plane(s), which holds "
+                f"{int(tree.capacity_endpoints)}"
+            )
+        return errors
+
+
+class Workload(OwnedEntry):
+    """A training job: a dense or MoE transformer, or a CNN, with its batch and parallel layout."""
+
+    class Kind(models.TextChoices):
+        TRANSFORMER = "transformer", "Transformer (dense or MoE)"
+        CNN = "cnn", "CNN (by FLOPs and parameters)"
+
+    class Precision(models.TextChoices):
+        TF32 = "tf32", "TF32"
+        FP16 = "fp16", "FP16"
+        BF16 = "bf16", "BF16"
+        FP8 = "fp8", "FP8"
+
+    class Collective(models.TextChoices):
+        NCCL = "nccl", "NCCL"
+        HFREDUCE = "hfreduce", "HFReduce"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TRANSFORMER)
+    layers = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    hidden = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    heads = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    vocab = models.PositiveIntegerField(default=0)
+    seq_len = positive_int("Tokens per sample at the base resolution.", default=1)
+    resolution_scale = models.FloatField(
+        default=1.0, validators=[validate_positive],
+        help_text="Video models: n x base resolution gives n^2 x the tokens per sample.",
+    )
+    params = models.FloatField(null=True, blank=True, validators=[validate_positive],
+                               help_text="Total parameters; empty: Megatron's formula from the dimensions.")
+    active_params = models.FloatField(null=True, blank=True, validators=[validate_positive],
+                                      help_text="Parameters used per token (MoE); empty: all.")
+    expert_params = models.FloatField(default=0.0, validators=[MinValueValidator(0.0)])
+    moe_top_k = models.PositiveIntegerField(default=0, help_text="Experts per token; 0 for a dense model.")
+    flops_per_sample_forward = models.FloatField(null=True, blank=True, validators=[validate_positive])
+    activation_bytes_per_sample = models.FloatField(default=0.0, validators=[MinValueValidator(0.0)])
+    global_batch = positive_int("Samples per step.")
+    micro_batch = positive_int("Samples per micro-batch.", default=1)
+    precision = models.CharField(max_length=8, choices=Precision.choices, default=Precision.BF16)
+    gpus = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                       help_text="GPUs the job uses; empty: the whole cluster.")
+    tp = positive_int("Tensor-parallel degree.", default=1)
+    pp = positive_int("Pipeline-parallel degree.", default=1)
+    ep = positive_int("Expert-parallel degree.", default=1)
+    virtual_stages = positive_int("Interleaved pipeline stages per GPU.", default=1)
+    zero_stage = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(3)],
+                                                  help_text="ZeRO stage; 3 is FSDP.")
+    recompute = models.BooleanField(default=False)
+    flash_attention = models.BooleanField(default=True)
+    collective = models.CharField(max_length=16, choices=Collective.choices, default=Collective.NCCL)
+    use_nvlink = models.BooleanField(default=True)
+    cross_zone = models.BooleanField(default=False)
+    compute_efficiency = models.FloatField(
+        default=0.5, validators=[validate_positive, MaxValueValidator(1.0)],
+        help_text="Achieved model FLOP rate / achieved GEMM rate; its basis goes in calibration_basis.",
+    )
+    calibration_basis = models.TextField(blank=True, default="")
+    grad_bytes = models.FloatField(default=4.0, validators=[validate_positive])
+    weight_bytes = models.FloatField(default=2.0, validators=[validate_positive])
+    tokens_to_train = models.FloatField(null=True, blank=True, validators=[validate_positive])
+    preprocess_s_per_sample = models.FloatField(default=0.0, validators=[MinValueValidator(0.0)])
+    preprocess_cached = models.BooleanField(default=False)
+
+    def clean(self):
+        errors = {}
+        if self.kind == self.Kind.TRANSFORMER:
+            for field in ("layers", "hidden", "heads"):
+                if getattr(self, field) is None:
+                    errors[field] = "required for a transformer"
+            if self.hidden and self.heads and self.hidden % self.heads:
+                errors["heads"] = f"must divide the hidden size {self.hidden}"
+            if self.tp and self.heads and self.heads % self.tp:
+                errors["tp"] = f"must divide the {self.heads} attention heads"
+            if self.pp and self.layers and self.pp > self.layers:
+                errors["pp"] = f"cannot exceed the {self.layers} layers (a stage needs a layer)"
+        else:
+            for field in ("flops_per_sample_forward", "params"):
+                if getattr(self, field) is None:
+                    errors[field] = "required for a CNN"
+        if self.params is not None:
+            if self.active_params is not None and self.active_params > self.params:
+                errors["active_params"] = "cannot exceed the total parameters"
+            if self.expert_params > self.params:
+                errors["expert_params"] = "cannot exceed the total parameters"
+        if self.moe_top_k and not self.expert_params:
+            errors["expert_params"] = "a mixture-of-experts model (moe_top_k > 0) needs its expert parameters"
+        if self.ep > 1 and not self.moe_top_k:
+            errors["ep"] = "expert parallelism needs a mixture-of-experts model (moe_top_k > 0)"
+        if self.micro_batch and self.global_batch and self.global_batch % self.micro_batch:
+            errors["global_batch"] = f"must be a multiple of the micro-batch {self.micro_batch}"
+        if self.gpus and self.tp and self.pp and self.gpus % (self.tp * self.pp):
+            errors["gpus"] = f"TP x PP = {self.tp * self.pp} does not divide {self.gpus} GPUs"
+        if self.virtual_stages > 1 and self.pp == 1:
+            errors["virtual_stages"] = "interleaving needs pipeline parallelism (pp > 1)"
+        if errors:
+            raise ValidationError(errors)

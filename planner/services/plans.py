@@ -1,0 +1,224 @@
+"""Plan services: evaluate, compare, bill of materials, clone (keyword-only, one per workflow)."""
+import csv
+import io
+from dataclasses import dataclass
+
+from django.db import transaction
+
+import simcore
+from planner.adapters import price_index, scenario_document
+from planner.models import ClusterPlan, PriceItem, Workload
+
+
+class PlanInfeasible(Exception):
+    """The plan (with this workload) cannot run: the reasons say why, ``details`` shows the numbers."""
+
+    def __init__(self, reasons: list[str], details: dict):
+        self.reasons = reasons
+        self.details = details
+        super().__init__("; ".join(reasons))
+
+
+def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None) -> dict:
+    """Evaluate a plan (and workload): the engine's full result document.
+
+    Raises :class:`simcore.ScenarioError` for bad options and :class:`PlanInfeasible` when the
+    fabric cannot hold the build or the workload cannot run on it, so that no numbers are reported
+    for a build that cannot exist.
+    """
+    result = simcore.evaluate(scenario_document(plan, workload, options))
+    reasons = []
+    if not result["fabric"]["fits"]:
+        reasons += [c for c in result["constraints"] if c.startswith(("fabric", "storage plane"))]
+    training = result.get("training")
+    if training is not None and not training["feasible"]:
+        reason = training["infeasible_reason"]
+        if reason == "does not fit in HBM":
+            memory = training["memory"]
+            reason += (f": {memory['per_gpu_gb']:.1f} GB per GPU against {memory['hbm_gb']:g} GB of HBM, "
+                       f"mostly {memory['dominant_term']}")
+        reasons.append(f"workload '{workload.slug}': {reason}")
+    if reasons:
+        raise PlanInfeasible(reasons, {"fabric": result["fabric"], "training": training})
+    return {
+        "plan": plan.slug,
+        "workload": workload.slug if workload else None,
+        "engine_version": result["engine_version"],
+        "result": result,
+    }
+
+
+@dataclass(frozen=True)
+class BomLine:
+    part: str
+    part_kind: str
+    slug: str
+    quantity: float
+    unit_price: float | None
+    extended_price: float | None
+    source: str
+
+
+BOM_COLUMNS = ["part", "part_kind", "slug", "quantity", "unit_price", "extended_price", "currency", "source"]
+
+
+def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
+    """Bill of materials: every part with its quantity and, where the price book has it, prices.
+
+    Quantities are the evaluation's counts; the extended prices add up to its ``capex_total``.
+    NICs ship inside the nodes, so they are listed with no price of their own unless the book
+    prices them separately.
+    """
+    result = result or simcore.evaluate(scenario_document(plan))
+    fabric = result["fabric"]
+    prices = price_index(plan.price_book)
+    basis = {(i.part_kind, i.part_slug): i.basis for i in PriceItem.objects.filter(price_book=plan.price_book)}
+    lines: list[BomLine] = []
+
+    def add(label, kind, part, quantity, priced=True, note=""):
+        if part is None or not quantity:
+            return
+        unit = prices.get((kind, part.slug)) if priced else None
+        unit = float(unit) if unit is not None else None
+        source = basis.get((kind, part.slug)) or note or f"not priced in {plan.price_book.slug}"
+        lines.append(BomLine(label, kind, part.slug, float(quantity), unit,
+                             None if unit is None else unit * float(quantity), source))
+
+    node = plan.node_type
+    add("compute node", "compute-node", node, plan.node_count)
+    add("storage node", "storage-node", plan.storage_node_type, plan.storage_node_count)
+    add("switch, computation fabric", "switch", plan.switch, fabric["compute_fabric_switches"])
+    add("switch, storage plane", "switch", plan.switch, fabric["storage_plane_switches"])
+    included = "included in the node's price"
+    add("compute NIC", "nic", node.compute_nic, fabric["compute_nics"], priced=False, note=included)
+    storage_nics = fabric["storage_nics"]
+    if plan.storage_node_type is not None and plan.storage_node_count:
+        on_storage_nodes = plan.storage_node_count * plan.storage_node_type.nics_per_node
+        add("storage-node NIC", "nic", plan.storage_node_type.nic, on_storage_nodes, priced=False, note=included)
+        storage_nics -= on_storage_nodes
+    add("compute-node storage NIC", "nic", node.storage_nic, storage_nics, priced=False, note=included)
+    add("endpoint cable", "link-part", plan.endpoint_cable, fabric["endpoint_cables"])
+    add("optical transceiver", "link-part", plan.transceiver, fabric["transceivers"])
+    add("fibre", "link-part", plan.fiber, fabric["fibers"])
+    rows = [line.__dict__ for line in lines]
+    return {
+        "plan": plan.slug,
+        "price_book": plan.price_book.slug,
+        "currency": plan.price_book.currency,
+        "lines": rows,
+        "total": sum(line.extended_price or 0.0 for line in lines),
+        "unpriced": [line.slug for line in lines if line.unit_price is None and line.source != included],
+    }
+
+
+def bom_csv(bom: dict) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=BOM_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for line in bom["lines"]:
+        writer.writerow({**{k: ("" if v is None else v) for k, v in line.items()}, "currency": bom["currency"]})
+    writer.writerow({"part": "total", "extended_price": bom["total"], "currency": bom["currency"]})
+    return out.getvalue()
+
+
+def _dig(result: dict, path: str):
+    value = result
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def _gemm_mean(result):
+    tf32, fp16 = result["compute"]["gemm_tf32_tflops"], result["compute"]["gemm_fp16_tflops"]
+    known = [v for v in (tf32, fp16) if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _node_price(result):
+    price = result["cost"]["compute_nodes"]
+    return None if price is None else price / result["cluster"]["nodes"]
+
+
+def _per_node_price(result):
+    gemm, price = _gemm_mean(result), _node_price(result)
+    return None if gemm is None or not price else gemm / price
+
+
+# (key, label, unit, how to read it from a result): the metrics a comparison lines up.
+COMPARE_METRICS = [
+    ("gpus", "GPUs", "GPUs", "cluster.gpus"),
+    ("nodes", "compute nodes", "nodes", "cluster.nodes"),
+    ("switches", "switches", "switches", "fabric.switches"),
+    ("compute_fabric_switches", "switches, computation fabric", "switches", "fabric.compute_fabric_switches"),
+    ("transceivers", "optical transceivers", "modules", "fabric.transceivers"),
+    ("network_cost", "network price", "currency", "cost.network"),
+    ("capex_total", "total price", "currency", "cost.capex_total"),
+    ("node_price", "price per compute node", "currency", _node_price),
+    ("energy_cost_per_year", "energy per year", "currency", "cost.energy_per_year"),
+    ("node_power_w", "power per compute node", "W", "power.node_w"),
+    ("it_power_w", "cluster IT power", "W", "power.it_total_w"),
+    ("facility_power_w", "facility power", "W", "power.facility_w"),
+    ("gemm_tf32_tflops", "TF32 GEMM per GPU", "TFLOPS", "compute.gemm_tf32_tflops"),
+    ("gemm_fp16_tflops", "FP16 GEMM per GPU", "TFLOPS", "compute.gemm_fp16_tflops"),
+    ("gemm_mean_tflops", "GEMM per GPU, mean of TF32 and FP16", "TFLOPS", _gemm_mean),
+    ("gemm_per_node_price", "GEMM per unit of node price", "TFLOPS/currency", _per_node_price),
+    ("cluster_fp16_pflops", "cluster FP16 GEMM", "PFLOPS", "compute.cluster_fp16_pflops"),
+    ("hfreduce_gbyte_s", "HFReduce across the cluster", "GB/s", "collectives.hfreduce.algbw_gbyte_s"),
+    ("nccl_gbyte_s", "NCCL across the cluster", "GB/s", "collectives.nccl.algbw_gbyte_s"),
+    ("interruptions_per_day", "cluster interruptions per day", "1/day", "reliability.cluster_interruptions_per_day"),
+    ("node_availability", "node availability", "fraction", "reliability.node_availability"),
+    ("step_time_s", "training step", "s", "training.step_time_s"),
+    ("mfu", "MFU", "fraction", "training.mfu"),
+    ("time_to_train_days", "time to train", "days", "training.time_to_train_days"),
+    ("cost_to_train", "cost to train", "currency", "training.cost_to_train"),
+    ("ettr", "effective training time ratio", "fraction", "reliability.ettr"),
+]
+
+
+def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, options: dict | None = None) -> dict:
+    """Evaluate 2-4 plans and line their metrics up, with ratios and differences to the first."""
+    evaluations, infeasible = [], {}
+    for plan in plans:
+        try:
+            evaluations.append(plan_evaluate(plan=plan, workload=workload, options=options)["result"])
+        except PlanInfeasible as error:
+            infeasible[plan.slug] = error.reasons
+            evaluations.append(None)
+    metrics = []
+    for key, label, unit, path in COMPARE_METRICS:
+        read = path if callable(path) else (lambda r, p=path: _dig(r, p))
+        values = [None if r is None else read(r) for r in evaluations]
+        if all(v is None for v in values):
+            continue
+        first = values[0]
+        metrics.append({
+            "key": key, "label": label, "unit": unit, "values": values,
+            "ratio_to_first": [None if v is None or not first else v / first for v in values],
+            "delta_to_first": [None if v is None or first is None else v - first for v in values],
+        })
+    currencies = {plan.price_book.currency for plan in plans}
+    return {
+        "plans": [plan.slug for plan in plans],
+        "workload": workload.slug if workload else None,
+        "engine_version": simcore.ENGINE_VERSION,
+        "currency": currencies.pop() if len(currencies) == 1 else None,
+        "metrics": metrics,
+        "infeasible": infeasible,
+    }
+
+
+@transaction.atomic
+def plan_clone(*, plan: ClusterPlan, owner, slug: str, name: str | None = None) -> ClusterPlan:
+    """A private copy of a plan (a preset or anyone's visible plan) owned by ``owner``."""
+    copy = ClusterPlan.objects.get(pk=plan.pk)
+    copy.pk = None
+    copy.id = None
+    copy.slug = slug
+    copy.name = name or f"{plan.name} (copy)"
+    copy.owner = owner
+    copy.visibility = "private"
+    copy.full_clean()
+    copy.save()
+    return copy
