@@ -30,3 +30,24 @@ class PriceItemInline(admin.TabularInline):
 class PriceBookAdmin(CatalogAdmin):
     list_display = ["slug", "name", "currency", "price_date", "confidence"]
     inlines = [PriceItemInline]
+
+
+@admin.register(models.ClusterPlan)
+class ClusterPlanAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "node_type", "node_count", "fabric_layers", "owner", "visibility"]
+    list_filter = ["visibility", "fabric_layers", "node_type"]
+    search_fields = ["slug", "name"]
+
+
+@admin.register(models.Workload)
+class WorkloadAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "kind", "gpus", "tp", "pp", "ep", "collective", "owner", "visibility"]
+    list_filter = ["visibility", "kind", "collective"]
+    search_fields = ["slug", "name"]
+
+
+@admin.register(models.AccessToken)
+class AccessTokenAdmin(admin.ModelAdmin):
+    list_display = ["user", "name", "read_only", "created_at", "last_used_at"]
+    list_filter = ["read_only"]
+    readonly_fields = ["key", "created_at", "last_used_at"]

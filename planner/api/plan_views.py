@@ -102,8 +102,10 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
                     "reliability, with units in every name and the binding constraint of each bound. An impossible "
                     "plan answers 400 with the reasons instead of numbers.",
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
     def evaluate(self, request, slug=None):
+        """A POST that stores nothing: anyone who can read the plan may evaluate it, read-only
+        tokens included."""
         plan = self.get_object()
         body = api.EvaluateRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -193,9 +195,10 @@ SCENARIO_EXAMPLE = OpenApiExample(
 
 
 class EvaluateScenarioView(APIView):
-    """Evaluate a full scenario document (docs/scenario-format.md) without saving anything."""
+    """Evaluate a full scenario document (docs/scenario-format.md) without saving anything;
+    read-only tokens may use it."""
 
-    permission_classes = [TokenScopePermission, IsAuthenticated]
+    permission_classes = [IsAuthenticated]
 
     @extend_schema(tags=["evaluate"], request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
                    examples=[SCENARIO_EXAMPLE],

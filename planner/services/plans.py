@@ -53,7 +53,7 @@ class BomLine:
     part: str
     part_kind: str
     slug: str
-    quantity: float
+    quantity: int
     unit_price: float | None
     extended_price: float | None
     source: str
@@ -81,8 +81,9 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
         unit = prices.get((kind, part.slug)) if priced else None
         unit = float(unit) if unit is not None else None
         source = basis.get((kind, part.slug)) or note or f"not priced in {plan.price_book.slug}"
-        lines.append(BomLine(label, kind, part.slug, float(quantity), unit,
-                             None if unit is None else unit * float(quantity), source))
+        quantity = int(quantity)
+        lines.append(BomLine(label, kind, part.slug, quantity, unit,
+                             None if unit is None else round(unit * quantity, 6), source))
 
     node = plan.node_type
     add("compute node", "compute-node", node, plan.node_count)
@@ -106,7 +107,7 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
         "price_book": plan.price_book.slug,
         "currency": plan.price_book.currency,
         "lines": rows,
-        "total": sum(line.extended_price or 0.0 for line in lines),
+        "total": round(sum(line.extended_price or 0.0 for line in lines), 6),
         "unpriced": [line.slug for line in lines if line.unit_price is None and line.source != included],
     }
 

@@ -379,11 +379,27 @@ def test_filter_by_kind(catalog, reader_client):
 
 
 def test_token_authentication(catalog, user, anon_client):
-    from rest_framework.authtoken.models import Token
+    from planner.models import AccessToken
 
-    token = Token.objects.create(user=user)
+    token = AccessToken.objects.create(user=user)
     anon_client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     assert anon_client.get(list_url("switch")).status_code == 200
+    token.refresh_from_db()
+    assert token.last_used_at is not None
+    anon_client.credentials(HTTP_AUTHORIZATION="Token " + "0" * 40)
+    assert anon_client.get(list_url("switch")).status_code == 401
+
+
+def test_read_only_token_cannot_write(catalog, editor, anon_client):
+    from planner.models import AccessToken
+
+    token = AccessToken.objects.create(user=editor, name="ci", read_only=True)
+    anon_client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert anon_client.get(list_url("switch")).status_code == 200
+    response = anon_client.post(list_url("switch"), NEW_ENTRIES["switch"][0])
+    assert response.status_code == 403
+    assert response.json()["detail"] == "this API token is read-only"
+    assert not models.Switch.objects.filter(slug="test-switch").exists()
 
 
 def test_token_endpoint_issues_a_token(user, anon_client):

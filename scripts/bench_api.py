@@ -1,0 +1,60 @@
+"""Benchmark: POST /api/plans/<slug>/evaluate/ through the whole Django stack (middleware,
+authentication, ORM, adapter, engine, JSON), in process, against the configured database.
+
+Usage: .venv/bin/python scripts/bench_api.py [--plan ff2-pcie-2zone] [--workload SLUG] [--requests 50]
+Prints the median, 95th percentile and maximum latency. Uses DATABASE_URL like the app; the
+catalogue is loaded first (idempotent) and a benchmark user is created if missing.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+
+
+def main() -> int:
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from rest_framework.test import APIClient
+
+    from planner.services.accounts import token_for
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--plan", default="ff2-pcie-2zone")
+    parser.add_argument("--workload")
+    parser.add_argument("--requests", type=int, default=50)
+    args = parser.parse_args()
+
+    call_command("migrate", verbosity=0)
+    call_command("load_catalog", verbosity=0)
+    user, _ = get_user_model().objects.get_or_create(username="bench")
+    client = APIClient(SERVER_NAME="localhost")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user, name='bench').key}")
+    body = {"workload": args.workload} if args.workload else {}
+    url = f"/api/plans/{args.plan}/evaluate/"
+    first = client.post(url, body, format="json")
+    if first.status_code != 200:
+        print(f"error: {first.status_code} {first.content[:300]!r}", file=sys.stderr)
+        return 1
+    times_ms = []
+    for _ in range(args.requests):
+        start = time.perf_counter()
+        response = client.post(url, body, format="json")
+        times_ms.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200
+    times_ms.sort()
+    p95 = times_ms[int(0.95 * (len(times_ms) - 1))]
+    print(f"POST {url} {body or ''}: {args.requests} requests, median {statistics.median(times_ms):.1f} ms, "
+          f"p95 {p95:.1f} ms, max {times_ms[-1]:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

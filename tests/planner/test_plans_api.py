@@ -1,0 +1,333 @@
+"""Plans and workloads through the API: evaluate, compare (FF Tables II and III), BOM, clone,
+permissions and bad input."""
+import csv
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from planner.models import AccessToken, ClusterPlan, Workload
+
+FF, FF3, DGX = "ff2-pcie-2zone", "ff2-pcie-3layer", "dgx-a100-3layer"
+
+NEW_PLAN = {
+    "slug": "my-plan",
+    "name": "My plan",
+    "node_type": "ff-pcie-a100",
+    "node_count": 64,
+    "switch": "qm8700",
+    "price_book": "fire-flyer-relative",
+    "storage_node_type": "ff-3fs-storage",
+    "storage_node_count": 8,
+}
+NEW_WORKLOAD = {
+    "slug": "my-workload",
+    "name": "My workload",
+    "kind": "transformer",
+    "layers": 40,
+    "hidden": 5120,
+    "heads": 40,
+    "vocab": 32000,
+    "seq_len": 2048,
+    "global_batch": 1024,
+    "tp": 2,
+    "pp": 4,
+    "zero_stage": 1,
+    "gpus": 256,
+    "collective": "hfreduce",
+    "compute_efficiency": 0.79,
+}
+
+
+@pytest.fixture
+def other_client(db):
+    other = get_user_model().objects.create_user("other", password="pw-other-1234")
+    client = APIClient()
+    client.force_authenticate(other)
+    return client
+
+
+@pytest.fixture
+def my_plan(catalog, reader_client):
+    response = reader_client.post("/api/plans/", NEW_PLAN, format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def compare(client, *slugs, workload=None):
+    params = {"ids": ",".join(slugs)}
+    if workload:
+        params["workload"] = workload
+    response = client.get("/api/plans/compare/", params)
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    return {m["key"]: m for m in body["metrics"]}, body
+
+
+def test_table_iii_through_the_api(catalog, reader_client):
+    """FF Table III: switches 122/200/1,320; relative network and total price within 3%."""
+    metrics, body = compare(reader_client, FF, FF3, DGX)
+    assert body["plans"] == [FF, FF3, DGX] and body["currency"] == "REL"
+    assert metrics["compute_fabric_switches"]["values"] == [122, 200, 1320]
+    for value, published in zip(metrics["network_cost"]["values"], (350, 600, 4000)):
+        assert value == pytest.approx(published, rel=0.03)
+    for value, published in zip(metrics["capex_total"]["values"], (11600, 11850, 23000)):
+        assert value == pytest.approx(published, rel=0.03)
+    assert metrics["network_cost"]["ratio_to_first"][1] == pytest.approx(600 / 350, rel=0.05)
+
+
+def test_table_ii_through_the_api(catalog, reader_client):
+    """FF Table II with DGX-A100 as the reference: performance 83%, node price 60%,
+    cost-performance 1.38, node power 2,500 vs 4,200 W."""
+    metrics, _ = compare(reader_client, DGX, FF)
+    assert metrics["gemm_mean_tflops"]["ratio_to_first"][1] == pytest.approx(0.83, rel=0.03)
+    assert metrics["node_price"]["ratio_to_first"][1] == pytest.approx(0.60, rel=0.03)
+    assert metrics["gemm_per_node_price"]["ratio_to_first"][1] == pytest.approx(1.38, rel=0.03)
+    assert metrics["node_power_w"]["values"] == [4200, 2500]
+    assert metrics["gemm_tf32_tflops"]["values"][1] == pytest.approx(107, rel=0.05)
+    assert metrics["gemm_fp16_tflops"]["values"][1] == pytest.approx(220, rel=0.05)
+
+
+def test_compare_with_a_workload_and_bad_ids(catalog, reader_client):
+    metrics, body = compare(reader_client, FF, FF3, workload="llama-13b-512")
+    assert metrics["step_time_s"]["values"][0] == pytest.approx(9.717, rel=0.15)
+    assert body["workload"] == "llama-13b-512"
+    for ids, words in ((FF, "2 to 4"), (f"{FF},{FF}", "listed twice"), (f"{FF},nope", "no plan 'nope'"),
+                       (",".join([FF, FF3, DGX, "a", "b"]), "2 to 4")):
+        response = reader_client.get("/api/plans/compare/", {"ids": ids})
+        assert response.status_code == 400
+        assert words in str(response.json()["ids"])
+
+
+def test_evaluate_a_preset_with_a_workload(catalog, reader_client):
+    response = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    result = body["result"]
+    assert body["plan"] == FF and body["workload"] == "llama-13b-512" and body["engine_version"]
+    assert result["fabric"]["switches"] == 122
+    assert result["collectives"]["hfreduce"]["bound"] == "shared PCIe root port"
+    assert result["training"]["feasible"] is True
+    assert result["training"]["memory"]["fits"] is True
+    assert result["reliability"]["ettr"] < 1
+    assert result["training"]["time_to_train_days"] > 0
+
+
+def test_evaluate_an_impossible_plan_explains_why(catalog, reader_client):
+    response = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama3-405b-like"}, format="json")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["feasible"] is False
+    assert body["reasons"] == ["workload 'llama3-405b-like': the job needs more GPUs than the cluster has"]
+    assert "result" not in body
+    crowded = Workload.objects.get(slug="llama-13b-512")
+    crowded.pk, crowded.slug, crowded.zero_stage, crowded.flash_attention = None, "llama-13b-no-zero", 0, False
+    crowded.save()
+    memory = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-no-zero"}, format="json")
+    assert memory.status_code == 400
+    assert "does not fit in HBM" in memory.json()["reasons"][0]
+    assert "mostly activations" in memory.json()["reasons"][0]
+
+
+def test_evaluate_rejects_bad_options_and_unknown_workloads(catalog, reader_client):
+    bad = reader_client.post(f"/api/plans/{FF}/evaluate/", {"options": {"message_bytes": -1}}, format="json")
+    assert bad.status_code == 400
+    assert bad.json() == {"options.message_bytes": ["must be greater than zero"]}
+    unknown = reader_client.post(f"/api/plans/{FF}/evaluate/", {"options": {"colour": 1}}, format="json")
+    assert "options.colour" in unknown.json()
+    missing = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "nope"}, format="json")
+    assert missing.status_code == 400
+    assert missing.json()["workload"] == ["no workload 'nope' is visible to you"]
+
+
+def test_bom_adds_up_to_the_evaluation_and_csv_agrees_with_json(catalog, reader_client):
+    bom = reader_client.get(f"/api/plans/{FF}/bom/").json()
+    result = reader_client.post(f"/api/plans/{FF}/evaluate/", {}, format="json").json()["result"]
+    by_part = {line["part"]: line for line in bom["lines"]}
+    assert by_part["compute node"]["quantity"] == 1240
+    assert by_part["storage node"]["quantity"] == 180
+    assert by_part["switch, computation fabric"]["quantity"] == result["fabric"]["switches"] == 122
+    assert by_part["compute NIC"]["quantity"] + by_part["storage-node NIC"]["quantity"] == \
+        result["fabric"]["compute_nics"] + result["fabric"]["storage_nics"]
+    assert by_part["endpoint cable"]["quantity"] == result["fabric"]["endpoint_cables"]
+    assert by_part["optical transceiver"]["quantity"] == result["fabric"]["transceivers"]
+    assert by_part["fibre"]["quantity"] == result["fabric"]["fibers"]
+    assert bom["total"] == pytest.approx(result["cost"]["capex_total"])
+    assert sum(line["extended_price"] or 0 for line in bom["lines"]) == pytest.approx(bom["total"])
+    response = reader_client.get(f"/api/plans/{FF}/bom/", {"format": "csv"})
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [r["slug"] for r in rows[:-1]] == [line["slug"] for line in bom["lines"]]
+    for row, line in zip(rows, bom["lines"]):
+        assert int(row["quantity"]) == line["quantity"]
+        assert (float(row["extended_price"]) if row["extended_price"] else None) == line["extended_price"]
+    assert rows[-1]["part"] == "total" and float(rows[-1]["extended_price"]) == pytest.approx(bom["total"])
+
+
+def test_create_by_gpu_count_and_clone_a_preset(catalog, reader_client, user):
+    response = reader_client.post("/api/plans/", {**NEW_PLAN, "slug": "by-gpus", "gpu_count": 512,
+                                                  "node_count": None} | {}, format="json")
+    assert response.status_code == 400  # node_count may not be null
+    plan = {k: v for k, v in NEW_PLAN.items() if k != "node_count"}
+    created = reader_client.post("/api/plans/", {**plan, "slug": "by-gpus", "gpu_count": 512}, format="json")
+    assert created.status_code == 201
+    assert created.json()["node_count"] == 64 and created.json()["owner"] == "reader"
+    odd = reader_client.post("/api/plans/", {**plan, "slug": "odd", "gpu_count": 100}, format="json")
+    assert odd.json()["gpu_count"] == ["100 GPUs do not fill whole 8-GPU nodes"]
+    clone = reader_client.post(f"/api/plans/{FF}/clone/", {"slug": "my-ff"}, format="json")
+    assert clone.status_code == 201
+    copy = ClusterPlan.objects.get(slug="my-ff")
+    assert copy.owner == user and copy.visibility == "private" and copy.node_count == 1240
+    assert reader_client.post(f"/api/plans/{FF}/clone/", {"slug": "my-ff"}, format="json").status_code == 400
+
+
+def test_other_users_cannot_see_or_change_a_private_plan(my_plan, other_client, reader_client):
+    url = f"/api/plans/{my_plan['slug']}/"
+    assert other_client.get(url).status_code == 404
+    assert other_client.patch(url, {"node_count": 32}, format="json").status_code == 404
+    assert other_client.delete(url).status_code == 404
+    assert other_client.post(f"{url}evaluate/", {}, format="json").status_code == 404
+    assert my_plan["slug"] not in [p["slug"] for p in other_client.get("/api/plans/").json()["results"]]
+    assert ClusterPlan.objects.get(slug=my_plan["slug"]).node_count == 64
+    assert reader_client.patch(url, {"visibility": "shared"}, format="json").status_code == 200
+    assert other_client.get(url).status_code == 200
+    assert other_client.patch(url, {"node_count": 32}, format="json").status_code == 403
+    assert other_client.delete(url).status_code == 403
+    assert ClusterPlan.objects.get(slug=my_plan["slug"]).node_count == 64
+
+
+def test_presets_are_read_only_except_for_staff(catalog, reader_client, user):
+    assert reader_client.patch(f"/api/plans/{FF}/", {"node_count": 10}, format="json").status_code == 403
+    assert reader_client.delete(f"/api/workloads/vgg16-512/").status_code == 403
+    user.is_staff = True
+    user.save()
+    assert reader_client.patch(f"/api/plans/{FF}/", {"description": "edited"}, format="json").status_code == 200
+
+
+def test_read_only_token_cannot_write_plans(catalog, user):
+    token = AccessToken.objects.create(user=user, name="script", read_only=True)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert client.get("/api/plans/").status_code == 200
+    assert client.get(f"/api/plans/{FF}/bom/").status_code == 200
+    assert client.post(f"/api/plans/{FF}/evaluate/", {}, format="json").status_code == 200  # stores nothing
+    assert client.post("/api/plans/", NEW_PLAN, format="json").status_code == 403
+    assert client.post(f"/api/plans/{FF}/clone/", {"slug": "x"}, format="json").status_code == 403
+    assert not ClusterPlan.objects.filter(slug__in=["my-plan", "x"]).exists()
+
+
+def test_anonymous_users_get_401(catalog, anon_client):
+    assert anon_client.get("/api/plans/").status_code == 401
+    assert anon_client.post("/api/plans/", NEW_PLAN, format="json").status_code == 401
+    assert anon_client.post("/api/evaluate/", {}, format="json").status_code == 401
+
+
+PLAN_RULES = [
+    ({"node_count": 2000}, "node_count", "do not fit a 2-layer fat-tree"),
+    ({"zones": 2}, "interzone_switches", "need at least one inter-zone switch"),
+    ({"interzone_switches": 2}, "interzone_switches", "nothing to join"),
+    ({"switch": "tomahawk5-128x400g"}, "switch", "RoCE (Ethernet) but the nodes' NIC is InfiniBand"),
+    ({"node_type": "deepseek-h800"}, "switch", "slower than the nodes' NICs"),
+    ({"planes": 2}, "planes", "do not split into 2 planes"),
+    ({"rails": 3}, "rails", "do not split into 3 rails"),
+    ({"oversubscription": 0.5}, "oversubscription", "greater than or equal to 1"),
+    ({"storage_node_type": None}, "storage_node_type", "required when the plan has storage nodes"),
+    ({"failure_profile": "per-node-rate"}, "failures_per_1000_node_days", "required"),
+    ({"pue": 0.8}, "pue", "at least 1.0"),
+    ({"node_type": "no-such-node"}, "node_type", "does not exist"),
+    ({"price_book": "no-such-book"}, "price_book", "does not exist"),
+    ({"node_count": "many"}, "node_count", "valid integer"),
+    ({"node_count": -3}, "node_count", "greater than or equal to 1"),
+]
+
+
+@pytest.mark.parametrize("change,field,words", PLAN_RULES)
+def test_plan_rules_answer_400_naming_the_field(change, field, words, catalog, reader_client):
+    before = ClusterPlan.objects.count()
+    response = reader_client.post("/api/plans/", {**NEW_PLAN, **change}, format="json")
+    assert response.status_code == 400
+    assert words in str(response.json().get(field)), response.json()
+    assert ClusterPlan.objects.count() == before
+
+
+WORKLOAD_RULES = [
+    ({"layers": None}, "layers", "required for a transformer"),
+    ({"heads": 48}, "heads", "must divide the hidden size"),
+    ({"tp": 3}, "tp", "must divide the 40 attention heads"),
+    ({"pp": 41}, "pp", "cannot exceed the 40 layers"),
+    ({"gpus": 250}, "gpus", "does not divide 250 GPUs"),
+    ({"global_batch": 1000, "micro_batch": 3}, "global_batch", "multiple of the micro-batch"),
+    ({"ep": 2}, "ep", "needs a mixture-of-experts model"),
+    ({"moe_top_k": 2}, "expert_params", "needs its expert parameters"),
+    ({"params": 1e9, "active_params": 2e9}, "active_params", "cannot exceed"),
+    ({"kind": "cnn", "params": 1e8}, "flops_per_sample_forward", "required for a CNN"),
+    ({"zero_stage": 4}, "zero_stage", "less than or equal to 3"),
+    ({"compute_efficiency": 1.5}, "compute_efficiency", "less than or equal to 1"),
+    ({"compute_efficiency": 0}, "compute_efficiency", "greater than zero"),
+    ({"virtual_stages": 2, "pp": 1}, "virtual_stages", "needs pipeline parallelism"),
+    ({"precision": "fp4"}, "precision", "not a valid choice"),
+]
+
+
+@pytest.mark.parametrize("change,field,words", WORKLOAD_RULES)
+def test_workload_rules_answer_400_naming_the_field(change, field, words, catalog, reader_client):
+    before = Workload.objects.count()
+    response = reader_client.post("/api/workloads/", {**NEW_WORKLOAD, **change}, format="json")
+    assert response.status_code == 400
+    assert words in str(response.json().get(field)), response.json()
+    assert Workload.objects.count() == before
+
+
+def test_a_bad_update_leaves_the_plan_as_it_was(my_plan, reader_client):
+    url = f"/api/plans/{my_plan['slug']}/"
+    response = reader_client.patch(url, {"node_count": 5000, "name": "renamed"}, format="json")
+    assert response.status_code == 400
+    stored = ClusterPlan.objects.get(slug=my_plan["slug"])
+    assert (stored.node_count, stored.name) == (64, "My plan")
+
+
+def test_evaluate_a_full_scenario_without_saving(catalog, reader_client):
+    before = ClusterPlan.objects.count()
+    scenario = {"cluster": {"node_count": [400, 800], "node": {"gpus": 8, "accelerator": {"peak_fp16_tflops": 312,
+                                                                                          "tdp_w": 400},
+                                                               "compute_nics": 1, "compute_nic_gbit_s": 200},
+                            "fabric": {"switch_radix": 40, "switch_gbit_s": 200}}}
+    response = reader_client.post("/api/evaluate/", scenario, format="json")
+    assert response.status_code == 200
+    assert response.json()["fabric"]["switches"] == [30, 60]
+    bad = reader_client.post("/api/evaluate/", {"cluster": {**scenario["cluster"], "node_count": 0}}, format="json")
+    assert bad.status_code == 400 and bad.json() == {"cluster.node_count": ["must be greater than zero"]}
+    assert ClusterPlan.objects.count() == before
+
+
+def test_tokens_endpoint(catalog, reader_client, user):
+    created = reader_client.post("/api/tokens/", {"name": "nightly", "read_only": True}, format="json")
+    assert created.status_code == 201 and len(created.json()["key"]) == 40
+    listed = reader_client.get("/api/tokens/").json()
+    assert [t["name"] for t in listed] == ["nightly"] and "key" not in listed[0]
+    duplicate = reader_client.post("/api/tokens/", {"name": "nightly"}, format="json")
+    assert duplicate.status_code == 400 and "already have a token" in str(duplicate.json()["name"])
+    assert reader_client.delete(f"/api/tokens/{created.json()['id']}/").status_code == 204
+    assert not AccessToken.objects.filter(user=user).exists()
+
+
+def test_commands_evaluate_and_compare(catalog, capsys):
+    call_command("evaluate_plan", FF, "--workload", "llama-13b-512")
+    table = capsys.readouterr().out
+    assert "switches" in table and "122" in table and "step time" in table
+    call_command("evaluate_plan", FF, "--format", "csv")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("part,part_kind,slug,quantity") and lines[-1].startswith("total")
+    call_command("evaluate_plan", FF, "--format", "json")
+    assert '"engine_version"' in capsys.readouterr().out
+    call_command("compare_plans", DGX, FF, FF3)
+    out = capsys.readouterr().out
+    assert "switches, computation fabric" in out and "1,320" in out and "122" in out
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="cannot run"):
+        call_command("evaluate_plan", FF, "--workload", "llama3-405b-like")
+    with pytest.raises(CommandError, match="no plan 'nope'"):
+        call_command("compare_plans", FF, "nope")
