@@ -206,6 +206,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
             "network": network_capex,
             "capex_total": capex_total,
             "unpriced": unpriced,
+            "unpriced_count": sum((np.asarray(counts[k]) > 0) & np.isnan(unit_prices[k]) for k in counts).astype(float),
             "energy_per_year": energy_year,
             "capex_per_fp16_pflops": capex_total / (gemm["fp16"] * gpus / 1000),
         },

@@ -11,8 +11,23 @@ def django_db_setup(django_db_setup, django_db_blocker):
     Each test runs in a transaction that is rolled back, so tests see the seed as loaded."""
     from planner.services.catalog import catalog_load
 
+    from django.db import connection
+
     with django_db_blocker.unblock():
         catalog_load()
+        # Transactional tests flush the database; serialized_rollback restores this snapshot.
+        connection._test_serialized_contents = connection.creation.serialize_db_to_string()
+
+
+@pytest.fixture
+def eager_celery():
+    """Run Celery tasks in the calling process, as the embedded default does."""
+    from config.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield app
+    app.conf.task_always_eager = previous
 
 
 @pytest.fixture

@@ -142,6 +142,12 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 600
 CELERY_TASK_SOFT_TIME_LIMIT = 540
+CELERY_TASK_ROUTES = {"planner.tasks.run_sweep_chunk": {"queue": "sim"}}
+# An unacknowledged task (its worker died) is redelivered after this many seconds.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT_S", "3600"))}
+
+SWEEP_MAX_POINTS = int(os.environ.get("SWEEP_MAX_POINTS", "5000000"))
+SWEEP_CHUNK_POINTS = int(os.environ.get("SWEEP_CHUNK_POINTS", "50000"))
 
 # Anonymous read access to the catalogue is off unless this setting opens it.
 CATALOG_PUBLIC_READ = env_bool("CATALOG_PUBLIC_READ", False)

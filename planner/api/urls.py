@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from planner.api import plan_views, views
+from planner.api import plan_views, sweep_views, views
 
 router = DefaultRouter()
 router.register("catalog/accelerators", views.AcceleratorViewSet, basename="accelerator")
@@ -15,6 +15,7 @@ router.register("catalog/price-books", views.PriceBookViewSet, basename="pricebo
 router.register("plans", plan_views.ClusterPlanViewSet, basename="plan")
 router.register("workloads", plan_views.WorkloadViewSet, basename="workload")
 router.register("tokens", plan_views.TokenViewSet, basename="token")
+router.register("sweeps", sweep_views.SweepViewSet, basename="sweep")
 
 urlpatterns = [
     path("evaluate/", plan_views.EvaluateScenarioView.as_view(), name="evaluate"),

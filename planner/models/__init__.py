@@ -11,6 +11,7 @@ from .catalog import (
     Switch,
 )
 from .plans import ClusterPlan, Visibility, Workload
+from .sweeps import Sweep, SweepChunk
 from .tokens import AccessToken
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "PriceItem",
     "StorageNodeType",
     "Switch",
+    "Sweep",
+    "SweepChunk",
     "Visibility",
     "Workload",
 ]

@@ -1,0 +1,162 @@
+"""Sweeps: submit a grid around a plan, follow its progress, read, filter and export its points."""
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from planner.api.permissions import TokenScopePermission
+from planner.api.plan_views import visible_to
+from planner.models import ClusterPlan, Sweep, Workload
+from planner.services import sweeps as services
+from planner.tasks import sweep_enqueue
+
+SWEEP_EXAMPLE = OpenApiExample(
+    "Cheapest Fire-Flyer variant that trains LLaMa-13B steps under 20 s",
+    value={
+        "plan": "ff2-pcie-2zone", "workload": "llama-13b-512",
+        "axes": {"cluster.node_count": {"start": 200, "stop": 1240, "step": 40},
+                 "workload.gpus": [64, 128, 256, 512], "plan.switch": ["qm8700", "qm9700"]},
+        "goal": {"minimize": "cost.capex_total", "constraints": [{"metric": "training.step_time_s", "max": 20}],
+                 "pareto": [["cost.capex_total", "training.step_time_s"]]},
+    },
+    request_only=True,
+)
+
+
+class SweepCreateSerializer(serializers.Serializer):
+    plan = serializers.SlugField()
+    workload = serializers.SlugField(required=False, allow_null=True)
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    axes = serializers.DictField(help_text="scenario field path -> list of values, or {start, stop, steps|step}")
+    goal = serializers.DictField(required=False, allow_null=True)
+    outputs = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class SweepSerializer(serializers.ModelSerializer):
+    plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    workload = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    progress = serializers.FloatField(read_only=True)
+
+    class Meta:
+        model = Sweep
+        fields = ["id", "name", "owner", "plan", "workload", "spec", "status", "progress", "total_points",
+                  "chunk_size", "chunk_count", "completed_chunks", "error", "engine_version", "input_hash",
+                  "reused_from", "goal_result", "created_at", "started_at", "finished_at"]
+
+
+def bool_param(request, name):
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if raw.lower() in ("true", "1", "yes"):
+        return True
+    if raw.lower() in ("false", "0", "no"):
+        return False
+    raise serializers.ValidationError({name: ["must be true or false"]})
+
+
+class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
+                   viewsets.GenericViewSet):
+    """Your sweeps (staff see all). Progress is also pushed on the websocket ``/ws/sweeps/<id>/``."""
+
+    serializer_class = SweepSerializer
+    permission_classes = [TokenScopePermission, IsAuthenticated]
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Sweep.objects.none()
+        queryset = Sweep.objects.select_related("plan", "workload", "owner")
+        return queryset if self.request.user.is_staff else queryset.filter(owner=self.request.user)
+
+    @extend_schema(request=SweepCreateSerializer, responses={201: SweepSerializer}, examples=[SWEEP_EXAMPLE],
+                   description="Submit a sweep: the Cartesian product of the axes around the plan (and workload), "
+                               "optionally with a goal. Bad axes, goals or grids answer 400 naming the field.")
+    def create(self, request):
+        body = SweepCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        plan = visible_to(ClusterPlan.objects.all(), request.user).filter(slug=data["plan"]).first()
+        if plan is None:
+            raise serializers.ValidationError({"plan": [f"no plan '{data['plan']}' is visible to you"]})
+        workload = None
+        if data.get("workload"):
+            workload = visible_to(Workload.objects.all(), request.user).filter(slug=data["workload"]).first()
+            if workload is None:
+                raise serializers.ValidationError({"workload": [f"no workload '{data['workload']}' is visible to you"]})
+        spec = {key: data[key] for key in ("axes", "goal", "outputs") if data.get(key) is not None}
+        try:
+            sweep = services.sweep_create(owner=request.user, plan=plan, workload=workload, spec=spec,
+                                          name=data.get("name", ""))
+        except services.SweepInputError as error:
+            return Response(error.errors, status=status.HTTP_400_BAD_REQUEST)
+        if sweep.status != Sweep.Status.DONE:
+            sweep_enqueue(sweep)
+            sweep.refresh_from_db()
+        return Response(SweepSerializer(sweep).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: SweepSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        return Response(SweepSerializer(services.sweep_cancel(sweep=self.get_object())).data)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("valid", bool, description="only valid (true) or invalid (false) points"),
+            OpenApiParameter("feasible", bool, description="only points meeting the goal's constraints"),
+            OpenApiParameter("order_by", str, description="an output or axis:<path>; prefix - for descending"),
+            OpenApiParameter("page", int), OpenApiParameter("page_size", int, description="at most 500"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get"])
+    def results(self, request, pk=None):
+        sweep = self.get_object()
+        columns = services.sweep_columns(sweep)
+        feasible = bool_param(request, "feasible")
+        feasible_points = None
+        if feasible:
+            if not sweep.goal_result:
+                raise serializers.ValidationError({"feasible": ["the sweep has no goal (or is not finished)"]})
+            feasible_points = services.goal_feasible_points(sweep, columns)
+        try:
+            selection = services.sweep_select(columns, valid=bool_param(request, "valid"),
+                                              order_by=request.query_params.get("order_by"),
+                                              feasible_points=feasible_points)
+        except services.SweepInputError as error:
+            return Response(error.errors, status=status.HTTP_400_BAD_REQUEST)
+        page, size = self._page(request)
+        rows = services.sweep_rows(columns, selection[(page - 1) * size: page * size])
+        return Response({"count": int(selection.size), "page": page, "page_size": size,
+                         "stored_points": int(columns["point"].size), "results": rows})
+
+    @staticmethod
+    def _page(request):
+        try:
+            page = int(request.query_params.get("page", 1))
+            size = int(request.query_params.get("page_size", 100))
+        except ValueError:
+            raise serializers.ValidationError({"page": ["page and page_size must be whole numbers"]}) from None
+        if page < 1 or not 1 <= size <= 500:
+            raise serializers.ValidationError({"page_size": ["page >= 1 and 1 <= page_size <= 500"]})
+        return page, size
+
+    @extend_schema(parameters=[OpenApiParameter("file", str, enum=["csv", "npz"], required=True,
+                                                description="csv for a spreadsheet, npz for NumPy")],
+                   responses={200: OpenApiTypes.BINARY})
+    @action(detail=True, methods=["get"], url_path="export")
+    def export(self, request, pk=None):
+        sweep = self.get_object()
+        kind = request.query_params.get("file")
+        if kind not in ("csv", "npz"):
+            raise serializers.ValidationError({"file": ["csv or npz"]})
+        columns = services.sweep_columns(sweep)
+        if kind == "csv":
+            response = HttpResponse(services.sweep_csv(columns), content_type="text/csv")
+        else:
+            response = HttpResponse(services.sweep_npz(columns), content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="sweep-{sweep.pk}.{kind}"'
+        return response

@@ -1,0 +1,48 @@
+"""Websocket consumer for sweep progress: group ``sweep.<id>``.
+
+Authenticated in ``connect()`` (session cookie through Channels' auth middleware, origin checked
+by ``AllowedHostsOriginValidator`` in ``config/asgi.py``); only the sweep's owner or staff may
+follow it. The current state is sent on connect, then every published change.
+"""
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from planner.events import sweep_group
+from planner.models import Sweep
+from planner.services.sweeps import sweep_state
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+
+
+class SweepProgressConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        state = await self._visible_state(user, int(self.scope["url_route"]["kwargs"]["sweep_id"]))
+        if state is None:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.group = sweep_group(state["id"])
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.send_json(state)
+
+    async def disconnect(self, code):
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        """Viewers only listen; anything they send is ignored."""
+
+    async def sweep_state(self, event):
+        await self.send_json(event["state"])
+
+    @database_sync_to_async
+    def _visible_state(self, user, sweep_id):
+        sweep = Sweep.objects.filter(pk=sweep_id).first()
+        if sweep is None or not (user.is_staff or sweep.owner_id == user.id):
+            return None
+        return sweep_state(sweep)

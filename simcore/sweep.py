@@ -1,0 +1,328 @@
+"""Sweeps: grids of scenario points, evaluated in chunks, and goal seeking over the results.
+
+An axis names a numeric field of the scenario document by its dotted path (``cluster.node_count``,
+``workload.tp``) and gives its values as a list or a range. The grid is the Cartesian product of
+the axes, in the order given, the last axis varying fastest; point ``i`` of the grid is the
+``np.unravel_index`` of ``i``. A chunk of points becomes one scenario document whose axis fields
+are arrays, evaluated in one vectorized call.
+
+Goal seeking picks, among the points that are valid and meet every constraint, the one with the
+best objective, and the Pareto front of pairs of metrics; for an infeasible goal it says which
+constraint bound (the one no valid point meets, or that removes the most points).
+"""
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.document import parse
+from simcore.errors import ScenarioError
+from simcore.scenario import EngineParams, evaluate_parsed
+
+MAX_AXIS_VALUES = 100_000
+
+# Metrics a sweep stores for every point when the request names none (paths into the result).
+DEFAULT_OUTPUTS = (
+    "cluster.gpus",
+    "fabric.switches",
+    "fabric.fits",
+    "cost.capex_total",
+    "cost.unpriced_count",
+    "cost.energy_per_year",
+    "power.it_total_w",
+    "power.facility_w",
+    "compute.cluster_fp16_pflops",
+    "collectives.hfreduce.algbw_gbyte_s",
+    "collectives.nccl.algbw_gbyte_s",
+    "reliability.cluster_interruptions_per_day",
+)
+TRAINING_OUTPUTS = (
+    "training.feasible",
+    "training.step_time_s",
+    "training.mfu",
+    "training.memory.fits",
+    "training.memory.per_gpu_gb",
+    "training.time_to_train_days",
+    "training.cost_to_train",
+    "reliability.ettr",
+    "reliability.job_interruptions_per_day",
+)
+
+
+@dataclass(frozen=True)
+class Axis:
+    path: str
+    values: np.ndarray  # numeric values, or an object array of strings for a categorical axis
+
+    @property
+    def categorical(self) -> bool:
+        return self.values.dtype == object
+
+
+def parse_axis(path: str, spec) -> Axis:
+    """An axis from ``[v1, v2, ...]``, ``{"values": [...]}``, ``{"start", "stop", "steps"}``
+    (inclusive, evenly spaced) or ``{"start", "stop", "step"}`` (inclusive where it lands)."""
+    where = f"axes.{path}"
+    if isinstance(spec, list):
+        spec = {"values": spec}
+    if not isinstance(spec, dict):
+        raise ScenarioError(where, "must be a list of values or an object with values or a range")
+    unknown = set(spec) - {"values", "start", "stop", "steps", "step"}
+    if unknown:
+        raise ScenarioError(f"{where}.{sorted(unknown)[0]}", "unknown field (use values, or start/stop with steps or step)")
+    if "values" in spec:
+        values = spec["values"]
+        if not isinstance(values, list) or not values:
+            raise ScenarioError(where, "values must be a non-empty list")
+        if all(isinstance(v, str) for v in values):
+            return Axis(path, np.array(values, dtype=object))
+        if any(isinstance(v, bool) or not isinstance(v, int | float) for v in values):
+            raise ScenarioError(where, "values must be all numbers or all names")
+        array = np.array(values, dtype=float)
+    else:
+        for key in ("start", "stop"):
+            if not isinstance(spec.get(key), int | float) or isinstance(spec.get(key), bool):
+                raise ScenarioError(f"{where}.{key}", "a range needs numeric start and stop")
+        start, stop = float(spec["start"]), float(spec["stop"])
+        if ("steps" in spec) == ("step" in spec):
+            raise ScenarioError(where, "a range needs exactly one of steps or step")
+        if "steps" in spec:
+            steps = spec["steps"]
+            if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+                raise ScenarioError(f"{where}.steps", "must be a whole number of at least 1")
+            if steps > MAX_AXIS_VALUES:
+                raise ScenarioError(f"{where}.steps", f"at most {MAX_AXIS_VALUES:,} values per axis")
+            array = np.linspace(start, stop, steps) if steps > 1 else np.array([start])
+        else:
+            step = spec["step"]
+            if not isinstance(step, int | float) or isinstance(step, bool) or step <= 0 or not np.isfinite(step):
+                raise ScenarioError(f"{where}.step", "must be a number greater than zero")
+            count = int(np.floor((stop - start) / step + 1e-9)) + 1
+            if count < 1:
+                raise ScenarioError(where, "stop is below start: the range is empty")
+            if count > MAX_AXIS_VALUES:
+                raise ScenarioError(where, f"gives {count:,} values; at most {MAX_AXIS_VALUES:,} per axis")
+            array = start + step * np.arange(count)
+    if len(array) > MAX_AXIS_VALUES:
+        raise ScenarioError(where, f"at most {MAX_AXIS_VALUES:,} values per axis")
+    if not np.all(np.isfinite(array)):
+        raise ScenarioError(where, "values must be finite")
+    return Axis(path, array)
+
+
+def grid_shape(axes: list[Axis]) -> tuple[int, ...]:
+    return tuple(len(axis.values) for axis in axes)
+
+
+def grid_size(axes: list[Axis]) -> int:
+    return int(np.prod(grid_shape(axes), dtype=np.int64)) if axes else 1
+
+
+def axis_indices(axes: list[Axis], start: int, stop: int) -> list[np.ndarray]:
+    """For grid points ``start..stop-1``, the index into each axis's values."""
+    flat = np.arange(start, stop, dtype=np.int64)
+    return list(np.unravel_index(flat, grid_shape(axes))) if axes else []
+
+
+def set_path(document: dict, path: str, value):
+    node = document
+    *parents, leaf = path.split(".")
+    for key in parents:
+        child = node.get(key)
+        if child is None:
+            child = node[key] = {}
+        if not isinstance(child, dict):
+            raise ScenarioError(path, f"'{key}' is not a section of the scenario")
+        node = child
+    node[leaf] = value
+
+
+def dig(result: dict, path: str):
+    value = result
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise ScenarioError(path, "is not a result metric")
+        value = value[key]
+    return value
+
+
+def evaluate_points(base_document: dict, numeric_axes: list[Axis], indices: list[np.ndarray], outputs,
+                    params: EngineParams | None = None) -> dict[str, np.ndarray]:
+    """Evaluate the points whose axis indices are given, in one call: metric path -> array.
+
+    Invalid points (a workload that cannot run, a fabric that cannot hold the build) are kept,
+    with ``valid`` false and ``invalid_reason`` saying why.
+    """
+    document = copy.deepcopy(base_document)
+    count = len(indices[0]) if indices else 1
+    for axis, index in zip(numeric_axes, indices):
+        set_path(document, axis.path, axis.values[index])
+    parsed = parse(document)
+    result = evaluate_parsed(parsed, params or EngineParams())
+    columns = {}
+    for path in outputs:
+        value = np.asarray(dig(result, path))
+        if value.dtype == object:
+            raise ScenarioError(path, "is not a numeric metric")
+        columns[path] = np.broadcast_to(value.astype(float), (count,)).copy()
+    fits = np.broadcast_to(np.asarray(result["fabric"]["fits"]), (count,))
+    reason = np.where(fits, "", "the fabric cannot hold the endpoints").astype(object)
+    if "training" in result:
+        feasible = np.broadcast_to(np.asarray(result["training"]["feasible"]), (count,))
+        training_reason = np.broadcast_to(np.asarray(result["training"]["infeasible_reason"], dtype=object), (count,))
+        reason = np.where((reason == "") & ~feasible, training_reason, reason)
+    columns["valid"] = (reason == "").astype(float)
+    columns["invalid_reason"] = reason
+    return columns
+
+
+@dataclass(frozen=True)
+class Constraint:
+    metric: str
+    low: float | None = None
+    high: float | None = None
+
+    def describe(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"{self.low:g} <= {self.metric} <= {self.high:g}"
+        return f"{self.metric} {'>=' if self.low is not None else '<='} {self.low if self.low is not None else self.high:g}"
+
+    def satisfied(self, values: np.ndarray) -> np.ndarray:
+        ok = np.isfinite(values)
+        if self.low is not None:
+            ok &= values >= self.low
+        if self.high is not None:
+            ok &= values <= self.high
+        return ok
+
+
+@dataclass(frozen=True)
+class Goal:
+    objective: str
+    sense: str  # "min" or "max"
+    constraints: tuple[Constraint, ...]
+    pareto: tuple[tuple[str, str], ...]
+
+
+def parse_goal(spec) -> Goal:
+    """``{"minimize"|"maximize": metric, "constraints": [{"metric", "min"|"max"}...],
+    "pareto": [[metric_a, metric_b], ...]}``; every metric of a pair is minimised except those
+    the objective maximises."""
+    if not isinstance(spec, dict):
+        raise ScenarioError("goal", "must be an object")
+    unknown = set(spec) - {"minimize", "maximize", "constraints", "pareto"}
+    if unknown:
+        raise ScenarioError(f"goal.{sorted(unknown)[0]}", "unknown field")
+    if ("minimize" in spec) == ("maximize" in spec):
+        raise ScenarioError("goal", "give exactly one of minimize or maximize")
+    sense = "min" if "minimize" in spec else "max"
+    objective = spec["minimize" if sense == "min" else "maximize"]
+    if not isinstance(objective, str):
+        raise ScenarioError("goal.objective", "must be a metric path")
+    constraints = []
+    for i, item in enumerate(spec.get("constraints", [])):
+        where = f"goal.constraints.{i}"
+        if not isinstance(item, dict) or not isinstance(item.get("metric"), str):
+            raise ScenarioError(where, "needs a metric and a min or max")
+        extra = set(item) - {"metric", "min", "max"}
+        if extra:
+            raise ScenarioError(f"{where}.{sorted(extra)[0]}", "unknown field")
+        bounds = {k: item.get(k) for k in ("min", "max")}
+        if all(v is None for v in bounds.values()):
+            raise ScenarioError(where, "needs a min or a max")
+        for key, value in bounds.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise ScenarioError(f"{where}.{key}", "must be a number")
+        constraints.append(Constraint(item["metric"], bounds["min"], bounds["max"]))
+    pairs = []
+    for i, pair in enumerate(spec.get("pareto", [])):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(m, str) for m in pair)):
+            raise ScenarioError(f"goal.pareto.{i}", "must be a pair of metric paths")
+        pairs.append((pair[0], pair[1]))
+    return Goal(objective, sense, tuple(constraints), tuple(pairs))
+
+
+def goal_metrics(goal: Goal) -> list[str]:
+    metrics = [goal.objective, *(c.metric for c in goal.constraints), *(m for pair in goal.pareto for m in pair)]
+    return list(dict.fromkeys(metrics))
+
+
+def pareto_front(x: np.ndarray, y: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Indices of the candidate points no other candidate beats on both x and y (both minimised),
+    sorted by x. Sort by (x, y), then keep each point whose y is below every earlier y."""
+    index = np.flatnonzero(candidates)
+    if index.size == 0:
+        return index
+    order = index[np.lexsort((y[index], x[index]))]
+    ys = y[order]
+    best_before = np.minimum.accumulate(np.concatenate(([np.inf], ys[:-1])))
+    keep = ys < best_before
+    return order[keep]
+
+
+def feasibility(columns: dict[str, np.ndarray], goal: Goal):
+    """(valid mask, constraints applied, {constraint: mask}, feasible mask) for a goal.
+
+    When the goal involves a price, points whose totals leave out more unpriced parts than the
+    best-priced valid point are rejected, so that totals over different parts are never compared.
+    """
+    valid = columns["valid"].astype(bool)
+    constraints = list(goal.constraints)
+    uses_cost = any(m.startswith(("cost.", "training.cost")) for m in goal_metrics(goal))
+    if uses_cost and "cost.unpriced_count" in columns and valid.any():
+        constraints.append(Constraint("cost.unpriced_count", high=float(columns["cost.unpriced_count"][valid].min())))
+    satisfied = {c.describe(): c.satisfied(columns[c.metric]) for c in constraints}
+    feasible = valid.copy()
+    for ok in satisfied.values():
+        feasible &= ok
+    return valid, constraints, satisfied, feasible
+
+
+def goal_seek(columns: dict[str, np.ndarray], goal: Goal) -> dict:
+    """The feasible optimum (a grid position), the Pareto fronts and why rejected points failed."""
+    valid, constraints, satisfied, feasible = feasibility(columns, goal)
+    objective = columns[goal.objective]
+    rejected = {
+        "invalid": int((~valid).sum()),
+        **{name: int((valid & ~ok).sum()) for name, ok in satisfied.items()},
+    }
+    outcome = {"objective": goal.objective, "sense": goal.sense, "points": int(valid.size),
+               "valid": int(valid.sum()), "feasible": int(feasible.sum()), "rejected_by": rejected}
+    candidates = feasible & np.isfinite(objective)
+    if candidates.any():
+        signed = objective if goal.sense == "min" else -objective
+        best = int(np.flatnonzero(candidates)[np.argmin(signed[candidates])])
+        outcome["optimum"] = best
+        outcome["binding"] = None
+    else:
+        outcome["optimum"] = None
+        outcome["binding"] = _binding_constraint(valid, satisfied, columns, constraints)
+    outcome["pareto"] = []
+    for a, b in goal.pareto:
+        sign = -1.0 if goal.sense == "max" else 1.0
+        xa = columns[a] * (sign if a == goal.objective else 1.0)
+        yb = columns[b] * (sign if b == goal.objective else 1.0)
+        ok = feasible & np.isfinite(xa) & np.isfinite(yb)
+        outcome["pareto"].append({"x": a, "y": b, "points": pareto_front(xa, yb, ok).tolist()})
+    if "point" in columns:  # positions -> grid point numbers
+        points = columns["point"]
+        if outcome["optimum"] is not None:
+            outcome["optimum"] = int(points[outcome["optimum"]])
+        for front in outcome["pareto"]:
+            front["points"] = points[front["points"]].tolist()
+    return outcome
+
+
+def _binding_constraint(valid, satisfied, columns, constraints):
+    if not valid.any():
+        return {"constraint": "valid points", "reason": "no point of the grid is valid"}
+    for name, ok in satisfied.items():
+        if not (valid & ok).any():
+            constraint = next(c for c in constraints if c.describe() == name)
+            values = columns[constraint.metric][valid]
+            values = values[np.isfinite(values)]
+            best = None if values.size == 0 else float(values.max() if constraint.low is not None else values.min())
+            return {"constraint": name, "reason": "no valid point meets it", "best_value": best}
+    worst = max(satisfied, key=lambda name: int((valid & ~satisfied[name]).sum()))
+    return {"constraint": worst, "reason": "each constraint is met somewhere, but never all together; "
+                                           "this one rejects the most valid points"}

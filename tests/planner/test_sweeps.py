@@ -1,0 +1,197 @@
+"""Sweeps through the API and the command line, with tasks run in process (the embedded default)."""
+import io
+import json
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from planner.models import Sweep, SweepChunk
+from planner.services.sweeps import sweep_run_chunk
+from simcore import evaluate
+
+from .test_plans_api import FF
+
+LLAMA = "llama-13b-512"
+AXES = {"cluster.node_count": {"start": 200, "stop": 1240, "step": 40}, "workload.gpus": [64, 128, 256, 512, 300]}
+
+
+@pytest.fixture
+def small_chunks(settings):
+    settings.SWEEP_CHUNK_POINTS = 25
+
+
+def create(client, **body):
+    return client.post("/api/sweeps/", {"plan": FF, "workload": LLAMA, "axes": AXES, **body}, format="json")
+
+
+def test_a_sweep_runs_and_matches_direct_evaluation_point_for_point(catalog, reader_client, eager_celery,
+                                                                    small_chunks):
+    response = create(reader_client)
+    assert response.status_code == 201, response.json()
+    sweep = response.json()
+    assert sweep["status"] == "done" and sweep["progress"] == 1.0
+    assert sweep["total_points"] == 27 * 5 and sweep["chunk_count"] == 6
+    rows = reader_client.get(f"/api/sweeps/{sweep['id']}/results/", {"page_size": 500}).json()
+    assert rows["count"] == rows["stored_points"] == 135
+    base = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": LLAMA}, format="json").json()["result"]
+    for row in rows["results"][::7]:
+        from planner.adapters import scenario_document
+        from planner.models import ClusterPlan, Workload
+
+        document = scenario_document(ClusterPlan.objects.get(slug=FF), Workload.objects.get(slug=LLAMA))
+        document["cluster"]["node_count"] = row["axes"]["cluster.node_count"]
+        document["workload"]["gpus"] = row["axes"]["workload.gpus"]
+        direct = evaluate(document)
+        assert row["outputs"]["fabric.switches"] == direct["fabric"]["switches"]
+        assert row["outputs"]["training.step_time_s"] == direct["training"]["step_time_s"]
+        assert row["valid"] == (direct["training"]["feasible"] and direct["fabric"]["fits"])
+    assert base["training"]["step_time_s"] > 0
+
+
+def test_invalid_points_are_recorded_with_their_reason(catalog, reader_client, eager_celery):
+    sweep = create(reader_client).json()
+    invalid = reader_client.get(f"/api/sweeps/{sweep['id']}/results/", {"valid": "false"}).json()
+    reasons = {row["invalid_reason"] for row in invalid["results"]}
+    assert "TP x PP does not divide the job's GPUs" in reasons  # 300 GPUs / (2 x 4)
+    assert any(row["axes"]["workload.gpus"] == 300 for row in invalid["results"])
+    too_big = [row for row in invalid["results"] if row["axes"]["cluster.node_count"] * 8 < row["axes"]["workload.gpus"]]
+    assert all(row["invalid_reason"] == "the job needs more GPUs than the cluster has" for row in too_big)
+
+
+def test_goal_seeking_through_the_api(catalog, reader_client, eager_celery):
+    goal = {"minimize": "cost.capex_total", "constraints": [{"metric": "training.step_time_s", "max": 20}],
+            "pareto": [["cost.capex_total", "training.step_time_s"]]}
+    sweep = create(reader_client, goal=goal).json()
+    outcome = sweep["goal_result"]
+    feasible = reader_client.get(f"/api/sweeps/{sweep['id']}/results/",
+                                 {"feasible": "true", "order_by": "cost.capex_total", "page_size": 500}).json()
+    assert feasible["count"] == outcome["feasible"] > 0
+    best = feasible["results"][0]
+    assert best["point"] == outcome["optimum"]
+    assert best["outputs"]["training.step_time_s"] <= 20
+    assert all(r["outputs"]["cost.capex_total"] >= best["outputs"]["cost.capex_total"] for r in feasible["results"])
+    impossible = create(reader_client, goal={**goal, "constraints": [{"metric": "training.step_time_s", "max": 0.5}]})
+    result = impossible.json()["goal_result"]
+    assert result["optimum"] is None
+    assert result["binding"]["constraint"] == "training.step_time_s <= 0.5"
+
+
+def test_identical_sweeps_reuse_results(catalog, reader_client, eager_celery):
+    first = create(reader_client).json()
+    second = create(reader_client).json()
+    assert second["reused_from"] == first["id"] and second["status"] == "done"
+    assert SweepChunk.objects.filter(sweep_id=second["id"]).count() == 0
+    rows = reader_client.get(f"/api/sweeps/{second['id']}/results/").json()
+    assert rows["stored_points"] == first["total_points"]
+
+
+def test_cancel_stops_pending_chunks(catalog, reader_client, small_chunks, monkeypatch):
+    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)  # nothing runs yet
+    sweep = Sweep.objects.get(pk=create(reader_client).json()["id"])
+    assert sweep.status == "pending"
+    assert sweep_run_chunk(sweep_id=sweep.pk, index=0)
+    assert Sweep.objects.get(pk=sweep.pk).status == "running"
+    cancelled = reader_client.post(f"/api/sweeps/{sweep.pk}/cancel/").json()
+    assert cancelled["status"] == "cancelled"
+    assert not sweep_run_chunk(sweep_id=sweep.pk, index=1)
+    assert SweepChunk.objects.filter(sweep=sweep).count() == 1
+    assert reader_client.get(f"/api/sweeps/{sweep.pk}/results/").json()["stored_points"] == 25
+
+
+def test_a_chunk_is_stored_once(catalog, reader_client, eager_celery):
+    sweep = Sweep.objects.get(pk=create(reader_client).json()["id"])
+    sweep.status = "running"
+    sweep.save()
+    assert not sweep_run_chunk(sweep_id=sweep.pk, index=0)  # already stored
+    assert SweepChunk.objects.filter(sweep=sweep, index=0).count() == 1
+
+
+@pytest.mark.parametrize("body,field,words", [
+    ({"axes": {"cluster.colour": [1, 2]}}, "axes.cluster.colour", "unknown field"),
+    ({"axes": {}}, "axes", "at least one axis"),
+    ({"axes": {"cluster.node_count": []}}, "axes.cluster.node_count", "non-empty"),
+    ({"axes": {"cluster.node_count": {"start": 1, "stop": 5, "steps": 0}}}, "axes.cluster.node_count.steps", "at least 1"),
+    ({"axes": {"cluster.node_count": [-1, 4]}}, "axes.cluster.node_count", "greater than zero"),
+    ({"axes": {"workload.tp": [3, 5]}}, "axes", "every point of the grid is invalid"),
+    ({"axes": {"cluster.node_count": ["many"]}}, "axes.cluster.node_count", "takes numbers"),
+    ({"axes": {"plan.switch": ["qm8700", "no-such"]}}, "axes.plan.switch", "no switch 'no-such'"),
+    ({"axes": AXES, "goal": {"minimize": "cost.colour"}}, "cost.colour", "is not a result metric"),
+    ({"axes": AXES, "outputs": ["fabric.nothing"]}, "fabric.nothing", "is not a result metric"),
+    ({"axes": AXES, "goal": {"minimize": "training.step_time_s", "constraints": [{"metric": "x"}]}},
+     "goal.constraints.0", "min or a max"),
+    ({"plan": "no-such-plan"}, "plan", "no plan 'no-such-plan'"),
+])
+def test_bad_sweeps_answer_400_with_reasons(body, field, words, catalog, reader_client):
+    before = Sweep.objects.count()
+    response = reader_client.post("/api/sweeps/", {"plan": FF, "workload": LLAMA, "axes": AXES, **body},
+                                  format="json")
+    assert response.status_code == 400
+    assert words in str(response.json().get(field)), response.json()
+    assert Sweep.objects.count() == before
+
+
+def test_gigantic_grids_are_refused(catalog, reader_client, settings):
+    settings.SWEEP_MAX_POINTS = 1000
+    response = create(reader_client, axes={"cluster.node_count": {"start": 100, "stop": 1200, "steps": 100},
+                                           "workload.gpus": {"start": 64, "stop": 512, "steps": 11}})
+    assert response.status_code == 400
+    assert "1,100 points; the limit is 1,000" in response.json()["axes"][0]
+
+
+def test_categorical_axes_swap_catalogue_parts(catalog, reader_client, eager_celery):
+    sweep = create(reader_client, axes={"plan.switch": ["qm8700", "qm9700", "tomahawk5-128x400g"],
+                                        "cluster.node_count": [600, 1240]}).json()
+    rows = reader_client.get(f"/api/sweeps/{sweep['id']}/results/").json()["results"]
+    by_switch = {(r["axes"]["plan.switch"], r["axes"]["cluster.node_count"]): r for r in rows}
+    assert by_switch[("qm8700", 1240)]["outputs"]["fabric.switches"] == 122
+    assert by_switch[("qm9700", 1240)]["outputs"]["fabric.switches"] < 122
+    assert "RoCE" in by_switch[("tomahawk5-128x400g", 600)]["invalid_reason"]
+
+
+def test_export_csv_and_npz(catalog, reader_client, eager_celery):
+    sweep = create(reader_client).json()
+    csv_text = reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "csv"}).content.decode()
+    lines = csv_text.strip().splitlines()
+    assert lines[0].startswith("point,cluster.node_count,workload.gpus,") and len(lines) == 136
+    npz = np.load(io.BytesIO(reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "npz"}).content))
+    assert npz["point"].tolist() == list(range(135))
+    assert npz["fabric.switches"].shape == (135,)
+    assert reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "xls"}).status_code == 400
+
+
+def test_results_pagination_and_ordering(catalog, reader_client, eager_celery):
+    sweep = create(reader_client).json()
+    page = reader_client.get(f"/api/sweeps/{sweep['id']}/results/",
+                             {"valid": "true", "order_by": "-training.mfu", "page": 2, "page_size": 10}).json()
+    assert page["page"] == 2 and len(page["results"]) == 10
+    mfus = [r["outputs"]["training.mfu"] for r in page["results"]]
+    assert mfus == sorted(mfus, reverse=True)
+    assert reader_client.get(f"/api/sweeps/{sweep['id']}/results/", {"page_size": 501}).status_code == 400
+    assert reader_client.get(f"/api/sweeps/{sweep['id']}/results/", {"order_by": "colour"}).status_code == 400
+
+
+def test_other_users_cannot_see_a_sweep(catalog, reader_client, eager_celery, db):
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    sweep = create(reader_client).json()
+    other = APIClient()
+    other.force_authenticate(get_user_model().objects.create_user("other2", password="pw-other-1234"))
+    assert other.get(f"/api/sweeps/{sweep['id']}/").status_code == 404
+    assert other.get(f"/api/sweeps/{sweep['id']}/results/").status_code == 404
+    assert other.post(f"/api/sweeps/{sweep['id']}/cancel/").status_code == 404
+    assert other.get("/api/sweeps/").json()["count"] == 0
+
+
+def test_run_sweep_command(catalog, user, eager_celery, tmp_path, capsys):
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps({"plan": FF, "workload": LLAMA, "axes": AXES,
+                                "goal": {"minimize": "cost.capex_total"}}))
+    call_command("run_sweep", str(path), "--user", "reader", "--wait")
+    out = capsys.readouterr().out
+    assert "135 points" in out and "done 100.0%" in out and '"optimum"' in out
+    path.write_text(json.dumps({"plan": FF, "axes": {"cluster.colour": [1]}}))
+    with pytest.raises(CommandError, match="axes.cluster.colour: unknown field"):
+        call_command("run_sweep", str(path), "--user", "reader")
