@@ -1,0 +1,224 @@
+"""Sweeps on a real Celery worker over this machine's Redis and PostgreSQL (CI sets REDIS_URL and
+DATABASE_URL): results match direct evaluation, a SIGKILLed worker loses and duplicates nothing,
+cancel stops the work, and websocket viewers see progress rise to 100%."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.db import connection
+from rest_framework.test import APIClient
+
+from planner.models import ClusterPlan, Sweep, SweepChunk, Workload
+from planner.services import sweeps as services
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [
+    pytest.mark.services,
+    pytest.mark.skipif(not os.environ.get("REDIS_URL") or not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+                       reason="needs REDIS_URL and a PostgreSQL DATABASE_URL (CI sets both)"),
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
+AXES = {"cluster.node_count": {"start": 40, "stop": 1240, "step": 2}, "workload.gpus": [64, 128, 256, 320, 512]}
+
+
+def worker_env() -> dict:
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings.base",
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        CELERY_VISIBILITY_TIMEOUT_S="4",
+    )
+    return env
+
+
+class Worker:
+    """A Celery worker process on the ``sim`` queue, in its own process group."""
+
+    def __init__(self, log_path: Path, name: str):
+        self.log = open(log_path, "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "sim", "--pool", "solo",
+             "--loglevel", "INFO", "-n", f"{name}@%h", "--without-mingle", "--without-gossip"],
+            cwd=ROOT, env=worker_env(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def kill(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+        self.log.close()
+
+    def stop(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+        self.log.close()
+
+
+@pytest.fixture
+def broker():
+    from config.celery import app
+
+    with app.connection_for_write() as conn:
+        conn.default_channel.queue_purge("sim")
+    return app
+
+
+@pytest.fixture
+def workers(tmp_path, broker):
+    started = []
+
+    def start(name="w"):
+        worker = Worker(tmp_path / f"{name}.log", f"{name}{len(started)}")
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user("sweeper", password="pw-sweeper-1234")
+
+
+@pytest.fixture
+def api(owner):
+    client = APIClient()
+    client.force_authenticate(owner)
+    return client
+
+
+def wait_for(predicate, timeout=90.0, interval=0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
+
+
+def submit(api, settings, chunk_points, **extra):
+    settings.SWEEP_CHUNK_POINTS = chunk_points
+    response = api.post("/api/sweeps/", {"plan": "ff2-pcie-2zone", "workload": "llama-13b-512", "axes": AXES,
+                                         **extra}, format="json")
+    assert response.status_code == 201, response.json()
+    return Sweep.objects.get(pk=response.json()["id"])
+
+
+def assert_complete_and_exact(sweep: Sweep):
+    indices = list(SweepChunk.objects.filter(sweep=sweep).values_list("index", flat=True))
+    assert sorted(indices) == list(range(sweep.chunk_count))  # none missing, none twice
+    columns = services.sweep_columns(sweep)
+    assert columns["point"].tolist() == list(range(sweep.total_points))
+    axes, _, outputs = services.sweep_axes(sweep)
+    direct = services.evaluate_chunk(sweep.base_document, axes, outputs, np.arange(sweep.total_points))
+    for path in outputs:
+        assert np.array_equal(columns[path], direct[path], equal_nan=True), path
+    assert np.array_equal(columns["valid"], direct["valid"])
+
+
+def test_worker_completes_a_sweep_matching_direct_evaluation(api, settings, workers):
+    sweep = submit(api, settings, chunk_points=500)
+    assert sweep.status == "pending" and sweep.chunk_count == 7
+    workers()
+    assert wait_for(lambda: Sweep.objects.get(pk=sweep.pk).status == "done"), "sweep did not finish"
+    sweep.refresh_from_db()
+    assert sweep.completed_chunks == sweep.chunk_count and sweep.progress == 1.0
+    assert_complete_and_exact(sweep)
+
+
+def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(api, settings, workers):
+    """SIGKILL the worker while chunks remain; a new worker finishes the sweep. The chunk the dead
+    worker held unacknowledged is redelivered (visibility timeout) and stored exactly once."""
+    sweep = submit(api, settings, chunk_points=60)
+    assert sweep.chunk_count == 51
+    first = workers("first")
+    assert wait_for(lambda: SweepChunk.objects.filter(sweep=sweep).count() >= 5), "no progress before the kill"
+    first.kill()
+    stored_at_kill = SweepChunk.objects.filter(sweep=sweep).count()
+    assert stored_at_kill < sweep.chunk_count, "the worker finished before it could be killed"
+    workers("second")
+    assert wait_for(lambda: Sweep.objects.get(pk=sweep.pk).status == "done", timeout=120), "sweep did not resume"
+    sweep.refresh_from_db()
+    assert sweep.completed_chunks == sweep.chunk_count
+    assert_complete_and_exact(sweep)
+
+
+def test_cancel_stops_the_remaining_chunks(api, settings, workers, monkeypatch):
+    sweep = submit(api, settings, chunk_points=30)
+    workers()
+    assert wait_for(lambda: SweepChunk.objects.filter(sweep=sweep).count() >= 2)
+    assert api.post(f"/api/sweeps/{sweep.pk}/cancel/").json()["status"] == "cancelled"
+    stored = SweepChunk.objects.filter(sweep=sweep).count()
+    time.sleep(3)  # the worker drains the queue, skipping every chunk of the cancelled sweep
+    assert SweepChunk.objects.filter(sweep=sweep).count() <= stored + 1  # at most the one in flight
+    assert SweepChunk.objects.filter(sweep=sweep).count() < sweep.chunk_count
+    assert Sweep.objects.get(pk=sweep.pk).status == "cancelled"
+
+
+def session_headers(user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    return [(b"origin", b"http://localhost"), (b"cookie", cookie)]
+
+
+def test_websocket_viewer_sees_progress_rise_to_100_percent(api, owner, settings, workers, monkeypatch):
+    from config.asgi import application
+    from planner import tasks
+
+    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    sweep = submit(api, settings, chunk_points=150)
+    headers = session_headers(owner)
+
+    async def follow():
+        communicator = WebsocketCommunicator(application, f"/ws/sweeps/{sweep.pk}/", headers=headers)
+        connected, _ = await communicator.connect()
+        assert connected
+        states = [await communicator.receive_json_from(timeout=10)]
+        await sync_to_async(tasks.sweep_enqueue)(sweep)  # on the test's thread and connection
+        while states[-1]["status"] != "done":
+            states.append(await communicator.receive_json_from(timeout=60))
+        await communicator.disconnect()
+        return states
+
+    workers()
+    states = async_to_sync(follow)()
+    progress = [state["progress"] for state in states]
+    assert progress[0] == 0.0 and progress[-1] == 1.0
+    assert progress == sorted(progress)
+    assert len(states) >= 2
+
+
+def test_websockets_refuse_strangers_and_foreign_origins(api, owner, settings, django_user_model, monkeypatch):
+    from config.asgi import application
+
+    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    sweep = submit(api, settings, chunk_points=1000)
+    stranger = django_user_model.objects.create_user("stranger", password="pw-stranger-1234")
+
+    async def attempt(headers):
+        communicator = WebsocketCommunicator(application, f"/ws/sweeps/{sweep.pk}/", headers=headers)
+        connected, code = await communicator.connect()
+        await communicator.disconnect()
+        return connected, code
+
+    assert async_to_sync(attempt)([(b"origin", b"http://localhost")]) == (False, 4401)
+    assert async_to_sync(attempt)(session_headers(stranger)) == (False, 4403)
+    foreign = [(b"origin", b"http://evil.example"), session_headers(owner)[1]]
+    assert async_to_sync(attempt)(foreign)[0] is False
+    assert async_to_sync(attempt)(session_headers(owner))[0] is True
