@@ -34,6 +34,7 @@ def node_document(node) -> dict:
         },
         "nvlink_topology": node.nvlink_topology,
         "cpus": cpus,
+        "cpu_cores": cpu.cores * cpus if cpu else None,
         "cpu_tdp_w": cpu.tdp_w if cpu else None,
         "host_memory_bw_gbyte_s": node.host_memory_practical_bw_gbyte_s,
         "host_memory_peak_bw_gbyte_s": cpu.memory_bandwidth_gbyte_s * cpus if cpu else None,
@@ -75,7 +76,7 @@ def prices_document(plan: ClusterPlan) -> dict:
 
     pue = plan.pue if plan.pue is not None else book.pue
     return {
-        "currency": book.currency if book.currency in ("REL", "USD", "EUR", "CNY", "GBP", "JPY") else "USD",
+        "currency": book.currency,
         "node": price("compute-node", plan.node_type),
         "storage_node": price("storage-node", plan.storage_node_type),
         "switch": price("switch", plan.switch),

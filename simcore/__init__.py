@@ -15,7 +15,7 @@ from simcore.reliability import (
     optimal_interval_s,
     spares_needed,
 )
-from simcore.scenario import EngineParams, evaluate
+from simcore.scenario import EngineParams, curves, evaluate
 from simcore.topology import fat_tree
 from simcore.training import TrainingParams
 from simcore.version import ENGINE_VERSION
@@ -30,6 +30,7 @@ __all__ = [
     "PowerParams",
     "ScenarioError",
     "TrainingParams",
+    "curves",
     "ettr_closed_form",
     "ettr_monte_carlo",
     "evaluate",

@@ -52,14 +52,9 @@ def accelerator_power_w(tdp_w, full_clock_power_w, params: ComputeParams = Compu
 
 
 def gemm_tflops(peak_tflops, tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):
-    """Achieved dense GEMM TFLOPS per accelerator."""
-    peak = as_array(peak_tflops, "accelerator.peak_tflops", positive=True)
+    """Achieved dense GEMM TFLOPS per accelerator (NaN where the datasheet gives no peak)."""
+    peak = np.asarray(peak_tflops, float)
     return peak * params.kernel_efficiency * sustained_clock_factor(tdp_w, full_clock_power_w, params)
-
-
-def mfu(model_flops_per_step, step_time_s, gpus, peak_tflops):
-    """Model FLOPs utilisation: model FLOP/s achieved over the cluster's peak FLOP/s (PaLM, App. B)."""
-    return model_flops_per_step / (step_time_s * gpus * peak_tflops * 1e12)
 
 
 # Per-lane data rate of each PCIe generation after line encoding, GB/s one way (PCI-SIG specs:

@@ -6,6 +6,7 @@ lists broadcast against each other (NumPy rules), so one document can describe a
 scenario points. Unknown keys, wrong types and out-of-range values raise :class:`ScenarioError`
 naming the dotted field path.
 """
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +26,16 @@ class Num:
     nullable: bool = False
     integer: bool = False
     required: bool = True
+    scalar: bool = False
     at_most: float | None = None
     unit: str = ""
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Text:
+    pattern: str
+    default: str
     doc: str = ""
 
 
@@ -64,6 +73,7 @@ SPEC: dict[str, Any] = {
             },
             "nvlink_topology": Choice(("none", "pairs", "all-to-all"), "none"),
             "cpus": opt("non_negative", 2, integer=True),
+            "cpu_cores": opt(integer=True, nullable=True, doc="CPU cores, all sockets (host preprocessing)"),
             "cpu_tdp_w": opt(nullable=True, unit="W"),
             "host_memory_bw_gbyte_s": opt(nullable=True, unit="GB/s", doc="measured practical, all sockets"),
             "host_memory_peak_bw_gbyte_s": opt(nullable=True, unit="GB/s",
@@ -106,7 +116,7 @@ SPEC: dict[str, Any] = {
                                                      doc="FF VII-A: > 10 GiB/s per node"),
         },
         "prices": {
-            "currency": Choice(("REL", "USD", "EUR", "CNY", "GBP", "JPY"), "USD"),
+            "currency": Text(r"^([A-Z]{3}|REL)$", "USD", doc="ISO 4217 code, or REL for relative units"),
             "node": opt(nullable=True),
             "storage_node": opt("non_negative", nullable=True),
             "switch": opt(nullable=True),
@@ -161,14 +171,13 @@ SPEC: dict[str, Any] = {
         "tokens_to_train": opt(nullable=True, doc="tokens (or samples for a CNN) to train on"),
         "preprocess_s_per_sample": opt("non_negative", 0.0, doc="host CPU-seconds per sample"),
         "preprocess_cached": Flag(False, doc="encodings cached after the first epoch"),
-        "host_cores": opt(default=64, integer=True, doc="CPU cores per node for preprocessing"),
         "checkpoint_bytes": opt(nullable=True, doc="null: weights + optimizer states"),
     },
     "options": {
         "message_bytes": opt(default=186 * 2**20, doc="allreduce size for the collective report"),
-        "monte_carlo_replicas": opt("non_negative", 0, integer=True, at_most=100_000),
-        "monte_carlo_horizon_h": opt(default=8760.0),
-        "seed": opt("non_negative", 0, integer=True),
+        "monte_carlo_replicas": opt("non_negative", 0, integer=True, at_most=100_000, scalar=True),
+        "monte_carlo_horizon_h": opt(default=8760.0, at_most=10 * 8760.0, scalar=True),
+        "seed": opt("non_negative", 0, integer=True, scalar=True),
     },
 }
 
@@ -188,6 +197,8 @@ def _check_num(spec: Num, value, path: str):
         raise ScenarioError(path, "must be a number or a flat list of numbers") from None
     if raw.ndim > 1:
         raise ScenarioError(path, "must be a number or a flat list (one axis per field)")
+    if spec.scalar and raw.ndim:
+        raise ScenarioError(path, "takes a single number, not a list")
     return as_array(raw, path, positive=spec.check == "positive", non_negative=spec.check == "non_negative",
                     at_most=spec.at_most, integer=spec.integer)
 
@@ -227,6 +238,10 @@ def _walk(spec: dict, given, path: str) -> dict:
             if not isinstance(given[key], bool):
                 raise ScenarioError(where, "must be true or false")
             out[key] = given[key]
+        elif isinstance(rule, Text):
+            if not isinstance(given[key], str) or not re.match(rule.pattern, given[key]):
+                raise ScenarioError(where, f"must match {rule.pattern}, got {given[key]!r}")
+            out[key] = given[key]
     return out
 
 
@@ -265,9 +280,13 @@ def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
             if rule.nullable:
                 kind += ", or null"
             default = "required" if rule.required else ("null" if rule.default is None else str(rule.default))
+            if rule.scalar:
+                kind += ", one value"
             rows.append((path, kind + (f", {rule.unit}" if rule.unit else ""), default, rule.doc))
         elif isinstance(rule, Choice):
             rows.append((path, " / ".join(rule.options), str(rule.default), rule.doc))
+        elif isinstance(rule, Text):
+            rows.append((path, "text", rule.default, rule.doc))
         else:
             rows.append((path, "true / false", str(rule.default).lower(), rule.doc))
     return rows

@@ -207,18 +207,22 @@ def _cases() -> list[ReferenceCase]:
 
     fig7a = "FF Fig. 7a (186 MiB allreduce)"
     for gpus, hf, nc in zip(node_sets["hfreduce"], hf_pub, nccl_pub):
+        # hfreduce_level_s and root_port_efficiency were fitted to Fig. 7a and 7b together, and
+        # nccl_tree_min_ranks to where NCCL falls: those points are a fit, not a blind test.
         add(ReferenceCase(f"hfreduce-{gpus}", "collectives: HFReduce", f"HFReduce, {gpus} GPUs", "GB/s", hf, fig7a,
-                          allreduce("hfreduce", gpus), within=(6.3, 8.1), calibration=gpus == 16))
+                          allreduce("hfreduce", gpus), within=(6.3, 8.1), calibration=True))
         add(ReferenceCase(f"nccl-{gpus}", "collectives: NCCL", f"NCCL, {gpus} GPUs", "GB/s", nc, fig7a,
-                          allreduce("nccl", gpus), within=(1.6, 4.8)))
+                          allreduce("nccl", gpus), within=(1.6, 4.8), calibration=gpus >= 1024))
     fig7b = "FF Fig. 7b (HFReduce with NVLink)"
     for gpus, published in zip((16, 32, 64, 128, 256, 512, 1024), (19.18, 13, 12.07, 10.3, 9.66, 8.56, 7.99)):
         add(ReferenceCase(f"hfreduce-nvlink-{gpus}", "collectives: HFReduce+NVLink", f"one zone, {gpus} GPUs", "GB/s",
-                          published, fig7b, allreduce("hfreduce-nvlink", gpus, FF_2ZONE), rel_tolerance=0.15))
+                          published, fig7b, allreduce("hfreduce-nvlink", gpus, FF_2ZONE), rel_tolerance=0.15,
+                          calibration=True))
     for gpus, published in zip((128, 256, 512, 1024), (9.27, 8.63, 8.06, 7.75)):
         add(ReferenceCase(f"hfreduce-nvlink-xzone-{gpus}", "collectives: HFReduce+NVLink",
                           f"across zones, {gpus} GPUs", "GB/s", published, fig7b,
-                          allreduce("hfreduce-nvlink", gpus, FF_2ZONE, cross_zone=True), rel_tolerance=0.15))
+                          allreduce("hfreduce-nvlink", gpus, FF_2ZONE, cross_zone=True), rel_tolerance=0.15,
+                          calibration=True))
 
     def step(workload, per_gpu_batch, library):
         def predict(p, gpus):
@@ -250,9 +254,6 @@ def _cases() -> list[ReferenceCase]:
     add(ReferenceCase("3fs-network-bound", "storage", "3FS aggregate read bound", "TB/s", 9.0, "FF VI-B2",
                       lambda p: float(run(FF_2ZONE, params=p)["storage"]["aggregate_read_gbyte_s"]) / 1000,
                       rel_tolerance=0.01))
-    add(ReferenceCase("3fs-read-achieved", "storage", "3FS aggregate read achieved vs bound", "TB/s", 8.0,
-                      "FF VI-B2", lambda p: float(run(FF_2ZONE, params=p)["storage"]["aggregate_read_gbyte_s"]) / 1000,
-                      rel_tolerance=0.15))
     add(ReferenceCase("xid-yearly-total", "reliability", "Xid events per year, 10,000 GPUs", "events", 12970,
                       "FF Tables V-VI (the rates are derived from it: a consistency check)",
                       lambda p: float(sum(v for k, v in run({**FF_2ZONE, "node_count": 1250}, params=p)

@@ -75,6 +75,8 @@ FF_XID_COUNTS = {
     79: ("GPU has fallen off the bus", 37, "replace", 72.0),
     119: ("GSP timeout (mostly RMA)", 1, "replace", 72.0),
 }
+# Xid 45 (preemptive cleanup) is logged when a job is killed: a consequence, not a cause.
+CONSEQUENCE_XIDS = (45,)
 XID_CLASSES = {
     "nvlink": (74,),
     "software": (13, 31, 43, 45),
@@ -106,7 +108,8 @@ def fire_flyer_categories() -> list[FailureCategory]:
     """The default failure profile: FF's Xid table per GPU plus its node-level hardware faults."""
     categories = [
         FailureCategory(
-            f"xid-{code}", f"Xid {code}: {name}", "gpu", _ff_xid(count), True, action, repair_h, FF_TABLE
+            f"xid-{code}", f"Xid {code}: {name}", "gpu", _ff_xid(count), code not in CONSEQUENCE_XIDS, action,
+            repair_h, FF_TABLE,
         )
         for code, (name, count, action, repair_h) in FF_XID_COUNTS.items()
     ]
@@ -204,13 +207,18 @@ def ettr_monte_carlo(interval_s, checkpoint_s, restart_s, rate_per_s, *, segment
     seg = tau + delta
     p_segment = np.exp(-lam * seg)
     p_restart = np.exp(-lam * restart)
-    failures = rng.negative_binomial(segments, np.broadcast_to(p_segment, shape))
-    failed_restarts = rng.negative_binomial(np.maximum(failures, 1), np.broadcast_to(p_restart, shape))
+    # A segment or restart that succeeds with probability below 1e-9 never completes in practice:
+    # ETTR 0 there (sampling it would need ~1e9 failures per segment).
+    hopeless = np.broadcast_to((p_segment < 1e-9) | (p_restart < 1e-9), shape)
+    p_segment = np.where(hopeless, 1.0, np.broadcast_to(p_segment, shape))
+    p_restart = np.where(hopeless, 1.0, np.broadcast_to(p_restart, shape))
+    failures = rng.negative_binomial(segments, p_segment)
+    failed_restarts = rng.negative_binomial(np.maximum(failures, 1), p_restart)
     failed_restarts = np.where(failures > 0, failed_restarts, 0)
     lost_work = _truncated_exponential_sum(failures, lam, seg, rng)
     lost_restarts = _truncated_exponential_sum(failed_restarts, lam, restart, rng)
     wall = segments * seg + lost_work + failures * restart + lost_restarts
-    return segments * tau / wall
+    return np.where(hopeless, 0.0, segments * tau / wall)
 
 
 def node_availability(repair_rate_per_hour, mttr_h):
@@ -235,4 +243,5 @@ def spares_needed(job_nodes, availability, confidence=0.99, max_iterations: int 
         if np.array_equal(climbed, spares):
             return spares[inverse.ravel()].reshape(n.shape)
         spares = climbed
-    raise ScenarioError("reliability.spare_confidence", "spare-node count did not converge")
+    raise ScenarioError("cluster.reliability", f"no spare-node count reaches the confidence: node availability "
+                                               f"is as low as {float(a.min()):.3g}")

@@ -28,9 +28,10 @@ INFEASIBLE_REASONS = (
     "the job needs more GPUs than the cluster has",
     "TP x PP does not divide the job's GPUs",
     "EP does not divide the data-parallel degree",
-    "the global batch does not split evenly into micro-batches",
     "the global batch is smaller than one micro-batch per data-parallel rank",
+    "the global batch does not split evenly into micro-batches",
     "TP is larger than a node",
+    "PP exceeds the layers (a stage needs a layer)",
     "does not fit in HBM",
 )
 MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
@@ -68,6 +69,12 @@ def _broadcast_tree(tree) -> tuple[int, ...]:
                                       "lists must have equal lengths (or one value)") from None
 
 
+def point_count(document) -> int:
+    """How many scenario points a document describes (after validation and broadcasting)."""
+    parsed = parse(document)
+    return int(np.prod(_broadcast_tree({k: v for k, v in parsed.items() if isinstance(v, dict)})))
+
+
 def evaluate(document, params: EngineParams | None = None) -> dict:
     """Evaluate one scenario document (possibly many points) and return the result document."""
     parsed = parse(document)
@@ -87,8 +94,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
     # Compute: achieved GEMM per precision.
     full_clock_w = np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
     clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
-    gemm = {name: np.where(np.isnan(acc[key]), np.nan,
-                           np.nan_to_num(acc[key]) * params.compute.kernel_efficiency * clock)
+    gemm = {name: compute.gemm_tflops(acc[key], acc["tdp_w"], full_clock_w, params.compute)
             for name, key in (("tf32", "peak_tf32_tflops"), ("fp16", "peak_fp16_tflops"),
                               ("fp8", "peak_fp8_tflops"))}
 
@@ -144,6 +150,10 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
                                   node["compute_nics"] * node["compute_nic_gbit_s"]) / 8
     storage_bw, storage_bound = storage.storage_throughput_gbyte_s(
         sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_read_gbyte_s"], nodes, client_nic_gbyte_s)
+    storage_write_bw, storage_write_bound = storage.storage_throughput_gbyte_s(
+        sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_write_gbyte_s"], nodes, client_nic_gbyte_s)
+    storage_rates = {"read": np.where(sto["nodes"] > 0, storage_bw, np.inf),
+                     "write": np.where(sto["nodes"] > 0, storage_write_bw, np.inf)}
 
     # Collectives at the report's message size, across the whole cluster.
     io = node_io(node, acc, g, params.collectives)
@@ -213,6 +223,8 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
         "storage": {
             "aggregate_read_gbyte_s": storage_bw,
             "read_bound": label(storage.STORAGE_LABELS, storage_bound),
+            "aggregate_write_gbyte_s": storage_write_bw,
+            "write_bound": label(storage.STORAGE_LABELS, storage_write_bound),
             "capacity_tb": sto["nodes"] * sto["ssds"] * sto["ssd_tb"],
         },
         "collectives": collective_report,
@@ -232,8 +244,8 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
     categories = _failure_categories(rel)
     result["reliability"] = _reliability_cluster(categories, gpus, nodes)
     if p["has_workload"]:
-        result["training"], job = _training(p, params, gemm, io, node, acc, g, nodes, storage_bw)
-        result["reliability"].update(_reliability_job(p, params, categories, job, sto, storage_bw))
+        result["training"], job = _training(p, params, gemm, io, node, acc, g, nodes)
+        result["reliability"].update(_reliability_job(p, params, categories, job, sto, storage_rates))
         _time_and_cost_to_train(result, p, job, facility_w, capex_total, prices)
         _explain_training(result)
     if p["options"]["monte_carlo_replicas"] > 0:
@@ -303,7 +315,7 @@ def _reliability_cluster(categories, gpus, nodes):
     }
 
 
-def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw):
+def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes):
     w = p["workload"]
     tp_, pp_, ep_ = w["tp"], w["pp"], w["ep"]
     job_gpus = np.where(np.isnan(w["gpus"]), nodes * g, w["gpus"])
@@ -316,9 +328,10 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
         job_gpus > nodes * g,
         dp != np.floor(dp),
         (np.floor(dp) % ep_) != 0,
-        micro_batches != np.floor(micro_batches),
         micro_batches < 1,
+        micro_batches != np.floor(micro_batches),
         (tp_ > g) & (tp_ > 1),
+        (w["kind"] == "transformer") & (pp_ > np.nan_to_num(w["layers"], nan=np.inf)),
     ), start=1):
         reason = np.where(bad & (reason == 0), code, reason)
     layout_ok = reason == 0
@@ -385,8 +398,9 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
         p2p_bw_gbyte_s=io.p2p_bw_gbyte_s, scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains)
     hfreduce = w["collective"] == "hfreduce"
     if hfreduce:
-        ar = collectives.hfreduce(grad_bytes_per_gpu, dp_nodes, dp_io,
-                                  nvlink=bool(np.all(node["nvlink_topology"] == "pairs")) and w["use_nvlink"],
+        # HFReduce sums an NVLink pair first only if both GPUs hold the same gradients (no TP).
+        pair_reduce = node["nvlink_topology"] == "pairs" and w["use_nvlink"] and bool(np.all(tp_ == 1))
+        ar = collectives.hfreduce(grad_bytes_per_gpu, dp_nodes, dp_io, nvlink=pair_reduce,
                                   cross_zone=w["cross_zone"], params=params.collectives)
     else:
         ar = collectives.nccl_allreduce(grad_bytes_per_gpu, dp_nodes, dp_io,
@@ -404,7 +418,10 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
 
     # Host-side preprocessing (video/diffusion workloads): CPU-seconds per sample over the cores.
     samples_per_node = w["global_batch"] / job_nodes
-    data_s = np.where(w["preprocess_cached"], 0.0, samples_per_node * w["preprocess_s_per_sample"] / w["host_cores"])
+    preprocessing = (w["preprocess_s_per_sample"] > 0) & (not w["preprocess_cached"])
+    if np.any(preprocessing & np.isnan(node["cpu_cores"])):
+        raise ScenarioError("cluster.node.cpu_cores", "is needed when the workload preprocesses on the host")
+    data_s = np.where(preprocessing, samples_per_node * w["preprocess_s_per_sample"] / node["cpu_cores"], 0.0)
 
     step_s, parts, step_bound = training.step_time_s(
         compute_s=compute_s, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=np.maximum(micro_batches, 1),
@@ -460,13 +477,15 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes, storage_bw
     return out, job
 
 
-def _reliability_job(p, params, categories, job, sto, storage_bw):
+def _reliability_job(p, params, categories, job, sto, storage_rates):
     rel = p["cluster"]["reliability"]
     rate_h = reliability.interruption_rate_per_hour(categories, job["gpus"], job["nodes"])
     rate_s = rate_h / 3600
-    ckpt_s, ckpt_bound = storage.checkpoint_time_s(
-        job["checkpoint_bytes"], job["nodes"], sto["checkpoint_write_gbyte_s_per_node"],
-        np.where(sto["nodes"] > 0, storage_bw, np.inf))
+    per_node = sto["checkpoint_write_gbyte_s_per_node"]
+    ckpt_s, ckpt_bound = storage.checkpoint_time_s(job["checkpoint_bytes"], job["nodes"], per_node,
+                                                   storage_rates["write"])
+    load_s, load_bound = storage.checkpoint_time_s(job["checkpoint_bytes"], job["nodes"], per_node,
+                                                   storage_rates["read"])
     restart_s = np.where(np.isnan(rel["restart_s"]), training.startup_time_s(job["gpus"], params.training),
                          rel["restart_s"])
     optimal = reliability.optimal_interval_s(ckpt_s, rate_s)
@@ -477,6 +496,8 @@ def _reliability_job(p, params, categories, job, sto, storage_bw):
         "job_mtbi_h": 1 / rate_h,
         "checkpoint_time_s": ckpt_s,
         "checkpoint_bound": label(storage.CHECKPOINT_LABELS, ckpt_bound),
+        "checkpoint_load_time_s": load_s,
+        "checkpoint_load_bound": label(storage.CHECKPOINT_LABELS, load_bound),
         "restart_time_s": restart_s,
         "checkpoint_interval_s": interval,
         "optimal_interval_s": optimal,
@@ -535,7 +556,7 @@ def _monte_carlo(p, categories, gpus, nodes, result):
         "events_mean": {c.key: counts[..., i].mean(axis=0) for i, c in enumerate(categories)},
     }
     rel = result["reliability"]
-    if "ettr" in rel:
+    if "ettr" in rel and np.any(result["training"]["feasible"]):
         segment = rel["checkpoint_interval_s"] + rel["checkpoint_time_s"]
         segments = int(np.clip(np.min(hours * 3600 / segment), 1, 1_000_000))
         ettr = reliability.ettr_monte_carlo(rel["checkpoint_interval_s"], rel["checkpoint_time_s"],
@@ -555,9 +576,71 @@ def to_json(value):
     if isinstance(value, np.ndarray):
         if value.ndim == 0:
             return to_json(value.item())
-        return [to_json(v) for v in value.tolist()]
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            return np.where(np.isfinite(value), value, None).tolist()
+        return value.tolist()
     if isinstance(value, np.generic):
         return to_json(value.item())
     if isinstance(value, float) and not np.isfinite(value):
         return None
     return value
+
+
+def curves(document, params: EngineParams | None = None) -> dict:
+    """Curves for charts, each from one vectorized call:
+
+    * allreduce algorithm bandwidth (HFReduce, HFReduce with NVLink pairs where the node has them,
+      NCCL) against GPU count at ``options.message_bytes``, and against message size across the
+      whole cluster;
+    * with a workload, step time against the job's GPU count for strong scaling (global batch
+      fixed) and weak scaling (batch per GPU fixed), with the efficiencies T(n0)/T(n) and
+      n0 T(n0) / (n T(n)) against the smallest feasible count.
+    """
+    params = params or EngineParams()
+    parsed = parse(document)
+    c = parsed["cluster"]
+    node, g = c["node"], float(c["node"]["gpus"])
+    if np.ndim(c["node_count"]) or np.ndim(g):
+        raise ScenarioError("cluster.node_count", "curves take one cluster, not a list")
+    io = node_io(node, node["accelerator"], g, params.collectives)
+    nodes = np.unique(np.append(2.0 ** np.arange(0, int(np.log2(float(c["node_count"]))) + 1), c["node_count"]))
+    sizes = 2.0 ** np.arange(20, 31)  # 1 MiB .. 1 GiB
+    msg = float(np.max(parsed["options"]["message_bytes"]))
+    library = {"hfreduce": lambda s, n: collectives.hfreduce(s, n, io, params=params.collectives),
+               "nccl": lambda s, n: collectives.nccl_allreduce(s, n, io, nvlink_all_to_all=node["nvlink_topology"]
+                                                               == "all-to-all", params=params.collectives)}
+    if node["nvlink_topology"] == "pairs":
+        library["hfreduce_nvlink"] = lambda s, n: collectives.hfreduce(s, n, io, nvlink=True, params=params.collectives)
+    out = {
+        "allreduce_vs_gpus": {"gpus": nodes * g, "message_bytes": msg,
+                              **{name: f(msg, nodes).algbw_gbyte_s for name, f in library.items()}},
+        "allreduce_vs_size": {"message_bytes": sizes, "gpus": float(c["node_count"]) * g,
+                              **{name: f(sizes, c["node_count"]).algbw_gbyte_s for name, f in library.items()}},
+    }
+    if parsed["has_workload"]:
+        out["scaling"] = _scaling(document, parsed, params)
+    return to_json(out)
+
+
+def _scaling(document, parsed, params):
+    w = parsed["workload"]
+    cluster_gpus = float(parsed["cluster"]["node_count"] * parsed["cluster"]["node"]["gpus"])
+    job = float(np.max(np.where(np.isnan(w["gpus"]), cluster_gpus, w["gpus"])))
+    unit = float(np.max(w["tp"] * w["pp"]))
+    counts = np.unique(np.append(unit * 2.0 ** np.arange(0, int(np.log2(max(job / unit, 1))) + 1), job))
+    strong = {**document, "workload": {**document["workload"], "gpus": counts.tolist()}}
+    step = evaluate_parsed(parse(strong), params)["training"]["step_time_s"]
+    per_gpu_batch = float(np.max(w["global_batch"])) / job
+    weak_batches = np.maximum(np.round(per_gpu_batch * counts / np.max(w["micro_batch"])), 1) * np.max(w["micro_batch"])
+    weak = {**document, "workload": {**document["workload"], "gpus": counts.tolist(),
+                                     "global_batch": weak_batches.tolist()}}
+    weak_step = evaluate_parsed(parse(weak), params)["training"]["step_time_s"]
+    feasible = np.flatnonzero(np.isfinite(step))
+    strong_eff = np.full(counts.shape, np.nan)
+    weak_eff = np.full(counts.shape, np.nan)
+    if feasible.size:
+        first = feasible[0]
+        strong_eff = training.strong_scaling_efficiency(counts, step, counts[first], step[first])
+        weak_eff = training.weak_scaling_efficiency(weak_step, weak_step[first])
+    return {"gpus": counts, "strong_step_time_s": step, "strong_efficiency": strong_eff,
+            "weak_global_batch": weak_batches, "weak_step_time_s": weak_step, "weak_efficiency": weak_eff}

@@ -15,7 +15,8 @@ CHECKPOINT_LABELS = ("per-node write rate", "storage aggregate")
 
 def storage_throughput_gbyte_s(storage_nodes, nics_per_storage_node, nic_gbit_s, ssds_per_node,
                                ssd_gbyte_s, client_nodes, client_nic_gbyte_s):
-    """Aggregate storage bandwidth (GB/s) and the binding limit; unknown SSD rates are NaN."""
+    """Aggregate storage bandwidth (GB/s) and the binding limit, for reads (SSD read rate) or
+    writes (SSD write rate); an unknown SSD rate (NaN) is not a limit."""
     network = storage_nodes * nics_per_storage_node * nic_gbit_s / 8
     ssd = np.where(np.isnan(ssd_gbyte_s), np.inf, storage_nodes * ssds_per_node * np.nan_to_num(ssd_gbyte_s))
     clients = client_nodes * client_nic_gbyte_s
@@ -23,6 +24,7 @@ def storage_throughput_gbyte_s(storage_nodes, nics_per_storage_node, nic_gbit_s,
 
 
 def checkpoint_time_s(checkpoint_bytes, writing_nodes, per_node_write_gbyte_s, aggregate_gbyte_s):
-    """Time to write (or read back) a checkpoint, and which limit sets it."""
+    """Time to save (or load) a checkpoint, and which limit sets it. The per-node rate is the
+    checkpoint API's (FF VII-A: > 10 GiB/s per node), assumed the same for loading."""
     rate, bound = binding(CHECKPOINT_LABELS, writing_nodes * per_node_write_gbyte_s, aggregate_gbyte_s)
     return checkpoint_bytes / (rate * 1e9), bound

@@ -7,11 +7,11 @@ oversubscription of r (down:up) gives down = floor(k r / (1 + r)).
 * Two layers: leaves = ceil(E / down); each spine has k ports, one or more per leaf, so
   spines = ceil(leaves x up / k); at most k leaves: E <= k x down (k^2/2 when non-blocking).
   40-port switches: 800 endpoints on 40 leaves and 20 spines (FF III-B).
-* Three layers: pods of k/2 leaves and k/2 spines; leaves = ceil(E / down), pods =
-  ceil(leaves / (k/2)), spines = pods x k/2, and each core switch has one port per pod. The
-  core is provisioned for ``core_pods`` pods: the exact pod count, or (default, as FF Table III
-  counts it) the next power of two, leaving room to add pods without recabling the core:
-  cores = core_pods x (k/2) x (k/2) / k. FF: 1,600 access points -> 4 pods -> 40 core +
+* Three layers: pods of k/2 leaves and ``up`` spines (k/2 when non-blocking); leaves =
+  ceil(E / down), pods = ceil(leaves / (k/2)), spines = pods x up, and each core switch has one
+  port per pod, so at most k pods. The core is provisioned for ``core_pods`` pods: the exact pod
+  count, or (default, as FF Table III counts it) the next power of two up to k, leaving room to
+  add pods without recabling the core: cores = core_pods x up x (k/2) / k. FF: 1,600 access points -> 4 pods -> 40 core +
   80 spine + 80 leaf = 200; DGX-A100, 10,000 -> 25 pods, core for 32 -> 320 + 500 + 500 = 1,320.
 * Zones: Z fabrics each holding ceil(E/Z) endpoints, joined by ``interzone_switches``.
 * Planes: P independent fabrics, one NIC port per node per plane, each holding ceil(E/P).
@@ -88,9 +88,10 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
     fabrics = zones * planes  # independent fat-trees
     per_fabric = np.ceil(e / fabrics)
     down = leaf_down_ports(k, r)
-    if np.any(down < 1):
-        raise ScenarioError("fabric.oversubscription", "leaves the leaf switch no endpoint port")
     up = k - down
+    if np.any(down < 1) or np.any(up < 1):
+        raise ScenarioError("fabric.oversubscription", "must leave a leaf at least one endpoint and one uplink port "
+                                                       "(at most radix - 1)")
     leaves = rails * np.ceil(per_fabric / rails / down)
     leaves = np.where(per_fabric > 0, leaves, 0)
 
@@ -99,17 +100,21 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
 
     half = k / 2
     pods = np.ceil(leaves / half)
-    spines_3 = pods * half
-    pods_for_core = np.where(pods > 0, 2 ** np.ceil(np.log2(np.maximum(pods, 1))), 0) if core_pods == "power_of_two" else pods
-    cores = np.ceil(pods_for_core * half * half / k)
-    capacity_3 = k * half * down  # k pods of k/2 leaves
+    spines_3 = pods * up  # each leaf has one uplink to each spine of its pod
+    if core_pods == "power_of_two":
+        pods_for_core = np.where(pods > 0, np.minimum(2 ** np.ceil(np.log2(np.maximum(pods, 1))), k), 0)
+    else:
+        pods_for_core = pods
+    pods_for_core = np.maximum(pods_for_core, pods)
+    cores = np.ceil(pods_for_core * up * half / k)
+    capacity_3 = k * half * down  # at most k pods (one core port each) of k/2 leaves
 
     three = layers == 3
     spines = np.where(three, spines_3, spines_2)
     core = np.where(three, cores, 0)
     capacity = np.where(three, capacity_3, capacity_2) * fabrics
     leaf_spine_links = leaves * up
-    spine_core_links = np.where(three, spines_3 * half, 0)
+    spine_core_links = np.where(three, spines_3 * half, 0)  # a spine's other k/2 ports go up
     iz_links = izs * (k if interzone_links_per_switch is None else interzone_links_per_switch)
     return FabricCounts(
         endpoints=e,

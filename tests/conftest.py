@@ -67,3 +67,11 @@ def editor_client(editor):
     client = APIClient()
     client.force_authenticate(editor)
     return client
+
+
+@pytest.fixture(autouse=True)
+def fresh_throttles():
+    """Request throttles count in the cache; every test starts with none spent."""
+    from django.core.cache import cache
+
+    cache.clear()

@@ -171,7 +171,15 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "planner.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    "DEFAULT_THROTTLE_RATES": {
+        "evaluate": os.environ.get("THROTTLE_EVALUATE", "120/minute"),
+        "sweep": os.environ.get("THROTTLE_SWEEP", "30/minute"),
+        "login": os.environ.get("THROTTLE_LOGIN", "20/minute"),
+    },
 }
+# What one API request may ask of the engine.
+API_MAX_SCENARIO_POINTS = int(os.environ.get("API_MAX_SCENARIO_POINTS", "100000"))
+API_MAX_MONTE_CARLO_REPLICAS = int(os.environ.get("API_MAX_MONTE_CARLO_REPLICAS", "1000"))
 if DEBUG:
     REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append("rest_framework.renderers.BrowsableAPIRenderer")
 

@@ -1,4 +1,5 @@
 """Plans, workloads, evaluations, comparisons, bills of materials and API tokens."""
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
@@ -8,10 +9,12 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 import simcore
 from planner.api import serializers as api
+from planner.adapters import scenario_document
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import AccessToken, ClusterPlan, Workload
 from planner.services import plans as services
@@ -34,6 +37,21 @@ def visible_to(queryset, user):
     if user.is_staff:
         return queryset
     return queryset.filter(Q(owner=user) | Q(visibility="shared") | Q(owner__isnull=True))
+
+
+def enforce_engine_limits(document) -> None:
+    """Refuse (400) requests that would ask the engine for more than one request may: too many
+    scenario points or Monte Carlo replicas (API_MAX_SCENARIO_POINTS, API_MAX_MONTE_CARLO_REPLICAS)."""
+    options = document.get("options") if isinstance(document, dict) else None
+    replicas = options.get("monte_carlo_replicas") if isinstance(options, dict) else None
+    cap = settings.API_MAX_MONTE_CARLO_REPLICAS
+    if isinstance(replicas, int | float) and not isinstance(replicas, bool) and replicas > cap:
+        raise serializers.ValidationError({"options.monte_carlo_replicas": [f"at most {cap:,} through the API"]})
+    points = simcore.scenario.point_count(document)
+    if points > settings.API_MAX_SCENARIO_POINTS:
+        raise serializers.ValidationError({"(document)": [
+            f"{points:,} scenario points; at most {settings.API_MAX_SCENARIO_POINTS:,} per request "
+            "(submit a sweep for more)"]})
 
 
 def scenario_error_response(error: simcore.ScenarioError) -> Response:
@@ -79,6 +97,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
 
     model = ClusterPlan
     serializer_class = api.ClusterPlanSerializer
+    throttle_scope = None  # the evaluate action sets "evaluate"
     filterset_fields = ["slug", "visibility", "node_type__slug", "fabric_layers"]
 
     def get_queryset(self):
@@ -102,7 +121,8 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
                     "reliability, with units in every name and the binding constraint of each bound. An impossible "
                     "plan answers 400 with the reasons instead of numbers.",
     )
-    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated],
+            throttle_classes=[ScopedRateThrottle], throttle_scope="evaluate")
     def evaluate(self, request, slug=None):
         """A POST that stores nothing: anyone who can read the plan may evaluate it, read-only
         tokens included."""
@@ -110,9 +130,10 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         body = api.EvaluateRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         workload = self._workload(body.validated_data.get("workload"))
+        options = body.validated_data.get("options")
         try:
-            return Response(services.plan_evaluate(plan=plan, workload=workload,
-                                                   options=body.validated_data.get("options")))
+            enforce_engine_limits(scenario_document(plan, workload, options))
+            return Response(services.plan_evaluate(plan=plan, workload=workload, options=options))
         except simcore.ScenarioError as error:
             return scenario_error_response(error)
         except services.PlanInfeasible as error:
@@ -200,11 +221,16 @@ class EvaluateScenarioView(APIView):
 
     permission_classes = [IsAuthenticated]
 
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "evaluate"
+
     @extend_schema(tags=["evaluate"], request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
                    examples=[SCENARIO_EXAMPLE],
-                   description="Any number field may be a list: the result then has one value per point.")
+                   description="Any number field may be a list: the result then has one value per point "
+                               "(at most API_MAX_SCENARIO_POINTS; submit a sweep for more).")
     def post(self, request):
         try:
+            enforce_engine_limits(request.data)
             return Response(simcore.evaluate(request.data))
         except simcore.ScenarioError as error:
             return scenario_error_response(error)
@@ -234,6 +260,9 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
         return response
 
 
+LOGIN_TOKEN_NAME = "default"
+
+
 class ObtainTokenSerializer(serializers.Serializer):
     username = serializers.CharField()
     password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
@@ -244,6 +273,8 @@ class ObtainTokenView(APIView):
 
     permission_classes = [AllowAny]
     authentication_classes = []
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "login"
 
     @extend_schema(tags=["tokens"], request=ObtainTokenSerializer,
                    responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="wrong credentials")})
@@ -254,4 +285,4 @@ class ObtainTokenView(APIView):
                             password=body.validated_data["password"])
         if user is None or not user.is_active:
             raise serializers.ValidationError({"non_field_errors": ["unable to log in with those credentials"]})
-        return Response({"token": token_for(user).key})
+        return Response({"token": token_for(user, name=LOGIN_TOKEN_NAME).key})

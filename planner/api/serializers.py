@@ -210,6 +210,8 @@ class AccessTokenSerializer(serializers.ModelSerializer):
         read_only_fields = ["created_at", "last_used_at"]
 
     def validate_name(self, name):
+        if name == "default":
+            raise serializers.ValidationError("'default' is the full-access token of POST /api/auth/token/")
         user = self.context["request"].user
         if AccessToken.objects.filter(user=user, name=name).exists():
             raise serializers.ValidationError(f"you already have a token named '{name}'")

@@ -6,6 +6,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 
 from planner.api.permissions import TokenScopePermission
 from planner.api.plan_views import visible_to
@@ -65,6 +66,12 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
 
     serializer_class = SweepSerializer
     permission_classes = [TokenScopePermission, IsAuthenticated]
+
+    def get_throttles(self):
+        if self.action == "create":
+            self.throttle_scope = "sweep"
+            return [ScopedRateThrottle()]
+        return super().get_throttles()
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):

@@ -1,5 +1,9 @@
 """Catalogue services: load the seed YAML files and summarise what the catalogue holds.
 
+The seed files are the source of truth for the entries they name: loading restores them (an
+edit made through the API or admin to a seeded entry is undone by the next load), while entries
+the files do not name are left alone. A preset never replaces a user's plan or workload.
+
 Seed files live in ``planner/catalog/data/<table>/<slug>.yaml``, one part per file, and each
 table has a JSON Schema in ``planner/catalog/schemas/<table>.schema.json``. Loading validates
 every file against its schema, then through the same serializers the API uses (so the rules in
@@ -130,6 +134,9 @@ def catalog_load(*, data_dir: Path = DATA_DIR) -> LoadReport:
         for path in seed_files(table, data_dir):
             document = read_seed_file(path, schema)
             instance = table.model.objects.filter(slug=document["slug"]).first()
+            if table.preset and instance is not None and instance.owner_id is not None:
+                raise CatalogFileError(path, [f"slug: '{document['slug']}' belongs to a user's entry; rename the "
+                                              "preset or that entry"])
             if instance is not None and _same(table.serializer, instance, document):
                 report.unchanged += 1
                 continue

@@ -45,6 +45,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "workload": workload.slug if workload else None,
         "engine_version": result["engine_version"],
         "result": result,
+        "curves": simcore.curves(scenario_document(plan, workload, options)),
     }
 
 
@@ -66,8 +67,7 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
     """Bill of materials: every part with its quantity and, where the price book has it, prices.
 
     Quantities are the evaluation's counts; the extended prices add up to its ``capex_total``.
-    NICs ship inside the nodes, so they are listed with no price of their own unless the book
-    prices them separately.
+    NICs ship inside the nodes and are listed for completeness with no price of their own.
     """
     result = result or simcore.evaluate(scenario_document(plan))
     fabric = result["fabric"]

@@ -331,3 +331,101 @@ def test_commands_evaluate_and_compare(catalog, capsys):
         call_command("evaluate_plan", FF, "--workload", "llama3-405b-like")
     with pytest.raises(CommandError, match="no plan 'nope'"):
         call_command("compare_plans", FF, "nope")
+
+
+def test_evaluation_includes_bandwidth_and_scaling_curves(catalog, reader_client):
+    body = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
+    curves = body["curves"]
+    by_gpus = curves["allreduce_vs_gpus"]
+    assert by_gpus["gpus"][-1] == 9920 and len(by_gpus["hfreduce"]) == len(by_gpus["gpus"])
+    assert by_gpus["nccl"][-1] < by_gpus["hfreduce"][-1] < by_gpus["hfreduce_nvlink"][-1]
+    scaling = curves["scaling"]
+    assert scaling["gpus"][:4] == [8, 16, 32, 64] and scaling["gpus"][-1] == 512
+    efficiency = [e for e in scaling["strong_efficiency"] if e is not None]
+    assert efficiency[0] == 1.0 and all(0 < e <= 1.0 for e in efficiency)
+    assert scaling["strong_step_time_s"][-1] == pytest.approx(body["result"]["training"]["step_time_s"])
+
+
+def test_engine_limits_per_request(catalog, reader_client, settings):
+    settings.API_MAX_MONTE_CARLO_REPLICAS = 10
+    settings.API_MAX_SCENARIO_POINTS = 50
+    many = reader_client.post(f"/api/plans/{FF}/evaluate/", {"options": {"monte_carlo_replicas": 11}}, format="json")
+    assert many.status_code == 400 and many.json() == {"options.monte_carlo_replicas": ["at most 10 through the API"]}
+    listed = reader_client.post(f"/api/plans/{FF}/evaluate/", {"options": {"monte_carlo_replicas": [1, 2]}},
+                                format="json")
+    assert listed.status_code == 400 and "single number" in str(listed.json())
+    points = reader_client.post(f"/api/plans/{FF}/evaluate/",
+                                {"options": {"message_bytes": list(range(1, 52))}}, format="json")
+    assert points.status_code == 400 and "51 scenario points; at most 50" in points.json()["(document)"][0]
+    ok = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512",
+                                                          "options": {"monte_carlo_replicas": 10}}, format="json")
+    assert ok.status_code == 200 and ok.json()["result"]["reliability"]["monte_carlo"]["replicas"] == 10
+
+
+def test_evaluate_is_throttled(catalog, reader_client, settings):
+    from rest_framework.settings import api_settings
+    from rest_framework.throttling import ScopedRateThrottle
+
+    rates = {**api_settings.DEFAULT_THROTTLE_RATES, "evaluate": "3/minute"}
+    original = ScopedRateThrottle.THROTTLE_RATES
+    ScopedRateThrottle.THROTTLE_RATES = rates
+    try:
+        codes = [reader_client.post(f"/api/plans/{FF}/evaluate/", {}, format="json").status_code for _ in range(4)]
+    finally:
+        ScopedRateThrottle.THROTTLE_RATES = original
+    assert codes == [200, 200, 200, 429]
+
+
+def test_read_only_tokens_cannot_change_or_delete_anything(catalog, user):
+    owner_client = APIClient()
+    owner_client.force_authenticate(user)
+    assert owner_client.post("/api/plans/", NEW_PLAN, format="json").status_code == 201
+    assert owner_client.post("/api/workloads/", NEW_WORKLOAD, format="json").status_code == 201
+    token = AccessToken.objects.create(user=user, name="ro", read_only=True)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert client.patch("/api/plans/my-plan/", {"node_count": 32}, format="json").status_code == 403
+    assert client.delete("/api/plans/my-plan/").status_code == 403
+    assert client.patch("/api/workloads/my-workload/", {"gpus": 128}, format="json").status_code == 403
+    assert client.delete("/api/workloads/my-workload/").status_code == 403
+    assert client.post("/api/workloads/", {**NEW_WORKLOAD, "slug": "w2"}, format="json").status_code == 403
+    assert client.post("/api/tokens/", {"name": "escalate"}, format="json").status_code == 403
+    assert ClusterPlan.objects.get(slug="my-plan").node_count == 64
+    assert Workload.objects.get(slug="my-workload").gpus == 256 and not Workload.objects.filter(slug="w2").exists()
+
+
+def test_private_workloads_are_hidden_from_others(catalog, reader_client, other_client):
+    assert reader_client.post("/api/workloads/", NEW_WORKLOAD, format="json").status_code == 201
+    assert other_client.get("/api/workloads/my-workload/").status_code == 404
+    assert "my-workload" not in [w["slug"] for w in other_client.get("/api/workloads/", {"page_size": 100}).json()
+                                 ["results"]]
+    evaluated = other_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "my-workload"}, format="json")
+    assert evaluated.status_code == 400 and evaluated.json()["workload"] == ["no workload 'my-workload' is visible to you"]
+    assert other_client.get("/api/plans/compare/", {"ids": f"{FF},{FF3}", "workload": "my-workload"}).status_code == 400
+
+
+def test_the_default_token_name_is_reserved_for_password_logins(catalog, reader_client):
+    response = reader_client.post("/api/tokens/", {"name": "default", "read_only": True}, format="json")
+    assert response.status_code == 400 and "full-access" in response.json()["name"][0]
+
+
+def test_demo_user_gets_a_random_password_kept_across_runs(db, settings, tmp_path, capsys):
+    settings.VAR_DIR = tmp_path
+    call_command("ensure_demo_user")
+    first = capsys.readouterr().out
+    password = first.split("password: ")[1].split(" /")[0]
+    assert len(password) >= 12 and (tmp_path / "demo-credentials.txt").stat().st_mode & 0o777 == 0o600
+    call_command("ensure_demo_user")
+    assert f"password: {password} /" in capsys.readouterr().out
+    user = get_user_model().objects.get(username="demo")
+    assert user.check_password(password) and not user.is_staff
+    assert user.has_perm("planner.change_switch") and not user.has_perm("planner.change_clusterplan")
+
+
+def test_a_preset_never_replaces_a_users_plan(catalog, user):
+    from planner.services.catalog import CatalogFileError, catalog_load
+
+    ClusterPlan.objects.filter(slug=FF).update(owner=user)
+    with pytest.raises(CatalogFileError, match="belongs to a user's entry"):
+        catalog_load()
+    assert ClusterPlan.objects.get(slug=FF).owner == user

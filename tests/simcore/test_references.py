@@ -23,5 +23,6 @@ def test_validation_report_lists_every_case_with_its_error():
 
 def test_calibration_points_are_marked():
     calibrated = {c.key for c in CASES if c.calibration}
-    assert {"gemm-sxm-tf32", "hfreduce-16", "vgg16-hfreduce-32", "gpt2-medium-hfreduce-16", "llama-13b-64"} <= calibrated
-    assert "gemm-pcie-tf32" not in calibrated
+    assert {"gemm-sxm-tf32", "hfreduce-16", "hfreduce-nvlink-1024", "nccl-1024", "vgg16-hfreduce-32",
+            "gpt2-medium-hfreduce-16", "llama-13b-64"} <= calibrated
+    assert not {"gemm-pcie-tf32", "nccl-512", "vgg16-nccl-512", "llama-13b-512"} & calibrated

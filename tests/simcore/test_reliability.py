@@ -96,7 +96,9 @@ def test_scenario_reliability_for_a_job():
     result = evaluate({"cluster": FF_2ZONE, "workload": {**LLAMA_13B, "gpus": 512},
                        "options": {"monte_carlo_replicas": 50, "seed": 5}})
     rel = result["reliability"]
-    expected_rate = sum(c.rate_per_unit_hour * (512 if c.unit == "gpu" else 64) for c in fire_flyer_categories())
+    expected_rate = sum(c.rate_per_unit_hour * (512 if c.unit == "gpu" else 64)
+                        for c in fire_flyer_categories() if c.interrupts_job)
+    assert not next(c for c in fire_flyer_categories() if c.key == "xid-45").interrupts_job
     assert rel["job_interruptions_per_day"] == pytest.approx(expected_rate * 24)
     assert rel["checkpoint_interval_s"] == rel["optimal_interval_s"]
     assert rel["ettr"] == rel["ettr_at_optimum"]
@@ -109,3 +111,10 @@ def test_per_node_rate_profile():
     cluster = {**FF_2ZONE, "reliability": {"profile": "per-node-rate", "failures_per_1000_node_days": 6.5}}
     rel = evaluate({"cluster": cluster})["reliability"]
     assert rel["cluster_interruptions_per_day"] == pytest.approx(6.5 / 1000 * 1240)
+
+
+def test_monte_carlo_of_a_segment_that_never_completes_gives_zero_not_an_error():
+    ettr = ettr_monte_carlo(np.array([3600.0, 1e9]), 60.0, 600.0, 1 / 3600, segments=10, replicas=5,
+                            rng=np.random.default_rng(0))
+    assert ettr.shape == (5, 2)
+    assert np.all(ettr[:, 1] == 0) and np.all(ettr[:, 0] > 0)

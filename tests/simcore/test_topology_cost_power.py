@@ -108,3 +108,17 @@ def test_storage_bound_and_checkpoint(llama_workload):
     params = result["training"]["params"]
     assert rel["checkpoint_time_s"] == pytest.approx(params * 14 / (64 * 10.74e9), rel=1e-6)
     assert rel["checkpoint_bound"] == "per-node write rate"
+
+
+def test_a_full_three_layer_tree_never_needs_more_core_than_k_pods():
+    full = fat_tree(16_000, 40, layers=3)  # k^3/4 endpoints: the textbook 5k^2/4 switches
+    assert (full.core_switches, full.switches) == (400, 2000)
+    assert not bool(fat_tree(16_001, 40, layers=3).fits)
+
+
+def test_oversubscribed_three_layer_pods_have_fewer_spines():
+    tree = fat_tree(3000, 40, layers=3, oversubscription=3)  # 30 down, 10 up per leaf
+    assert tree.leaf_switches == 100 and tree.spine_switches == 5 * 10
+    assert tree.switch_links == 100 * 10 + 50 * 20
+    with pytest.raises(ScenarioError, match="at least one endpoint and one uplink"):
+        fat_tree(100, 40, oversubscription=1e17)

@@ -4,7 +4,7 @@ import copy
 import numpy as np
 import pytest
 
-from simcore import evaluate
+from simcore import ScenarioError, evaluate
 from simcore.references import FF_2ZONE, GPT2_MEDIUM, LLAMA_13B, VGG16
 from simcore.training import (
     strong_scaling_efficiency,
@@ -100,9 +100,13 @@ def test_mixture_of_experts_with_expert_parallelism():
 
 
 def test_host_preprocessing_can_bound_the_step_until_encodings_are_cached():
-    video = {**LLAMA_13B, "preprocess_s_per_sample": 10.0, "host_cores": 64}
-    first_epoch = train(video, 512)
-    cached = train({**video, "preprocess_cached": True}, 512)
+    video = {**LLAMA_13B, "preprocess_s_per_sample": 10.0}
+    with pytest.raises(ScenarioError, match="cluster.node.cpu_cores"):
+        train(video, 512)
+    cluster = copy.deepcopy(FF_2ZONE)
+    cluster["node"]["cpu_cores"] = 64
+    first_epoch = train(video, 512, cluster)
+    cached = train({**video, "preprocess_cached": True}, 512, cluster)
     assert first_epoch["step_bound"] == "host data preprocessing"
     assert first_epoch["step_time_s"] == pytest.approx(4096 / 64 * 10.0 / 64)
     assert cached["step_time_s"] < first_epoch["step_time_s"]
@@ -119,3 +123,10 @@ def test_time_and_cost_to_train():
     assert training["time_to_train_ideal_days"] == pytest.approx(steps * training["step_time_s"] / 86400)
     assert training["time_to_train_days"] == pytest.approx(training["time_to_train_ideal_days"] / rel["ettr"])
     assert training["energy_cost_to_train"] > 0
+
+
+def test_pipeline_deeper_than_the_model_is_infeasible():
+    assert train({**LLAMA_13B, "pp": 64, "tp": 1}, 512)["infeasible_reason"] == \
+        "PP exceeds the layers (a stage needs a layer)"
+    small = train({**LLAMA_13B, "global_batch": 8}, 512)
+    assert small["infeasible_reason"] == "the global batch is smaller than one micro-batch per data-parallel rank"
