@@ -114,7 +114,9 @@ def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: d
     categorical = [a for a in axes if a.categorical]
     documents, reasons = _combination_documents(plan, workload, categorical)
     base = {"categorical": [a.path for a in categorical], "documents": documents, "invalid": reasons}
-    normalized = {"axes": {a.path: a.values.tolist() for a in axes}, "outputs": outputs,
+    # Axes are stored as a list: a JSON object's key order does not survive PostgreSQL's jsonb,
+    # and the order defines the grid.
+    normalized = {"axes": [{"path": a.path, "values": a.values.tolist()} for a in axes], "outputs": outputs,
                   "goal": spec.get("goal")}
     _check_sample(base, axes, outputs)
     digest = input_hash(base, normalized)
@@ -184,8 +186,11 @@ def evaluate_chunk(base: dict, axes: list[engine.Axis], outputs: list[str], poin
 
 
 def sweep_axes(sweep: Sweep):
-    axes, goal, outputs = parse_spec(sweep.spec, sweep.workload_id is not None)
-    return axes, goal, sweep.spec["outputs"]
+    """The stored sweep's axes (in grid order), goal and outputs."""
+    spec = sweep.spec
+    axes = [engine.parse_axis(axis["path"], axis["values"]) for axis in spec["axes"]]
+    goal = engine.parse_goal(spec["goal"]) if spec.get("goal") is not None else None
+    return axes, goal, spec["outputs"]
 
 
 def _pack(columns: dict) -> tuple[bytes, int]:
