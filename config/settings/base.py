@@ -197,6 +197,7 @@ SPECTACULAR_SETTINGS = {
         "PcieLanesEnum": "planner.models.catalog.PCIE_LANES",
         "NetworkProtocolEnum": "planner.choices.NetworkProtocol",
         "ConfidenceEnum": "planner.choices.Confidence",
+        "VisibilityEnum": "planner.models.plans.Visibility",
     },
 }
 

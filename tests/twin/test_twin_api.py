@@ -1,0 +1,203 @@
+"""Twins through the API and websockets, driven tick by tick in the test process."""
+import numpy as np
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+from rest_framework.test import APIClient
+from scipy import stats
+
+from simcore.reliability import FF_XID_COUNTS, XID_CLASSES, ettr_closed_form, interruption_rate_per_hour
+from twin import services
+from twin.models import Twin, TwinEvent
+
+FF = "ff2-pcie-2zone"
+# Channels closes the thread's database connection after each consumer query, which would end the
+# test's transaction: websocket tests run with real commits and a restored catalogue.
+WEBSOCKET_DB = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+XID74_LINE = "NVRM: Xid (PCI:0000:47:00): 74, pid=4242, name=python3, NVLink: fatal error detected on link 2"
+
+
+@pytest.fixture(autouse=True)
+def no_background_driver(monkeypatch):
+    """Tests drive twins themselves; the embedded default's thread stays off."""
+    monkeypatch.setattr("twin.api.views.ensure_local_driver", lambda: False)
+
+
+@pytest.fixture
+def owner_client(user):
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def create(client, **body):
+    response = client.post("/api/twins/", {"plan": FF, "seed": 3, **body}, format="json")
+    assert response.status_code == 201, response.json()
+    return Twin.objects.get(pk=response.json()["id"])
+
+
+def test_a_year_of_the_fire_flyer_twin_has_the_published_xid_mix_and_ettr(catalog, owner_client):
+    twin = create(owner_client)
+    job = twin.jobs[0]
+    for _ in range(365):
+        services.twin_advance(twin=twin, sim_seconds=86400.0)
+    counts = dict(TwinEvent.objects.filter(twin=twin, kind="failure").values_list("category").annotate(
+        n=__import__("django.db.models", fromlist=["Count"]).Count("id")))
+    observed = np.array([sum(counts.get(f"xid-{code}", 0) for code in codes) for codes in XID_CLASSES.values()])
+    expected = np.array([sum(FF_XID_COUNTS[code][1] for code in codes) for codes in XID_CLASSES.values()])
+    scale = twin.plan.node_count * 8 / 10_000  # the preset has 9,920 GPUs
+    merged_obs = np.append(observed[:3], observed[3:].sum())
+    merged_exp = np.append(expected[:3], expected[3:].sum()) * scale
+    assert stats.chisquare(merged_obs, merged_exp * merged_obs.sum() / merged_exp.sum()).pvalue > 0.01
+    assert merged_obs.sum() == pytest.approx(merged_exp.sum(), rel=0.03)
+    from simcore.reliability import fire_flyer_categories
+
+    rate = interruption_rate_per_hour(fire_flyer_categories(), job["nodes"] * 8, job["nodes"]) / 3600
+    closed = float(ettr_closed_form(job["interval_s"], job["checkpoint_s"], job["restart_s"], rate))
+    twin.refresh_from_db()
+    assert twin.metrics["jobs"][0]["ettr"] == pytest.approx(closed, abs=0.02)
+    assert twin.sim_time_s == pytest.approx(365 * 86400)
+    assert list(TwinEvent.objects.filter(twin=twin).values_list("seq", flat=True)) == list(range(1, twin.last_seq + 1))
+
+
+def test_controls_through_the_api(catalog, owner_client):
+    twin = create(owner_client)
+    url = f"/api/twins/{twin.pk}/"
+    assert owner_client.post(f"{url}start/").json()["status"] == "running"
+    assert owner_client.post(f"{url}pause/").json()["status"] == "paused"
+    assert owner_client.post(f"{url}resume/").json()["status"] == "running"
+    assert owner_client.post(f"{url}speed/", {"speed": 7200}, format="json").json()["speed"] == 7200
+    assert owner_client.post(f"{url}speed/", {"speed": -1}, format="json").status_code == 400
+    injected = owner_client.post(f"{url}inject/", {"category": "xid-79", "gpu": 17}, format="json")
+    assert injected.status_code == 201
+    kinds = [e["kind"] for e in injected.json()["events"]]
+    assert kinds[0] == "injected" and "job-interrupted" in kinds
+    state = owner_client.get(f"{url}state/").json()
+    assert state["gpu_state"][17] == 3 and state["node_state"][2] == 3  # under repair (RMA)
+    assert owner_client.post(f"{url}inject/", {"category": "xid-999", "gpu": 1}, format="json").status_code == 400
+    assert owner_client.post(f"{url}inject/", {"category": "ib-link"}, format="json").json() == {
+        "target.node": ["ib-link happens on a node: give node (0-1239)"]}
+    events = owner_client.get(f"{url}events/", {"kind": "injected"}).json()["events"]
+    assert [e["category"] for e in events] == ["xid-79"]
+
+
+def test_driver_ticks_advance_by_speed_and_a_restart_neither_loses_nor_replays(catalog, owner_client):
+    twin = create(owner_client, speed=86400.0)
+    owner_client.post(f"/api/twins/{twin.pk}/start/")
+    first = services.Driver()
+    first.tick(now=0.0)  # loads the twin
+    for second in range(1, 6):
+        first.tick(now=float(second))
+    twin.refresh_from_db()
+    assert twin.sim_time_s == pytest.approx(5 * 86400)
+    seq_before = twin.last_seq
+    restarted = services.Driver()  # a new process: nothing in memory, everything from the database
+    restarted.tick(now=100.0)
+    for second in range(101, 106):
+        restarted.tick(now=float(second))
+    twin.refresh_from_db()
+    assert twin.sim_time_s == pytest.approx(10 * 86400)
+    seqs = list(TwinEvent.objects.filter(twin=twin).values_list("seq", flat=True))
+    assert seqs == list(range(1, twin.last_seq + 1)) and twin.last_seq > seq_before > 0
+    reference = create(owner_client, speed=86400.0)  # the same ten one-day ticks, never interrupted
+    for _ in range(10):
+        services.twin_advance(twin=reference, sim_seconds=86400.0)
+    same = lambda t: list(TwinEvent.objects.filter(twin=t).values_list("sim_time_s", "kind", "category", "gpu"))  # noqa
+    assert same(reference) == same(twin)  # the restart changed nothing: same seed, same history
+
+
+def test_ingested_kernel_log_line_marks_the_right_gpu(catalog, owner_client):
+    twin = create(owner_client)
+    response = owner_client.post(f"/api/twins/{twin.pk}/ingest/", {"node": 3, "line": XID74_LINE}, format="json")
+    assert response.status_code == 201
+    event = response.json()["events"][0]
+    assert (event["kind"], event["category"], event["gpu"], event["node"]) == ("ingested", "xid-74", 3 * 8 + 2, 3)
+    assert "NVLink: fatal error" in event["message"]
+    assert services.snapshot(Twin.objects.get(pk=twin.pk))["gpu_state"][26] == 2  # failed
+    bad = [({"node": 3, "line": "kernel: something else"}, "line", "not an 'NVRM: Xid"),
+           ({"node": 3, "line": XID74_LINE.replace("74,", "999,")}, "xid", "Xid 999 is not a known category"),
+           ({"node": 3, "line": XID74_LINE.replace("0000:47:00", "0000:99:00")}, "line", "not one of this twin's"),
+           ({"line": XID74_LINE}, "node", "node index"),
+           ({"node": 3, "gpu": 9, "xid": 74}, "gpu", "0-7"),
+           ({"node": 3, "category": "cosmic-ray"}, "category", "unknown category"),
+           ({"node": 3, "colour": 1}, "colour", "unknown field")]
+    for payload, field, words in bad:
+        answer = owner_client.post(f"/api/twins/{twin.pk}/ingest/", payload, format="json")
+        assert answer.status_code == 400 and words in str(answer.json()[field]), (payload, answer.json())
+    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() == 1
+
+
+def session_headers(user, origin=b"http://localhost"):
+    client = Client()
+    client.force_login(user)
+    return [(b"origin", origin), (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())]
+
+
+@WEBSOCKET_DB
+def test_websocket_viewers_get_a_snapshot_then_the_same_deltas(catalog, owner_client, user):
+    from config.asgi import application
+
+    twin = create(owner_client)
+    headers = [session_headers(user) for _ in range(2)]
+
+    async def watch():
+        viewers = [WebsocketCommunicator(application, f"/ws/twins/{twin.pk}/", headers=h) for h in headers]
+        for viewer in viewers:
+            assert (await viewer.connect())[0]
+            snapshot = await viewer.receive_json_from(timeout=10)
+            assert snapshot["type"] == "snapshot" and len(snapshot["gpu_state"]) == 9920
+        from asgiref.sync import sync_to_async
+
+        await sync_to_async(owner_client.post)(f"/api/twins/{twin.pk}/ingest/", {"node": 3, "line": XID74_LINE},
+                                               format="json")
+        deltas = [await viewer.receive_json_from(timeout=10) for viewer in viewers]
+        for viewer in viewers:
+            await viewer.disconnect()
+        return deltas
+
+    first, second = async_to_sync(watch)()
+    assert first == second
+    assert first["type"] == "delta" and first["events"][0]["category"] == "xid-74"
+    assert [26, 2] in first["gpus"]
+
+
+@WEBSOCKET_DB
+def test_websockets_refuse_strangers_and_foreign_origins(catalog, owner_client, user, django_user_model):
+    from config.asgi import application
+
+    twin = create(owner_client)
+    stranger = django_user_model.objects.create_user("stranger", password="pw-stranger-1234")
+
+    async def attempt(headers):
+        communicator = WebsocketCommunicator(application, f"/ws/twins/{twin.pk}/", headers=headers)
+        connected, code = await communicator.connect()
+        await communicator.disconnect()
+        return connected, code
+
+    assert async_to_sync(attempt)([(b"origin", b"http://localhost")]) == (False, 4401)
+    assert async_to_sync(attempt)(session_headers(stranger)) == (False, 4403)
+    assert async_to_sync(attempt)(session_headers(user, b"http://evil.example"))[0] is False
+    Twin.objects.filter(pk=twin.pk).update(visibility="shared")
+    assert async_to_sync(attempt)(session_headers(stranger))[0] is True
+
+
+def test_only_the_owner_controls_a_shared_twin(catalog, owner_client, django_user_model):
+    twin = create(owner_client, visibility="shared")
+    other = APIClient()
+    other.force_authenticate(django_user_model.objects.create_user("viewer", password="pw-viewer-1234"))
+    assert other.get(f"/api/twins/{twin.pk}/state/").status_code == 200
+    assert other.post(f"/api/twins/{twin.pk}/pause/").status_code == 403
+    assert other.post(f"/api/twins/{twin.pk}/inject/", {"category": "xid-74", "gpu": 0}, format="json").status_code == 403
+    Twin.objects.filter(pk=twin.pk).update(visibility="private")
+    assert other.get(f"/api/twins/{twin.pk}/state/").status_code == 404
+
+
+def test_bad_twin_requests(catalog, owner_client):
+    assert owner_client.post("/api/twins/", {"plan": "nope"}, format="json").json()["plan"][0].startswith("no plan")
+    many = owner_client.post("/api/twins/", {"plan": FF, "jobs": [{"name": "x", "nodes": 5000, "work_s": 1,
+                                                                   "interval_s": 1, "checkpoint_s": 1,
+                                                                   "restart_s": 1}]}, format="json")
+    assert many.status_code == 400 and "the jobs need 5000 nodes" in str(many.json())
+    buses = owner_client.post("/api/twins/", {"plan": FF, "pci_bus_ids": ["0000:01:00"]}, format="json")
+    assert buses.status_code == 400 and "8 distinct PCI bus ids" in buses.json()["pci_bus_ids"][0]

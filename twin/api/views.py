@@ -1,0 +1,186 @@
+"""Twins: create from a plan, control, inject and ingest failures, read state, events and metrics."""
+from django.db.models import Q
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthenticated
+from rest_framework.response import Response
+
+from planner.api.permissions import TokenScopePermission
+from planner.api.plan_views import visible_to
+from planner.models import ClusterPlan, Visibility
+from twin import services
+from twin.local import ensure_local_driver
+from twin.models import Twin, TwinEvent, TwinSample
+
+
+class TwinSerializer(serializers.ModelSerializer):
+    plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Twin
+        fields = ["id", "name", "owner", "plan", "status", "visibility", "seed", "speed", "sim_time_s", "last_seq",
+                  "jobs", "pci_bus_ids", "metrics", "created_at", "updated_at"]
+
+
+class TwinCreateSerializer(serializers.Serializer):
+    plan = serializers.SlugField()
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    seed = serializers.IntegerField(min_value=0, default=0)
+    speed = serializers.FloatField(default=3600.0, help_text="simulated seconds per wall-clock second")
+    visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.PRIVATE)
+    jobs = serializers.ListField(child=serializers.DictField(), required=False,
+                                 help_text="[{name, nodes, work_s, interval_s, checkpoint_s, restart_s}]; "
+                                           "default: one job on all but the spare nodes")
+    pci_bus_ids = serializers.ListField(child=serializers.CharField(), required=False,
+                                        help_text="PCI bus id of each GPU of a node, in GPU index order")
+
+
+class InjectSerializer(serializers.Serializer):
+    category = serializers.CharField(help_text="a failure category key, e.g. xid-74, xid-43, ib-link")
+    gpu = serializers.IntegerField(required=False, min_value=0, help_text="cluster-wide GPU index")
+    node = serializers.IntegerField(required=False, min_value=0)
+
+
+class OwnerControls(BasePermission):
+    """Anyone who may see a twin may read it; only its owner (or staff) may control it."""
+
+    def has_object_permission(self, request, view, obj):
+        return request.method in SAFE_METHODS or obj.owner_id == request.user.id or request.user.is_staff
+
+
+def input_error(error: services.TwinInputError) -> Response:
+    return Response(error.errors, status=status.HTTP_400_BAD_REQUEST)
+
+
+INGEST_EXAMPLE = OpenApiExample("A kernel-log line from node 3", request_only=True, value={
+    "node": 3, "line": "NVRM: Xid (PCI:0000:47:00): 74, pid=1234, name=python, NVLink: fatal error detected"})
+
+
+class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
+                  viewsets.GenericViewSet):
+    """Live twins of plans. Viewers follow ``/ws/twins/<id>/``."""
+
+    serializer_class = TwinSerializer
+    permission_classes = [TokenScopePermission, IsAuthenticated, OwnerControls]
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Twin.objects.none()
+        queryset = Twin.objects.select_related("plan__node_type", "owner")
+        user = self.request.user
+        return queryset if user.is_staff else queryset.filter(Q(owner=user) | Q(visibility="shared"))
+
+    @extend_schema(request=TwinCreateSerializer, responses={201: TwinSerializer})
+    def create(self, request):
+        body = TwinCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        plan = visible_to(ClusterPlan.objects.all(), request.user).filter(slug=data["plan"]).first()
+        if plan is None:
+            raise serializers.ValidationError({"plan": [f"no plan '{data['plan']}' is visible to you"]})
+        try:
+            twin = services.twin_create(owner=request.user, plan=plan, name=data.get("name", ""), seed=data["seed"],
+                                        speed=data["speed"], jobs=data.get("jobs"), pci_bus_ids=data.get("pci_bus_ids"))
+        except services.TwinInputError as error:
+            return input_error(error)
+        if data["visibility"] != twin.visibility:
+            twin.visibility = data["visibility"]
+            twin.save(update_fields=["visibility"])
+        return Response(TwinSerializer(twin).data, status=status.HTTP_201_CREATED)
+
+    def _status(self, new_status):
+        twin = self.get_object()
+        services.twin_set_status(twin=twin, status=new_status)
+        if new_status == Twin.Status.RUNNING:
+            ensure_local_driver()
+        return Response(TwinSerializer(twin).data)
+
+    @extend_schema(request=None, responses={200: TwinSerializer})
+    @action(detail=True, methods=["post"])
+    def start(self, request, pk=None):
+        return self._status(Twin.Status.RUNNING)
+
+    @extend_schema(request=None, responses={200: TwinSerializer})
+    @action(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        return self._status(Twin.Status.PAUSED)
+
+    @extend_schema(request=None, responses={200: TwinSerializer})
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        return self._status(Twin.Status.RUNNING)
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: TwinSerializer},
+                   examples=[OpenApiExample("Ten simulated hours a second", value={"speed": 36000}, request_only=True)])
+    @action(detail=True, methods=["post"])
+    def speed(self, request, pk=None):
+        twin = self.get_object()
+        try:
+            services.twin_set_speed(twin=twin, speed=request.data.get("speed"))
+        except services.TwinInputError as error:
+            return input_error(error)
+        return Response(TwinSerializer(twin).data)
+
+    @extend_schema(request=InjectSerializer, responses={201: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"])
+    def inject(self, request, pk=None):
+        twin = self.get_object()
+        body = InjectSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            rows = services.twin_inject(twin=twin, **body.validated_data)
+        except services.TwinInputError as error:
+            return input_error(error)
+        return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}, examples=[INGEST_EXAMPLE],
+                   description="A real event: {node, line} with an 'NVRM: Xid' kernel-log line, {node, gpu, xid} "
+                               "or {node, category}. Unknown Xid codes and unparseable lines answer 400.")
+    @action(detail=True, methods=["post"])
+    def ingest(self, request, pk=None):
+        twin = self.get_object()
+        try:
+            rows = services.twin_ingest(twin=twin, payload=request.data)
+        except services.TwinInputError as error:
+            return input_error(error)
+        return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="Component states, metrics, latest events.")
+    @action(detail=True, methods=["get"])
+    def state(self, request, pk=None):
+        return Response(services.snapshot(self.get_object()))
+
+    @extend_schema(parameters=[
+        OpenApiParameter("kind", str), OpenApiParameter("category", str),
+        OpenApiParameter("since_seq", int, description="only events after this sequence number"),
+        OpenApiParameter("node", int), OpenApiParameter("limit", int, description="at most 1000")],
+        responses={200: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["get"])
+    def events(self, request, pk=None):
+        twin = self.get_object()
+        events = TwinEvent.objects.filter(twin=twin)
+        params = request.query_params
+        for key in ("kind", "category"):
+            if params.get(key):
+                events = events.filter(**{key: params[key]})
+        try:
+            if params.get("since_seq"):
+                events = events.filter(seq__gt=int(params["since_seq"]))
+            if params.get("node"):
+                events = events.filter(node=int(params["node"]))
+            limit = int(params.get("limit", 200))
+        except ValueError:
+            raise serializers.ValidationError({"since_seq": ["since_seq, node and limit are whole numbers"]}) from None
+        if not 1 <= limit <= 1000:
+            raise serializers.ValidationError({"limit": ["between 1 and 1000"]})
+        return Response({"events": [services.event_json(e) for e in events.order_by("seq")[:limit]]})
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="Hourly samples of the headline metrics.")
+    @action(detail=True, methods=["get"])
+    def metrics(self, request, pk=None):
+        twin = self.get_object()
+        samples = TwinSample.objects.filter(twin=twin).order_by("sim_time_s").values_list("data", flat=True)
+        return Response({"samples": list(samples[:100_000]), "current": twin.metrics})

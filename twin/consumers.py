@@ -1,0 +1,85 @@
+"""Websocket consumer for a twin: group ``twin.<id>``.
+
+Authenticated in ``connect()`` (session, origin checked in ``config/asgi.py``); the owner, staff
+and, for a shared twin, every signed-in user may watch. A snapshot is sent on connect; deltas are
+then batched so a viewer gets at most ``MAX_MESSAGES_PER_S`` messages a second whatever the event
+rate: deltas arriving in between are merged (events appended, latest metrics and states kept).
+"""
+import asyncio
+import time
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from twin.models import Twin
+from twin.services import snapshot, twin_group
+
+MAX_MESSAGES_PER_S = 10
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+
+
+def merge(pending: dict, delta: dict) -> dict:
+    merged = {**pending, **delta}
+    merged["events"] = pending.get("events", []) + delta.get("events", [])
+    for key in ("gpus", "nodes"):
+        if key in pending or key in delta:
+            states = dict(map(tuple, pending.get(key, [])))
+            states.update(dict(map(tuple, delta.get(key, []))))
+            merged[key] = [list(item) for item in sorted(states.items())]
+    return merged
+
+
+class TwinConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        state = await self._visible_snapshot(user, int(self.scope["url_route"]["kwargs"]["twin_id"]))
+        if state is None:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.group = twin_group(state["twin"])
+        self.pending = None
+        self.last_sent = 0.0
+        self.flusher = None
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.send_json({"type": "snapshot", **state})
+
+    async def disconnect(self, code):
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+        if getattr(self, "flusher", None):
+            self.flusher.cancel()
+
+    async def receive_json(self, content, **kwargs):
+        """Viewers only listen; controls go through the REST API."""
+
+    async def twin_delta(self, event):
+        self.pending = merge(self.pending, event["delta"]) if self.pending else event["delta"]
+        wait = 1.0 / MAX_MESSAGES_PER_S - (time.monotonic() - self.last_sent)
+        if wait <= 0:
+            await self._flush()
+        elif self.flusher is None:
+            self.flusher = asyncio.ensure_future(self._flush_later(wait))
+
+    async def _flush_later(self, wait):
+        await asyncio.sleep(wait)
+        self.flusher = None
+        await self._flush()
+
+    async def _flush(self):
+        if self.pending is None:
+            return
+        delta, self.pending = self.pending, None
+        self.last_sent = time.monotonic()
+        await self.send_json({"type": "delta", **delta})
+
+    @database_sync_to_async
+    def _visible_snapshot(self, user, twin_id):
+        twin = Twin.objects.select_related("plan__node_type").filter(pk=twin_id).first()
+        if twin is None or not (user.is_staff or twin.owner_id == user.id or twin.visibility == "shared"):
+            return None
+        return snapshot(twin)

@@ -1,0 +1,68 @@
+"""Live twins of a plan: their persisted simulator state and an append-only event log.
+
+Each driver tick saves the new events and the state they lead to in one transaction, so a
+driver that dies and restarts continues from the last saved state and neither loses nor
+replays events.
+"""
+from django.conf import settings
+from django.db import models
+
+from planner.models import ClusterPlan, Visibility
+
+
+class Twin(models.Model):
+    class Status(models.TextChoices):
+        CREATED = "created", "Created"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="twins")
+    plan = models.ForeignKey(ClusterPlan, on_delete=models.PROTECT, related_name="twins")
+    name = models.CharField(max_length=200)
+    seed = models.PositiveIntegerField(default=0)
+    speed = models.FloatField(default=3600.0, help_text="Simulated seconds per wall-clock second.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CREATED)
+    visibility = models.CharField(max_length=8, choices=Visibility.choices, default=Visibility.PRIVATE)
+    jobs = models.JSONField(help_text="The job mix: name, nodes, work_s, interval_s, checkpoint_s, restart_s.")
+    pci_bus_ids = models.JSONField(help_text="PCI bus id of each GPU of a node, in GPU order, to map Xid lines.")
+    sim_time_s = models.FloatField(default=0.0)
+    state = models.BinaryField(help_text="The simulator's arrays, clock and random-generator state.")
+    last_seq = models.BigIntegerField(default=0, help_text="Sequence number of the newest event.")
+    metrics = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name
+
+
+class TwinEvent(models.Model):
+    twin = models.ForeignKey(Twin, on_delete=models.CASCADE, related_name="events")
+    seq = models.BigIntegerField()
+    sim_time_s = models.FloatField()
+    kind = models.CharField(max_length=32)
+    category = models.CharField(max_length=32, blank=True, default="")
+    gpu = models.IntegerField(default=-1)
+    node = models.IntegerField(default=-1)
+    job = models.IntegerField(default=-1)
+    message = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["seq"]
+        constraints = [models.UniqueConstraint(fields=["twin", "seq"], name="unique_event_seq_per_twin")]
+        indexes = [models.Index(fields=["twin", "kind"]), models.Index(fields=["twin", "sim_time_s"])]
+
+
+class TwinSample(models.Model):
+    """A metrics sample for the time series (one per simulated hour at most)."""
+
+    twin = models.ForeignKey(Twin, on_delete=models.CASCADE, related_name="samples")
+    sim_time_s = models.FloatField()
+    data = models.JSONField()
+
+    class Meta:
+        ordering = ["sim_time_s"]

@@ -1,0 +1,316 @@
+"""Twin services: create from a plan, advance and persist, control, inject, ingest real events.
+
+Every change is saved as one transaction (new events, state, clock, metrics), then pushed to the
+Channels group ``twin.<id>`` as a delta. The API, the driver and the tests all come through here.
+"""
+import re
+import time
+
+import numpy as np
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+import simcore
+from planner.adapters import scenario_document
+from simcore import reliability, twin as engine
+from twin.models import Twin, TwinEvent, TwinSample
+
+SAMPLE_EVERY_S = 3600.0
+DEFAULT_PCI_BUS_IDS = [f"0000:{bus:02x}:00.0" for bus in (0x07, 0x0f, 0x47, 0x4e, 0x87, 0x90, 0xb7, 0xbd)]
+XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): "
+                      r"(?P<xid>\d+),")
+JOB_FIELDS = ("name", "nodes", "work_s", "interval_s", "checkpoint_s", "restart_s")
+
+
+class StaleTwin(RuntimeError):
+    """The twin was changed by someone else (an injection) since this copy was loaded."""
+
+
+class TwinInputError(ValueError):
+    def __init__(self, errors: dict[str, list[str]]):
+        self.errors = errors
+        super().__init__(str(errors))
+
+
+def twin_group(twin_id: int) -> str:
+    return f"twin.{twin_id}"
+
+
+def _categories(plan):
+    if plan.failure_profile == "per-node-rate":
+        return reliability.meta_node_categories(plan.failures_per_1000_node_days)
+    return reliability.fire_flyer_categories()
+
+
+def default_jobs(plan) -> list[dict]:
+    """One job on all but a spare pool of nodes (the spares the engine sizes at 99%), with the
+    plan's checkpoint policy and restart time (or the engine's optimum and start-up time)."""
+    result = simcore.evaluate(scenario_document(plan))
+    nodes = int(result["cluster"]["nodes"])
+    spares = int(max(1, min(nodes // 10, np.ceil(nodes * (1 - result["reliability"]["node_availability"]) * 10))))
+    job_nodes = max(1, nodes - spares)
+    gpus = job_nodes * plan.node_type.accelerators_per_node
+    rate_s = reliability.interruption_rate_per_hour(_categories(plan), gpus, job_nodes) / 3600
+    checkpoint_s = 60.0
+    restart_s = plan.restart_s if plan.restart_s is not None else float(simcore.training.startup_time_s(gpus))
+    interval_s = plan.checkpoint_interval_s or float(reliability.optimal_interval_s(checkpoint_s, rate_s))
+    return [{"name": "main", "nodes": job_nodes, "work_s": 90 * 86400.0, "interval_s": interval_s,
+             "checkpoint_s": checkpoint_s, "restart_s": restart_s}]
+
+
+def _jobs(specs: list[dict]) -> list[engine.Job]:
+    if not isinstance(specs, list) or not specs:
+        raise TwinInputError({"jobs": ["give at least one job"]})
+    jobs = []
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, dict) or set(spec) != set(JOB_FIELDS):
+            raise TwinInputError({f"jobs.{i}": [f"needs exactly the fields {', '.join(JOB_FIELDS)}"]})
+        values = {}
+        for key in JOB_FIELDS[1:]:
+            value = spec[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+                raise TwinInputError({f"jobs.{i}.{key}": ["must be a number"]})
+            values[key] = float(value)
+        jobs.append(engine.Job(name=str(spec["name"]), nodes=int(values["nodes"]), work_s=values["work_s"],
+                               interval_s=values["interval_s"], checkpoint_s=values["checkpoint_s"],
+                               restart_s=values["restart_s"]))
+    return jobs
+
+
+def _switches(plan) -> int:
+    return int(simcore.evaluate(scenario_document(plan))["fabric"]["switches"])
+
+
+def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
+    plan = twin.plan
+    kwargs = dict(nodes=plan.node_count, gpus_per_node=plan.node_type.accelerators_per_node,
+                  switches=_switches(plan), jobs=_jobs(twin.jobs))
+    try:
+        if state is None:
+            return engine.Twin(**kwargs, categories=_categories(plan), rng=np.random.default_rng(twin.seed))
+        return engine.Twin.from_bytes(state, **kwargs, categories=_categories(plan))
+    except simcore.ScenarioError as error:
+        raise TwinInputError({error.field: [error.reason]}) from error
+
+
+@transaction.atomic
+def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 3600.0, jobs=None,
+                pci_bus_ids=None) -> Twin:
+    if not np.isfinite(speed) or speed <= 0:
+        raise TwinInputError({"speed": ["must be a positive number of simulated seconds per second"]})
+    gpus_per_node = plan.node_type.accelerators_per_node
+    buses = pci_bus_ids or DEFAULT_PCI_BUS_IDS[:gpus_per_node]
+    if len(buses) != gpus_per_node or len({_bus(b) for b in buses}) != gpus_per_node:
+        raise TwinInputError({"pci_bus_ids": [f"give {gpus_per_node} distinct PCI bus ids, one per GPU"]})
+    twin = Twin(owner=owner, plan=plan, name=name or f"{plan.name} twin", seed=seed, speed=speed,
+                jobs=jobs if jobs is not None else default_jobs(plan), pci_bus_ids=[_bus(b) for b in buses])
+    sim = simulator(twin)
+    twin.state = sim.to_bytes()
+    twin.metrics = sim.metrics()
+    twin.save()
+    return twin
+
+
+def _bus(bus: str) -> str:
+    """Normalise a PCI bus id to domain:bus:device.function, lower case."""
+    text = str(bus).strip().lower()
+    return text if "." in text else f"{text}.0"
+
+
+def _save(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: engine.Twin | None):
+    """Persist the events and the state they lead to together, then push the delta."""
+    rows = [TwinEvent(twin=twin, seq=twin.last_seq + i + 1, sim_time_s=e.time_s, kind=e.kind,
+                      category=e.category, gpu=e.gpu, node=e.node, job=e.job, message=e.message)
+            for i, e in enumerate(events)]
+    metrics = sim.metrics()
+    sample_due = int(sim.time_s // SAMPLE_EVERY_S) > int(twin.sim_time_s // SAMPLE_EVERY_S)
+    with transaction.atomic():
+        stored_seq = Twin.objects.select_for_update().values_list("last_seq", flat=True).get(pk=twin.pk)
+        if stored_seq != twin.last_seq:
+            raise StaleTwin(f"twin {twin.pk} changed underneath (seq {stored_seq}, expected {twin.last_seq})")
+        TwinEvent.objects.bulk_create(rows)
+        twin.last_seq += len(rows)
+        twin.sim_time_s = sim.time_s
+        twin.state = sim.to_bytes()
+        twin.metrics = metrics
+        twin.save(update_fields=["last_seq", "sim_time_s", "state", "metrics", "updated_at"])
+        if sample_due:
+            TwinSample.objects.create(twin=twin, sim_time_s=sim.time_s, data=_sample(metrics))
+    delta = {"time_s": sim.time_s, "last_seq": twin.last_seq, "metrics": metrics,
+             "events": [event_json(row) for row in rows[-200:]], "dropped_events": max(0, len(rows) - 200)}
+    if before is not None:
+        delta["gpus"] = _changes(before.gpu_state, sim.gpu_state)
+        delta["nodes"] = _changes(before.node_state, sim.node_state)
+    publish(twin.pk, delta)
+    return rows
+
+
+def _sample(metrics: dict) -> dict:
+    return {k: metrics[k] for k in ("time_s", "utilization", "goodput_gpu_hours", "lost_gpu_hours", "interruptions")} | {
+        "ettr": [job["ettr"] for job in metrics["jobs"]]}
+
+
+def _changes(old: np.ndarray, new: np.ndarray) -> list[list[int]]:
+    changed = np.flatnonzero(old != new)
+    return np.stack([changed, new[changed]], axis=1).tolist() if changed.size else []
+
+
+def event_json(row: TwinEvent) -> dict:
+    return {"seq": row.seq, "time_s": row.sim_time_s, "kind": row.kind, "category": row.category,
+            "gpu": row.gpu, "node": row.node, "job": row.job, "message": row.message}
+
+
+def publish(twin_id: int, delta: dict):
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(twin_group(twin_id), {"type": "twin.delta", "delta": delta})
+
+
+def snapshot(twin: Twin) -> dict:
+    """Everything a new viewer needs: component states, metrics, the latest events."""
+    sim = simulator(twin, twin.state)
+    recent = TwinEvent.objects.filter(twin=twin).order_by("-seq")[:50]
+    return {"twin": twin.pk, "status": twin.status, "speed": twin.speed, "time_s": sim.time_s,
+            "last_seq": twin.last_seq, "gpus_per_node": sim.gpus_per_node,
+            "gpu_state": sim.gpu_state.tolist(), "node_state": sim.node_state.tolist(),
+            "nic_state": sim.nic_state.tolist(), "state_names": list(engine.STATE_NAMES),
+            "metrics": sim.metrics(), "events": [event_json(e) for e in reversed(recent)]}
+
+
+def twin_advance(*, twin: Twin, sim_seconds: float, sim: engine.Twin | None = None) -> engine.Twin:
+    """Run the twin ``sim_seconds`` on from its saved state (or the driver's in-memory copy)."""
+    sim = sim or simulator(twin, twin.state)
+    before = engine.Twin.from_bytes(sim.to_bytes(), nodes=sim.nodes, gpus_per_node=sim.gpus_per_node,
+                                    switches=sim.switches, jobs=sim.jobs, categories=sim.categories)
+    events = sim.advance(sim_seconds)
+    _save(twin, sim, events, before)
+    return sim
+
+
+def twin_set_status(*, twin: Twin, status: str) -> Twin:
+    twin.status = status
+    twin.save(update_fields=["status", "updated_at"])
+    publish(twin.pk, {"status": status, "time_s": twin.sim_time_s, "last_seq": twin.last_seq})
+    return twin
+
+
+def twin_set_speed(*, twin: Twin, speed) -> Twin:
+    if isinstance(speed, bool) or not isinstance(speed, int | float) or not np.isfinite(speed) or speed <= 0:
+        raise TwinInputError({"speed": ["must be a positive number of simulated seconds per second"]})
+    twin.speed = float(speed)
+    twin.save(update_fields=["speed", "updated_at"])
+    publish(twin.pk, {"speed": twin.speed, "time_s": twin.sim_time_s, "last_seq": twin.last_seq})
+    return twin
+
+
+def category_index(key: str) -> int:
+    keys = [c.key for c in reliability.fire_flyer_categories()]
+    if key not in keys:
+        raise TwinInputError({"category": [f"unknown category '{key}' (known: {', '.join(keys)})"]})
+    return keys.index(key)
+
+
+@transaction.atomic
+def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int | None = None,
+                kind: str = "injected", note: str = "") -> list[TwinEvent]:
+    """Apply one failure now, by hand or from a real event; it is logged and pushed like any other."""
+    twin = Twin.objects.select_for_update().get(pk=twin.pk)
+    index = category_index(category)
+    sim = simulator(twin, twin.state)
+    before = engine.Twin.from_bytes(sim.to_bytes(), nodes=sim.nodes, gpus_per_node=sim.gpus_per_node,
+                                    switches=sim.switches, jobs=sim.jobs, categories=sim.categories)
+    unit = sim.categories[index].unit
+    if unit == "gpu" and gpu is None:
+        raise TwinInputError({"target.gpu": [f"{category} happens on a GPU: give gpu (0-{sim.gpus - 1})"]})
+    if unit == "node" and node is None:
+        raise TwinInputError({"target.node": [f"{category} happens on a node: give node (0-{sim.nodes - 1})"]})
+    try:
+        events = sim.apply_failure(index, gpu=-1 if gpu is None else int(gpu), node=-1 if node is None else int(node),
+                                   kind=kind)
+    except simcore.ScenarioError as error:
+        raise TwinInputError({error.field: [error.reason]}) from error
+    if note:
+        events[0].message = f"{events[0].message}: {note}"
+    return _save(twin, sim, events, before)
+
+
+def parse_xid_line(twin: Twin, line: str) -> tuple[int, int]:
+    """(local GPU index, Xid code) from an NVIDIA driver kernel-log line."""
+    match = XID_LINE.search(line or "")
+    if match is None:
+        raise TwinInputError({"line": ["not an 'NVRM: Xid (PCI:dddd:bb:dd[.f]): <code>, ...' kernel-log line"]})
+    bus = _bus(match["bus"])
+    if bus not in twin.pci_bus_ids:
+        raise TwinInputError({"line": [f"PCI bus {bus} is not one of this twin's GPUs ({', '.join(twin.pci_bus_ids)})"]})
+    return twin.pci_bus_ids.index(bus), int(match["xid"])
+
+
+def twin_ingest(*, twin: Twin, payload: dict) -> list[TwinEvent]:
+    """A real event: ``{"node": n, "line": "NVRM: Xid ..."}`` or ``{"node": n, "gpu": local index,
+    "xid": code}`` or ``{"node": n, "category": key}``. Unknown Xid codes are refused."""
+    if not isinstance(payload, dict):
+        raise TwinInputError({"(body)": ["must be a JSON object"]})
+    unknown = set(payload) - {"node", "line", "gpu", "xid", "category"}
+    if unknown:
+        raise TwinInputError({sorted(unknown)[0]: ["unknown field"]})
+    node = payload.get("node")
+    if isinstance(node, bool) or not isinstance(node, int):
+        raise TwinInputError({"node": ["give the node index the event came from"]})
+    gpus_per_node = len(twin.pci_bus_ids)
+    if "line" in payload:
+        local, xid = parse_xid_line(twin, payload["line"])
+        category, note = f"xid-{xid}", payload["line"].strip()[:300]
+    elif "xid" in payload:
+        local, xid = payload.get("gpu"), payload["xid"]
+        if isinstance(local, bool) or not isinstance(local, int) or not 0 <= local < gpus_per_node:
+            raise TwinInputError({"gpu": [f"give the GPU's index in its node (0-{gpus_per_node - 1})"]})
+        if isinstance(xid, bool) or not isinstance(xid, int):
+            raise TwinInputError({"xid": ["must be a whole number"]})
+        category, note = f"xid-{xid}", ""
+    elif "category" in payload:
+        category_index(payload["category"])
+        return twin_inject(twin=twin, category=payload["category"], node=node, kind="ingested")
+    else:
+        raise TwinInputError({"(body)": ["give line, xid (with gpu) or category"]})
+    if xid not in reliability.FF_XID_COUNTS:
+        raise TwinInputError({"xid": [f"Xid {xid} is not a known category "
+                                      f"(known: {', '.join(map(str, reliability.FF_XID_COUNTS))})"]})
+    return twin_inject(twin=twin, category=category, gpu=node * gpus_per_node + local, kind="ingested", note=note)
+
+
+class Driver:
+    """Advances every running twin by speed x the wall time since its last tick, a few times a
+    second. One driver per deployment: the ``run_twins`` command, or a thread in the web process
+    when there is no Redis (the embedded default)."""
+
+    def __init__(self, tick_s: float = 0.2):
+        self.tick_s = tick_s
+        self.sims: dict[int, tuple[engine.Twin, float, int]] = {}
+        self.stopping = False
+
+    def tick(self, now: float | None = None):
+        now = time.monotonic() if now is None else now
+        running = {t.pk: t for t in Twin.objects.filter(status=Twin.Status.RUNNING).select_related(
+            "plan__node_type", "plan__switch", "plan__price_book")}
+        for pk in list(self.sims):
+            if pk not in running:
+                del self.sims[pk]
+        for pk, twin in running.items():
+            cached = self.sims.get(pk)
+            if cached is None or cached[2] != twin.last_seq:  # new, or changed elsewhere (inject, ingest)
+                self.sims[pk] = (simulator(twin, twin.state), now, twin.last_seq)
+                continue
+            sim, last, _ = cached
+            try:
+                sim = twin_advance(twin=twin, sim_seconds=twin.speed * (now - last), sim=sim)
+            except StaleTwin:
+                del self.sims[pk]  # reload the saved state on the next tick
+                continue
+            self.sims[pk] = (sim, now, twin.last_seq)
+
+    def run(self):
+        while not self.stopping:
+            start = time.monotonic()
+            self.tick(start)
+            time.sleep(max(0.0, self.tick_s - (time.monotonic() - start)))
