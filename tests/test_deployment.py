@@ -52,19 +52,21 @@ def test_bad_boolean_setting_is_named():
 def test_docker_compose_services():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert {"web", "worker", "redis", "postgres", "migrate"} <= set(services)
-    for name in ("web", "worker", "redis", "postgres"):
+    assert {"web", "worker", "redis", "postgres", "migrate", "twin-driver"} <= set(services)
+    for name in ("web", "worker", "redis", "postgres", "twin-driver"):
         assert "healthcheck" in services[name], name
     assert "daphne" in " ".join(services["web"]["command"])
     assert "celery" in " ".join(services["worker"]["command"])
     assert "load_catalog" in " ".join(services["migrate"]["command"])
-    for name in ("web", "worker", "migrate"):
+    assert "run_twins" in " ".join(services["twin-driver"]["command"])
+    assert "sim" in services["worker"]["command"][services["worker"]["command"].index("-Q") + 1]
+    for name in ("web", "worker", "migrate", "twin-driver"):
         env = services[name]["environment"]
         assert env["DATABASE_URL"].startswith("postgres://")
         assert env["REDIS_URL"].startswith("redis://redis:6379")
         assert env["DJANGO_SETTINGS_MODULE"] == "config.settings.production"
         assert services[name]["build"] == "." or services[name].get("image") == services["web"].get("image")
-    for name in ("web", "worker"):
+    for name in ("web", "worker", "twin-driver"):
         depends = services[name]["depends_on"]
         assert depends["migrate"]["condition"] == "service_completed_successfully"
         assert depends["redis"]["condition"] == "service_healthy"

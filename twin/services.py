@@ -162,8 +162,10 @@ def event_json(row: TwinEvent) -> dict:
 
 
 def publish(twin_id: int, delta: dict):
+    """Push a delta to the twin's viewers, stamped with the wall-clock time it left (for latency)."""
     layer = get_channel_layer()
     if layer is not None:
+        delta = {**delta, "published_at": time.time()}
         async_to_sync(layer.group_send)(twin_group(twin_id), {"type": "twin.delta", "delta": delta})
 
 

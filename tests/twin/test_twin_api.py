@@ -201,3 +201,59 @@ def test_bad_twin_requests(catalog, owner_client):
     assert many.status_code == 400 and "the jobs need 5000 nodes" in str(many.json())
     buses = owner_client.post("/api/twins/", {"plan": FF, "pci_bus_ids": ["0000:01:00"]}, format="json")
     assert buses.status_code == 400 and "8 distinct PCI bus ids" in buses.json()["pci_bus_ids"][0]
+
+
+@pytest.mark.services
+@pytest.mark.skipif(not __import__("os").environ.get("DATABASE_URL", "").startswith("postgres"),
+                    reason="the driver process needs the shared PostgreSQL database (CI sets DATABASE_URL)")
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_killed_driver_process_resumes_from_the_saved_state(catalog, owner_client, tmp_path):
+    """SIGKILL the run_twins process mid-run and start another: the event log stays gapless and
+    free of duplicates, and the clock keeps going from where the last saved tick left it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from django.db import connection
+
+    twin = create(owner_client, speed=4 * 86400.0)
+    owner_client.post(f"/api/twins/{twin.pk}/start/")
+    db = connection.settings_dict
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.base",
+           "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"}
+    root = Path(__file__).resolve().parents[2]
+
+    def start():
+        log = open(tmp_path / "driver.log", "ab")
+        return subprocess.Popen([sys.executable, "manage.py", "run_twins", "--tick", "0.1"], cwd=root, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def saved():
+        twin.refresh_from_db()
+        return twin.sim_time_s, twin.last_seq
+
+    def wait_until(predicate, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not predicate():
+            time.sleep(0.2)
+        return predicate()
+
+    driver = start()
+    try:
+        assert wait_until(lambda: saved()[1] >= 20), "the driver produced no events"
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=10)
+        time_at_kill, seq_at_kill = saved()
+        driver = start()
+        assert wait_until(lambda: saved()[0] > time_at_kill + 86400), "the restarted driver did not resume"
+    finally:
+        os.killpg(driver.pid, signal.SIGTERM)
+        driver.wait(timeout=20)
+    sim_time, last_seq = saved()
+    seqs = list(TwinEvent.objects.filter(twin=twin).values_list("seq", flat=True))
+    assert seqs == list(range(1, last_seq + 1)) and last_seq > seq_at_kill
+    times = list(TwinEvent.objects.filter(twin=twin).values_list("sim_time_s", flat=True))
+    assert times == sorted(times) and times[-1] <= sim_time
