@@ -223,6 +223,23 @@ class Twin:
         self._schedule(events)
         return events
 
+    def set_drained(self, node: int, drained: bool, events: list | None = None) -> list:
+        """An operator takes a node out of service (its job restarts elsewhere) or returns it."""
+        events = [] if events is None else events
+        if not 0 <= node < self.nodes:
+            raise ScenarioError("target.node", f"must be a node index below {self.nodes}")
+        if drained and self.node_state[node] == HEALTHY:
+            self.node_state[node] = DRAINED
+            events.append(TwinEvent(self.time_s, "drained", node=node, message=f"node {node} drained"))
+            job = int(self.node_job[node])
+            if job >= 0:
+                self._interrupt(job, events, f"node {node} drained")
+        elif not drained and self.node_state[node] == DRAINED:
+            self.node_state[node] = HEALTHY
+            events.append(TwinEvent(self.time_s, "undrained", node=node, message=f"node {node} back in service"))
+        self._schedule(events)
+        return events
+
     def _repair(self, events: list):
         due = (self.repair_until > 0) & (self.repair_until <= self.time_s)
         if not due.any():

@@ -237,6 +237,22 @@ def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int 
     return _save(twin, sim, events, before)
 
 
+@transaction.atomic
+def twin_drain(*, twin: Twin, node, drained: bool) -> list[TwinEvent]:
+    """Drain a node (take it out of service; its job restarts elsewhere) or return it."""
+    if isinstance(node, bool) or not isinstance(node, int):
+        raise TwinInputError({"node": ["give a node index"]})
+    twin = Twin.objects.select_for_update().get(pk=twin.pk)
+    sim = simulator(twin, twin.state)
+    before = engine.Twin.from_bytes(sim.to_bytes(), nodes=sim.nodes, gpus_per_node=sim.gpus_per_node,
+                                    switches=sim.switches, jobs=sim.jobs, categories=sim.categories)
+    try:
+        events = sim.set_drained(node, drained)
+    except simcore.ScenarioError as error:
+        raise TwinInputError({"node": [error.reason]}) from error
+    return _save(twin, sim, events, before)
+
+
 def parse_xid_line(twin: Twin, line: str) -> tuple[int, int]:
     """(local GPU index, Xid code) from an NVIDIA driver kernel-log line."""
     match = XID_LINE.search(line or "")

@@ -257,3 +257,18 @@ def test_a_killed_driver_process_resumes_from_the_saved_state(catalog, owner_cli
     assert seqs == list(range(1, last_seq + 1)) and last_seq > seq_at_kill
     times = list(TwinEvent.objects.filter(twin=twin).values_list("sim_time_s", flat=True))
     assert times == sorted(times) and times[-1] <= sim_time
+
+
+def test_draining_a_node_moves_its_job_and_returning_it_restores_it(catalog, owner_client):
+    twin = create(owner_client)
+    url = f"/api/twins/{twin.pk}/drain/"
+    drained = owner_client.post(url, {"node": 0, "drained": True}, format="json")
+    assert drained.status_code == 201
+    assert [e["kind"] for e in drained.json()["events"]][:2] == ["drained", "job-interrupted"]
+    state = owner_client.get(f"/api/twins/{twin.pk}/state/").json()
+    assert state["node_state"][0] == 4 and state["metrics"]["jobs"][0]["interruptions"] == 1
+    back = owner_client.post(url, {"node": 0, "drained": False}, format="json").json()["events"]
+    assert back[0]["kind"] == "undrained"
+    assert owner_client.get(f"/api/twins/{twin.pk}/state/").json()["node_state"][0] == 0
+    assert owner_client.post(url, {"node": 99_999}, format="json").status_code == 400
+    assert owner_client.post(url, {"node": 1, "drained": "yes"}, format="json").status_code == 400

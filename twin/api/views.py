@@ -148,6 +148,21 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
             return input_error(error)
         return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT},
+                   examples=[OpenApiExample("Drain node 12", value={"node": 12, "drained": True}, request_only=True)],
+                   description="Take a node out of service (drained: true; its job restarts on a spare) or back.")
+    @action(detail=True, methods=["post"])
+    def drain(self, request, pk=None):
+        twin = self.get_object()
+        drained = request.data.get("drained", True)
+        if not isinstance(drained, bool):
+            return Response({"drained": ["must be true or false"]}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            rows = services.twin_drain(twin=twin, node=request.data.get("node"), drained=drained)
+        except services.TwinInputError as error:
+            return input_error(error)
+        return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
+
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="Component states, metrics, latest events.")
     @action(detail=True, methods=["get"])
     def state(self, request, pk=None):
