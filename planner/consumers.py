@@ -21,12 +21,15 @@ class SweepProgressConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        state = await self._visible_state(user, int(self.scope["url_route"]["kwargs"]["sweep_id"]))
+        sweep_id = int(self.scope["url_route"]["kwargs"]["sweep_id"])
+        self.group = sweep_group(sweep_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)  # join first: miss nothing
+        state = await self._visible_state(user, sweep_id)
         if state is None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        self.group = sweep_group(state["id"])
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.last = state
         await self.accept()
         await self.send_json(state)
 
@@ -38,7 +41,16 @@ class SweepProgressConsumer(AsyncJsonWebsocketConsumer):
         """Viewers only listen; anything they send is ignored."""
 
     async def sweep_state(self, event):
-        await self.send_json(event["state"])
+        """Forward a state unless it is older than the last one sent (workers publish after their
+        own commits, so states can arrive out of order)."""
+        state = event["state"]
+        final = ("done", "failed", "cancelled")
+        if self.last["status"] in final or state["completed_chunks"] < self.last["completed_chunks"]:
+            return
+        if state == self.last:
+            return
+        self.last = state
+        await self.send_json(state)
 
     @database_sync_to_async
     def _visible_state(self, user, sweep_id):

@@ -97,11 +97,12 @@ def parse_axis(path: str, spec) -> Axis:
             step = spec["step"]
             if not isinstance(step, int | float) or isinstance(step, bool) or step <= 0 or not np.isfinite(step):
                 raise ScenarioError(f"{where}.step", "must be a number greater than zero")
-            count = int(np.floor((stop - start) / step + 1e-9)) + 1
+            span = np.floor((stop - start) / step + 1e-9) + 1
+            if not np.isfinite(span) or span > MAX_AXIS_VALUES:
+                raise ScenarioError(where, f"gives more than {MAX_AXIS_VALUES:,} values; at most {MAX_AXIS_VALUES:,} per axis")
+            count = int(span)
             if count < 1:
                 raise ScenarioError(where, "stop is below start: the range is empty")
-            if count > MAX_AXIS_VALUES:
-                raise ScenarioError(where, f"gives {count:,} values; at most {MAX_AXIS_VALUES:,} per axis")
             array = start + step * np.arange(count)
     if len(array) > MAX_AXIS_VALUES:
         raise ScenarioError(where, f"at most {MAX_AXIS_VALUES:,} values per axis")
@@ -161,9 +162,10 @@ def evaluate_points(base_document: dict, numeric_axes: list[Axis], indices: list
     result = evaluate_parsed(parsed, params or EngineParams())
     columns = {}
     for path in outputs:
-        value = np.asarray(dig(result, path))
-        if value.dtype == object:
-            raise ScenarioError(path, "is not a numeric metric")
+        value = dig(result, path)
+        if isinstance(value, dict | str | list) or np.asarray(value).dtype.kind not in "biuf":
+            raise ScenarioError(path, "is not a numeric metric (name a number in the result)")
+        value = np.asarray(value)
         columns[path] = np.broadcast_to(value.astype(float), (count,)).copy()
     fits = np.broadcast_to(np.asarray(result["fabric"]["fits"]), (count,))
     reason = np.where(fits, "", "the fabric cannot hold the endpoints").astype(object)
@@ -219,6 +221,9 @@ def parse_goal(spec) -> Goal:
     objective = spec["minimize" if sense == "min" else "maximize"]
     if not isinstance(objective, str):
         raise ScenarioError("goal.objective", "must be a metric path")
+    for key in ("constraints", "pareto"):
+        if not isinstance(spec.get(key, []), list):
+            raise ScenarioError(f"goal.{key}", "must be a list")
     constraints = []
     for i, item in enumerate(spec.get("constraints", [])):
         where = f"goal.constraints.{i}"

@@ -1,6 +1,8 @@
 """The digital twin's simulator: a cluster's components and jobs advancing in simulated time.
 
-State lives in NumPy arrays (a state code per GPU, node, node NIC and switch; arrays per job);
+State lives in NumPy arrays (a state code per GPU and per node; arrays per job). NIC, link and
+host faults act through their failure categories on the node they hit (an IB link flash cut
+interrupts the node's job); links and switches are not separate components yet.
 failures are drawn per category for a whole interval at once (Poisson counts, uniform times,
 uniform targets) from the engine's reliability model. Only the few events of an interval are
 handled one by one, in time order, with every job advanced to each event's time in one vector
@@ -57,16 +59,14 @@ class Twin:
 
     nodes: int
     gpus_per_node: int
-    switches: int
     jobs: list[Job]
     categories: list[FailureCategory] = field(default_factory=fire_flyer_categories)
     time_s: float = 0.0
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
     gpu_state: np.ndarray = None
     node_state: np.ndarray = None
-    nic_state: np.ndarray = None
-    switch_state: np.ndarray = None
     repair_until: np.ndarray = None  # per node, simulated seconds
+    node_drained: np.ndarray = None  # taken out of service by an operator (kept through repairs)
     node_job: np.ndarray = None  # job index holding each node, -1 when idle
     job_state: np.ndarray = None
     job_committed_s: np.ndarray = None  # productive work saved by checkpoints
@@ -80,10 +80,9 @@ class Twin:
     def __post_init__(self):
         if self.nodes < 1 or self.gpus_per_node < 1:
             raise ScenarioError("twin.nodes", "needs at least one node of at least one GPU")
-        if sum(job.nodes for job in self.jobs) > self.nodes:
-            raise ScenarioError("twin.jobs", f"the jobs need {sum(j.nodes for j in self.jobs)} nodes; "
-                                             f"the cluster has {self.nodes}")
-        for i, job in enumerate(self.jobs):
+        for i, job in enumerate(self.jobs):  # jobs that do not fit together wait their turn
+            if job.nodes > self.nodes:
+                raise ScenarioError(f"twin.jobs.{i}.nodes", f"{job.nodes} nodes; the cluster has {self.nodes}")
             for name in ("nodes", "work_s", "interval_s", "checkpoint_s"):
                 if getattr(job, name) <= 0:
                     raise ScenarioError(f"twin.jobs.{i}.{name}", "must be greater than zero")
@@ -104,9 +103,8 @@ class Twin:
     def _fresh_state(self):
         self.gpu_state = np.zeros(self.gpus, np.int8)
         self.node_state = np.zeros(self.nodes, np.int8)
-        self.nic_state = np.zeros(self.nodes, np.int8)
-        self.switch_state = np.zeros(self.switches, np.int8)
         self.repair_until = np.zeros(self.nodes)
+        self.node_drained = np.zeros(self.nodes, bool)
         self.node_job = np.full(self.nodes, -1, np.int32)
         n = len(self.jobs)
         self.job_state = np.full(n, WAITING, np.int8)
@@ -128,7 +126,7 @@ class Twin:
         work = np.array([j.work_s for j in self.jobs])
         return interval, checkpoint, restart, work
 
-    def _run_jobs(self, dt: float):
+    def _run_jobs(self, dt: float, events: list):
         """Advance every job by ``dt`` simulated seconds (vectorized over jobs)."""
         if dt <= 0 or not self.jobs:
             return
@@ -154,10 +152,13 @@ class Twin:
             self.job_committed_s = np.where(finished, work, self.job_committed_s)
             self.job_state = np.where(finished, DONE, self.job_state).astype(np.int8)
             self.node_job[np.isin(self.node_job, np.flatnonzero(finished))] = -1
+            events.extend(TwinEvent(float(self.job_finished_s[j]), "job-done", job=int(j),
+                                    message=f"{self.jobs[j].name}: done") for j in np.flatnonzero(finished))
+            self._schedule(events)  # the freed nodes may unblock a waiting job
 
     def _interrupt(self, job: int, events: list, cause: str):
         """The job loses its work since the last checkpoint and restarts (or waits for nodes)."""
-        if self.job_state[job] == DONE:
+        if self.job_state[job] in (DONE, WAITING):  # nothing running to interrupt
             return
         lost = self.job_segment_s[job] if self.job_state[job] == RUNNING else 0.0
         self.job_lost_s[job] += lost
@@ -170,7 +171,7 @@ class Twin:
 
     def _schedule(self, events: list):
         """Give every job whole healthy nodes, replacing failed ones from the idle pool."""
-        usable = (self.node_state == HEALTHY) & (self.nic_state != FAILED)
+        usable = (self.node_state == HEALTHY) & ~self.node_drained
         self.node_job[~usable & (self.node_job >= 0)] = -1
         for job, spec in enumerate(self.jobs):  # a handful of jobs
             if self.job_state[job] == DONE:
@@ -211,8 +212,6 @@ class Twin:
         if repair_s > 0:
             if category.unit == "gpu":
                 self.gpu_state[gpu] = FAILED if category.action in ("gpu-reset", "node-reboot") else REPAIR
-            if category.key == "ib-link":
-                self.nic_state[node] = FAILED
             self.node_state[node] = REPAIR if category.action == "replace" else FAILED
             self.repair_until[node] = max(self.repair_until[node], self.time_s + repair_s)
         events.append(TwinEvent(self.time_s, kind, category=category.key, gpu=gpu, node=node,
@@ -224,18 +223,24 @@ class Twin:
         return events
 
     def set_drained(self, node: int, drained: bool, events: list | None = None) -> list:
-        """An operator takes a node out of service (its job restarts elsewhere) or returns it."""
+        """An operator takes a node out of service (its job restarts elsewhere) or returns it; a
+        drained node that fails stays drained after its repair."""
         events = [] if events is None else events
         if not 0 <= node < self.nodes:
             raise ScenarioError("target.node", f"must be a node index below {self.nodes}")
-        if drained and self.node_state[node] == HEALTHY:
-            self.node_state[node] = DRAINED
+        if bool(self.node_drained[node]) == drained:
+            raise ScenarioError("target.node", f"node {node} is {'already' if drained else 'not'} drained")
+        self.node_drained[node] = drained
+        if drained:
+            if self.node_state[node] == HEALTHY:
+                self.node_state[node] = DRAINED
             events.append(TwinEvent(self.time_s, "drained", node=node, message=f"node {node} drained"))
             job = int(self.node_job[node])
             if job >= 0:
                 self._interrupt(job, events, f"node {node} drained")
-        elif not drained and self.node_state[node] == DRAINED:
-            self.node_state[node] = HEALTHY
+        else:
+            if self.node_state[node] == DRAINED:
+                self.node_state[node] = HEALTHY
             events.append(TwinEvent(self.time_s, "undrained", node=node, message=f"node {node} back in service"))
         self._schedule(events)
         return events
@@ -245,8 +250,7 @@ class Twin:
         if not due.any():
             return
         nodes = np.flatnonzero(due)
-        self.node_state[nodes] = HEALTHY
-        self.nic_state[nodes] = HEALTHY
+        self.node_state[nodes] = np.where(self.node_drained[nodes], DRAINED, HEALTHY)
         gpu_index = (nodes[:, None] * self.gpus_per_node + np.arange(self.gpus_per_node)).ravel()
         self.gpu_state[gpu_index] = HEALTHY
         self.repair_until[nodes] = 0.0
@@ -281,7 +285,7 @@ class Twin:
         while True:
             pending = self.repair_until[(self.repair_until > self.time_s) & (self.repair_until <= when)]
             stop = float(pending.min()) if pending.size else when
-            self._run_jobs(stop - self.time_s)
+            self._run_jobs(stop - self.time_s, events)
             self.time_s = stop
             self._repair(events)
             if stop >= when:
@@ -318,7 +322,7 @@ class Twin:
 
     # --- persistence ------------------------------------------------------------------------
 
-    ARRAYS = ("gpu_state", "node_state", "nic_state", "switch_state", "repair_until", "node_job", "job_state",
+    ARRAYS = ("gpu_state", "node_state", "repair_until", "node_drained", "node_job", "job_state",
               "job_committed_s", "job_segment_s", "job_restart_left_s", "job_started_s", "job_finished_s",
               "job_interruptions", "job_lost_s")
 
@@ -330,11 +334,16 @@ class Twin:
         return buffer.getvalue()
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, nodes, gpus_per_node, switches, jobs, categories=None) -> "Twin":
+    def from_bytes(cls, data: bytes, *, nodes, gpus_per_node, jobs, categories=None) -> "Twin":
         with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in cls.ARRAYS}
             meta = json.loads(str(npz["meta"]))
         rng = np.random.default_rng()
         rng.bit_generator.state = meta["rng"]
-        return cls(nodes=nodes, gpus_per_node=gpus_per_node, switches=switches, jobs=jobs,
+        return cls(nodes=nodes, gpus_per_node=gpus_per_node, jobs=jobs,
                    categories=categories or fire_flyer_categories(), time_s=meta["time_s"], rng=rng, **arrays)
+
+    def copy(self) -> "Twin":
+        """An independent copy (to diff states before and after a change)."""
+        return Twin.from_bytes(self.to_bytes(), nodes=self.nodes, gpus_per_node=self.gpus_per_node, jobs=self.jobs,
+                               categories=self.categories)

@@ -22,6 +22,7 @@ CLOSE_FORBIDDEN = 4403
 def merge(pending: dict, delta: dict) -> dict:
     merged = {**pending, **delta}
     merged["events"] = pending.get("events", []) + delta.get("events", [])
+    merged["dropped_events"] = pending.get("dropped_events", 0) + delta.get("dropped_events", 0)
     for key in ("gpus", "nodes"):
         if key in pending or key in delta:
             states = dict(map(tuple, pending.get(key, [])))
@@ -36,15 +37,19 @@ class TwinConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        state = await self._visible_snapshot(user, int(self.scope["url_route"]["kwargs"]["twin_id"]))
-        if state is None:
+        twin_id = int(self.scope["url_route"]["kwargs"]["twin_id"])
+        if not await self._may_view(user, twin_id):
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        self.group = twin_group(state["twin"])
+        # Join before reading the snapshot, so nothing published in between is missed; deltas
+        # already contained in the snapshot are dropped by sequence number.
+        self.group = twin_group(twin_id)
         self.pending = None
         self.last_sent = 0.0
         self.flusher = None
         await self.channel_layer.group_add(self.group, self.channel_name)
+        state = await self._snapshot(twin_id)
+        self.seen_seq = state["last_seq"]
         await self.accept()
         await self.send_json({"type": "snapshot", **state})
 
@@ -58,7 +63,12 @@ class TwinConsumer(AsyncJsonWebsocketConsumer):
         """Viewers only listen; controls go through the REST API."""
 
     async def twin_delta(self, event):
-        self.pending = merge(self.pending, event["delta"]) if self.pending else event["delta"]
+        delta = event["delta"]
+        if delta.get("last_seq", 0) < self.seen_seq:
+            return  # older than the snapshot this viewer started from
+        delta = {**delta, "events": [e for e in delta.get("events", []) if e["seq"] > self.seen_seq]}
+        self.seen_seq = max(self.seen_seq, delta.get("last_seq", 0))
+        self.pending = merge(self.pending, delta) if self.pending else delta
         wait = 1.0 / MAX_MESSAGES_PER_S - (time.monotonic() - self.last_sent)
         if wait <= 0:
             await self._flush()
@@ -78,8 +88,10 @@ class TwinConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "delta", **delta})
 
     @database_sync_to_async
-    def _visible_snapshot(self, user, twin_id):
-        twin = Twin.objects.select_related("plan__node_type").filter(pk=twin_id).first()
-        if twin is None or not (user.is_staff or twin.owner_id == user.id or twin.visibility == "shared"):
-            return None
-        return snapshot(twin)
+    def _may_view(self, user, twin_id) -> bool:
+        twin = Twin.objects.filter(pk=twin_id).only("owner_id", "visibility").first()
+        return twin is not None and (user.is_staff or twin.owner_id == user.id or twin.visibility == "shared")
+
+    @database_sync_to_async
+    def _snapshot(self, twin_id):
+        return snapshot(Twin.objects.get(pk=twin_id))

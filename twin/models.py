@@ -1,5 +1,8 @@
 """Live twins of a plan: their persisted simulator state and an append-only event log.
 
+A twin copies its cluster's dimensions and failure profile from the plan when it is made, so
+later edits to the plan do not change a running twin.
+
 Each driver tick saves the new events and the state they lead to in one transaction, so a
 driver that dies and restarts continues from the last saved state and neither loses nor
 replays events.
@@ -23,11 +26,16 @@ class Twin(models.Model):
     speed = models.FloatField(default=3600.0, help_text="Simulated seconds per wall-clock second.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.CREATED)
     visibility = models.CharField(max_length=8, choices=Visibility.choices, default=Visibility.PRIVATE)
+    node_count = models.PositiveIntegerField(help_text="The cluster's nodes when the twin was made.")
+    gpus_per_node = models.PositiveIntegerField()
+    failures_per_1000_node_days = models.FloatField(
+        null=True, blank=True, help_text="The plan's per-node failure rate, or empty for the Fire-Flyer profile.")
     jobs = models.JSONField(help_text="The job mix: name, nodes, work_s, interval_s, checkpoint_s, restart_s.")
     pci_bus_ids = models.JSONField(help_text="PCI bus id of each GPU of a node, in GPU order, to map Xid lines.")
     sim_time_s = models.FloatField(default=0.0)
     state = models.BinaryField(help_text="The simulator's arrays, clock and random-generator state.")
     last_seq = models.BigIntegerField(default=0, help_text="Sequence number of the newest event.")
+    error = models.TextField(blank=True, default="", help_text="Why the driver paused the twin, if it did.")
     metrics = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -58,7 +66,7 @@ class TwinEvent(models.Model):
 
 
 class TwinSample(models.Model):
-    """A metrics sample for the time series (one per simulated hour at most)."""
+    """A metrics sample for the time series: one per driver tick that crosses a simulated hour."""
 
     twin = models.ForeignKey(Twin, on_delete=models.CASCADE, related_name="samples")
     sim_time_s = models.FloatField()

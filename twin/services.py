@@ -3,6 +3,7 @@
 Every change is saved as one transaction (new events, state, clock, metrics), then pushed to the
 Channels group ``twin.<id>`` as a delta. The API, the driver and the tests all come through here.
 """
+import logging
 import re
 import time
 
@@ -16,7 +17,10 @@ from planner.adapters import scenario_document
 from simcore import reliability, twin as engine
 from twin.models import Twin, TwinEvent, TwinSample
 
+logger = logging.getLogger(__name__)
 SAMPLE_EVERY_S = 3600.0
+MAX_SPEED = 10_000_000.0  # about four simulated months per wall second
+MAX_JOBS = 64
 DEFAULT_PCI_BUS_IDS = [f"0000:{bus:02x}:00.0" for bus in (0x07, 0x0f, 0x47, 0x4e, 0x87, 0x90, 0xb7, 0xbd)]
 XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): "
                       r"(?P<xid>\d+),")
@@ -37,10 +41,14 @@ def twin_group(twin_id: int) -> str:
     return f"twin.{twin_id}"
 
 
-def _categories(plan):
-    if plan.failure_profile == "per-node-rate":
-        return reliability.meta_node_categories(plan.failures_per_1000_node_days)
+def _categories(failures_per_1000_node_days):
+    if failures_per_1000_node_days is not None:
+        return reliability.meta_node_categories(failures_per_1000_node_days)
     return reliability.fire_flyer_categories()
+
+
+def _plan_rate(plan):
+    return plan.failures_per_1000_node_days if plan.failure_profile == "per-node-rate" else None
 
 
 def default_jobs(plan) -> list[dict]:
@@ -51,11 +59,11 @@ def default_jobs(plan) -> list[dict]:
     spares = int(max(1, min(nodes // 10, np.ceil(nodes * (1 - result["reliability"]["node_availability"]) * 10))))
     job_nodes = max(1, nodes - spares)
     gpus = job_nodes * plan.node_type.accelerators_per_node
-    rate_s = reliability.interruption_rate_per_hour(_categories(plan), gpus, job_nodes) / 3600
+    rate_s = reliability.interruption_rate_per_hour(_categories(_plan_rate(plan)), gpus, job_nodes) / 3600
     checkpoint_s = 60.0
     restart_s = plan.restart_s if plan.restart_s is not None else float(simcore.training.startup_time_s(gpus))
     interval_s = plan.checkpoint_interval_s or float(reliability.optimal_interval_s(checkpoint_s, rate_s))
-    return [{"name": "main", "nodes": job_nodes, "work_s": 90 * 86400.0, "interval_s": interval_s,
+    return [{"name": "main", "nodes": job_nodes, "work_s": 365 * 86400.0, "interval_s": interval_s,
              "checkpoint_s": checkpoint_s, "restart_s": restart_s}]
 
 
@@ -78,18 +86,13 @@ def _jobs(specs: list[dict]) -> list[engine.Job]:
     return jobs
 
 
-def _switches(plan) -> int:
-    return int(simcore.evaluate(scenario_document(plan))["fabric"]["switches"])
-
-
 def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
-    plan = twin.plan
-    kwargs = dict(nodes=plan.node_count, gpus_per_node=plan.node_type.accelerators_per_node,
-                  switches=_switches(plan), jobs=_jobs(twin.jobs))
+    kwargs = dict(nodes=twin.node_count, gpus_per_node=twin.gpus_per_node, jobs=_jobs(twin.jobs),
+                  categories=_categories(twin.failures_per_1000_node_days))
     try:
         if state is None:
-            return engine.Twin(**kwargs, categories=_categories(plan), rng=np.random.default_rng(twin.seed))
-        return engine.Twin.from_bytes(state, **kwargs, categories=_categories(plan))
+            return engine.Twin(**kwargs, rng=np.random.default_rng(twin.seed))
+        return engine.Twin.from_bytes(state, **kwargs)
     except simcore.ScenarioError as error:
         raise TwinInputError({error.field: [error.reason]}) from error
 
@@ -97,13 +100,16 @@ def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
 @transaction.atomic
 def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 3600.0, jobs=None,
                 pci_bus_ids=None) -> Twin:
-    if not np.isfinite(speed) or speed <= 0:
-        raise TwinInputError({"speed": ["must be a positive number of simulated seconds per second"]})
+    _check_speed(speed)
     gpus_per_node = plan.node_type.accelerators_per_node
     buses = pci_bus_ids or DEFAULT_PCI_BUS_IDS[:gpus_per_node]
     if len(buses) != gpus_per_node or len({_bus(b) for b in buses}) != gpus_per_node:
         raise TwinInputError({"pci_bus_ids": [f"give {gpus_per_node} distinct PCI bus ids, one per GPU"]})
+    if jobs is not None and (not isinstance(jobs, list) or len(jobs) > MAX_JOBS):
+        raise TwinInputError({"jobs": [f"a list of at most {MAX_JOBS} jobs"]})
     twin = Twin(owner=owner, plan=plan, name=name or f"{plan.name} twin", seed=seed, speed=speed,
+                node_count=plan.node_count, gpus_per_node=gpus_per_node,
+                failures_per_1000_node_days=_plan_rate(plan),
                 jobs=jobs if jobs is not None else default_jobs(plan), pci_bus_ids=[_bus(b) for b in buses])
     sim = simulator(twin)
     twin.state = sim.to_bytes()
@@ -142,7 +148,7 @@ def _save(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: 
     if before is not None:
         delta["gpus"] = _changes(before.gpu_state, sim.gpu_state)
         delta["nodes"] = _changes(before.node_state, sim.node_state)
-    publish(twin.pk, delta)
+    transaction.on_commit(lambda: publish(twin.pk, delta))  # viewers never see a rolled-back change
     return rows
 
 
@@ -176,15 +182,14 @@ def snapshot(twin: Twin) -> dict:
     return {"twin": twin.pk, "status": twin.status, "speed": twin.speed, "time_s": sim.time_s,
             "last_seq": twin.last_seq, "gpus_per_node": sim.gpus_per_node,
             "gpu_state": sim.gpu_state.tolist(), "node_state": sim.node_state.tolist(),
-            "nic_state": sim.nic_state.tolist(), "state_names": list(engine.STATE_NAMES),
+            "state_names": list(engine.STATE_NAMES),
             "metrics": sim.metrics(), "events": [event_json(e) for e in reversed(recent)]}
 
 
 def twin_advance(*, twin: Twin, sim_seconds: float, sim: engine.Twin | None = None) -> engine.Twin:
     """Run the twin ``sim_seconds`` on from its saved state (or the driver's in-memory copy)."""
     sim = sim or simulator(twin, twin.state)
-    before = engine.Twin.from_bytes(sim.to_bytes(), nodes=sim.nodes, gpus_per_node=sim.gpus_per_node,
-                                    switches=sim.switches, jobs=sim.jobs, categories=sim.categories)
+    before = sim.copy()
     events = sim.advance(sim_seconds)
     _save(twin, sim, events, before)
     return sim
@@ -192,24 +197,30 @@ def twin_advance(*, twin: Twin, sim_seconds: float, sim: engine.Twin | None = No
 
 def twin_set_status(*, twin: Twin, status: str) -> Twin:
     twin.status = status
-    twin.save(update_fields=["status", "updated_at"])
+    twin.error = ""
+    twin.save(update_fields=["status", "error", "updated_at"])
     publish(twin.pk, {"status": status, "time_s": twin.sim_time_s, "last_seq": twin.last_seq})
     return twin
 
 
+def _check_speed(speed):
+    if isinstance(speed, bool) or not isinstance(speed, int | float) or not np.isfinite(speed) \
+            or not 0 < speed <= MAX_SPEED:
+        raise TwinInputError({"speed": [f"simulated seconds per wall second, above 0 and at most {MAX_SPEED:,.0f}"]})
+
+
 def twin_set_speed(*, twin: Twin, speed) -> Twin:
-    if isinstance(speed, bool) or not isinstance(speed, int | float) or not np.isfinite(speed) or speed <= 0:
-        raise TwinInputError({"speed": ["must be a positive number of simulated seconds per second"]})
+    _check_speed(speed)
     twin.speed = float(speed)
     twin.save(update_fields=["speed", "updated_at"])
     publish(twin.pk, {"speed": twin.speed, "time_s": twin.sim_time_s, "last_seq": twin.last_seq})
     return twin
 
 
-def category_index(key: str) -> int:
-    keys = [c.key for c in reliability.fire_flyer_categories()]
+def category_index(categories, key: str) -> int:
+    keys = [c.key for c in categories]
     if key not in keys:
-        raise TwinInputError({"category": [f"unknown category '{key}' (known: {', '.join(keys)})"]})
+        raise TwinInputError({"category": [f"unknown category '{key}' for this twin (known: {', '.join(keys)})"]})
     return keys.index(key)
 
 
@@ -218,10 +229,9 @@ def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int 
                 kind: str = "injected", note: str = "") -> list[TwinEvent]:
     """Apply one failure now, by hand or from a real event; it is logged and pushed like any other."""
     twin = Twin.objects.select_for_update().get(pk=twin.pk)
-    index = category_index(category)
     sim = simulator(twin, twin.state)
-    before = engine.Twin.from_bytes(sim.to_bytes(), nodes=sim.nodes, gpus_per_node=sim.gpus_per_node,
-                                    switches=sim.switches, jobs=sim.jobs, categories=sim.categories)
+    index = category_index(sim.categories, category)
+    before = sim.copy()
     unit = sim.categories[index].unit
     if unit == "gpu" and gpu is None:
         raise TwinInputError({"target.gpu": [f"{category} happens on a GPU: give gpu (0-{sim.gpus - 1})"]})
@@ -244,8 +254,7 @@ def twin_drain(*, twin: Twin, node, drained: bool) -> list[TwinEvent]:
         raise TwinInputError({"node": ["give a node index"]})
     twin = Twin.objects.select_for_update().get(pk=twin.pk)
     sim = simulator(twin, twin.state)
-    before = engine.Twin.from_bytes(sim.to_bytes(), nodes=sim.nodes, gpus_per_node=sim.gpus_per_node,
-                                    switches=sim.switches, jobs=sim.jobs, categories=sim.categories)
+    before = sim.copy()
     try:
         events = sim.set_drained(node, drained)
     except simcore.ScenarioError as error:
@@ -277,6 +286,8 @@ def twin_ingest(*, twin: Twin, payload: dict) -> list[TwinEvent]:
         raise TwinInputError({"node": ["give the node index the event came from"]})
     gpus_per_node = len(twin.pci_bus_ids)
     if "line" in payload:
+        if not isinstance(payload["line"], str):
+            raise TwinInputError({"line": ["must be a kernel-log line (a string)"]})
         local, xid = parse_xid_line(twin, payload["line"])
         category, note = f"xid-{xid}", payload["line"].strip()[:300]
     elif "xid" in payload:
@@ -287,7 +298,6 @@ def twin_ingest(*, twin: Twin, payload: dict) -> list[TwinEvent]:
             raise TwinInputError({"xid": ["must be a whole number"]})
         category, note = f"xid-{xid}", ""
     elif "category" in payload:
-        category_index(payload["category"])
         return twin_inject(twin=twin, category=payload["category"], node=node, kind="ingested")
     else:
         raise TwinInputError({"(body)": ["give line, xid (with gpu) or category"]})
@@ -315,17 +325,23 @@ class Driver:
             if pk not in running:
                 del self.sims[pk]
         for pk, twin in running.items():
-            cached = self.sims.get(pk)
-            if cached is None or cached[2] != twin.last_seq:  # new, or changed elsewhere (inject, ingest)
-                self.sims[pk] = (simulator(twin, twin.state), now, twin.last_seq)
-                continue
-            sim, last, _ = cached
             try:
-                sim = twin_advance(twin=twin, sim_seconds=twin.speed * (now - last), sim=sim)
+                self._tick_one(pk, twin, now)
             except StaleTwin:
-                del self.sims[pk]  # reload the saved state on the next tick
-                continue
-            self.sims[pk] = (sim, now, twin.last_seq)
+                self.sims.pop(pk, None)  # changed elsewhere: reload the saved state on the next tick
+            except Exception as error:  # noqa: BLE001 - one broken twin must not stop the others
+                logger.exception("twin %s stopped", pk)
+                self.sims.pop(pk, None)
+                Twin.objects.filter(pk=pk).update(status=Twin.Status.PAUSED, error=f"{type(error).__name__}: {error}")
+
+    def _tick_one(self, pk: int, twin: Twin, now: float):
+        cached = self.sims.get(pk)
+        if cached is None or cached[2] != twin.last_seq:  # new, or changed elsewhere (inject, ingest)
+            self.sims[pk] = (simulator(twin, twin.state), now, twin.last_seq)
+            return
+        sim, last, _ = cached
+        sim = twin_advance(twin=twin, sim_seconds=twin.speed * (now - last), sim=sim)
+        self.sims[pk] = (sim, now, twin.last_seq)
 
     def run(self):
         while not self.stopping:

@@ -28,6 +28,10 @@ CATEGORICAL_AXES = {
     "plan.switch": (Switch, "switch"),
 }
 SAMPLE_POINTS = 2_000
+MAX_COMBINATIONS = 64
+# Metrics only some workloads have (time and cost to train need tokens_to_train): a sweep stores
+# them when it names them in its outputs.
+OPTIONAL_OUTPUTS = {"training.time_to_train_days", "training.cost_to_train"}
 
 
 class SweepInputError(ValueError):
@@ -58,6 +62,8 @@ def parse_spec(spec: dict, has_workload: bool):
     except simcore.ScenarioError as error:
         raise _field_error(error) from error
     for axis in axes:
+        if axis.categorical and len(set(axis.values)) != len(axis.values):
+            raise SweepInputError({f"axes.{axis.path}": ["lists a part twice"]})
         if axis.categorical and axis.path not in CATEGORICAL_AXES:
             raise SweepInputError({f"axes.{axis.path}": [
                 f"takes numbers; named values work only for {', '.join(CATEGORICAL_AXES)}"]})
@@ -65,9 +71,13 @@ def parse_spec(spec: dict, has_workload: bool):
             raise SweepInputError({f"axes.{axis.path}": ["takes catalogue slugs"]})
         if axis.path.startswith("workload.") and not has_workload:
             raise SweepInputError({f"axes.{axis.path}": ["the sweep has no workload"]})
+    combinations = int(np.prod([len(a.values) for a in axes if a.categorical])) if axes else 1
+    if combinations > MAX_COMBINATIONS:
+        raise SweepInputError({"axes": [f"{combinations} combinations of catalogue parts; at most {MAX_COMBINATIONS}"]})
     outputs = spec.get("outputs")
     if outputs is None:
         outputs = list(engine.DEFAULT_OUTPUTS) + (list(engine.TRAINING_OUTPUTS) if has_workload else [])
+        outputs = [path for path in outputs if path not in OPTIONAL_OUTPUTS]
     if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs) or not outputs:
         raise SweepInputError({"outputs": ["must be a non-empty list of result metric paths"]})
     if goal is not None:
@@ -125,7 +135,7 @@ def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: d
                   base_document=base, total_points=size, chunk_size=chunk_size,
                   chunk_count=(size + chunk_size - 1) // chunk_size, engine_version=simcore.ENGINE_VERSION,
                   input_hash=digest)
-    previous = (Sweep.objects.filter(input_hash=digest, engine_version=simcore.ENGINE_VERSION,
+    previous = (Sweep.objects.filter(owner=owner, input_hash=digest, engine_version=simcore.ENGINE_VERSION,
                                      status=Sweep.Status.DONE, reused_from__isnull=True)
                 .order_by("created_at").first())
     if previous is not None:
@@ -144,10 +154,16 @@ def _check_sample(base: dict, axes: list[engine.Axis], outputs: list[str]):
     size = engine.grid_size(axes)
     points = np.unique(np.linspace(0, size - 1, min(size, SAMPLE_POINTS)).astype(np.int64))
     numeric = [a for a in axes if not a.categorical]
-    document = base["documents"][0]
     try:
         for axis in numeric:  # every value of every axis passes the engine's field checks
-            engine.evaluate_points(document, [axis], [np.arange(len(axis.values))], outputs)
+            for document, reason in zip(base["documents"], base["invalid"]):
+                if reason:
+                    continue
+                try:
+                    engine.evaluate_points(document, [axis], [np.arange(len(axis.values))], outputs)
+                except simcore.ScenarioError as error:
+                    if error.field == axis.path:
+                        raise
         columns = evaluate_chunk(base, axes, outputs, points)
     except simcore.ScenarioError as error:
         field = f"axes.{error.field}" if any(a.path == error.field for a in axes) else error.field
@@ -178,8 +194,14 @@ def evaluate_chunk(base: dict, axes: list[engine.Axis], outputs: list[str], poin
         if reason:
             columns["invalid_reason"][selected] = reason
             continue
-        part = engine.evaluate_points(base["documents"][value], [axes[i] for i in numeric],
-                                      [indices[i][selected] for i in numeric], outputs)
+        try:
+            part = engine.evaluate_points(base["documents"][value], [axes[i] for i in numeric],
+                                          [indices[i][selected] for i in numeric], outputs)
+        except simcore.ScenarioError as error:
+            if error.field in outputs or any(axes[i].path == error.field for i in numeric):
+                raise  # a bad axis value or output name: the caller reports it
+            columns["invalid_reason"][selected] = f"{error.field}: {error.reason}"  # this part combination
+            continue
         for path, array in part.items():
             columns[path][selected] = array
     return columns
@@ -215,6 +237,7 @@ def sweep_run_chunk(*, sweep_id: int, index: int) -> bool:
     if sweep is None or sweep.status in Sweep.FINAL:
         return False
     if SweepChunk.objects.filter(sweep_id=sweep_id, index=index).exists():
+        _record_progress(sweep_id)  # a redelivery after a crash between storing and recording
         return False
     if sweep.status == Sweep.Status.PENDING:
         Sweep.objects.filter(pk=sweep_id, status=Sweep.Status.PENDING).update(
@@ -230,7 +253,8 @@ def sweep_run_chunk(*, sweep_id: int, index: int) -> bool:
             SweepChunk.objects.create(sweep_id=sweep_id, index=index, start=start, stop=stop, data=data,
                                       invalid_points=invalid, seconds=time.perf_counter() - began)
     except IntegrityError:
-        return False  # another delivery of the same chunk stored it first
+        _record_progress(sweep_id)  # another delivery of the same chunk stored it first
+        return False
     _record_progress(sweep_id)
     return True
 

@@ -195,3 +195,52 @@ def test_run_sweep_command(catalog, user, eager_celery, tmp_path, capsys):
     path.write_text(json.dumps({"plan": FF, "axes": {"cluster.colour": [1]}}))
     with pytest.raises(CommandError, match="axes.cluster.colour: unknown field"):
         call_command("run_sweep", str(path), "--user", "reader")
+
+
+def test_default_outputs_fit_workloads_without_a_token_count(catalog, reader_client, eager_celery):
+    response = reader_client.post("/api/sweeps/", {"plan": FF, "workload": "vgg16-512",
+                                                   "axes": {"workload.gpus": [64, 128]}}, format="json")
+    assert response.status_code == 201, response.json()
+    assert "training.time_to_train_days" not in response.json()["spec"]["outputs"]
+
+
+def test_a_part_combination_the_engine_refuses_is_recorded_per_point(catalog, reader_client, eager_celery):
+    tf32 = {"plan.node_type": ["ff-pcie-a100", "ascend-910b-8card"], "cluster.node_count": [600, 1240]}
+    response = reader_client.post("/api/sweeps/", {"plan": FF, "workload": "vgg16-512", "axes": tf32},
+                                  format="json")
+    assert response.status_code == 201, response.json()
+    rows = reader_client.get(f"/api/sweeps/{response.json()['id']}/results/").json()["results"]
+    ascend = [r for r in rows if r["axes"]["plan.node_type"] == "ascend-910b-8card"]
+    assert ascend and all("no tf32 peak" in r["invalid_reason"] or "RoCE" in r["invalid_reason"] for r in ascend)
+    assert any(r["valid"] for r in rows)
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"axes": {"cluster.node_count": {"start": 1, "stop": 1e300, "step": 1e-300}}}, "axes.cluster.node_count"),
+    ({"axes": AXES, "goal": {"minimize": "cost.capex_total", "constraints": {"metric": "x"}}}, "goal.constraints"),
+    ({"axes": AXES, "outputs": ["cost.unpriced"]}, "cost.unpriced"),
+    ({"axes": {"plan.switch": ["qm8700", "qm8700"]}}, "axes.plan.switch"),
+])
+def test_more_bad_sweeps_answer_400(body, field, catalog, reader_client):
+    response = reader_client.post("/api/sweeps/", {"plan": FF, "workload": LLAMA, **body}, format="json")
+    assert response.status_code == 400 and field in response.json(), response.json()
+
+
+def test_a_redelivered_chunk_still_records_progress(catalog, reader_client, small_chunks, monkeypatch):
+    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    sweep = Sweep.objects.get(pk=create(reader_client).json()["id"])
+    assert sweep_run_chunk(sweep_id=sweep.pk, index=0)
+    Sweep.objects.filter(pk=sweep.pk).update(completed_chunks=0)  # as if the worker died before recording
+    assert not sweep_run_chunk(sweep_id=sweep.pk, index=0)  # the redelivery
+    assert Sweep.objects.get(pk=sweep.pk).completed_chunks == 1
+
+
+def test_results_are_reused_only_for_the_same_owner(catalog, reader_client, eager_celery, django_user_model):
+    from rest_framework.test import APIClient
+
+    first = create(reader_client).json()
+    other = APIClient()
+    other.force_authenticate(django_user_model.objects.create_user("other3", password="pw-other-1234"))
+    theirs = create(other).json()
+    assert theirs["reused_from"] is None and theirs["status"] == "done"
+    assert reader_client.delete(f"/api/sweeps/{first['id']}/").status_code == 204

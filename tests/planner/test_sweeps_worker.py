@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import copy
+
 import numpy as np
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
@@ -16,7 +18,9 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from planner.models import ClusterPlan, Sweep, SweepChunk, Workload
+import simcore
 from planner.services import sweeps as services
+from simcore.sweep import dig, set_path
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -127,6 +131,16 @@ def assert_complete_and_exact(sweep: Sweep):
     for path in outputs:
         assert np.array_equal(columns[path], direct[path], equal_nan=True), path
     assert np.array_equal(columns["valid"], direct["valid"])
+    # And point by point against plain simcore.evaluate of each point's own scenario document.
+    for point in np.linspace(0, sweep.total_points - 1, 25).astype(int):
+        document = copy.deepcopy(sweep.base_document["documents"][0])
+        for axis, index in zip(axes, np.unravel_index(point, services.engine.grid_shape(axes))):
+            set_path(document, axis.path, float(axis.values[index]))
+        result = simcore.evaluate(document)
+        for path in ("fabric.switches", "cost.capex_total", "training.step_time_s"):
+            expected = dig(result, path)
+            stored = columns[path][point]
+            assert (expected is None and np.isnan(stored)) or stored == expected, (point, path)
 
 
 def test_worker_completes_a_sweep_matching_direct_evaluation(api, settings, workers):

@@ -198,7 +198,7 @@ def test_bad_twin_requests(catalog, owner_client):
     many = owner_client.post("/api/twins/", {"plan": FF, "jobs": [{"name": "x", "nodes": 5000, "work_s": 1,
                                                                    "interval_s": 1, "checkpoint_s": 1,
                                                                    "restart_s": 1}]}, format="json")
-    assert many.status_code == 400 and "the jobs need 5000 nodes" in str(many.json())
+    assert many.status_code == 400 and "5000 nodes; the cluster has 1240" in str(many.json())
     buses = owner_client.post("/api/twins/", {"plan": FF, "pci_bus_ids": ["0000:01:00"]}, format="json")
     assert buses.status_code == 400 and "8 distinct PCI bus ids" in buses.json()["pci_bus_ids"][0]
 
@@ -272,3 +272,47 @@ def test_draining_a_node_moves_its_job_and_returning_it_restores_it(catalog, own
     assert owner_client.get(f"/api/twins/{twin.pk}/state/").json()["node_state"][0] == 0
     assert owner_client.post(url, {"node": 99_999}, format="json").status_code == 400
     assert owner_client.post(url, {"node": 1, "drained": "yes"}, format="json").status_code == 400
+
+
+def test_the_driver_skips_paused_twins_follows_speed_and_survives_a_broken_twin(catalog, owner_client):
+    fast, paused, broken = (create(owner_client, speed=86400.0) for _ in range(3))
+    for twin in (fast, paused, broken):
+        owner_client.post(f"/api/twins/{twin.pk}/start/")
+    owner_client.post(f"/api/twins/{paused.pk}/pause/")
+    Twin.objects.filter(pk=broken.pk).update(jobs=[{"name": "x"}])  # no longer a valid job mix
+    driver = services.Driver()
+    driver.tick(now=0.0)
+    driver.tick(now=1.0)
+    owner_client.post(f"/api/twins/{fast.pk}/speed/", {"speed": 3 * 86400.0}, format="json")
+    driver.tick(now=2.0)  # the new speed applies from here
+    driver.tick(now=3.0)
+    for twin in (fast, paused, broken):
+        twin.refresh_from_db()
+    assert fast.sim_time_s == pytest.approx(86400 + 2 * 3 * 86400)
+    assert paused.sim_time_s == 0.0
+    assert broken.status == "paused" and "jobs.0" in broken.error
+
+
+def test_a_per_node_rate_plan_injects_its_own_category(catalog, owner_client):
+    plan = owner_client.post(f"/api/plans/{FF}/clone/", {"slug": "meta-like"}, format="json")
+    assert plan.status_code == 201
+    owner_client.patch("/api/plans/meta-like/", {"failure_profile": "per-node-rate",
+                                                 "failures_per_1000_node_days": 6.5}, format="json")
+    twin = create(owner_client, plan="meta-like")
+    ok = owner_client.post(f"/api/twins/{twin.pk}/inject/", {"category": "node-failure", "node": 4}, format="json")
+    assert ok.status_code == 201 and ok.json()["events"][0]["category"] == "node-failure"
+    refused = owner_client.post(f"/api/twins/{twin.pk}/inject/", {"category": "xid-74", "gpu": 1}, format="json")
+    assert refused.status_code == 400 and "for this twin" in refused.json()["category"][0]
+    owner_client.patch("/api/plans/meta-like/", {"node_count": 100}, format="json")  # the twin keeps its own size
+    assert len(owner_client.get(f"/api/twins/{twin.pk}/state/").json()["node_state"]) == 1240
+
+
+def test_bad_bodies_answer_400_not_500(catalog, owner_client):
+    twin = create(owner_client)
+    url = f"/api/twins/{twin.pk}/"
+    assert owner_client.post(f"{url}speed/", [1, 2], format="json").status_code == 400
+    assert owner_client.post(f"{url}speed/", {"speed": 1e300}, format="json").status_code == 400
+    assert owner_client.post(f"{url}drain/", [0], format="json").status_code == 400
+    assert owner_client.post(f"{url}ingest/", {"node": 1, "line": 42}, format="json").json() == {
+        "line": ["must be a kernel-log line (a string)"]}
+    assert owner_client.post("/api/twins/", {"plan": FF, "seed": 2**70}, format="json").status_code == 400

@@ -17,7 +17,7 @@ def twin_with(job_nodes=1000, delta=300.0, restart=1200.0, seed=1):
     categories = fire_flyer_categories()
     rate = interruption_rate_per_hour(categories, job_nodes * 8, job_nodes) / 3600
     tau = float(optimal_interval_s(delta, rate))
-    twin = Twin(nodes=1250, gpus_per_node=8, switches=122, jobs=[Job("big", job_nodes, 1e12, tau, delta, restart)],
+    twin = Twin(nodes=1250, gpus_per_node=8, jobs=[Job("big", job_nodes, 1e12, tau, delta, restart)],
                 rng=np.random.default_rng(seed))
     return twin, tau, delta, restart, rate
 
@@ -57,7 +57,7 @@ def test_persisted_state_continues_exactly():
     for _ in range(50):
         a.advance(1800.0)
     first = [(e.time_s, e.kind, e.category, e.gpu, e.node) for _ in range(25) for e in b.advance(1800.0)]
-    restored = Twin.from_bytes(b.to_bytes(), nodes=1250, gpus_per_node=8, switches=122, jobs=b.jobs)
+    restored = Twin.from_bytes(b.to_bytes(), nodes=1250, gpus_per_node=8, jobs=b.jobs)
     second = [(e.time_s, e.kind, e.category, e.gpu, e.node) for _ in range(25) for e in restored.advance(1800.0)]
     assert restored.time_s == a.time_s
     assert np.array_equal(restored.node_state, a.node_state) and np.array_equal(restored.gpu_state, a.gpu_state)
@@ -66,11 +66,29 @@ def test_persisted_state_continues_exactly():
 
 
 def test_bad_twins_are_refused():
-    with pytest.raises(ScenarioError, match="the jobs need 2000 nodes"):
-        Twin(nodes=1000, gpus_per_node=8, switches=1, jobs=[Job("x", 2000, 1, 1, 1, 1)])
+    with pytest.raises(ScenarioError, match="2000 nodes; the cluster has 1000"):
+        Twin(nodes=1000, gpus_per_node=8, jobs=[Job("x", 2000, 1, 1, 1, 1)])
     with pytest.raises(ScenarioError) as raised:
-        Twin(nodes=10, gpus_per_node=8, switches=1, jobs=[Job("x", 5, 1, 0, 1, 1)])
+        Twin(nodes=10, gpus_per_node=8, jobs=[Job("x", 5, 1, 0, 1, 1)])
     assert raised.value.field == "twin.jobs.0.interval_s"
     twin, *_ = twin_with()
     with pytest.raises(ScenarioError, match="GPU index below 10000"):
         twin.apply_failure(0, gpu=10_000)
+
+
+def test_finished_jobs_free_their_nodes_for_waiting_ones_and_drains_survive_repairs():
+    twin = Twin(nodes=10, gpus_per_node=8, jobs=[Job("short", 6, 3600.0, 600.0, 10.0, 0.0),
+                                                 Job("next", 6, 1e9, 600.0, 10.0, 0.0)],
+                categories=[], rng=np.random.default_rng(0))
+    assert twin.metrics()["jobs"][1]["state"] == "waiting for nodes"
+    events = twin.advance(2 * 3600.0)
+    assert "job-done" in [e.kind for e in events]
+    assert twin.metrics()["jobs"][1]["state"] in ("restarting", "running")
+    twin2, *_ = twin_with(job_nodes=100)
+    twin2.set_drained(7, True)
+    xid79 = [c.key for c in twin2.categories].index("xid-79")
+    twin2.apply_failure(xid79, gpu=7 * 8)
+    twin2.advance(80 * 3600.0)
+    assert twin2.node_state[7] == 4 and twin2.node_job[7] == -1  # repaired, still drained
+    with pytest.raises(ScenarioError, match="already drained"):
+        twin2.set_drained(7, True)

@@ -21,14 +21,15 @@ class TwinSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Twin
-        fields = ["id", "name", "owner", "plan", "status", "visibility", "seed", "speed", "sim_time_s", "last_seq",
-                  "jobs", "pci_bus_ids", "metrics", "created_at", "updated_at"]
+        fields = ["id", "name", "owner", "plan", "status", "error", "visibility", "seed", "speed", "node_count",
+                  "gpus_per_node", "sim_time_s", "last_seq", "jobs", "pci_bus_ids", "metrics", "created_at",
+                  "updated_at"]
 
 
 class TwinCreateSerializer(serializers.Serializer):
     plan = serializers.SlugField()
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    seed = serializers.IntegerField(min_value=0, default=0)
+    seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, default=0)
     speed = serializers.FloatField(default=3600.0, help_text="simulated seconds per wall-clock second")
     visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.PRIVATE)
     jobs = serializers.ListField(child=serializers.DictField(), required=False,
@@ -55,6 +56,12 @@ def input_error(error: services.TwinInputError) -> Response:
     return Response(error.errors, status=status.HTTP_400_BAD_REQUEST)
 
 
+def body(request) -> dict:
+    if not isinstance(request.data, dict):
+        raise serializers.ValidationError({"(body)": ["must be a JSON object"]})
+    return request.data
+
+
 INGEST_EXAMPLE = OpenApiExample("A kernel-log line from node 3", request_only=True, value={
     "node": 3, "line": "NVRM: Xid (PCI:0000:47:00): 74, pid=1234, name=python, NVLink: fatal error detected"})
 
@@ -75,9 +82,9 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
 
     @extend_schema(request=TwinCreateSerializer, responses={201: TwinSerializer})
     def create(self, request):
-        body = TwinCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        request_body = TwinCreateSerializer(data=request.data)
+        request_body.is_valid(raise_exception=True)
+        data = request_body.validated_data
         plan = visible_to(ClusterPlan.objects.all(), request.user).filter(slug=data["plan"]).first()
         if plan is None:
             raise serializers.ValidationError({"plan": [f"no plan '{data['plan']}' is visible to you"]})
@@ -119,7 +126,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     def speed(self, request, pk=None):
         twin = self.get_object()
         try:
-            services.twin_set_speed(twin=twin, speed=request.data.get("speed"))
+            services.twin_set_speed(twin=twin, speed=body(request).get("speed"))
         except services.TwinInputError as error:
             return input_error(error)
         return Response(TwinSerializer(twin).data)
@@ -128,10 +135,10 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     @action(detail=True, methods=["post"])
     def inject(self, request, pk=None):
         twin = self.get_object()
-        body = InjectSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        request_body = InjectSerializer(data=request.data)
+        request_body.is_valid(raise_exception=True)
         try:
-            rows = services.twin_inject(twin=twin, **body.validated_data)
+            rows = services.twin_inject(twin=twin, **request_body.validated_data)
         except services.TwinInputError as error:
             return input_error(error)
         return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
@@ -154,11 +161,12 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     @action(detail=True, methods=["post"])
     def drain(self, request, pk=None):
         twin = self.get_object()
-        drained = request.data.get("drained", True)
+        data = body(request)
+        drained = data.get("drained", True)
         if not isinstance(drained, bool):
             return Response({"drained": ["must be true or false"]}, status=status.HTTP_400_BAD_REQUEST)
         try:
-            rows = services.twin_drain(twin=twin, node=request.data.get("node"), drained=drained)
+            rows = services.twin_drain(twin=twin, node=data.get("node"), drained=drained)
         except services.TwinInputError as error:
             return input_error(error)
         return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
