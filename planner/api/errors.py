@@ -14,11 +14,19 @@ def as_drf_validation_error(error: DjangoValidationError) -> ValidationError:
     return ValidationError({"non_field_errors": error.messages})
 
 
+def _describe(obj) -> str:
+    """Catalogue entries by name; anything a user owns (plans, sweeps, twins) only by its kind,
+    so that a 409 never reveals another user's private work."""
+    if hasattr(obj, "owner_id"):
+        return f"a {obj._meta.verbose_name}"
+    return str(obj)
+
+
 def exception_handler(exc, context):
     if isinstance(exc, DjangoValidationError):
         exc = as_drf_validation_error(exc)
     if isinstance(exc, ProtectedError):
-        used_by = sorted(str(obj) for obj in exc.protected_objects)
+        used_by = sorted(_describe(obj) for obj in exc.protected_objects)
         return Response(
             {"detail": "this entry is still referenced and cannot be deleted", "referenced_by": used_by},
             status=status.HTTP_409_CONFLICT,

@@ -429,3 +429,15 @@ def test_a_preset_never_replaces_a_users_plan(catalog, user):
     with pytest.raises(CatalogFileError, match="belongs to a user's entry"):
         catalog_load()
     assert ClusterPlan.objects.get(slug=FF).owner == user
+
+
+def test_a_409_never_names_another_users_plan(my_plan, editor_client):
+    editor_client.force_authenticate(get_user_model().objects.get(username="editor"))
+    from planner.models import Switch
+
+    Switch.objects.create(slug="only-mine", name="Only mine", vendor="x", source="test", confidence="estimate",
+                          radix=40, port_speed_gbit_s=200, protocol="ib")
+    ClusterPlan.objects.filter(slug=my_plan["slug"]).update(switch=Switch.objects.get(slug="only-mine"))
+    response = editor_client.delete("/api/catalog/switches/only-mine/")
+    assert response.status_code == 409
+    assert response.json()["referenced_by"] == ["a cluster plan"]
