@@ -147,6 +147,7 @@ CELERY_TASK_ROUTES = {"planner.tasks.run_sweep_chunk": {"queue": "sim"}}
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT_S", "3600"))}
 
 SWEEP_MAX_POINTS = int(os.environ.get("SWEEP_MAX_POINTS", "5000000"))
+TWIN_MAX_RUNNING_PER_USER = int(os.environ.get("TWIN_MAX_RUNNING_PER_USER", "4"))
 SWEEP_CHUNK_POINTS = int(os.environ.get("SWEEP_CHUNK_POINTS", "50000"))
 
 # Anonymous read access to the catalogue is off unless this setting opens it.

@@ -316,3 +316,14 @@ def test_bad_bodies_answer_400_not_500(catalog, owner_client):
     assert owner_client.post(f"{url}ingest/", {"node": 1, "line": 42}, format="json").json() == {
         "line": ["must be a kernel-log line (a string)"]}
     assert owner_client.post("/api/twins/", {"plan": FF, "seed": 2**70}, format="json").status_code == 400
+
+
+def test_running_twins_per_user_are_capped(catalog, owner_client, settings):
+    settings.TWIN_MAX_RUNNING_PER_USER = 1
+    first, second = create(owner_client), create(owner_client)
+    assert owner_client.post(f"/api/twins/{first.pk}/start/").status_code == 200
+    refused = owner_client.post(f"/api/twins/{second.pk}/start/")
+    assert refused.status_code == 400 and "at most 1 running twins" in refused.json()["status"][0]
+    assert owner_client.post(f"/api/twins/{first.pk}/resume/").status_code == 200  # already running: fine
+    owner_client.post(f"/api/twins/{first.pk}/pause/")
+    assert owner_client.post(f"/api/twins/{second.pk}/start/").status_code == 200

@@ -1,4 +1,5 @@
 """Twins: create from a plan, control, inject and ingest failures, read state, events and metrics."""
+from django.conf import settings
 from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -100,6 +101,11 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
 
     def _status(self, new_status):
         twin = self.get_object()
+        if new_status == Twin.Status.RUNNING and twin.status != Twin.Status.RUNNING:
+            cap = settings.TWIN_MAX_RUNNING_PER_USER
+            if Twin.objects.filter(owner_id=twin.owner_id, status=Twin.Status.RUNNING).count() >= cap:
+                raise serializers.ValidationError({"status": [
+                    f"at most {cap} running twins per user (TWIN_MAX_RUNNING_PER_USER); pause one first"]})
         services.twin_set_status(twin=twin, status=new_status)
         if new_status == Twin.Status.RUNNING:
             ensure_local_driver()
