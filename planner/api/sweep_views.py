@@ -1,4 +1,6 @@
 """Sweeps: submit a grid around a plan, follow its progress, read, filter and export its points."""
+import numpy as np
+from django.db.models import F, Sum
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -122,6 +124,15 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None):
         sweep = self.get_object()
+        page, size = self._page(request)
+        unfiltered = not any(request.query_params.get(k) for k in ("valid", "feasible", "order_by"))
+        if unfiltered:  # read only the chunks that hold this page
+            first = (page - 1) * size
+            columns = services.sweep_columns(sweep, range(first, first + size))
+            stored = sweep.results_sweep.chunks.aggregate(n=Sum(F("stop") - F("start")))["n"] or 0
+            chosen = np.flatnonzero((columns["point"] >= first) & (columns["point"] < first + size))
+            return Response({"count": stored, "page": page, "page_size": size, "stored_points": stored,
+                             "results": services.sweep_rows(columns, chosen)})
         columns = services.sweep_columns(sweep)
         feasible = bool_param(request, "feasible")
         feasible_points = None
@@ -135,7 +146,6 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
                                               feasible_points=feasible_points)
         except services.SweepInputError as error:
             return Response(error.errors, status=status.HTTP_400_BAD_REQUEST)
-        page, size = self._page(request)
         rows = services.sweep_rows(columns, selection[(page - 1) * size: page * size])
         return Response({"count": int(selection.size), "page": page, "page_size": size,
                          "stored_points": int(columns["point"].size), "results": rows})

@@ -297,10 +297,14 @@ def pending_chunks(sweep: Sweep) -> list[int]:
     return [i for i in range(sweep.chunk_count) if i not in done]
 
 
-def sweep_columns(sweep: Sweep) -> dict[str, np.ndarray]:
-    """Every stored point's outputs, axis values and validity, in grid order."""
+def sweep_columns(sweep: Sweep, points: range | None = None) -> dict[str, np.ndarray]:
+    """Every stored point's outputs, axis values and validity, in grid order; with ``points``,
+    only the chunks that hold those grid points are read (a page without filters)."""
     source = sweep.results_sweep
-    chunks = list(source.chunks.order_by("index").values_list("start", "data"))
+    chunks = source.chunks.order_by("index")
+    if points is not None:
+        chunks = chunks.filter(stop__gt=points.start, start__lt=points.stop)
+    chunks = list(chunks.values_list("start", "data"))
     axes, _, outputs = sweep_axes(source)
     if not chunks:
         return {"point": np.zeros(0, dtype=np.int64), **{p: np.zeros(0) for p in outputs},

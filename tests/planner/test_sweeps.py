@@ -244,3 +244,13 @@ def test_results_are_reused_only_for_the_same_owner(catalog, reader_client, eage
     theirs = create(other).json()
     assert theirs["reused_from"] is None and theirs["status"] == "done"
     assert reader_client.delete(f"/api/sweeps/{first['id']}/").status_code == 204
+
+
+def test_an_unfiltered_page_reads_only_its_chunks_and_matches_the_full_read(catalog, reader_client, eager_celery,
+                                                                            small_chunks):
+    sweep = create(reader_client).json()
+    url = f"/api/sweeps/{sweep['id']}/results/"
+    fast = reader_client.get(url, {"page": 3, "page_size": 20}).json()
+    full = reader_client.get(url, {"page": 3, "page_size": 20, "order_by": "point"}).json()
+    assert fast["results"] == full["results"] and fast["count"] == full["count"] == 135
+    assert [r["point"] for r in fast["results"]] == list(range(40, 60))
