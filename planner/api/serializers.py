@@ -208,6 +208,7 @@ class AccessTokenSerializer(serializers.ModelSerializer):
         model = AccessToken
         fields = ["id", "name", "read_only", "key", "created_at", "last_used_at"]
         read_only_fields = ["created_at", "last_used_at"]
+        extra_kwargs = {"name": {"required": True}}
 
     def validate_name(self, name):
         if name == "default":

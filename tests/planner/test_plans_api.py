@@ -307,6 +307,8 @@ def test_tokens_endpoint(catalog, reader_client, user):
     assert created.status_code == 201 and len(created.json()["key"]) == 40
     listed = reader_client.get("/api/tokens/").json()
     assert [t["name"] for t in listed] == ["nightly"] and "key" not in listed[0]
+    unnamed = reader_client.post("/api/tokens/", {"read_only": True}, format="json")
+    assert unnamed.status_code == 400 and "required" in unnamed.json()["name"][0]
     duplicate = reader_client.post("/api/tokens/", {"name": "nightly"}, format="json")
     assert duplicate.status_code == 400 and "already have a token" in str(duplicate.json()["name"])
     assert reader_client.delete(f"/api/tokens/{created.json()['id']}/").status_code == 204
