@@ -1,0 +1,117 @@
+"""Who may do what: every kind of caller against the API's endpoints and websocket routes.
+
+Callers: anonymous; the owner's read-only token; another signed-in user; the owner; staff.
+The owner has a private plan, workload, sweep and twin. Each cell is the expected status code.
+"""
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+from rest_framework.test import APIClient
+
+from planner.models import AccessToken, ClusterPlan, Sweep, Workload
+from planner.services.sweeps import sweep_create
+from twin.services import twin_create
+
+CALLERS = ("anonymous", "read_only_token", "other_user", "owner", "staff")
+SWITCH = {"slug": "matrix-switch", "name": "M", "vendor": "x", "source": "test", "confidence": "estimate",
+          "radix": 40, "port_speed_gbit_s": 200, "protocol": "ib"}
+SCENARIO = {"cluster": {"node_count": 10, "node": {"gpus": 8, "accelerator": {"peak_fp16_tflops": 312, "tdp_w": 400},
+                                                   "compute_nics": 1, "compute_nic_gbit_s": 200},
+                        "fabric": {"switch_radix": 40, "switch_gbit_s": 200}}}
+
+# (method, path template, body, expected codes for CALLERS in order)
+MATRIX = [
+    ("get", "/api/catalog/switches/", None, (401, 200, 200, 200, 200)),
+    ("post", "/api/catalog/switches/", SWITCH, (401, 403, 403, 403, 403)),
+    ("get", "/api/plans/{plan}/", None, (401, 200, 404, 200, 200)),
+    ("patch", "/api/plans/{plan}/", {"description": "changed"}, (401, 403, 404, 200, 200)),
+    ("delete", "/api/plans/{plan}/", None, (401, 403, 404, 409, 409)),  # its sweep and twin protect it
+    ("post", "/api/plans/{plan}/evaluate/", {}, (401, 200, 404, 200, 200)),
+    ("get", "/api/plans/{plan}/bom/", None, (401, 200, 404, 200, 200)),
+    ("post", "/api/plans/{plan}/clone/", {"slug": "matrix-copy"}, (401, 403, 404, 201, 201)),
+    ("get", "/api/plans/compare/?ids={plan},ff2-pcie-2zone", None, (401, 200, 400, 200, 200)),
+    ("patch", "/api/plans/ff2-pcie-2zone/", {"description": "changed"}, (401, 403, 403, 403, 200)),
+    ("post", "/api/plans/", {"slug": "matrix-new", "name": "N", "node_type": "ff-pcie-a100", "node_count": 8,
+                             "switch": "qm8700", "price_book": "fire-flyer-relative"}, (401, 403, 201, 201, 201)),
+    ("get", "/api/workloads/{workload}/", None, (401, 200, 404, 200, 200)),
+    ("delete", "/api/workloads/{workload}/", None, (401, 403, 404, 204, 204)),
+    ("post", "/api/evaluate/", SCENARIO, (401, 200, 200, 200, 200)),
+    ("get", "/api/sweeps/{sweep}/", None, (401, 200, 404, 200, 200)),
+    ("get", "/api/sweeps/{sweep}/results/", None, (401, 200, 404, 200, 200)),
+    ("post", "/api/sweeps/{sweep}/cancel/", None, (401, 403, 404, 200, 200)),
+    ("get", "/api/twins/{twin}/state/", None, (401, 200, 404, 200, 200)),
+    ("post", "/api/twins/{twin}/inject/", {"category": "xid-74", "gpu": 0}, (401, 403, 404, 201, 201)),
+    ("post", "/api/twins/{twin}/pause/", None, (401, 403, 404, 200, 200)),
+    ("get", "/api/twins/{twin}/events/", None, (401, 200, 404, 200, 200)),
+    ("post", "/api/tokens/", {"name": "matrix"}, (401, 403, 201, 201, 201)),
+]
+
+
+@pytest.fixture
+def world(catalog, django_user_model, monkeypatch):
+    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    owner = django_user_model.objects.create_user("owner", password="pw-owner-1234")
+    other = django_user_model.objects.create_user("other", password="pw-other-1234")
+    staff = django_user_model.objects.create_user("staff", password="pw-staff-1234", is_staff=True)
+    preset = ClusterPlan.objects.get(slug="ff2-pcie-2zone")
+    plan = ClusterPlan.objects.get(pk=preset.pk)
+    plan.pk, plan.slug, plan.owner, plan.visibility, plan.node_count = None, "private-plan", owner, "private", 64
+    plan.save()
+    workload = Workload.objects.get(slug="llama-13b-512")
+    workload.pk, workload.slug, workload.owner, workload.visibility = None, "private-workload", owner, "private"
+    workload.save()
+    sweep = sweep_create(owner=owner, plan=plan, workload=None, spec={"axes": {"cluster.node_count": [32, 64]}})
+    twin = twin_create(owner=owner, plan=plan, jobs=[{"name": "j", "nodes": 8, "work_s": 1e6, "interval_s": 600,
+                                                      "checkpoint_s": 30, "restart_s": 60}])
+    clients = {"anonymous": APIClient()}
+    for name, user in (("other_user", other), ("owner", owner), ("staff", staff)):
+        clients[name] = APIClient()
+        clients[name].force_authenticate(user)
+    read_only = AccessToken.objects.create(user=owner, name="ro", read_only=True)
+    clients["read_only_token"] = APIClient()
+    clients["read_only_token"].credentials(HTTP_AUTHORIZATION=f"Token {read_only.key}")
+    ids = {"plan": plan.slug, "workload": workload.slug, "sweep": sweep.pk, "twin": twin.pk}
+    return clients, ids, {"owner": owner, "other_user": other, "staff": staff}
+
+
+@pytest.mark.parametrize("caller_index,caller", list(enumerate(CALLERS)))
+@pytest.mark.parametrize("method,path,body,expected", MATRIX, ids=[f"{m} {p}" for m, p, _, _ in MATRIX])
+def test_authorization_matrix(method, path, body, expected, caller_index, caller, world):
+    clients, ids, _ = world
+    response = getattr(clients[caller], method)(path.format(**ids), body, format="json")
+    assert response.status_code == expected[caller_index], (caller, method, path, response.content[:300])
+
+
+WEBSOCKETS = [("/ws/sweeps/{sweep}/", Sweep), ("/ws/twins/{twin}/", None)]
+SOCKET_EXPECTED = {"anonymous": 4401, "other_user": 4403, "owner": True, "staff": True}
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize("route", [r for r, _ in WEBSOCKETS])
+def test_websocket_routes_authorize_viewers(route, world):
+    from config.asgi import application
+
+    _, ids, users = world
+    headers = {}
+    for name in ("other_user", "owner", "staff"):
+        client = Client()
+        client.force_login(users[name])
+        headers[name] = [(b"origin", b"http://localhost"),
+                         (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())]
+    headers["anonymous"] = [(b"origin", b"http://localhost")]
+
+    async def attempt(header):
+        communicator = WebsocketCommunicator(application, route.format(**ids), headers=header)
+        connected, code = await communicator.connect()
+        await communicator.disconnect()
+        return connected, code
+
+    for caller, expected in SOCKET_EXPECTED.items():
+        connected, code = async_to_sync(attempt)(headers[caller])
+        if expected is True:
+            assert connected, caller
+        else:
+            assert (connected, code) == (False, expected), caller
+    foreign = [(b"origin", b"http://evil.example"), headers["owner"][1]]
+    assert async_to_sync(attempt)(foreign)[0] is False
