@@ -6,22 +6,15 @@ Prints the median, 95th percentile and maximum latency. Uses DATABASE_URL like t
 catalogue is loaded first (idempotent) and a benchmark user is created if missing.
 """
 import argparse
-import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+from benchsetup import bench_user
 
 
 def main() -> int:
-    import django
-
-    django.setup()
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
+    user = bench_user()
     from rest_framework.test import APIClient
 
     from planner.services.accounts import token_for
@@ -32,9 +25,6 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=50)
     args = parser.parse_args()
 
-    call_command("migrate", verbosity=0)
-    call_command("load_catalog", verbosity=0)
-    user, _ = get_user_model().objects.get_or_create(username="bench")
     client = APIClient(SERVER_NAME="localhost")
     client.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user, name='bench').key}")
     body = {"workload": args.workload} if args.workload else {}

@@ -12,11 +12,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+from benchsetup import ROOT, bench_user
 
 
 def main() -> int:
@@ -28,21 +25,14 @@ def main() -> int:
         print("error: set REDIS_URL (and a shared DATABASE_URL) to run workers", file=sys.stderr)
         return 2
 
-    import django
-
-    django.setup()
+    owner = bench_user()
     import numpy as np
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
 
     from config.celery import app
     from planner.models import ClusterPlan, Sweep, Workload
     from planner.services import sweeps
     from planner.tasks import sweep_enqueue
 
-    call_command("migrate", verbosity=0)
-    call_command("load_catalog", verbosity=0)
-    owner, _ = get_user_model().objects.get_or_create(username="bench")
     plan = ClusterPlan.objects.get(slug="ff2-pcie-2zone")
     workload = Workload.objects.get(slug="llama-13b-512")
     node_values = 1200

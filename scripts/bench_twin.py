@@ -21,11 +21,8 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+from benchsetup import ROOT, bench_user
 PORT = 8799
 
 
@@ -91,19 +88,12 @@ def main() -> int:
     if not os.environ.get("REDIS_URL"):
         print("error: set REDIS_URL and a shared DATABASE_URL", file=sys.stderr)
         return 2
-    import django
-
-    django.setup()
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
+    user = bench_user()
     from django.test import Client
 
     from planner.models import ClusterPlan
     from twin.services import twin_create
 
-    call_command("migrate", verbosity=0)
-    call_command("load_catalog", verbosity=0)
-    user, _ = get_user_model().objects.get_or_create(username="bench")
     plan = ClusterPlan.objects.get(slug="ff2-pcie-2zone")
 
     for speed in (1_000.0, 100_000.0):

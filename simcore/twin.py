@@ -342,8 +342,3 @@ class Twin:
         rng.bit_generator.state = meta["rng"]
         return cls(nodes=nodes, gpus_per_node=gpus_per_node, jobs=jobs,
                    categories=categories or fire_flyer_categories(), time_s=meta["time_s"], rng=rng, **arrays)
-
-    def copy(self) -> "Twin":
-        """An independent copy (to diff states before and after a change)."""
-        return Twin.from_bytes(self.to_bytes(), nodes=self.nodes, gpus_per_node=self.gpus_per_node, jobs=self.jobs,
-                               categories=self.categories)

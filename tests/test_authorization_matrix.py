@@ -6,11 +6,11 @@ The owner has a private plan, workload, sweep and twin. Each cell is the expecte
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 from rest_framework.test import APIClient
 
 from planner.models import AccessToken, ClusterPlan, Sweep, Workload
 from planner.services.sweeps import sweep_create
+from tests.helpers import session_headers
 from twin.services import twin_create
 
 CALLERS = ("anonymous", "read_only_token", "other_user", "owner", "staff")
@@ -93,12 +93,7 @@ def test_websocket_routes_authorize_viewers(route, world):
     from config.asgi import application
 
     _, ids, users = world
-    headers = {}
-    for name in ("other_user", "owner", "staff"):
-        client = Client()
-        client.force_login(users[name])
-        headers[name] = [(b"origin", b"http://localhost"),
-                         (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())]
+    headers = {name: session_headers(users[name]) for name in ("other_user", "owner", "staff")}
     headers["anonymous"] = [(b"origin", b"http://localhost")]
 
     async def attempt(header):

@@ -124,7 +124,7 @@ def _bus(bus: str) -> str:
     return text if "." in text else f"{text}.0"
 
 
-def _save(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: engine.Twin | None):
+def _save(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: tuple | None):
     """Persist the events and the state they lead to together, then push the delta."""
     rows = [TwinEvent(twin=twin, seq=twin.last_seq + i + 1, sim_time_s=e.time_s, kind=e.kind,
                       category=e.category, gpu=e.gpu, node=e.node, job=e.job, message=e.message)
@@ -146,8 +146,8 @@ def _save(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: 
     delta = {"time_s": sim.time_s, "last_seq": twin.last_seq, "metrics": metrics,
              "events": [event_json(row) for row in rows[-200:]], "dropped_events": max(0, len(rows) - 200)}
     if before is not None:
-        delta["gpus"] = _changes(before.gpu_state, sim.gpu_state)
-        delta["nodes"] = _changes(before.node_state, sim.node_state)
+        delta["gpus"] = _changes(before[0], sim.gpu_state)
+        delta["nodes"] = _changes(before[1], sim.node_state)
     transaction.on_commit(lambda: publish(twin.pk, delta))  # viewers never see a rolled-back change
     return rows
 
@@ -155,6 +155,11 @@ def _save(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: 
 def _sample(metrics: dict) -> dict:
     return {k: metrics[k] for k in ("time_s", "utilization", "goodput_gpu_hours", "lost_gpu_hours", "interruptions")} | {
         "ettr": [job["ettr"] for job in metrics["jobs"]]}
+
+
+def _states(sim: engine.Twin) -> tuple[np.ndarray, np.ndarray]:
+    """GPU and node states before a change, to send viewers only what it changed."""
+    return sim.gpu_state.copy(), sim.node_state.copy()
 
 
 def _changes(old: np.ndarray, new: np.ndarray) -> list[list[int]]:
@@ -189,7 +194,7 @@ def snapshot(twin: Twin) -> dict:
 def twin_advance(*, twin: Twin, sim_seconds: float, sim: engine.Twin | None = None) -> engine.Twin:
     """Run the twin ``sim_seconds`` on from its saved state (or the driver's in-memory copy)."""
     sim = sim or simulator(twin, twin.state)
-    before = sim.copy()
+    before = _states(sim)
     events = sim.advance(sim_seconds)
     _save(twin, sim, events, before)
     return sim
@@ -231,7 +236,7 @@ def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int 
     twin = Twin.objects.select_for_update().get(pk=twin.pk)
     sim = simulator(twin, twin.state)
     index = category_index(sim.categories, category)
-    before = sim.copy()
+    before = _states(sim)
     unit = sim.categories[index].unit
     if unit == "gpu" and gpu is None:
         raise TwinInputError({"target.gpu": [f"{category} happens on a GPU: give gpu (0-{sim.gpus - 1})"]})
@@ -254,7 +259,7 @@ def twin_drain(*, twin: Twin, node, drained: bool) -> list[TwinEvent]:
         raise TwinInputError({"node": ["give a node index"]})
     twin = Twin.objects.select_for_update().get(pk=twin.pk)
     sim = simulator(twin, twin.state)
-    before = sim.copy()
+    before = _states(sim)
     try:
         events = sim.set_drained(node, drained)
     except simcore.ScenarioError as error:

@@ -132,8 +132,9 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         workload = self._workload(body.validated_data.get("workload"))
         options = body.validated_data.get("options")
         try:
-            enforce_engine_limits(scenario_document(plan, workload, options))
-            return Response(services.plan_evaluate(plan=plan, workload=workload, options=options))
+            document = scenario_document(plan, workload, options)
+            enforce_engine_limits(document)
+            return Response(services.plan_evaluate(plan=plan, workload=workload, options=options, document=document))
         except simcore.ScenarioError as error:
             return scenario_error_response(error)
         except services.PlanInfeasible as error:

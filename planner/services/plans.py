@@ -19,14 +19,17 @@ class PlanInfeasible(Exception):
         super().__init__("; ".join(reasons))
 
 
-def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None) -> dict:
+def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None,
+                  document: dict | None = None) -> dict:
     """Evaluate a plan (and workload): the engine's full result document.
 
+    ``document`` is the plan's scenario document when the caller has built it already.
     Raises :class:`simcore.ScenarioError` for bad options and :class:`PlanInfeasible` when the
     fabric cannot hold the build or the workload cannot run on it, so that no numbers are reported
     for a build that cannot exist.
     """
-    result = simcore.evaluate(scenario_document(plan, workload, options))
+    document = document or scenario_document(plan, workload, options)
+    result = simcore.evaluate(document)
     reasons = []
     if not result["fabric"]["fits"]:
         reasons += [c for c in result["constraints"] if c.startswith(("fabric", "storage plane"))]
@@ -45,7 +48,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "workload": workload.slug if workload else None,
         "engine_version": result["engine_version"],
         "result": result,
-        "curves": simcore.curves(scenario_document(plan, workload, options)),
+        "curves": simcore.curves(document),
     }
 
 

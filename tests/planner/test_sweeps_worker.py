@@ -17,9 +17,10 @@ from channels.testing import WebsocketCommunicator
 from django.db import connection
 from rest_framework.test import APIClient
 
-from planner.models import ClusterPlan, Sweep, SweepChunk, Workload
+from planner.models import Sweep, SweepChunk
 import simcore
 from planner.services import sweeps as services
+from tests.helpers import session_headers
 from simcore.sweep import dig, set_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,15 +181,6 @@ def test_cancel_stops_the_remaining_chunks(api, settings, workers, monkeypatch):
     assert SweepChunk.objects.filter(sweep=sweep).count() <= stored + 1  # at most the one in flight
     assert SweepChunk.objects.filter(sweep=sweep).count() < sweep.chunk_count
     assert Sweep.objects.get(pk=sweep.pk).status == "cancelled"
-
-
-def session_headers(user):
-    from django.test import Client
-
-    client = Client()
-    client.force_login(user)
-    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
-    return [(b"origin", b"http://localhost"), (b"cookie", cookie)]
 
 
 def test_websocket_viewer_sees_progress_rise_to_100_percent(api, owner, settings, workers, monkeypatch):

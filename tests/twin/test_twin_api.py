@@ -3,11 +3,11 @@ import numpy as np
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 from rest_framework.test import APIClient
 from scipy import stats
 
 from simcore.reliability import FF_XID_COUNTS, XID_CLASSES, ettr_closed_form, interruption_rate_per_hour
+from tests.helpers import session_headers
 from twin import services
 from twin.models import Twin, TwinEvent
 
@@ -126,12 +126,6 @@ def test_ingested_kernel_log_line_marks_the_right_gpu(catalog, owner_client):
         answer = owner_client.post(f"/api/twins/{twin.pk}/ingest/", payload, format="json")
         assert answer.status_code == 400 and words in str(answer.json()[field]), (payload, answer.json())
     assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() == 1
-
-
-def session_headers(user, origin=b"http://localhost"):
-    client = Client()
-    client.force_login(user)
-    return [(b"origin", origin), (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())]
 
 
 @WEBSOCKET_DB
