@@ -1,8 +1,265 @@
-from django.shortcuts import render
+"""The architect's pages: server-rendered shells whose live parts call the REST API.
 
-from planner.services.catalog import catalog_summary
+Views here only gather what a page shows, through the planner's services and the same
+visibility rules as the API; every number on a page comes from the catalogue, the engine or
+what the user typed.
+"""
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import models
+from django.http import Http404
+from django.shortcuts import get_object_or_404, render
+
+from planner.api.plan_views import visible_to
+from planner.api.serializers import ClusterPlanSerializer
+from planner.models import ClusterPlan, Sweep, Workload
+from planner.services import plans as plan_services
+from planner.services.catalog import TABLES, catalog_summary
+from planner.services.sweeps import CATEGORICAL_AXES
+from simcore.document import field_docs
+from simcore.sweep import DEFAULT_OUTPUTS, TRAINING_OUTPUTS
+from planner.services.engine import engine_validation
+from twin.models import Twin
+from twin.services import twin_categories
+
+FIRE_FLYER_COMPARISON = ["dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer"]
+CATALOG_TABLES = {table.name: table for table in TABLES if not table.preset}
+# The plan builder's fields, in the order an architect decides them.
+PLAN_FIELD_GROUPS = [
+    ("Plan", ["name", "slug", "description", "visibility"]),
+    ("Compute", ["node_type", "node_count"]),
+    ("Fabric", ["switch", "fabric_layers", "zones", "interzone_switches", "planes", "rails", "oversubscription",
+                "core_pods"]),
+    ("Storage", ["storage_node_type", "storage_node_count", "storage_network"]),
+    ("Cabling", ["endpoint_cable", "transceiver", "fiber"]),
+    ("Cost and reliability", ["price_book", "pue", "failure_profile", "failures_per_1000_node_days",
+                              "checkpoint_interval_s", "restart_s"]),
+]
+
+FIELD_LABELS = {"pue": "PUE (empty: the price book's)", "checkpoint_interval_s": "checkpoint interval (s)",
+                "restart_s": "restart time (s)", "failures_per_1000_node_days": "failures per 1,000 node-days",
+                "oversubscription": "oversubscription (down:up)"}
 
 
+def _visible_plans(user):
+    return visible_to(ClusterPlan.objects.select_related("owner", "node_type"), user).order_by("owner_id", "slug")
+
+
+def _visible_workloads(user):
+    return visible_to(Workload.objects.all(), user).order_by("slug")
+
+
+@login_required
 def home(request):
-    """The landing page: what the catalogue holds and where the API lives."""
-    return render(request, "frontend/home.html", {"tables": catalog_summary()})
+    """The dashboard: what the catalogue holds, your plans, sweeps and twins."""
+    return render(request, "frontend/home.html", {
+        "tables": catalog_summary(),
+        "plans": _visible_plans(request.user).filter(owner=request.user)[:10],
+        "sweeps": Sweep.objects.filter(owner=request.user).select_related("plan").order_by("-created_at")[:5],
+        "twins": Twin.objects.filter(owner=request.user).select_related("plan").order_by("-created_at")[:5],
+        "fire_flyer_ids": ",".join(FIRE_FLYER_COMPARISON),
+    })
+
+
+def _field_rows(entry) -> list[dict]:
+    """Every concrete field of a catalogue entry: label, value, unit hint and help text."""
+    rows = []
+    for field in entry._meta.get_fields():
+        if not field.concrete or field.name in ("id",) or field.many_to_many:
+            continue
+        value = getattr(entry, field.name)
+        link = None
+        if isinstance(field, models.ForeignKey) and value is not None:
+            table = next((t for t in CATALOG_TABLES.values() if t.model is field.related_model), None)
+            link = (table.name, value.slug) if table else None
+        elif field.choices:
+            value = getattr(entry, f"get_{field.name}_display")()
+        rows.append({"name": field.name, "label": field.verbose_name, "value": value, "link": link,
+                     "help": field.help_text})
+    return rows
+
+
+@login_required
+def catalog(request):
+    """Every catalogue part, filtered by table, vendor, confidence and free text."""
+    table_name = request.GET.get("table", "")
+    tables = [CATALOG_TABLES[table_name]] if table_name in CATALOG_TABLES else list(CATALOG_TABLES.values())
+    vendor, confidence, text = (request.GET.get(k, "").strip() for k in ("vendor", "confidence", "q"))
+    sections, vendors = [], set()
+    for table in tables:
+        entries = table.model.objects.all().order_by("slug")
+        vendors.update(entries.values_list("vendor", flat=True))
+        if vendor:
+            entries = entries.filter(vendor__iexact=vendor)
+        if confidence:
+            entries = entries.filter(confidence=confidence)
+        if text:
+            entries = entries.filter(models.Q(name__icontains=text) | models.Q(slug__icontains=text)
+                                     | models.Q(notes__icontains=text))
+        sections.append({"table": table, "entries": list(entries)})
+    return render(request, "frontend/catalog.html", {
+        "sections": sections, "tables": CATALOG_TABLES.values(), "vendors": sorted(vendors),
+        "confidences": [c for c, _ in TABLES[0].model._meta.get_field("confidence").choices],
+        "selected": {"table": table_name, "vendor": vendor, "confidence": confidence, "q": text},
+        "count": sum(len(s["entries"]) for s in sections),
+    })
+
+
+@login_required
+def catalog_entry(request, table, slug):
+    if table not in CATALOG_TABLES:
+        raise Http404("no such catalogue table")
+    spec = CATALOG_TABLES[table]
+    entry = get_object_or_404(spec.model, slug=slug)
+    prices = entry.items.order_by("part_kind", "part_slug") if table == "price-books" else None
+    return render(request, "frontend/catalog_entry.html", {
+        "table": spec, "entry": entry, "rows": _field_rows(entry), "prices": prices,
+    })
+
+
+@login_required
+def plan_list(request):
+    return render(request, "frontend/plans.html", {
+        "plans": _visible_plans(request.user), "fire_flyer_ids": ",".join(FIRE_FLYER_COMPARISON),
+    })
+
+
+def _choices(field):
+    if isinstance(field, models.ForeignKey):
+        return [(entry.slug, f"{entry.name} ({entry.slug})") for entry in field.related_model.objects.order_by("slug")]
+    return [(str(value), label) for value, label in field.choices] if field.choices else None
+
+
+def _builder_fields():
+    groups = []
+    for title, names in PLAN_FIELD_GROUPS:
+        fields = []
+        for name in names:
+            field = ClusterPlan._meta.get_field(name)
+            kind = "select" if field.choices or isinstance(field, models.ForeignKey) else (
+                "textarea" if isinstance(field, models.TextField) else
+                "number" if isinstance(field, models.IntegerField | models.FloatField) else "text")
+            fields.append({
+                "name": name, "label": FIELD_LABELS.get(name, field.verbose_name), "kind": kind, "choices": _choices(field),
+                "optional": field.null or field.blank or field.has_default(), "help": field.help_text,
+                "step": "1" if isinstance(field, models.IntegerField) else "any",
+            })
+        groups.append({"title": title, "fields": fields})
+    return groups
+
+
+@login_required
+def plan_builder(request, slug=None):
+    """Create a plan (optionally starting from a visible one, ``?from=slug``) or edit your own."""
+    plan, start = None, None
+    if slug is not None:
+        plan = get_object_or_404(_visible_plans(request.user), slug=slug)
+        if plan.owner_id != request.user.id and not request.user.is_staff:
+            raise PermissionDenied("only the plan's owner may edit it; start a new plan from it instead")
+        start = plan
+    elif request.GET.get("from"):
+        start = get_object_or_404(_visible_plans(request.user), slug=request.GET["from"])
+    initial = ClusterPlanSerializer(start).data if start else {
+        "fabric_layers": 2, "zones": 1, "interzone_switches": 0, "planes": 1, "rails": 1, "oversubscription": 1,
+        "storage_node_count": 0, "visibility": "private", "core_pods": "power_of_two", "storage_network": "shared",
+        "failure_profile": "fire-flyer"}
+    if start is not None and plan is None:
+        initial = {**initial, "slug": "", "name": f"{start.name} (variant)", "visibility": "private"}
+    return render(request, "frontend/plan_builder.html", {
+        "plan": plan, "groups": _builder_fields(), "initial": dict(initial),
+        "workloads": _visible_workloads(request.user),
+    })
+
+
+@login_required
+def plan_detail(request, slug):
+    plan = get_object_or_404(_visible_plans(request.user), slug=slug)
+    return render(request, "frontend/plan_detail.html", {
+        "plan": plan, "plan_json": ClusterPlanSerializer(plan).data, "workloads": _visible_workloads(request.user),
+        "may_edit": plan.owner_id == request.user.id or request.user.is_staff,
+        "compare_with": [p for p in _visible_plans(request.user) if p.pk != plan.pk][:12],
+    })
+
+
+@login_required
+def compare(request):
+    """2-4 plans side by side (``?ids=a,b[,c,d]&workload=slug``; ``pick`` and ``with`` add plans,
+    as the plan list's checkboxes and a plan page's chooser send them); with no plans, a chooser."""
+    slugs = [s for s in request.GET.get("ids", "").split(",") if s]
+    slugs += [s for key in ("pick", "with") for s in request.GET.getlist(key) if s and s not in slugs]
+    plans = list(_visible_plans(request.user))
+    context = {"plans": plans, "workloads": _visible_workloads(request.user), "slots": (slugs + [""] * 4)[:4],
+               "workload": request.GET.get("workload", ""), "fire_flyer_ids": ",".join(FIRE_FLYER_COMPARISON)}
+    if slugs:
+        found = {plan.slug: plan for plan in plans if plan.slug in slugs}
+        workload = None
+        if context["workload"]:
+            workload = next((w for w in context["workloads"] if w.slug == context["workload"]), None)
+        errors = []
+        if not 2 <= len(slugs) <= 4 or len(set(slugs)) != len(slugs):
+            errors.append("choose 2 to 4 different plans")
+        errors += [f"no plan '{slug}' is visible to you" for slug in slugs if slug not in found]
+        if context["workload"] and workload is None:
+            errors.append(f"no workload '{context['workload']}' is visible to you")
+        context["errors"] = errors
+        if not errors:
+            comparison = plan_services.plan_compare(plans=[found[s] for s in slugs], workload=workload)
+            context["comparison"] = comparison
+            context["columns"] = [found[s] for s in slugs]
+    return render(request, "frontend/compare.html", context)
+
+
+@login_required
+def sweep_list(request):
+    """Your sweeps, and a form for a new one: axes from the scenario fields, an optional goal."""
+    numeric_axes = [path for path, kind, _, _ in field_docs() if kind.startswith(("integer", "number"))]
+    return render(request, "frontend/sweeps.html", {
+        "sweeps": Sweep.objects.filter(owner=request.user).select_related("plan", "workload").order_by("-created_at"),
+        "plans": _visible_plans(request.user), "workloads": _visible_workloads(request.user),
+        "plan": request.GET.get("plan", ""), "axis_paths": [*CATEGORICAL_AXES, *numeric_axes],
+        "metrics": [*DEFAULT_OUTPUTS, *TRAINING_OUTPUTS],
+    })
+
+
+@login_required
+def sweep_detail(request, sweep_id):
+    sweeps = Sweep.objects.select_related("plan", "workload")
+    sweep = get_object_or_404(sweeps if request.user.is_staff else sweeps.filter(owner=request.user), pk=sweep_id)
+    return render(request, "frontend/sweep_detail.html", {"sweep": sweep})
+
+
+def _visible_twins(user):
+    twins = Twin.objects.select_related("plan", "owner")
+    return twins if user.is_staff else twins.filter(models.Q(owner=user) | models.Q(visibility="shared"))
+
+
+@login_required
+def twin_list(request):
+    return render(request, "frontend/twins.html", {
+        "twins": _visible_twins(request.user).order_by("-created_at"), "plans": _visible_plans(request.user),
+        "plan": request.GET.get("plan", ""),
+    })
+
+
+@login_required
+def twin_detail(request, twin_id):
+    twin = get_object_or_404(_visible_twins(request.user), pk=twin_id)
+    return render(request, "frontend/twin_detail.html", {
+        "twin": twin, "may_control": twin.owner_id == request.user.id or request.user.is_staff,
+        "categories": twin_categories(twin),
+    })
+
+
+@login_required
+def validation(request):
+    """Every published reference case, the engine's prediction and its error, grouped by model."""
+    rows, summary = engine_validation()
+    groups = [{"model": model, "summary": summary[model], "rows": [r for r in rows if r["model"] == model]}
+              for model in summary]
+    return render(request, "frontend/validation.html", {"groups": groups, "total": len(rows),
+                                                        "passing": sum(r["passes"] for r in rows)})
+
+
+@login_required
+def tokens(request):
+    return render(request, "frontend/tokens.html")

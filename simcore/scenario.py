@@ -594,7 +594,10 @@ def curves(document, params: EngineParams | None = None) -> dict:
       whole cluster;
     * with a workload, step time against the job's GPU count for strong scaling (global batch
       fixed) and weak scaling (batch per GPU fixed), with the efficiencies T(n0)/T(n) and
-      n0 T(n0) / (n T(n)) against the smallest feasible count.
+      n0 T(n0) / (n T(n)) against the smallest feasible count;
+    * with a workload, ETTR against the checkpoint interval (the closed form of
+      ``reliability.ettr_closed_form``, from a tenth to thirty times the optimum), with the
+      optimum and the plan's interval marked.
     """
     params = params or EngineParams()
     parsed = parse(document)
@@ -619,7 +622,20 @@ def curves(document, params: EngineParams | None = None) -> dict:
     }
     if parsed["has_workload"]:
         out["scaling"] = _scaling(document, parsed, params)
+        out["ettr_vs_interval"] = _ettr_vs_interval(parsed, params)
     return to_json(out)
+
+
+def _ettr_vs_interval(parsed, params, points: int = 61):
+    rel = evaluate_parsed(parsed, params)["reliability"]
+    optimum = float(np.max(rel["optimal_interval_s"]))
+    rate_s = float(np.max(rel["job_interruptions_per_day"])) / SECONDS_PER_DAY
+    checkpoint_s, restart_s = float(np.max(rel["checkpoint_time_s"])), float(np.max(rel["restart_time_s"]))
+    intervals = optimum * np.logspace(-1, np.log10(30), points)
+    return {"interval_s": intervals,
+            "ettr": reliability.ettr_closed_form(intervals, checkpoint_s, restart_s, rate_s),
+            "optimal_interval_s": optimum, "ettr_at_optimum": float(np.max(rel["ettr_at_optimum"])),
+            "plan_interval_s": float(np.max(rel["checkpoint_interval_s"])), "plan_ettr": float(np.max(rel["ettr"]))}
 
 
 def _scaling(document, parsed, params):

@@ -37,6 +37,8 @@ MATRIX = [
     ("get", "/api/workloads/{workload}/", None, (401, 200, 404, 200, 200)),
     ("delete", "/api/workloads/{workload}/", None, (401, 403, 404, 204, 204)),
     ("post", "/api/evaluate/", SCENARIO, (401, 200, 200, 200, 200)),
+    ("post", "/api/plans/preview/", {"node_type": "ff-pcie-a100", "node_count": 8, "switch": "qm8700",
+                                     "price_book": "fire-flyer-relative"}, (401, 200, 200, 200, 200)),
     ("get", "/api/sweeps/{sweep}/", None, (401, 200, 404, 200, 200)),
     ("get", "/api/sweeps/{sweep}/results/", None, (401, 200, 404, 200, 200)),
     ("post", "/api/sweeps/{sweep}/cancel/", None, (401, 403, 404, 200, 200)),
@@ -110,3 +112,41 @@ def test_websocket_routes_authorize_viewers(route, world):
             assert (connected, code) == (False, expected), caller
     foreign = [(b"origin", b"http://evil.example"), headers["owner"][1]]
     assert async_to_sync(attempt)(foreign)[0] is False
+
+
+PAGE_CALLERS = ("anonymous", "other_user", "owner", "staff")
+# Browser pages: anonymous callers are sent to the login page (302); a private object is not found
+# (404) for another user; presets are edited only by staff (403).
+PAGES = [
+    ("/", (302, 200, 200, 200)),
+    ("/catalog/", (302, 200, 200, 200)),
+    ("/plans/{plan}/", (302, 404, 200, 200)),
+    ("/plans/{plan}/edit/", (302, 404, 200, 200)),
+    ("/plans/ff2-pcie-2zone/edit/", (302, 403, 403, 200)),
+    ("/plans/new/?from={plan}", (302, 404, 200, 200)),
+    ("/sweeps/{sweep}/", (302, 404, 200, 200)),
+    ("/twins/{twin}/", (302, 404, 200, 200)),
+    ("/tokens/", (302, 200, 200, 200)),
+]
+
+
+@pytest.mark.parametrize("path,expected", PAGES, ids=[p for p, _ in PAGES])
+def test_page_authorization(path, expected, world, client):
+    _, ids, users = world
+    for caller, code in zip(PAGE_CALLERS, expected):
+        client.logout()
+        if caller != "anonymous":
+            client.force_login(users[caller])
+        response = client.get(path.format(**ids))
+        assert response.status_code == code, (caller, path)
+        if code == 302:
+            assert response["Location"].startswith("/login/?next=")
+
+
+def test_compare_page_hides_plans_you_cannot_see(world, client):
+    _, ids, users = world
+    client.force_login(users["other_user"])
+    response = client.get(f"/compare/?ids={ids['plan']},ff2-pcie-2zone")
+    assert response.status_code == 200
+    assert f"no plan &#x27;{ids['plan']}&#x27; is visible to you" in response.content.decode()
+    assert 'id="comparison"' not in response.content.decode()

@@ -47,6 +47,12 @@ def _categories(failures_per_1000_node_days):
     return reliability.fire_flyer_categories()
 
 
+def twin_categories(twin: Twin) -> list[dict]:
+    """The failure categories a twin can inject: key, label, whether a GPU or a node fails, what fixes it."""
+    return [{"key": c.key, "label": c.label, "unit": c.unit, "action": c.action, "repair_h": c.repair_h}
+            for c in _categories(twin.failures_per_1000_node_days)]
+
+
 def _plan_rate(plan):
     return plan.failures_per_1000_node_days if plan.failure_profile == "per-node-rate" else None
 

@@ -141,6 +141,30 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
             return infeasible_response(error)
 
     @extend_schema(
+        tags=PLAN_TAG, request=api.PlanPreviewSerializer,
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="field errors or an impossible plan")},
+        description="Check and evaluate a would-be plan without saving it (the plan builder's live preview): "
+                    "the same fields as creating a plan, slug and name optional, plus an optional workload. "
+                    "Bad fields answer 400 naming them; an impossible build answers 400 with the reasons.",
+    )
+    @action(detail=False, methods=["post"], permission_classes=[IsAuthenticated],
+            throttle_classes=[ScopedRateThrottle], throttle_scope="evaluate")
+    def preview(self, request):
+        body = api.PlanPreviewSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        fields = dict(body.validated_data)
+        workload = self._workload(fields.pop("workload", None))
+        plan = ClusterPlan(slug="preview", name="preview", **fields)
+        try:
+            document = scenario_document(plan, workload)
+            enforce_engine_limits(document)
+            return Response(services.plan_evaluate(plan=plan, workload=workload, document=document))
+        except simcore.ScenarioError as error:
+            return scenario_error_response(error)
+        except services.PlanInfeasible as error:
+            return infeasible_response(error)
+
+    @extend_schema(
         tags=PLAN_TAG,
         parameters=[
             OpenApiParameter("ids", str, required=True, description="2 to 4 plan slugs, comma-separated; the "

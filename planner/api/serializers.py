@@ -32,6 +32,7 @@ class CleanModelSerializer(serializers.ModelSerializer):
     """Validates by building the would-be instance and calling ``full_clean()`` on it."""
 
     nested_fields: tuple[str, ...] = ()
+    clean_exclude: tuple[str, ...] = ()
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -43,7 +44,7 @@ class CleanModelSerializer(serializers.ModelSerializer):
         for field, value in attrs.items():
             if field not in self.nested_fields:
                 setattr(candidate, field, value)
-        full_clean_or_raise(candidate)
+        full_clean_or_raise(candidate, exclude=list(self.clean_exclude) or None)
         return attrs
 
 
@@ -192,6 +193,17 @@ class ClusterPlanSerializer(OwnedEntrySerializer):
         if self.instance is None and "node_count" not in attrs:
             raise serializers.ValidationError({"node_count": "give node_count or gpu_count"})
         return super().validate(attrs)
+
+
+class PlanPreviewSerializer(ClusterPlanSerializer):
+    """A would-be plan (no slug or name needed) and optionally a workload, checked and evaluated unsaved."""
+
+    workload = serializers.SlugField(required=False, allow_null=True, help_text="A workload's slug.")
+    nested_fields = ("workload",)
+    clean_exclude = ("slug", "name", "description", "visibility")
+
+    class Meta(ClusterPlanSerializer.Meta):
+        exclude = ["id", "slug", "name", "description", "visibility"]
 
 
 class WorkloadSerializer(OwnedEntrySerializer):

@@ -160,5 +160,6 @@ def catalog_summary() -> list[dict]:
             rows = table.model.objects.values("confidence").annotate(n=Count("id")).order_by("confidence")
             by_confidence = [(row["confidence"], row["n"]) for row in rows]
             count = sum(n for _, n in by_confidence)
-        summary.append({"label": table.label, "api_path": table.path, "count": count, "by_confidence": by_confidence})
+        summary.append({"name": table.name, "label": table.label, "preset": table.preset, "api_path": table.path,
+                        "count": count, "by_confidence": by_confidence})
     return summary

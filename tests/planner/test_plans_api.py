@@ -346,6 +346,14 @@ def test_evaluation_includes_bandwidth_and_scaling_curves(catalog, reader_client
     efficiency = [e for e in scaling["strong_efficiency"] if e is not None]
     assert efficiency[0] == 1.0 and all(0 < e <= 1.0 for e in efficiency)
     assert scaling["strong_step_time_s"][-1] == pytest.approx(body["result"]["training"]["step_time_s"])
+    ettr = curves["ettr_vs_interval"]
+    reliability = body["result"]["reliability"]
+    assert ettr["optimal_interval_s"] == pytest.approx(reliability["optimal_interval_s"])
+    assert ettr["ettr_at_optimum"] == pytest.approx(reliability["ettr_at_optimum"])
+    # The optimum is the curve's maximum: every sampled interval does no better.
+    assert max(ettr["ettr"]) <= ettr["ettr_at_optimum"] + 1e-12
+    assert ettr["interval_s"][0] == pytest.approx(ettr["optimal_interval_s"] / 10)
+    assert ettr["ettr"][0] < ettr["ettr_at_optimum"] and ettr["ettr"][-1] < ettr["ettr_at_optimum"]
 
 
 def test_engine_limits_per_request(catalog, reader_client, settings):
@@ -443,3 +451,35 @@ def test_a_409_never_names_another_users_plan(my_plan, editor_client):
     response = editor_client.delete("/api/catalog/switches/only-mine/")
     assert response.status_code == 409
     assert response.json()["referenced_by"] == ["a cluster plan"]
+
+
+PREVIEW = {"node_type": "ff-pcie-a100", "node_count": 128, "switch": "qm8700", "fabric_layers": 2,
+           "price_book": "fire-flyer-relative"}
+
+
+def test_preview_evaluates_an_unsaved_plan(catalog, reader_client):
+    from planner.models import ClusterPlan
+
+    before = ClusterPlan.objects.count()
+    response = reader_client.post("/api/plans/preview/", {**PREVIEW, "workload": "llama-13b-512"}, format="json")
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["result"]["cluster"]["gpus"] == 1024 and body["workload"] == "llama-13b-512"
+    # 128 one-NIC nodes on 40-port switches: 7 leaves (20 down ports each) and their spines.
+    assert body["result"]["fabric"]["fits"] and body["result"]["fabric"]["leaf_switches"] == 7
+    assert "ettr_vs_interval" in body["curves"]
+    assert ClusterPlan.objects.count() == before
+
+
+def test_preview_names_the_field_of_an_impossible_fabric(catalog, reader_client):
+    too_big = reader_client.post("/api/plans/preview/", {**PREVIEW, "node_count": 2000}, format="json")
+    assert too_big.status_code == 400
+    assert "do not fit a 2-layer fat-tree" in too_big.json()["node_count"][0]
+    unknown = reader_client.post("/api/plans/preview/", {**PREVIEW, "switch": "nope"}, format="json")
+    assert unknown.status_code == 400 and "switch" in unknown.json()
+    missing = reader_client.post("/api/plans/preview/", {"node_count": 4}, format="json")
+    assert missing.status_code == 400 and {"node_type", "switch", "price_book"} <= set(missing.json())
+
+
+def test_preview_needs_a_login(catalog, anon_client):
+    assert anon_client.post("/api/plans/preview/", PREVIEW, format="json").status_code in (401, 403)

@@ -1,0 +1,61 @@
+// Calls to the REST API with the page's session and CSRF token; errors come back as data, not throws.
+const csrf = () => document.querySelector("meta[name=csrf-token]")?.content ?? "";
+
+export async function api(path, { method = "GET", body } = {}) {
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET") headers["X-CSRFToken"] = csrf();
+  const response = await fetch(path, {
+    method, headers, credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let data = null;
+  const type = response.headers.get("Content-Type") || "";
+  if (type.includes("json")) data = await response.json();
+  else if (response.status !== 204) data = { detail: await response.text() };
+  return { ok: response.ok, status: response.status, data };
+}
+
+// Field errors of a 400 as "field: reason" lines (DRF answers {field: [reasons]}).
+export function errorLines(data) {
+  if (!data || typeof data !== "object") return [String(data)];
+  if (data.detail) return [String(data.detail)];
+  if (data.reasons) return data.reasons;
+  return Object.entries(data).flatMap(([field, reasons]) =>
+    (Array.isArray(reasons) ? reasons : [reasons]).map((reason) =>
+      typeof reason === "object" ? `${field}: ${JSON.stringify(reason)}` : `${field}: ${reason}`));
+}
+
+// A websocket to this server, reconnecting with back-off until closed for good (4401/4403).
+export function socket(path, onMessage, onStatus = () => {}) {
+  let ws, retry = 500, stopped = false;
+  const open = () => {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    ws = new WebSocket(`${scheme}://${location.host}${path}`);
+    ws.onopen = () => { retry = 500; onStatus("live"); };
+    ws.onmessage = (event) => onMessage(JSON.parse(event.data));
+    ws.onclose = (event) => {
+      if (stopped || event.code === 4401 || event.code === 4403) { onStatus(event.code >= 4400 ? "refused" : "closed"); return; }
+      onStatus("reconnecting");
+      setTimeout(open, retry);
+      retry = Math.min(retry * 2, 10000);
+    };
+  };
+  open();
+  return { close() { stopped = true; ws.close(); } };
+}
+
+export const el = (tag, attrs = {}, ...children) => {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+};

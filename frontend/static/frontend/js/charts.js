@@ -1,0 +1,172 @@
+// Small SVG charts: lines, scatter (with a highlighted set and a colour scale) and bars.
+// Colours are the Okabe-Ito palette (readable with the common colour-vision deficiencies) and
+// every series also differs by dash or marker, so nothing is told by colour alone.
+import { num } from "./format.js";
+
+export const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
+const DASHES = ["", "6 3", "2 3", "8 3 2 3"];
+const NS = "http://www.w3.org/2000/svg";
+const W = 640, H = 360, M = { left: 72, right: 16, top: 16, bottom: 52 };
+
+const svgEl = (tag, attrs = {}, text) => {
+  const node = document.createElementNS(NS, tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+};
+
+function scale(values, log, pad = 0.04) {
+  let finite = values.filter((v) => Number.isFinite(v) && (!log || v > 0));
+  if (!finite.length) finite = [0, 1];
+  let lo = Math.min(...finite), hi = Math.max(...finite);
+  if (log) { lo = Math.log10(lo); hi = Math.log10(hi); }
+  if (lo === hi) { lo -= 0.5; hi += 0.5; }
+  const span = hi - lo;
+  lo -= span * pad; hi += span * pad;
+  const f = (v) => ((log ? Math.log10(v) : v) - lo) / (hi - lo);
+  const ticks = [];
+  if (log) {
+    for (let e = Math.ceil(lo); e <= Math.floor(hi); e++) ticks.push(10 ** e);
+    if (ticks.length < 2) for (let e = Math.floor(lo); e <= Math.ceil(hi); e++) [2, 5].forEach((m) => { const t = m * 10 ** e; if (f(t) >= 0 && f(t) <= 1) ticks.push(t); });
+  } else {
+    const step = 10 ** Math.floor(Math.log10(span / 4));
+    const nice = [1, 2, 5, 10].map((m) => m * step).find((s) => span / s <= 6) ?? step * 10;
+    for (let t = Math.ceil(lo / nice) * nice; t <= hi; t += nice) ticks.push(Math.abs(t) < nice * 1e-9 ? 0 : t);
+  }
+  return { f, ticks: ticks.sort((a, b) => a - b) };
+}
+
+function frame(container, { title, xLabel, yLabel, xLog, yLog, xs, ys }) {
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "chart" });
+  svg.append(svgEl("title", {}, title || `${yLabel} against ${xLabel}`));
+  const x = scale(xs, xLog), y = scale(ys, yLog);
+  const px = (v) => M.left + x.f(v) * (W - M.left - M.right);
+  const py = (v) => H - M.bottom - y.f(v) * (H - M.top - M.bottom);
+  const axes = svgEl("g", { class: "axes" });
+  axes.append(svgEl("rect", { x: M.left, y: M.top, width: W - M.left - M.right, height: H - M.top - M.bottom, class: "plot" }));
+  for (const t of x.ticks) {
+    axes.append(svgEl("line", { x1: px(t), x2: px(t), y1: M.top, y2: H - M.bottom, class: "grid" }));
+    axes.append(svgEl("text", { x: px(t), y: H - M.bottom + 16, "text-anchor": "middle" }, num(t, 2)));
+  }
+  for (const t of y.ticks) {
+    axes.append(svgEl("line", { x1: M.left, x2: W - M.right, y1: py(t), y2: py(t), class: "grid" }));
+    axes.append(svgEl("text", { x: M.left - 6, y: py(t) + 4, "text-anchor": "end" }, num(t, 2)));
+  }
+  axes.append(svgEl("text", { x: (M.left + W - M.right) / 2, y: H - 10, "text-anchor": "middle", class: "label" }, xLabel));
+  axes.append(svgEl("text", { x: 14, y: (M.top + H - M.bottom) / 2, "text-anchor": "middle", class: "label",
+    transform: `rotate(-90 14 ${(M.top + H - M.bottom) / 2})` }, yLabel));
+  svg.append(axes);
+  container.replaceChildren(svg);
+  return { svg, px, py };
+}
+
+function legend(container, items) {
+  const list = document.createElement("ul");
+  list.className = "legend";
+  items.forEach(({ name, colour, dash, marker }) => {
+    const item = document.createElement("li");
+    const swatch = svgEl("svg", { width: 28, height: 12, "aria-hidden": "true" });
+    swatch.append(svgEl("line", { x1: 0, x2: 28, y1: 6, y2: 6, stroke: colour, "stroke-width": 3, "stroke-dasharray": dash || "" }));
+    if (marker) swatch.append(svgEl("circle", { cx: 14, cy: 6, r: 4, fill: colour }));
+    item.append(swatch, ` ${name}`);
+    list.append(item);
+  });
+  container.append(list);
+}
+
+// series: [{name, x: [], y: []}]; markers: [{x, label}] drawn as labelled vertical lines.
+export function lineChart(container, { series, xLabel, yLabel, xLog = false, yLog = false, markers = [], title }) {
+  const xs = series.flatMap((s) => s.x).concat(markers.map((m) => m.x));
+  const ys = series.flatMap((s) => s.y);
+  const { svg, px, py } = frame(container, { title, xLabel, yLabel, xLog, yLog, xs, ys });
+  series.forEach((s, i) => {
+    const colour = PALETTE[i % PALETTE.length];
+    const points = s.x.map((xv, j) => [xv, s.y[j]]).filter(([a, b]) => Number.isFinite(a) && Number.isFinite(b)
+      && (!xLog || a > 0) && (!yLog || b > 0));
+    const path = points.map(([a, b], j) => `${j ? "L" : "M"}${px(a).toFixed(1)},${py(b).toFixed(1)}`).join("");
+    svg.append(svgEl("path", { d: path, fill: "none", stroke: colour, "stroke-width": 2.5, "stroke-dasharray": DASHES[i % DASHES.length] }));
+    for (const [a, b] of points) {
+      const dot = svgEl("circle", { cx: px(a), cy: py(b), r: 3, fill: colour });
+      dot.append(svgEl("title", {}, `${s.name}: ${num(b)} at ${num(a)}`));
+      svg.append(dot);
+    }
+  });
+  markers.forEach((m) => {
+    svg.append(svgEl("line", { x1: px(m.x), x2: px(m.x), y1: M.top, y2: H - M.bottom, class: "marker" }));
+    svg.append(svgEl("text", { x: px(m.x) + 4, y: M.top + 14 + 14 * markers.indexOf(m), class: "marker-label" }, m.label));
+  });
+  legend(container, series.map((s, i) => ({ name: s.name, colour: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length], marker: true })));
+  return svg;
+}
+
+// points: [{x, y, c?, label, highlight?}]; colour by c (a numeric or categorical value).
+export function scatterChart(container, { points, xLabel, yLabel, cLabel, xLog = false, yLog = false, title, onPick }) {
+  const { svg, px, py } = frame(container, { title, xLabel, yLabel, xLog, yLog, xs: points.map((p) => p.x), ys: points.map((p) => p.y) });
+  const cs = points.map((p) => p.c).filter((c) => c !== undefined && c !== null);
+  const categorical = cs.some((c) => typeof c !== "number");
+  const categories = categorical ? [...new Set(cs.map(String))] : [];
+  const cScale = !categorical && cs.length ? scale(cs, false, 0) : null;
+  const colourOf = (p) => {
+    if (p.c === undefined || p.c === null) return "#999999";
+    if (categorical) return PALETTE[categories.indexOf(String(p.c)) % PALETTE.length];
+    const t = Math.min(Math.max(cScale.f(p.c), 0), 1);  // cividis-like ramp: dark blue to yellow
+    const r = Math.round(0 + t * 253), g = Math.round(32 + t * 199), b = Math.round(77 + t * (56 - 77));
+    return `rgb(${r},${g},${b})`;
+  };
+  const layer = svgEl("g", { class: "points" });
+  const ordinary = points.filter((p) => !p.highlight), front = points.filter((p) => p.highlight);
+  for (const p of ordinary.concat(front)) {
+    if (!Number.isFinite(p.x) || !Number.isFinite(p.y) || (xLog && p.x <= 0) || (yLog && p.y <= 0)) continue;
+    const dot = p.highlight
+      ? svgEl("rect", { x: px(p.x) - 5, y: py(p.y) - 5, width: 10, height: 10, fill: colourOf(p), stroke: "#000", "stroke-width": 2, class: "front" })
+      : svgEl("circle", { cx: px(p.x), cy: py(p.y), r: 3, fill: colourOf(p), "fill-opacity": 0.75 });
+    dot.append(svgEl("title", {}, p.label));
+    if (onPick) dot.addEventListener("click", () => onPick(p));
+    layer.append(dot);
+  }
+  svg.append(layer);
+  const frontSorted = front.filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y)).sort((a, b) => a.x - b.x);
+  if (frontSorted.length > 1) {
+    svg.insertBefore(svgEl("path", { d: frontSorted.map((p, j) => `${j ? "L" : "M"}${px(p.x)},${py(p.y)}`).join(""),
+      fill: "none", stroke: "#000", "stroke-width": 1.5, "stroke-dasharray": "4 3" }), layer);
+  }
+  const items = [];
+  if (front.length) items.push({ name: `Pareto front (${front.length} points, black squares)`, colour: "#000", dash: "4 3", marker: true });
+  if (categorical) categories.forEach((c, i) => items.push({ name: `${cLabel} = ${c}`, colour: PALETTE[i % PALETTE.length], marker: true }));
+  else if (cScale) items.push({ name: `${cLabel}: dark blue ${num(Math.min(...cs))} to yellow ${num(Math.max(...cs))}`, colour: "rgb(253,231,56)", marker: true });
+  legend(container, items);
+  return svg;
+}
+
+// groups: labels along x; series: [{name, values: [] per group}]
+export function barChart(container, { groups, series, yLabel, title }) {
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "chart" });
+  svg.append(svgEl("title", {}, title || yLabel));
+  const ys = series.flatMap((s) => s.values).filter(Number.isFinite).concat([0]);
+  const y = scale(ys, false, 0.02);
+  const py = (v) => H - M.bottom - y.f(v) * (H - M.top - M.bottom);
+  for (const t of y.ticks) {
+    svg.append(svgEl("line", { x1: M.left, x2: W - M.right, y1: py(t), y2: py(t), class: "grid" }));
+    svg.append(svgEl("text", { x: M.left - 6, y: py(t) + 4, "text-anchor": "end" }, num(t, 2)));
+  }
+  const band = (W - M.left - M.right) / groups.length;
+  const bar = (band * 0.8) / series.length;
+  groups.forEach((g, gi) => {
+    series.forEach((s, si) => {
+      const v = s.values[gi];
+      if (!Number.isFinite(v)) return;
+      const x0 = M.left + gi * band + band * 0.1 + si * bar;
+      const rect = svgEl("rect", { x: x0, y: Math.min(py(v), py(0)), width: bar - 2, height: Math.abs(py(0) - py(v)),
+        fill: PALETTE[si % PALETTE.length], class: `bar pattern-${si % 4}` });
+      rect.append(svgEl("title", {}, `${s.name}, ${g}: ${num(v)}`));
+      svg.append(rect);
+      svg.append(svgEl("text", { x: x0 + (bar - 2) / 2, y: py(v) - 4, "text-anchor": "middle", class: "value" }, num(v, 2)));
+    });
+    svg.append(svgEl("text", { x: M.left + gi * band + band / 2, y: H - M.bottom + 16, "text-anchor": "middle" }, g));
+  });
+  svg.append(svgEl("text", { x: 14, y: (M.top + H - M.bottom) / 2, "text-anchor": "middle", class: "label",
+    transform: `rotate(-90 14 ${(M.top + H - M.bottom) / 2})` }, yLabel));
+  container.replaceChildren(svg);
+  if (series.length > 1) legend(container, series.map((s, i) => ({ name: s.name, colour: PALETTE[i % PALETTE.length] })));
+  return svg;
+}

@@ -1,0 +1,186 @@
+// An evaluation (POST /api/plans/{slug}/evaluate/ or /api/plans/preview/) drawn as tables and charts.
+import { el } from "./api.js";
+import { lineChart, barChart } from "./charts.js";
+import { duration, num, percent, si } from "./format.js";
+import { drawTopology } from "./topology.js";
+
+const money = (value, currency) => (value === null || value === undefined ? "not priced" : `${num(value)} ${currency}`);
+
+function table(caption, rows) {
+  return el("table", { class: "kv" }, el("caption", {}, caption),
+    el("tbody", {}, rows.filter(Boolean).map(([label, value, note]) =>
+      el("tr", {}, el("th", { scope: "row" }, label), el("td", { class: "num" }, value), note ? el("td", { class: "muted" }, note) : el("td")))));
+}
+
+// The headline figures: used live by the builder and at the top of a plan's page.
+export function headline(result) {
+  const c = result.cost, t = result.training;
+  const tiles = [
+    ["GPUs", num(result.cluster.gpus)],
+    ["switches", num(result.fabric.switches)],
+    ["total price", money(c.capex_total, c.currency)],
+    ["facility power", si(result.power.facility_w, "W")],
+    ["FP16 GEMM per GPU", `${num(result.compute.gemm_fp16_tflops)} TFLOPS`],
+    ["interruptions per day", num(result.reliability.cluster_interruptions_per_day)],
+  ];
+  if (t) tiles.push(["training step", duration(t.step_time_s)], ["MFU", percent(t.mfu)]);
+  return el("dl", { class: "tiles" }, tiles.map(([label, value]) => el("div", { class: "tile" }, el("dt", {}, label), el("dd", {}, value))));
+}
+
+export function constraintsList(result) {
+  if (!result.constraints?.length) return null;
+  return el("ul", { class: "notes", "aria-label": "constraints and caveats" }, result.constraints.map((c) => el("li", {}, c)));
+}
+
+function costSection(result) {
+  const c = result.cost, currency = c.currency;
+  const parts = [["compute nodes", c.compute_nodes], ["storage nodes", c.storage_nodes], ["switches", c.switches],
+    ["transceivers", c.transceivers], ["fibres", c.fibers], ["endpoint cables", c.endpoint_cables]];
+  const section = el("section", {}, el("h2", {}, "Cost"),
+    table(`Capital and running cost (${currency})`, [
+      ...parts.map(([label, value]) => [label, money(value, currency)]),
+      ["network (switches and cabling)", money(c.network, currency)],
+      ["total price", money(c.capex_total, currency), c.unpriced_count ? `${c.unpriced_count} part(s) not priced: ${c.unpriced.join(", ")}` : ""],
+      ["energy per year", money(c.energy_per_year, currency), `${num(result.power.energy_per_year_kwh)} kWh`],
+      ["price per FP16 PFLOPS", money(c.capex_per_fp16_pflops, currency)],
+    ]));
+  const priced = parts.filter(([, v]) => Number.isFinite(v));
+  if (priced.length) {
+    const chart = el("figure", { class: "chart-box" });
+    section.append(chart);
+    barChart(chart, { groups: priced.map(([l]) => l), series: [{ name: "price", values: priced.map(([, v]) => v) }], yLabel: currency });
+    chart.prepend(el("figcaption", {}, "Capital cost by part"));
+  }
+  return section;
+}
+
+function bomSection(bom) {
+  if (!bom) return "";
+  return el("section", {}, el("h2", {}, "Bill of materials"),
+    el("div", { class: "scroll" }, el("table", { id: "bom" },
+      el("thead", {}, el("tr", {}, ["Part", "Slug", "Quantity", "Unit price", "Extended", "Source"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, bom.lines.map((line) => el("tr", {},
+        el("th", { scope: "row" }, line.part), el("td", {}, el("code", {}, line.slug)), el("td", { class: "num" }, num(line.quantity)),
+        el("td", { class: "num" }, money(line.unit_price, bom.currency)), el("td", { class: "num" }, money(line.extended_price, bom.currency)),
+        el("td", { class: "source" }, line.source)))),
+      el("tfoot", {}, el("tr", {}, el("th", { scope: "row" }, "total"), el("td"), el("td"), el("td"),
+        el("td", { class: "num" }, money(bom.total, bom.currency)), el("td"))))));
+}
+
+function powerSection(result) {
+  const p = result.power;
+  return el("section", {}, el("h2", {}, "Power"), table("Power draw under GEMM load", [
+    ["accelerator under GEMM", si(p.accelerator_gemm_w, "W")], ["accelerator idle", si(p.accelerator_idle_w, "W")],
+    ["compute node", si(p.node_w, "W")], ["switch", si(p.switch_w, "W")], ["storage node", si(p.storage_node_w, "W")],
+    ["compute nodes", si(p.compute_nodes_w, "W")], ["switches", si(p.switches_w, "W")], ["storage nodes", si(p.storage_nodes_w, "W")],
+    ["IT total", si(p.it_total_w, "W")], ["facility (with PUE)", si(p.facility_w, "W")],
+    ["FP16 TFLOPS per kW", num(p.fp16_tflops_per_kw)],
+  ]));
+}
+
+function performanceSection(result, curves) {
+  const c = result.compute, t = result.training;
+  const section = el("section", {}, el("h2", {}, "Performance"), table("Compute", [
+    ["TF32 GEMM per GPU", c.gemm_tf32_tflops === null ? "–" : `${num(c.gemm_tf32_tflops)} TFLOPS`],
+    ["FP16 GEMM per GPU", `${num(c.gemm_fp16_tflops)} TFLOPS`],
+    c.gemm_fp8_tflops !== null ? ["FP8 GEMM per GPU", `${num(c.gemm_fp8_tflops)} TFLOPS`] : null,
+    ["sustained clock (power cap)", percent(c.sustained_clock_factor)],
+    ["cluster FP16 GEMM", `${num(c.cluster_fp16_pflops)} PFLOPS`],
+  ]));
+  if (t) {
+    section.append(table("Training the workload", [
+      ["GPUs in the job", num(t.gpus)], ["step time", duration(t.step_time_s)], ["bound by", t.step_bound],
+      ...Object.entries(t.step_parts_s).map(([part, s]) => [`  ${part}`, duration(s)]),
+      ["MFU", percent(t.mfu)], ["tokens per second", num(t.tokens_per_s)],
+      ["memory per GPU", `${num(t.memory.per_gpu_gb)} of ${num(t.memory.hbm_gb)} GB`, `mostly ${t.memory.dominant_term}`],
+      t.time_to_train_days !== null ? ["time to train", `${num(t.time_to_train_days)} days`] : null,
+      t.cost_to_train !== null ? ["cost to train", money(t.cost_to_train, result.cost.currency)] : null,
+    ]));
+  }
+  if (curves?.scaling) {
+    const fig = el("figure", { class: "chart-box" });
+    section.append(fig);
+    lineChart(fig, { series: [{ name: "strong scaling (global batch fixed)", x: curves.scaling.gpus, y: curves.scaling.strong_efficiency },
+      { name: "weak scaling (batch per GPU fixed)", x: curves.scaling.gpus, y: curves.scaling.weak_efficiency }],
+      xLabel: "GPUs in the job", yLabel: "scaling efficiency", xLog: true, title: "Scaling efficiency against GPU count" });
+    fig.prepend(el("figcaption", {}, "Scaling efficiency against the job's GPU count"));
+  }
+  return section;
+}
+
+const LIBRARIES = { hfreduce: "HFReduce", nccl: "NCCL", hfreduce_nvlink: "HFReduce with NVLink pairs" };
+
+function collectivesSection(result, curves) {
+  const section = el("section", {}, el("h2", {}, "Allreduce bandwidth"));
+  const rows = Object.entries(LIBRARIES).filter(([key]) => result.collectives[key]).map(([key, label]) => {
+    const r = result.collectives[key];
+    return [label, `${num(r.algbw_gbyte_s)} GB/s`, `bound by ${r.bound}`];
+  });
+  section.append(table(`Across the cluster, ${si(result.collectives.message_bytes, "B")} messages`, rows));
+  if (curves?.allreduce_vs_gpus) {
+    const data = curves.allreduce_vs_gpus;
+    const fig = el("figure", { class: "chart-box", id: "allreduce-chart" });
+    section.append(fig);
+    lineChart(fig, { series: Object.entries(LIBRARIES).filter(([k]) => data[k]).map(([k, name]) => ({ name, x: data.gpus, y: data[k] })),
+      xLabel: "GPUs", yLabel: "algorithm bandwidth (GB/s)", xLog: true, title: "Allreduce bandwidth against GPU count" });
+    fig.prepend(el("figcaption", {}, `Allreduce algorithm bandwidth against GPU count (${si(data.message_bytes, "B")} messages)`));
+  }
+  return section;
+}
+
+function reliabilitySection(result, curves) {
+  const r = result.reliability;
+  const section = el("section", {}, el("h2", {}, "Reliability"), table("Failures and checkpoints", [
+    ["cluster interruptions per day", num(r.cluster_interruptions_per_day)],
+    ["node availability", percent(r.node_availability, 3)],
+    r.job_interruptions_per_day !== undefined ? ["job interruptions per day", num(r.job_interruptions_per_day)] : null,
+    r.checkpoint_time_s !== undefined ? ["checkpoint write", duration(r.checkpoint_time_s), `bound by ${r.checkpoint_bound}`] : null,
+    r.restart_time_s !== undefined ? ["restart", duration(r.restart_time_s)] : null,
+    r.optimal_interval_s !== undefined ? ["optimal checkpoint interval", duration(r.optimal_interval_s),
+      `Young ${duration(r.young_interval_s)}, Daly ${duration(r.daly_interval_s)}`] : null,
+    r.ettr !== undefined ? ["ETTR at the plan's interval", percent(r.ettr, 2)] : null,
+    r.spare_nodes !== undefined ? ["spare nodes (99%)", num(r.spare_nodes)] : null,
+  ]));
+  const byCategory = Object.entries(r.by_category_per_day || {}).sort((a, b) => b[1] - a[1]);
+  if (byCategory.length) {
+    section.append(table("Failures per day by category", byCategory.map(([k, v]) => [k, num(v)])));
+  }
+  if (curves?.ettr_vs_interval) {
+    const e = curves.ettr_vs_interval;
+    const fig = el("figure", { class: "chart-box", id: "ettr-chart" });
+    section.append(fig);
+    const markers = [{ x: e.optimal_interval_s, label: `optimum ${duration(e.optimal_interval_s)}: ETTR ${percent(e.ettr_at_optimum, 2)}` }];
+    if (Math.abs(e.plan_interval_s / e.optimal_interval_s - 1) > 1e-6) markers.push({ x: e.plan_interval_s, label: `plan ${duration(e.plan_interval_s)}` });
+    lineChart(fig, { series: [{ name: "ETTR", x: e.interval_s, y: e.ettr }], markers, xLabel: "checkpoint interval (s)",
+      yLabel: "effective training time ratio", xLog: true, title: "ETTR against checkpoint interval" });
+    fig.prepend(el("figcaption", {}, "Effective training time ratio against checkpoint interval, optimum marked"));
+  }
+  return section;
+}
+
+function topologySection(plan, result) {
+  const f = result.fabric;
+  const section = el("section", {}, el("h2", {}, "Topology"), table("Fabric", [
+    ["switches", num(f.switches)], ["leaf", num(f.leaf_switches)], ["spine", num(f.spine_switches)],
+    ["core", num(f.core_switches)], ["inter-zone", num(f.interzone_switches)], ["storage plane", num(f.storage_plane_switches)],
+    ["endpoints", `${num(f.endpoints)} of ${num(f.capacity_endpoints)} ports`],
+    ["optical transceivers", num(f.transceivers)], ["switch-to-switch links", num(f.switch_links)],
+  ]));
+  const fig = el("figure", { class: "chart-box wide", id: "topology" });
+  section.append(fig);
+  drawTopology(fig, plan, f);
+  return section;
+}
+
+// The whole report for a plan's page.
+export function report(container, plan, evaluation, bom) {
+  const { result, curves } = evaluation;
+  container.replaceChildren(
+    headline(result), constraintsList(result) ?? "",
+    el("div", { class: "grid2" }, costSection(result), powerSection(result)),
+    bomSection(bom),
+    el("div", { class: "grid2" }, performanceSection(result, curves), collectivesSection(result, curves)),
+    reliabilitySection(result, curves),
+    topologySection(plan, result),
+  );
+}

@@ -1,0 +1,30 @@
+// A plan's page: evaluate it (optionally with a workload), then draw the report.
+import { api, el, errorLines } from "./api.js";
+import { report } from "./evaluation.js";
+
+export async function planPage({ plan, form, output, status }) {
+  const run = async () => {
+    const workload = form.workload.value || null;
+    status.textContent = "Evaluating…";
+    const [evaluation, bom] = await Promise.all([
+      api(`/api/plans/${plan.slug}/evaluate/`, { method: "POST", body: { workload } }),
+      api(`/api/plans/${plan.slug}/bom/`),
+    ]);
+    if (!evaluation.ok) {
+      status.textContent = "";
+      output.replaceChildren(el("div", { class: "error", role: "alert" }, el("p", {}, "This plan cannot be evaluated:"),
+        el("ul", {}, errorLines(evaluation.data).map((line) => el("li", {}, line)))));
+      return;
+    }
+    report(output, plan, evaluation.data, bom.ok ? bom.data : null);
+    status.textContent = `Evaluated with engine ${evaluation.data.engine_version}${workload ? ` and workload ${workload}` : ""}.`;
+    const url = new URL(location.href);
+    if (workload) url.searchParams.set("workload", workload); else url.searchParams.delete("workload");
+    history.replaceState(null, "", url);
+  };
+  form.addEventListener("change", run);
+  form.addEventListener("submit", (event) => { event.preventDefault(); run(); });
+  const chosen = new URL(location.href).searchParams.get("workload");
+  if (chosen) form.workload.value = chosen;
+  await run();
+}

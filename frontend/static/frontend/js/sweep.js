@@ -1,0 +1,159 @@
+// Sweeps: the submission form, then live progress over a websocket and an interactive chart.
+import { api, el, errorLines, socket } from "./api.js";
+import { scatterChart } from "./charts.js";
+import { num } from "./format.js";
+
+const MAX_CHART_POINTS = 10000;
+const PAGE = 500;
+const HIGHER_IS_BETTER = /(mfu|ettr|tflops|pflops|gbyte_s|availability|tokens_per_s|utilization|efficiency)$/;
+
+// "64, 128" -> list; "200..1240 step 40" -> {start, stop, step}; "1..4 n 7" -> {start, stop, steps}.
+export function parseValues(text) {
+  const range = text.match(/^\s*(-?[\d.e+]+)\s*\.\.\s*(-?[\d.e+]+)\s*(step|n)\s*([\d.e+]+)\s*$/i);
+  if (range) {
+    const [, start, stop, kind, by] = range;
+    return kind.toLowerCase() === "step" ? { start: Number(start), stop: Number(stop), step: Number(by) }
+      : { start: Number(start), stop: Number(stop), steps: Number(by) };
+  }
+  return text.split(",").map((v) => v.trim()).filter(Boolean).map((v) => (Number.isFinite(Number(v)) ? Number(v) : v));
+}
+
+export function sweepForm(form, errors) {
+  document.getElementById("add-axis").addEventListener("click", () => {
+    const rows = form.querySelectorAll(".axis-row");
+    const copy = rows[rows.length - 1].cloneNode(true);
+    copy.querySelectorAll("input").forEach((input) => { input.value = ""; });
+    rows[rows.length - 1].after(copy);
+    copy.querySelector("input").focus();
+  });
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const axes = {};
+    form.querySelectorAll(".axis-row").forEach((row) => {
+      const path = row.querySelector("[name=axis-path]").value.trim();
+      const values = row.querySelector("[name=axis-values]").value.trim();
+      if (path && values) axes[path] = parseValues(values);
+    });
+    const body = { plan: form.elements.plan.value, name: form.elements.name.value, axes };
+    if (form.elements.workload.value) body.workload = form.elements.workload.value;
+    const sense = form.elements.sense.value;
+    if (sense) {
+      const constraints = [...form.querySelectorAll(".constraint-row")].map((row) => {
+        const metric = row.querySelector("[name=c-metric]").value;
+        const min = row.querySelector("[name=c-min]").value, max = row.querySelector("[name=c-max]").value;
+        if (!metric) return null;
+        return { metric, ...(min !== "" && { min: Number(min) }), ...(max !== "" && { max: Number(max) }) };
+      }).filter(Boolean);
+      body.goal = { [sense]: form.elements.objective.value, constraints };
+      const px = form.elements["pareto-x"].value, py = form.elements["pareto-y"].value;
+      if (px && py) body.goal.pareto = [[px, py]];
+    }
+    const response = await api("/api/sweeps/", { method: "POST", body });
+    if (response.ok) { location.assign(`/sweeps/${response.data.id}/`); return; }
+    errors.hidden = false;
+    errors.replaceChildren(el("p", {}, response.status === 429 ? "Too many sweeps submitted; wait a moment." : "The sweep was not submitted:"),
+      el("ul", {}, errorLines(response.data).map((line) => el("li", {}, line))));
+  });
+}
+
+// Non-dominated points of (x, y) under the chosen directions: sort by x, keep each y better than all before.
+export function paretoFront(points, xdir, ydir) {
+  const sx = xdir === "max" ? -1 : 1, sy = ydir === "max" ? -1 : 1;
+  const sorted = points.filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y))
+    .sort((a, b) => sx * (a.x - b.x) || sy * (a.y - b.y));
+  const front = new Set();
+  let best = Infinity;
+  for (const p of sorted) {
+    if (sy * p.y < best) { best = sy * p.y; front.add(p.point); }
+  }
+  return front;
+}
+
+async function loadRows(id, total) {
+  const rows = [];
+  const pages = Math.ceil(Math.min(total, MAX_CHART_POINTS) / PAGE);
+  for (let page = 1; page <= pages; page++) {
+    const response = await api(`/api/sweeps/${id}/results/?page=${page}&page_size=${PAGE}`);
+    if (!response.ok) break;
+    rows.push(...response.data.results);
+    if (response.data.results.length < PAGE) break;
+  }
+  return rows;
+}
+
+function goalSummary(container, goal) {
+  if (!goal) { container.replaceChildren(); return; }
+  const items = [`${num(goal.feasible)} of ${num(goal.valid)} valid points meet every constraint.`];
+  if (goal.optimum !== null && goal.optimum !== undefined) items.push(`Best point (${goal.sense}imise ${goal.objective}): #${goal.optimum}.`);
+  else if (goal.binding) items.push(`Nothing meets the goal; binding constraint: ${goal.binding.constraint} (${goal.binding.reason}).`);
+  for (const [metric, n] of Object.entries(goal.rejected_by || {})) items.push(`${metric} rejected ${num(n)} points.`);
+  container.replaceChildren(el("ul", { class: "notes" }, items.map((t) => el("li", {}, t))));
+}
+
+function chart(rows, controls, goal) {
+  const key = (name) => (name.startsWith("axis:") ? (r) => r.axes[name.slice(5)] : (r) => r.outputs[name]);
+  const x = key(controls.x.value), y = key(controls.y.value), c = controls.c.value ? key(controls.c.value) : null;
+  const valid = rows.filter((r) => r.valid);
+  const points = valid.map((r) => ({ point: r.point, x: x(r), y: y(r), c: c ? c(r) : undefined,
+    label: `point #${r.point}: ${Object.entries(r.axes).map(([k, v]) => `${k} = ${v}`).join(", ")}; ` +
+      `${controls.x.value} = ${num(x(r))}, ${controls.y.value} = ${num(y(r))}` }));
+  const stored = goal?.pareto?.find((f) => `${f.x}` === controls.x.value && `${f.y}` === controls.y.value);
+  const front = stored ? new Set(stored.points) : paretoFront(points, controls.xdir.value, controls.ydir.value);
+  points.forEach((p) => { p.highlight = front.has(p.point); });
+  const figure = document.getElementById("sweep-chart");
+  scatterChart(figure, { points, xLabel: controls.x.value.replace(/^axis:/, ""), yLabel: controls.y.value.replace(/^axis:/, ""),
+    cLabel: controls.c.value.replace(/^axis:/, ""), xLog: controls.xlog.checked, yLog: controls.ylog.checked,
+    title: `${controls.y.value} against ${controls.x.value}`,
+    onPick: (p) => { document.getElementById("picked").textContent = p.label; } });
+  return { front, valid: valid.length };
+}
+
+export function sweepPage(id) {
+  const bar = document.getElementById("sweep-progress"), percent = document.getElementById("sweep-percent");
+  const status = document.getElementById("sweep-status"), error = document.getElementById("sweep-error");
+  const cancel = document.getElementById("sweep-cancel");
+  let shown = false;
+  cancel.addEventListener("click", async () => { await api(`/api/sweeps/${id}/cancel/`, { method: "POST" }); });
+  const showResults = async () => {
+    if (shown) return;
+    shown = true;
+    const sweep = (await api(`/api/sweeps/${id}/`)).data;
+    const rows = await loadRows(id, sweep.total_points);
+    if (!rows.length) return;
+    const section = document.getElementById("sweep-results");
+    section.hidden = false;
+    goalSummary(document.getElementById("goal-result"), sweep.goal_result);
+    const controls = document.getElementById("chart-controls").elements;
+    const names = [...Object.keys(rows[0].axes).map((a) => `axis:${a}`), ...Object.keys(rows[0].outputs)];
+    const numeric = names.filter((n) => rows.some((r) => typeof (n.startsWith("axis:") ? r.axes[n.slice(5)] : r.outputs[n]) === "number"));
+    for (const select of [controls.x, controls.y]) select.replaceChildren(...numeric.map((n) => el("option", { value: n }, n.replace(/^axis:/, "axis "))));
+    controls.c.append(...names.map((n) => el("option", { value: n }, n.replace(/^axis:/, "axis "))));
+    const pareto = sweep.goal_result?.pareto?.[0];
+    controls.x.value = pareto?.x ?? numeric[0];
+    controls.y.value = pareto?.y ?? (numeric.find((n) => n === "cost.capex_total") || numeric[1] || numeric[0]);
+    if (Object.keys(rows[0].axes).length > 1) controls.c.value = `axis:${Object.keys(rows[0].axes)[1]}`;
+    const draw = () => {
+      for (const [select, dir] of [[controls.x, controls.xdir], [controls.y, controls.ydir]]) {
+        if (!dir.dataset.touched) dir.value = HIGHER_IS_BETTER.test(select.value) ? "max" : "min";
+      }
+      const { front, valid } = chart(rows, controls, sweep.goal_result);
+      document.getElementById("chart-note").textContent = `${num(valid)} valid points shown` +
+        (sweep.total_points > rows.length ? ` (the first ${num(rows.length)} of ${num(sweep.total_points)}; download for all)` : "") +
+        `; ${front.size} on the Pareto front. Click a point for its values.`;
+    };
+    controls.xdir.addEventListener("change", () => { controls.xdir.dataset.touched = "1"; });
+    controls.ydir.addEventListener("change", () => { controls.ydir.dataset.touched = "1"; });
+    document.getElementById("chart-controls").addEventListener("change", draw);
+    draw();
+  };
+  socket(`/ws/sweeps/${id}/`, (state) => {
+    const value = Math.round(state.progress * 100);
+    bar.value = value;
+    percent.textContent = `${value}%`;
+    status.textContent = state.status;
+    cancel.hidden = !["pending", "running"].includes(state.status);
+    error.hidden = !state.error;
+    error.textContent = state.error || "";
+    if (state.status === "done") showResults();
+  }, (s) => { document.getElementById("socket-status").textContent = s === "live" ? "live" : s; });
+}

@@ -1,0 +1,28 @@
+"""Template filters that show a number the way its unit reads."""
+import math
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def figure(value, unit=""):
+    """Whole numbers with thousands separators, fractions as percentages, others to 4 significant digits."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return "–" if value is None or isinstance(value, int | float) else value
+    if unit == "fraction":
+        return f"{value * 100:.2f}%"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    if value and (abs(value) >= 1e15 or abs(value) < 1e-3):
+        return f"{value:.3e}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+@register.filter
+def ratio(value):
+    """A ratio to a reference as "x1.23" ("–" when there is none)."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"×{value:.3g}"

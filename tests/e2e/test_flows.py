@@ -1,0 +1,163 @@
+"""The architect's flows in real Chromium against the live stack (tests/e2e/conftest.py).
+
+Each test saves a screenshot of every page it visits under test-artifacts/, and the ``page``
+fixture fails the test if the browser logged a JavaScript error or an uncaught exception."""
+import re
+
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import VIEWER, VIEWER_PASSWORD
+
+
+def test_login_is_required_and_every_page_renders(page):
+    page.goto("/plans/")
+    assert "/login/" in page.page.url
+    page.shot("login")
+    page.page.fill("#id_username", "architect")
+    page.page.fill("#id_password", "wrong password")
+    page.page.click("main button[type=submit]")
+    expect(page.page.locator("main .error")).to_contain_text("enter a correct username and password")
+    page.login()
+    page.shot("home")
+    page.goto("/catalog/")
+    page.page.select_option("select[name=table]", "switches")
+    page.page.select_option("select[name=vendor]", "NVIDIA (Mellanox)")
+    page.page.click("form.filters button")
+    expect(page.page.locator("main h2")).to_have_text(["Switches"])
+    expect(page.page.locator("main [role=status]")).to_have_text("1 entry.")
+    page.page.click("text=NVIDIA Mellanox QM8700")
+    expect(page.page.locator("tr:has(code:text-is('radix')) td.num")).to_have_text("40")
+    expect(page.page.locator("main")).to_contain_text("Source:")
+    page.shot("catalog-entry")
+    page.goto("/validation/")
+    expect(page.page.locator("main h2").first).to_be_visible()
+    assert page.page.locator("tr.pass").count() > 20
+    page.shot("validation")
+    page.goto("/tokens/")
+    page.page.fill("input[name=name]", "procurement script")
+    page.page.check("input[name=read_only]")
+    page.page.click("#token-form button")
+    expect(page.page.locator("#token-created code")).to_have_text(re.compile(r"^[A-Za-z0-9_-]{20,}$"))
+    expect(page.page.locator("#token-list")).to_contain_text("procurement script")
+    expect(page.page.locator("#token-list")).to_contain_text("read-only")
+    page.shot("tokens")
+
+
+def test_pages_work_narrow_and_from_the_keyboard(page):
+    page.login()
+    page.page.set_viewport_size({"width": 390, "height": 800})
+    for path in ("/", "/plans/", "/compare/?ids=ff2-pcie-2zone,ff2-pcie-3layer", "/sweeps/", "/twins/"):
+        page.goto(path)
+        overflow = page.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"{path} scrolls sideways by {overflow}px at 390px wide"
+    page.shot("narrow-compare")
+    page.goto("/")
+    page.page.keyboard.press("Tab")
+    assert page.page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.page.keyboard.press("Tab")
+    page.page.keyboard.press("Tab")
+    assert page.page.evaluate("document.activeElement.getAttribute('href')") == "/catalog/"
+    page.page.keyboard.press("Enter")
+    page.page.wait_for_url(re.compile(r"/catalog/$"))
+
+
+def test_fire_flyer_comparison_shows_122_against_1320_switches(page):
+    page.login()
+    page.page.click("text=Open the Fire-Flyer comparison")
+    row = page.page.locator("#comparison tr[data-metric=switches] td")
+    expect(row).to_have_count(3)
+    expect(row.nth(0)).to_have_text("1,320")
+    expect(row.nth(1)).to_contain_text("122")
+    expect(row.nth(2)).to_contain_text("200")
+    expect(page.page.locator("#compare-charts figure[data-metric=switches] svg rect.bar")).to_have_count(3)
+    page.shot("fire-flyer")
+
+
+def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
+    page.login()
+    page.goto("/plans/new/?from=ff2-pcie-2zone")
+    expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
+    page.page.fill("#f-node_count", "5000")
+    error = page.page.locator("#e-node_count")
+    expect(error).to_be_visible()
+    expect(error).to_contain_text("do not fit a 2-layer fat-tree")
+    expect(page.page.locator("#f-node_count")).to_have_attribute("aria-invalid", "true")
+    page.shot("impossible-fabric")
+    page.page.select_option("#f-fabric_layers", "3")
+    page.page.fill("#f-zones", "1")
+    page.page.fill("#f-interzone_switches", "0")
+    expect(error).to_be_hidden()
+    expect(page.page.locator("#preview-body .tiles")).to_contain_text("40,000")
+    page.page.fill("#f-slug", "ff-5000-3layer")
+    page.page.fill("#f-name", "Fire-Flyer grown to 40,000 GPUs")
+    page.page.click("#save-plan")
+    page.page.wait_for_url(re.compile(r"/plans/ff-5000-3layer/$"))
+    page.page.select_option("#plan-options select[name=workload]", "llama-13b-512")
+    expect(page.page.locator("#plan-status")).to_contain_text("llama-13b-512")
+    expect(page.page.locator("#bom")).to_contain_text("compute node")
+    expect(page.page.locator("#topology svg.chart")).to_be_visible()
+    expect(page.page.locator("#ettr-chart svg.chart")).to_contain_text("optimum")
+    expect(page.page.locator("#allreduce-chart svg.chart path")).to_have_count(3)
+    page.shot("plan")
+
+
+def test_sweep_progress_reaches_100_percent_and_a_chart_appears(page):
+    page.login()
+    page.goto("/sweeps/?plan=ff2-pcie-2zone")
+    page.page.select_option("#s-workload", "llama-13b-512")
+    rows = page.page.locator(".axis-row")
+    rows.nth(0).locator("[name=axis-values]").fill("8..64 step 8")
+    rows.nth(1).locator("[name=axis-path]").fill("workload.gpus")
+    rows.nth(1).locator("[name=axis-values]").fill("64, 128, 256, 512")
+    page.page.select_option("select[name=sense]", "minimize")
+    page.page.select_option("select[name=objective]", "cost.capex_total")
+    page.page.select_option("select[name=pareto-x]", "cost.capex_total")
+    page.page.select_option("select[name=pareto-y]", "training.step_time_s")
+    page.shot("sweep-form")
+    page.page.click("#sweep-form button[type=submit]")
+    page.page.wait_for_url(re.compile(r"/sweeps/\d+/$"))
+    expect(page.page.locator("#sweep-percent")).to_have_text("100%", timeout=90_000)
+    expect(page.page.locator("#sweep-status")).to_have_text("done")
+    expect(page.page.locator("#sweep-chart svg.chart")).to_be_visible()
+    page.shot("sweep")
+    # 8 node counts x 4 job sizes; a job runs when its GPUs fit the cluster's (8 per node): 8 + 7 + 5 + 1
+    # = 21 points. More nodes cost more and more GPUs step faster, so the front is the four smallest
+    # clusters that hold each job size.
+    expect(page.page.locator("#sweep-chart svg.chart rect.front")).to_have_count(4)
+    expect(page.page.locator("#sweep-chart svg.chart circle")).to_have_count(17)
+    expect(page.page.locator("#chart-note")).to_contain_text("21 valid points shown; 4 on the Pareto front")
+    expect(page.page.locator("#sweep-cancel")).to_be_hidden()
+    page.page.select_option("#chart-controls select[name=y]", "training.mfu")
+    expect(page.page.locator("#sweep-chart svg.chart > title")).to_have_text("training.mfu against cost.capex_total")
+
+
+def test_twin_shows_an_injected_xid_74_to_every_viewer(page, open_tab):
+    page.login()
+    page.goto("/twins/?plan=ff2-pcie-2zone")
+    page.page.fill("#t-speed", "10")
+    page.page.select_option("#t-visibility", "shared")
+    page.page.click("#twin-form button[type=submit]")
+    page.page.wait_for_url(re.compile(r"/twins/\d+/$"))
+    expect(page.page.locator("#socket-status")).to_have_text("live")
+    expect(page.page.locator("#twin-legend")).to_contain_text("healthy: 1,240 nodes, 9,920 GPUs")
+    twin_url = page.page.url
+    watcher = open_tab("-second-viewer")
+    watcher.login(VIEWER, VIEWER_PASSWORD)
+    viewer = watcher.page
+    viewer.goto(twin_url)
+    expect(viewer.locator("#twin-controls")).to_have_count(0)  # another user may watch a shared twin, not steer it
+    expect(viewer.locator("#socket-status")).to_have_text("live")
+    page.page.click("#twin-controls [data-action=start]")
+    expect(page.page.locator("#twin-status")).to_have_text("running")
+    page.page.select_option("#twin-inject select[name=category]", "xid-74")
+    page.page.fill("#twin-inject input[name=node]", "3")
+    page.page.fill("#twin-inject input[name=gpu]", "5")
+    page.page.click("#twin-inject button[type=submit]")
+    expect(page.page.locator("#node-detail li[data-gpu='29']")).to_have_text("GPU 5 (cluster GPU 29): failed")
+    expect(page.page.locator("#twin-events li[data-category=xid-74]").first).to_be_visible()
+    page.shot("twin")
+    expect(viewer.locator("#twin-events li[data-category=xid-74]").first).to_be_visible()
+    expect(viewer.locator("#twin-legend")).to_contain_text("failed: 1 node, 1 GPU")
+    watcher.shot("twin")
+    page.page.click("#twin-controls [data-action=pause]")
+    expect(page.page.locator("#twin-status")).to_have_text("paused")

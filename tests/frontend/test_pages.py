@@ -1,0 +1,69 @@
+"""Server-rendered pages: what they show, read through Django's test client (the browser flows
+are in tests/e2e)."""
+import re
+
+import pytest
+
+from frontend.templatetags.figures import figure, ratio
+
+
+@pytest.fixture
+def signed_in(client, user):
+    client.force_login(user)
+    return client
+
+
+def text(response) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", response.content.decode()))
+
+
+def test_fire_flyer_comparison_lines_up_switches_and_prices(catalog, signed_in):
+    response = signed_in.get("/compare/?ids=dgx-a100-3layer,ff2-pcie-2zone,ff2-pcie-3layer")
+    assert response.status_code == 200
+    row = re.search(r'data-metric="switches">(.*?)</tr>', response.content.decode(), re.S).group(1)
+    cells = [re.sub(r"<[^>]+>", "", c).split()[0] for c in re.findall(r'<td class="num">(.*?)</td>', row, re.S)]
+    assert cells == ["1,320", "122", "200"]  # FF Table III and the three-layer variant
+    assert "×0.0924" in row  # 122 / 1,320
+
+
+def test_compare_accepts_picked_plans_and_reports_bad_choices(catalog, signed_in):
+    picked = signed_in.get("/compare/?pick=ff2-pcie-2zone&pick=ff2-pcie-3layer&workload=llama-13b-512")
+    assert 'data-metric="step_time_s"' in picked.content.decode()
+    one = text(signed_in.get("/compare/?ids=ff2-pcie-2zone"))
+    assert "choose 2 to 4 different plans" in one
+    unknown = text(signed_in.get("/compare/?ids=ff2-pcie-2zone,ff2-pcie-3layer&workload=nope"))
+    assert "no workload 'nope' is visible to you" in unknown.replace("&#x27;", "'")
+
+
+def test_catalogue_filters_and_entry_shows_every_field_with_its_source(catalog, signed_in):
+    page = text(signed_in.get("/catalog/?table=switches&vendor=nvidia+(mellanox)"))
+    assert "1 entry." in page and "QM8700" in page and "QM9700" not in page
+    entry = signed_in.get("/catalog/switches/qm8700/")
+    body = text(entry)
+    assert "radix 40" in body and "port_speed_gbit_s 200" in body and "Source:" in body
+    assert signed_in.get("/catalog/nope/qm8700/").status_code == 404
+    assert signed_in.get("/catalog/switches/nope/").status_code == 404
+
+
+def test_validation_page_shows_every_reference_case(catalog, signed_in):
+    from simcore.references import CASES
+
+    body = signed_in.get("/validation/").content.decode()
+    assert body.count('<tr class="pass">') + body.count('<tr class="fail">') == len(CASES)
+    assert f"of {len(CASES)} cases meet their criterion" in body
+
+
+def test_builder_offers_the_catalogue_and_starts_from_a_plan(catalog, signed_in):
+    body = signed_in.get("/plans/new/?from=ff2-pcie-2zone").content.decode()
+    assert '<option value="qm8700">' in body and '<option value="ff-pcie-a100">' in body
+    initial = re.search(r'<script id="initial-plan" type="application/json">(.*?)</script>', body, re.S).group(1)
+    assert '"node_count": 1240' in initial and '"slug": ""' in initial
+
+
+def test_figures_read_as_their_units():
+    assert figure(1320.0) == "1,320"
+    assert figure(11519.9) == "11,520"
+    assert figure(0.4640501, "fraction") == "46.41%"
+    assert figure(9.233174) == "9.233"
+    assert figure(None) == "–" and figure(float("nan")) == "–"
+    assert ratio(122 / 1320) == "×0.0924" and ratio(None) == "–"
