@@ -2,14 +2,35 @@
 
 Throttled to a few events per second per sweep in each process; the final state is always sent.
 """
+import logging
 import time
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from planner.services.sweeps import sweep_state
 
+logger = logging.getLogger(__name__)
 MIN_INTERVAL_S = 0.25
+# What an unreachable channel layer (Redis) raises.
+LAYER_ERRORS = (OSError, RedisConnectionError, RedisTimeoutError)
+
+
+def send_to_group(group: str, message: dict) -> bool:
+    """Push a message to a group's viewers. Viewers are told, never trusted with the work: when the
+    channel layer is unreachable the message is dropped (a viewer gets the current state when it
+    reconnects) and the caller's work carries on. Returns whether it was sent."""
+    layer = get_channel_layer()
+    if layer is None:
+        return False
+    try:
+        async_to_sync(layer.group_send)(group, message)
+    except LAYER_ERRORS as error:
+        logger.warning("channel layer unreachable; %s not told: %s", group, error)
+        return False
+    return True
 _last_sent: dict[int, float] = {}
 
 
@@ -22,6 +43,4 @@ def publish_sweep_state(sweep, *, force: bool = False):
     if not force and now - _last_sent.get(sweep.pk, 0.0) < MIN_INTERVAL_S:
         return
     _last_sent[sweep.pk] = now
-    layer = get_channel_layer()
-    if layer is not None:
-        async_to_sync(layer.group_send)(sweep_group(sweep.pk), {"type": "sweep.state", "state": sweep_state(sweep)})
+    send_to_group(sweep_group(sweep.pk), {"type": "sweep.state", "state": sweep_state(sweep)})

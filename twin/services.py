@@ -8,12 +8,12 @@ import re
 import time
 
 import numpy as np
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
 
 import simcore
 from planner.adapters import scenario_document
+from planner.events import send_to_group
 from simcore import reliability, twin as engine
 from twin.models import Twin, TwinEvent, TwinSample
 
@@ -108,6 +108,9 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
                 pci_bus_ids=None) -> Twin:
     _check_speed(speed)
     gpus_per_node = plan.node_type.accelerators_per_node
+    if plan.node_count * gpus_per_node > settings.TWIN_MAX_GPUS:
+        raise TwinInputError({"plan": [f"{plan.node_count * gpus_per_node:,} GPUs; a twin holds at most "
+                                       f"{settings.TWIN_MAX_GPUS:,} (TWIN_MAX_GPUS)"]})
     buses = pci_bus_ids or DEFAULT_PCI_BUS_IDS[:gpus_per_node]
     if len(buses) != gpus_per_node or len({_bus(b) for b in buses}) != gpus_per_node:
         raise TwinInputError({"pci_bus_ids": [f"give {gpus_per_node} distinct PCI bus ids, one per GPU"]})
@@ -180,10 +183,7 @@ def event_json(row: TwinEvent) -> dict:
 
 def publish(twin_id: int, delta: dict):
     """Push a delta to the twin's viewers, stamped with the wall-clock time it left (for latency)."""
-    layer = get_channel_layer()
-    if layer is not None:
-        delta = {**delta, "published_at": time.time()}
-        async_to_sync(layer.group_send)(twin_group(twin_id), {"type": "twin.delta", "delta": delta})
+    send_to_group(twin_group(twin_id), {"type": "twin.delta", "delta": {**delta, "published_at": time.time()}})
 
 
 def snapshot(twin: Twin) -> dict:

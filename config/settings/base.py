@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.limits.BodySizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -151,6 +152,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CEL
 
 SWEEP_MAX_POINTS = int(os.environ.get("SWEEP_MAX_POINTS", "5000000"))
 TWIN_MAX_RUNNING_PER_USER = int(os.environ.get("TWIN_MAX_RUNNING_PER_USER", "4"))
+TWIN_MAX_GPUS = int(os.environ.get("TWIN_MAX_GPUS", "131072"))
+# The largest request body: larger ones answer 413 before anything reads them.
+API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 SWEEP_CHUNK_POINTS = int(os.environ.get("SWEEP_CHUNK_POINTS", "50000"))
 
 # Anonymous read access to the catalogue is off unless this setting opens it.
@@ -178,6 +183,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "evaluate": os.environ.get("THROTTLE_EVALUATE", "120/minute"),
         "sweep": os.environ.get("THROTTLE_SWEEP", "30/minute"),
+        "twin": os.environ.get("THROTTLE_TWIN", "30/minute"),
         "login": os.environ.get("THROTTLE_LOGIN", "20/minute"),
     },
 }

@@ -277,12 +277,8 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
     def perform_create(self, serializer):
         serializer.save(user=self.request.user)
 
-    @extend_schema(tags=["tokens"])
-    def list(self, request, *args, **kwargs):
-        response = super().list(request, *args, **kwargs)
-        for row in response.data:
-            row.pop("key", None)
-        return response
+    def get_serializer_class(self):
+        return api.AccessTokenListSerializer if self.action == "list" else api.AccessTokenSerializer
 
 
 LOGIN_TOKEN_NAME = "default"

@@ -151,7 +151,8 @@ class PriceBookSerializer(CleanModelSerializer):
 
 
 class OwnedEntrySerializer(CleanModelSerializer):
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True,
+                                         help_text="The owner's username; null for presets.")
     is_preset = serializers.BooleanField(read_only=True)
 
 
@@ -211,6 +212,15 @@ class WorkloadSerializer(OwnedEntrySerializer):
         model = Workload
         exclude = ["id"]
         read_only_fields = ["created_at", "updated_at"]
+
+
+class AccessTokenListSerializer(serializers.ModelSerializer):
+    """A token as listed: never its key."""
+
+    class Meta:
+        model = AccessToken
+        fields = ["id", "name", "read_only", "created_at", "last_used_at"]
+        read_only_fields = fields
 
 
 class AccessTokenSerializer(serializers.ModelSerializer):

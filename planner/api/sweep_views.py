@@ -14,7 +14,7 @@ from planner.api.permissions import TokenScopePermission
 from planner.api.plan_views import visible_to
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import sweeps as services
-from planner.tasks import sweep_enqueue
+from planner.tasks import QueueUnavailable, sweep_enqueue
 
 SWEEP_EXAMPLE = OpenApiExample(
     "Cheapest Fire-Flyer variant that trains LLaMa-13B steps under 20 s",
@@ -103,7 +103,11 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         except services.SweepInputError as error:
             return Response(error.errors, status=status.HTTP_400_BAD_REQUEST)
         if sweep.status != Sweep.Status.DONE:
-            sweep_enqueue(sweep)
+            try:
+                sweep_enqueue(sweep)
+            except QueueUnavailable:
+                services.sweep_discard(sweep=sweep)
+                return Response({"detail": QueueUnavailable.MESSAGE}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
             sweep.refresh_from_db()
         return Response(SweepSerializer(sweep).data, status=status.HTTP_201_CREATED)
 

@@ -318,6 +318,11 @@ def sweep_columns(sweep: Sweep, points: range | None = None) -> dict[str, np.nda
     return columns
 
 
+def sweep_discard(*, sweep: Sweep) -> None:
+    """Remove a sweep that could not be queued: nothing of it was computed or is shown anywhere."""
+    sweep.delete()
+
+
 def sweep_state(sweep: Sweep) -> dict:
     return {
         "id": sweep.pk,

@@ -1,32 +1,22 @@
-"""A live stack for the browser tests, and Debian's Chromium driven by Playwright.
+"""The live stack for the browser tests (tests/stack.py), and Debian's Chromium driven by Playwright.
 
-The stack is the production-style server: Daphne serving the ASGI app with DEBUG off and static
-files collected (WhiteNoise), on a database of its own (a fresh PostgreSQL database when
-DATABASE_URL names PostgreSQL, else a SQLite file) loaded with the catalogue and one user. With
-REDIS_URL set, the channel layer and Celery use Redis (database 7, flushed first), and a real
-Celery worker and the ``run_twins`` driver run beside Daphne; without it, sweeps run in the web
-process and twins on its driver thread, as the embedded default does.
+With REDIS_URL set, the stack uses Redis (database 7, flushed first) and runs a real Celery worker
+and the ``run_twins`` driver beside Daphne; without it, sweeps run in the web process and twins on
+its driver thread, as the embedded default does.
 """
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
+from tests.stack import ARTIFACTS, Stack
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 USERNAME, PASSWORD = "architect", "pw-architect-e2e-1234"
 VIEWER, VIEWER_PASSWORD = "viewer", "pw-viewer-e2e-1234"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
                  "--disable-background-networking", "--disable-component-update", "--disable-dev-shm-usage"]
-
 
 
 def pytest_collection_modifyitems(config, items):
@@ -38,25 +28,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "tests/e2e/" in str(item.fspath):
             item.add_marker(skip)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _database_url(tmp: Path) -> str:
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith("postgres"):
-        return f"sqlite:///{tmp / 'e2e.sqlite3'}"
-    import psycopg
-
-    parts = urlsplit(url)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS planner_e2e WITH (FORCE)")
-        conn.execute("CREATE DATABASE planner_e2e")
-    return urlunsplit(parts._replace(path="/planner_e2e"))
 
 
 def _redis_url() -> str | None:
@@ -72,49 +43,17 @@ def _redis_url() -> str | None:
 
 @pytest.fixture(scope="session")
 def live_server_url(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("e2e")
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings.base", DEBUG="false", SECRET_KEY="e2e-" + "k" * 60,
-               ALLOWED_HOSTS="127.0.0.1,localhost", PLANNER_VAR_DIR=str(tmp / "var"), STATIC_ROOT=str(tmp / "static"),
-               DATABASE_URL=_database_url(tmp), PYTHONUNBUFFERED="1")
     redis_url = _redis_url()
-    if redis_url:
-        env["REDIS_URL"] = redis_url
-    manage = [sys.executable, "manage.py"]
-    for command in (["migrate", "--noinput"], ["load_catalog"], ["collectstatic", "--noinput"],
-                    ["ensure_demo_user", "--username", USERNAME, "--password", PASSWORD],
-                    ["ensure_demo_user", "--username", VIEWER, "--password", VIEWER_PASSWORD]):
-        subprocess.run(manage + command, cwd=ROOT, env=env, check=True, capture_output=True)
-    commands = [[sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"]]
-    if redis_url:
-        commands += [[sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "sim,celery", "--pool", "solo",
-                      "--without-mingle", "--without-gossip", "--loglevel", "INFO"],
-                     manage + ["run_twins", "--tick", "0.2"]]
-    ARTIFACTS.mkdir(exist_ok=True)
-    processes = []
-    for i, command in enumerate(commands):
-        log = open(ARTIFACTS / f"e2e-process-{i}.log", "wb")
-        processes.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                          start_new_session=True))
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(base + "/healthz/", timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline or processes[0].poll() is not None:
-                raise RuntimeError(f"the server did not start; see {ARTIFACTS}/e2e-process-0.log") from None
-            time.sleep(0.3)
-    yield base
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    stack = Stack(tmp_path_factory.mktemp("e2e"), name="planner_e2e", redis_url=redis_url,
+                  users={USERNAME: PASSWORD, VIEWER: VIEWER_PASSWORD})
+    try:
+        stack.start("web")
+        if redis_url:
+            stack.start("worker")
+            stack.start("driver")
+        yield stack.url
+    finally:
+        stack.stop()
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 
 from planner.api.permissions import TokenScopePermission
 from planner.api.plan_views import visible_to
@@ -73,6 +74,12 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
 
     serializer_class = TwinSerializer
     permission_classes = [TokenScopePermission, IsAuthenticated, OwnerControls]
+
+    def get_throttles(self):
+        if self.action == "create":
+            self.throttle_scope = "twin"
+            return [ScopedRateThrottle()]
+        return super().get_throttles()
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):

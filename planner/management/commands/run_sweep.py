@@ -5,8 +5,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from planner.models import ClusterPlan, Sweep, Workload
-from planner.services.sweeps import SweepInputError, sweep_create
-from planner.tasks import sweep_enqueue
+from planner.services.sweeps import SweepInputError, sweep_create, sweep_discard
+from planner.tasks import QueueUnavailable, sweep_enqueue
 
 
 class Command(BaseCommand):
@@ -47,7 +47,11 @@ class Command(BaseCommand):
         except SweepInputError as error:
             raise CommandError("; ".join(f"{field}: {' '.join(reasons)}" for field, reasons in error.errors.items()))
         if sweep.status != Sweep.Status.DONE:
-            sweep_enqueue(sweep)
+            try:
+                sweep_enqueue(sweep)
+            except QueueUnavailable as error:
+                sweep_discard(sweep=sweep)
+                raise CommandError(QueueUnavailable.MESSAGE) from error
         self.stdout.write(f"sweep {sweep.pk}: {sweep.total_points:,} points in {sweep.chunk_count} chunks"
                           + (f" (reusing sweep {sweep.reused_from_id})" if sweep.reused_from_id else ""))
         if not wait:

@@ -1,0 +1,187 @@
+"""Faults with the real services: Redis stopped during a sweep, PostgreSQL connections dropped.
+
+Each test runs the production-style stack (tests/stack.py: Daphne and a Celery worker) on its own
+PostgreSQL database and its own Redis server (started here, with an append-only file, so that it
+can be stopped and started again without touching the machine's Redis), and checks for loss the
+same way: when the sweep is done, its stored chunks cover every grid point exactly once (no
+chunk missing, none stored twice) and the exported points are the grid, each once, with the
+engine's values. A SIGKILLed worker (tests/planner/test_sweeps_worker.py) and a killed and
+restarted twin driver (tests/twin/test_twin_api.py) are tested beside their features.
+"""
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import psycopg
+import pytest
+
+from tests.stack import ARTIFACTS, Stack, free_port, wait_until
+
+pytestmark = [
+    pytest.mark.services,
+    pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres") or not shutil.which("redis-server"),
+                       reason="needs a PostgreSQL DATABASE_URL and redis-server (CI has both)"),
+]
+USER, PASSWORD = "operator", "pw-operator-faults-1234"
+AXES = {"cluster.node_count": {"start": 40, "stop": 1240, "step": 4}, "workload.gpus": [64, 128, 256, 512]}
+CHUNK_POINTS = 8  # 301 x 4 = 1,204 points in 151 chunks: long enough to break things mid-way
+
+
+class RedisServer:
+    """A private redis-server with an append-only file, so a restart keeps the queued tasks."""
+
+    def __init__(self, directory):
+        self.port, self.directory = free_port(), directory
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = None
+
+    def start(self):
+        log = open(ARTIFACTS / f"redis-{self.port}.log", "ab")
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
+             "--appendonly", "yes", "--appendfsync", "always", "--save", ""], stdout=log, stderr=subprocess.STDOUT)
+        wait_until(self.ping, 10, what="redis-server up")
+
+    def ping(self) -> bool:
+        import redis
+
+        try:
+            return redis.Redis.from_url(self.url, socket_timeout=1).ping()
+        except redis.RedisError:
+            return False
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()  # SIGTERM: redis flushes the append-only file and exits
+            self.process.wait(timeout=10)
+
+
+class Client:
+    """A token-authenticated JSON client for the stack's API."""
+
+    def __init__(self, base):
+        self.base = base
+        self.token = self.call("POST", "/api/auth/token/", {"username": USER, "password": PASSWORD}, auth=False)[1]["token"]
+
+    def call(self, method, path, body=None, auth=True):
+        request = urllib.request.Request(self.base + path, method=method,
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        if auth:
+            request.add_header("Authorization", f"Token {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                raw = response.read()
+                status = response.status
+                kind = response.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as error:
+            raw, status, kind = error.read(), error.code, error.headers.get("Content-Type", "")
+        return status, json.loads(raw) if "json" in kind else raw.decode()
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def stack(tmp_path, redis_server, request):
+    name = "planner_" + request.node.name.removeprefix("test_")[:40]
+    stack = Stack(tmp_path, name=name, users={USER: PASSWORD}, redis_url=redis_server.url,
+                  env={"SWEEP_CHUNK_POINTS": str(CHUNK_POINTS), "CELERY_VISIBILITY_TIMEOUT_S": "5"})
+    try:
+        stack.start("web")
+        stack.start("worker")
+        yield stack
+    finally:
+        stack.stop()
+
+
+def submit(client) -> dict:
+    status, sweep = client.call("POST", "/api/sweeps/", {"plan": "ff2-pcie-2zone", "workload": "llama-13b-512",
+                                                         "axes": AXES})
+    assert status == 201, sweep
+    assert sweep["chunk_count"] == 151 and sweep["total_points"] == 1204
+    return sweep
+
+
+def sweep_of(client, sweep_id) -> dict:
+    return client.call("GET", f"/api/sweeps/{sweep_id}/")[1]
+
+
+def assert_nothing_lost_or_duplicated(stack, client, sweep):
+    """Chunks cover the grid exactly once; the export holds every point once with the engine's values."""
+    with psycopg.connect(stack.env["DATABASE_URL"]) as conn:
+        rows = conn.execute("SELECT index, start, stop FROM planner_sweepchunk WHERE sweep_id = %s ORDER BY index",
+                            (sweep["id"],)).fetchall()
+    assert [r[0] for r in rows] == list(range(sweep["chunk_count"]))
+    assert sum(stop - start for _, start, stop in rows) == sweep["total_points"]
+    assert all(rows[i][2] == rows[i + 1][1] for i in range(len(rows) - 1))
+    status, text = client.call("GET", f"/api/sweeps/{sweep['id']}/export/?file=csv")
+    assert status == 200
+    points = list(csv.DictReader(io.StringIO(text)))
+    assert sorted(int(p["point"]) for p in points) == list(range(sweep["total_points"]))
+    # Spot-check values against the engine, evaluated directly on the same document.
+    document = json.loads(stack.manage("evaluate_plan", "ff2-pcie-2zone", "--workload", "llama-13b-512",
+                                       "--format", "json"))
+    assert document["result"]["cluster"]["nodes"] == 1240
+    last = max(points, key=lambda p: int(p["point"]))
+    assert float(last["cluster.node_count"]) == 1240 and float(last["workload.gpus"]) == 512
+    assert float(last["training.step_time_s"]) == pytest.approx(document["result"]["training"]["step_time_s"], rel=1e-9)
+
+
+def test_redis_stopped_during_a_sweep(stack, redis_server):
+    """Redis stops mid-sweep: a new submission answers 503 and stores nothing, reads still work, and
+    the running sweep resumes when Redis is back, with every point stored once."""
+    client = Client(stack.url)
+    sweep = submit(client)
+    wait_until(lambda: sweep_of(client, sweep["id"])["completed_chunks"] >= 5, 60, what="first chunks stored")
+    redis_server.stop()
+    stopped_at = sweep_of(client, sweep["id"])["completed_chunks"]
+    assert stopped_at < sweep["chunk_count"], "the sweep finished before Redis stopped; make it longer"
+
+    status, body = client.call("POST", "/api/sweeps/", {"plan": "ff2-pcie-2zone", "axes": {"cluster.node_count": [8, 16]}})
+    assert status == 503
+    assert "task queue (Redis) is unreachable" in body["detail"] and "nothing of it was saved" in body["detail"]
+    status, listing = client.call("GET", "/api/sweeps/")
+    assert status == 200 and [s["id"] for s in listing["results"]] == [sweep["id"]]  # the refused one left nothing
+    time.sleep(2)  # the worker is now cut off from its queue
+
+    redis_server.start()
+    done = wait_until(lambda: (s := sweep_of(client, sweep["id"]))["status"] == "done" and s, 120,
+                      what="the sweep finishing after Redis returned")
+    assert done["completed_chunks"] == sweep["chunk_count"] and done["error"] == ""
+    assert_nothing_lost_or_duplicated(stack, client, sweep)
+
+
+def test_postgresql_connections_dropped_during_a_sweep(stack):
+    """Every connection to the database is terminated twice mid-sweep (as a PostgreSQL restart or a
+    failover would): the worker retries its chunk on a new connection, the API answers the next
+    request, and the sweep completes with every point stored once."""
+    client = Client(stack.url)
+    sweep = submit(client)
+    dbname = stack.env["DATABASE_URL"].rsplit("/", 1)[1]
+    for threshold in (5, 30):
+        wait_until(lambda: sweep_of(client, sweep["id"])["completed_chunks"] >= threshold, 60,
+                   what=f"{threshold} chunks stored")
+        with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as admin:
+            # The worker holds a connection while it runs a chunk; keep cutting until one was cut.
+            wait_until(lambda: admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()", (dbname,)).fetchone()[0], 10, 0.05,
+                what="a connection to terminate")
+        status, _ = client.call("GET", f"/api/sweeps/{sweep['id']}/")
+        assert status == 200  # a new request gets a new connection
+    done = wait_until(lambda: (s := sweep_of(client, sweep["id"]))["status"] in ("done", "failed") and s, 120,
+                      what="the sweep finishing")
+    assert done["status"] == "done", done["error"]
+    assert_nothing_lost_or_duplicated(stack, client, sweep)

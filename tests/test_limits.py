@@ -1,0 +1,67 @@
+"""Every limit answers with a status and a reason, before any work: request body size (413),
+page size (400), twin size (400), and throttles on evaluation, sweep and twin creation (429).
+The sweep point cap, Monte Carlo replica cap and scenario point cap are tested with their
+features (tests/planner/test_sweeps.py, tests/planner/test_plans_api.py)."""
+import json
+
+import pytest
+from rest_framework.settings import api_settings
+from rest_framework.throttling import ScopedRateThrottle
+
+from twin.models import Twin
+
+FF = "ff2-pcie-2zone"
+
+
+@pytest.fixture
+def tight_rates():
+    """Lower one scope's rate for a test (DRF reads the rates once, at import)."""
+    original = ScopedRateThrottle.THROTTLE_RATES
+
+    def set_rate(scope, rate):
+        ScopedRateThrottle.THROTTLE_RATES = {**api_settings.DEFAULT_THROTTLE_RATES, scope: rate}
+
+    yield set_rate
+    ScopedRateThrottle.THROTTLE_RATES = original
+
+
+def test_oversized_bodies_answer_413_before_being_read(catalog, reader_client, settings):
+    settings.API_MAX_BODY_BYTES = 10_000
+    body = json.dumps({"cluster": {"node_count": 8}, "padding": "x" * 20_000})
+    response = reader_client.post("/api/evaluate/", body, content_type="application/json")
+    assert response.status_code == 413
+    assert response.json() == {"detail": f"request body of {len(body):,} bytes; at most 10,000 bytes (API_MAX_BODY_BYTES)"}
+    small = reader_client.post("/api/evaluate/", {"cluster": {"node_count": 8}}, format="json")
+    assert small.status_code == 400 and small.json() == {"cluster.node": ["is required"]}  # read, answered on its merits
+
+
+def test_page_size_over_the_cap_is_refused_with_the_limit(catalog, reader_client):
+    over = reader_client.get("/api/catalog/accelerators/", {"page_size": 501})
+    assert over.status_code == 400 and over.json() == {"page_size": ["a whole number from 1 to 500"]}
+    assert reader_client.get("/api/catalog/accelerators/", {"page_size": "lots"}).status_code == 400
+    assert reader_client.get("/api/catalog/accelerators/", {"page_size": 500}).status_code == 200
+
+
+def test_twins_larger_than_the_cap_are_refused(catalog, reader_client, settings):
+    settings.TWIN_MAX_GPUS = 8192
+    response = reader_client.post("/api/twins/", {"plan": FF}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"plan": ["9,920 GPUs; a twin holds at most 8,192 (TWIN_MAX_GPUS)"]}
+    assert not Twin.objects.exists()
+
+
+def test_twin_creation_is_throttled(catalog, reader_client, tight_rates):
+    tight_rates("twin", "2/minute")
+    codes = [reader_client.post("/api/twins/", {"plan": FF}, format="json").status_code for _ in range(3)]
+    assert codes == [201, 201, 429]
+    assert Twin.objects.count() == 2
+
+
+def test_sweep_submission_is_throttled(catalog, reader_client, tight_rates, monkeypatch):
+    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    tight_rates("sweep", "2/minute")
+    body = {"plan": FF, "axes": {"cluster.node_count": [8, 16]}}
+    codes = [reader_client.post("/api/sweeps/", {**body, "name": str(i)}, format="json").status_code for i in range(3)]
+    assert codes == [201, 201, 429]
+    refused = reader_client.post("/api/sweeps/", body, format="json").json()
+    assert "throttled" in refused["detail"].lower()
