@@ -586,7 +586,7 @@ def to_json(value):
     return value
 
 
-def curves(document, params: EngineParams | None = None) -> dict:
+def curves(document, params: EngineParams | None = None, result: dict | None = None) -> dict:
     """Curves for charts, each from one vectorized call:
 
     * allreduce algorithm bandwidth (HFReduce, HFReduce with NVLink pairs where the node has them,
@@ -597,7 +597,8 @@ def curves(document, params: EngineParams | None = None) -> dict:
       n0 T(n0) / (n T(n)) against the smallest feasible count;
     * with a workload, ETTR against the checkpoint interval (the closed form of
       ``reliability.ettr_closed_form``, from a tenth to thirty times the optimum), with the
-      optimum and the plan's interval marked.
+      optimum and the plan's interval marked (from ``result``, the document's evaluation, when
+      the caller has it).
     """
     params = params or EngineParams()
     parsed = parse(document)
@@ -622,12 +623,12 @@ def curves(document, params: EngineParams | None = None) -> dict:
     }
     if parsed["has_workload"]:
         out["scaling"] = _scaling(document, parsed, params)
-        out["ettr_vs_interval"] = _ettr_vs_interval(parsed, params)
+        out["ettr_vs_interval"] = _ettr_vs_interval(
+            (result or evaluate_parsed(parsed, params))["reliability"])
     return to_json(out)
 
 
-def _ettr_vs_interval(parsed, params, points: int = 61):
-    rel = evaluate_parsed(parsed, params)["reliability"]
+def _ettr_vs_interval(rel: dict, points: int = 61):
     optimum = float(np.max(rel["optimal_interval_s"]))
     rate_s = float(np.max(rel["job_interruptions_per_day"])) / SECONDS_PER_DAY
     checkpoint_s, restart_s = float(np.max(rel["checkpoint_time_s"])), float(np.max(rel["restart_time_s"]))
@@ -644,13 +645,14 @@ def _scaling(document, parsed, params):
     job = float(np.max(np.where(np.isnan(w["gpus"]), cluster_gpus, w["gpus"])))
     unit = float(np.max(w["tp"] * w["pp"]))
     counts = np.unique(np.append(unit * 2.0 ** np.arange(0, int(np.log2(max(job / unit, 1))) + 1), job))
-    strong = {**document, "workload": {**document["workload"], "gpus": counts.tolist()}}
-    step = evaluate_parsed(parse(strong), params)["training"]["step_time_s"]
     per_gpu_batch = float(np.max(w["global_batch"])) / job
     weak_batches = np.maximum(np.round(per_gpu_batch * counts / np.max(w["micro_batch"])), 1) * np.max(w["micro_batch"])
-    weak = {**document, "workload": {**document["workload"], "gpus": counts.tolist(),
-                                     "global_batch": weak_batches.tolist()}}
-    weak_step = evaluate_parsed(parse(weak), params)["training"]["step_time_s"]
+    # Strong (global batch fixed) and weak (batch per GPU fixed) points in one vectorized call.
+    both = {**document, "workload": {**document["workload"], "gpus": np.concatenate([counts, counts]).tolist(),
+                                     "global_batch": np.concatenate([np.broadcast_to(np.max(w["global_batch"]),
+                                                                                     counts.shape), weak_batches]).tolist()}}
+    step_both = evaluate_parsed(parse(both), params)["training"]["step_time_s"]
+    step, weak_step = step_both[:counts.size], step_both[counts.size:]
     feasible = np.flatnonzero(np.isfinite(step))
     strong_eff = np.full(counts.shape, np.nan)
     weak_eff = np.full(counts.shape, np.nan)

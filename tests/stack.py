@@ -75,19 +75,36 @@ class Stack:
             raise RuntimeError(f"manage.py {' '.join(args)} failed: {done.stderr[-2000:]}")
         return done.stdout
 
-    def start(self, role: str, *extra: str):
-        """Start ``web`` (Daphne), ``worker`` (Celery on the sim and default queues) or ``driver``."""
+    def start(self, role: str, *extra: str, processes: int = 1):
+        """Start ``web`` (Daphne; with ``processes`` > 1, that many Daphne processes accepting on one
+        shared listening socket), ``worker`` (Celery on the sim and default queues) or ``driver``."""
+        if role == "web" and processes > 1:
+            listener = socket.create_server(("127.0.0.1", self.port), backlog=512)
+            for i in range(processes):
+                self._spawn(f"web{i}" if i else "web", [sys.executable, "-m", "daphne", "--fd", str(listener.fileno()),
+                                                        "config.asgi:application"], pass_fds=(listener.fileno(),))
+            listener.close()
+            wait_until(self._healthy, 60, 0.3, f"{self.name} web servers")
+            return
         commands = {
             "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"],
             "worker": [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "sim,celery", "--pool", "solo",
                        "--without-mingle", "--without-gossip", "--loglevel", "INFO", "-n", f"{self.name}@%h"],
             "driver": [sys.executable, "manage.py", "run_twins", "--tick", "0.2"],
         }
-        log = open(ARTIFACTS / f"{self.name}-{role}.log", "ab")
-        self.processes[role] = subprocess.Popen([*commands[role], *extra], cwd=ROOT, env=self.env, stdout=log,
-                                                stderr=subprocess.STDOUT, start_new_session=True)
+        self._spawn(role, [*commands[role], *extra])
         if role == "web":
-            wait_until(self._healthy, 60, 0.3, f"{self.name} web server (see {log.name})")
+            wait_until(self._healthy, 60, 0.3, f"{self.name} web server (see {ARTIFACTS}/{self.name}-web.log)")
+
+    def wait_for_log(self, role: str, text: str, timeout: float = 120):
+        """Wait until a process's log shows ``text`` (a worker's "ready.", say)."""
+        log = ARTIFACTS / f"{self.name}-{role}.log"
+        wait_until(lambda: text in log.read_text(errors="replace"), timeout, 0.3, f"{role} logging {text!r}")
+
+    def _spawn(self, role: str, command: list[str], pass_fds=()):
+        log = open(ARTIFACTS / f"{self.name}-{role}.log", "ab")
+        self.processes[role] = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                                start_new_session=True, pass_fds=pass_fds)
 
     def _healthy(self) -> bool:
         if self.processes["web"].poll() is not None:

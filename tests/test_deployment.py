@@ -71,6 +71,11 @@ def test_docker_compose_services():
         assert depends["migrate"]["condition"] == "service_completed_successfully"
         assert depends["redis"]["condition"] == "service_healthy"
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    # Queued work survives a Redis restart only with an append-only file on a volume.
+    redis_command = services["redis"]["command"]
+    assert redis_command[redis_command.index("--appendonly") + 1] == "yes"
+    assert any(volume.endswith(":/data") for volume in services["redis"]["volumes"])
+    assert set(compose["volumes"]) >= {"pgdata", "redis-data"}
 
 
 def test_dockerfile_installs_the_pinned_requirements():

@@ -97,6 +97,14 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+# A pool of PostgreSQL connections per process (Django's psycopg pool), so requests do not each open
+# one: under ASGI every request runs on a thread of its own, where persistent connections do not help.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", True):
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # With CONN_HEALTH_CHECKS on, Django has the pool check each connection before handing it out, so
+    # one the server dropped is replaced instead of failing a request.
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1, "max_size": int(os.environ.get("DB_POOL_MAX", "8")), "timeout": 10}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -1,8 +1,11 @@
 """Plan services: evaluate, compare, bill of materials, clone (keyword-only, one per workflow)."""
 import csv
+import hashlib
 import io
+import json
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.db import transaction
 
 import simcore
@@ -19,6 +22,22 @@ class PlanInfeasible(Exception):
         super().__init__("; ".join(reasons))
 
 
+EVALUATION_CACHE_S = 600
+
+
+def memoized(kind: str, document: dict, compute):
+    """``compute()``, memoized in the cache for EVALUATION_CACHE_S under the document and engine
+    version: the engine's outputs are a pure function of both, and architects evaluate the same
+    presets and plans again and again."""
+    digest = hashlib.sha256(json.dumps([simcore.ENGINE_VERSION, document], sort_keys=True, default=str).encode())
+    key = f"{kind}:{digest.hexdigest()}"
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, EVALUATION_CACHE_S)
+    return value
+
+
 def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None,
                   document: dict | None = None) -> dict:
     """Evaluate a plan (and workload): the engine's full result document.
@@ -29,7 +48,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
     for a build that cannot exist.
     """
     document = document or scenario_document(plan, workload, options)
-    result = simcore.evaluate(document)
+    result = memoized("evaluation", document, lambda: simcore.evaluate(document))
     reasons = []
     if not result["fabric"]["fits"]:
         reasons += [c for c in result["constraints"] if c.startswith(("fabric", "storage plane"))]
@@ -48,7 +67,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "workload": workload.slug if workload else None,
         "engine_version": result["engine_version"],
         "result": result,
-        "curves": simcore.curves(document),
+        "curves": memoized("curves", document, lambda: simcore.curves(document, result=result)),
     }
 
 

@@ -483,3 +483,19 @@ def test_preview_names_the_field_of_an_impossible_fabric(catalog, reader_client)
 
 def test_preview_needs_a_login(catalog, anon_client):
     assert anon_client.post("/api/plans/preview/", PREVIEW, format="json").status_code in (401, 403)
+
+
+def test_evaluations_are_memoized_per_document(catalog, reader_client, monkeypatch):
+    import simcore
+
+    calls = []
+    real = simcore.evaluate
+    monkeypatch.setattr("planner.services.plans.simcore.evaluate", lambda document: calls.append(1) or real(document))
+    first = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
+    again = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
+    assert first == again and len(calls) == 1
+    other = reader_client.post(f"/api/plans/{FF}/evaluate/", {"options": {"message_bytes": 2**20}}, format="json")
+    assert other.status_code == 200 and len(calls) == 2  # another document is evaluated afresh
+    ClusterPlan.objects.filter(slug=FF).update(node_count=1000)  # a changed plan is a new document
+    changed = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
+    assert len(calls) == 3 and changed["result"]["cluster"]["nodes"] == 1000
