@@ -12,13 +12,14 @@ from django.shortcuts import get_object_or_404, render
 
 from planner.api.plan_views import visible_to
 from planner.api.serializers import ClusterPlanSerializer
+from planner.choices import Confidence
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import plans as plan_services
 from planner.services.catalog import TABLES, catalog_summary
+from planner.services.engine import engine_validation
 from planner.services.sweeps import CATEGORICAL_AXES
 from simcore.document import field_docs
 from simcore.sweep import DEFAULT_OUTPUTS, TRAINING_OUTPUTS
-from planner.services.engine import engine_validation
 from twin.models import Twin
 from twin.services import twin_categories
 
@@ -99,7 +100,7 @@ def catalog(request):
         sections.append({"table": table, "entries": list(entries)})
     return render(request, "frontend/catalog.html", {
         "sections": sections, "tables": CATALOG_TABLES.values(), "vendors": sorted(vendors),
-        "confidences": [c for c, _ in TABLES[0].model._meta.get_field("confidence").choices],
+        "confidences": Confidence.values,
         "selected": {"table": table_name, "vendor": vendor, "confidence": confidence, "q": text},
         "count": sum(len(s["entries"]) for s in sections),
     })

@@ -22,12 +22,21 @@ OPERATIONS = {operation.label: operation for operation in (result.ok() for resul
 
 @pytest.fixture
 def fuzz_token(catalog, django_user_model, monkeypatch):
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
     from planner.services.accounts import token_for
 
     monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
     monkeypatch.setattr("twin.api.views.ensure_local_driver", lambda: None)
     user = django_user_model.objects.create_user("fuzzer", password="pw-fuzzer-1234")
-    return token_for(user).key
+    # Requests run inside the test's transaction, so the connection must outlive each of them (as
+    # Django's own test client arranges); otherwise a pooled connection is handed back mid-test.
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    yield token_for(user).key
+    for signal in (request_started, request_finished):
+        signal.connect(close_old_connections)
 
 
 def test_the_schema_lists_every_operation():

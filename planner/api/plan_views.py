@@ -63,6 +63,18 @@ def infeasible_response(error: services.PlanInfeasible) -> Response:
                     status=status.HTTP_400_BAD_REQUEST)
 
 
+def evaluation_response(plan, workload=None, options=None) -> Response:
+    """A plan's evaluation within the API's engine limits; bad options or an impossible build answer 400."""
+    try:
+        document = scenario_document(plan, workload, options)
+        enforce_engine_limits(document)
+        return Response(services.plan_evaluate(plan=plan, workload=workload, options=options, document=document))
+    except simcore.ScenarioError as error:
+        return scenario_error_response(error)
+    except services.PlanInfeasible as error:
+        return infeasible_response(error)
+
+
 class OwnedEntryViewSet(viewsets.ModelViewSet):
     lookup_field = "slug"
     permission_classes = [TokenScopePermission, OwnedEntryPermission]
@@ -130,15 +142,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         body = api.EvaluateRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         workload = self._workload(body.validated_data.get("workload"))
-        options = body.validated_data.get("options")
-        try:
-            document = scenario_document(plan, workload, options)
-            enforce_engine_limits(document)
-            return Response(services.plan_evaluate(plan=plan, workload=workload, options=options, document=document))
-        except simcore.ScenarioError as error:
-            return scenario_error_response(error)
-        except services.PlanInfeasible as error:
-            return infeasible_response(error)
+        return evaluation_response(plan, workload, body.validated_data.get("options"))
 
     @extend_schema(
         tags=PLAN_TAG, request=api.PlanPreviewSerializer,
@@ -154,15 +158,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         body.is_valid(raise_exception=True)
         fields = dict(body.validated_data)
         workload = self._workload(fields.pop("workload", None))
-        plan = ClusterPlan(slug="preview", name="preview", **fields)
-        try:
-            document = scenario_document(plan, workload)
-            enforce_engine_limits(document)
-            return Response(services.plan_evaluate(plan=plan, workload=workload, document=document))
-        except simcore.ScenarioError as error:
-            return scenario_error_response(error)
-        except services.PlanInfeasible as error:
-            return infeasible_response(error)
+        return evaluation_response(ClusterPlan(slug="preview", name="preview", **fields), workload)
 
     @extend_schema(
         tags=PLAN_TAG,

@@ -31,14 +31,3 @@ export function duration(seconds) {
   if (seconds < 172800) return `${(seconds / 3600).toFixed(1)} h`;
   return `${(seconds / 86400).toFixed(1)} days`;
 }
-
-// A value shown by the unit its metric name ends in.
-export function byName(name, value) {
-  if (value === null || value === undefined) return "–";
-  if (typeof value === "boolean") return value ? "yes" : "no";
-  if (typeof value !== "number") return String(value);
-  if (/(_w|\.w)$/.test(name) || name.endsWith("power")) return si(value, "W");
-  if (/_s$/.test(name)) return duration(value);
-  if (/(mfu|ettr|availability|utilization|efficiency|fraction)$/.test(name)) return percent(value);
-  return num(value);
-}

@@ -8,7 +8,7 @@ const PAGE = 500;
 const HIGHER_IS_BETTER = /(mfu|ettr|tflops|pflops|gbyte_s|availability|tokens_per_s|utilization|efficiency)$/;
 
 // "64, 128" -> list; "200..1240 step 40" -> {start, stop, step}; "1..4 n 7" -> {start, stop, steps}.
-export function parseValues(text) {
+function parseValues(text) {
   const range = text.match(/^\s*(-?[\d.e+]+)\s*\.\.\s*(-?[\d.e+]+)\s*(step|n)\s*([\d.e+]+)\s*$/i);
   if (range) {
     const [, start, stop, kind, by] = range;
@@ -57,7 +57,7 @@ export function sweepForm(form, errors) {
 }
 
 // Non-dominated points of (x, y) under the chosen directions: sort by x, keep each y better than all before.
-export function paretoFront(points, xdir, ydir) {
+function paretoFront(points, xdir, ydir) {
   const sx = xdir === "max" ? -1 : 1, sy = ydir === "max" ? -1 : 1;
   const sorted = points.filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y))
     .sort((a, b) => sx * (a.x - b.x) || sy * (a.y - b.y));
