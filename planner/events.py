@@ -7,15 +7,15 @@ import time
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from channels.exceptions import ChannelFull
+from redis.exceptions import RedisError
 
 from planner.services.sweeps import sweep_state
 
 logger = logging.getLogger(__name__)
 MIN_INTERVAL_S = 0.25
-# What an unreachable channel layer (Redis) raises.
-LAYER_ERRORS = (OSError, RedisConnectionError, RedisTimeoutError)
+# What an unreachable, restarting (still loading its data) or overloaded channel layer raises.
+LAYER_ERRORS = (OSError, TimeoutError, RedisError, ChannelFull)
 
 
 def send_to_group(group: str, message: dict) -> bool:

@@ -118,6 +118,16 @@ def sweep_of(client, sweep_id) -> dict:
     return client.call("GET", f"/api/sweeps/{sweep_id}/")[1]
 
 
+def wait_for_the_end(stack, client, sweep_id, what) -> dict:
+    """The sweep once it is final (done, failed or cancelled); on a timeout, say where it stood."""
+    try:
+        return wait_until(lambda: (s := sweep_of(client, sweep_id))["status"] in ("done", "failed", "cancelled") and s,
+                          180, what=what)
+    except TimeoutError as error:
+        log = (ARTIFACTS / f"{stack.name}-worker.log").read_text(errors="replace")[-3000:]
+        raise AssertionError(f"{error}: {sweep_of(client, sweep_id)}\nworker log tail:\n{log}") from None
+
+
 def assert_nothing_lost_or_duplicated(stack, client, sweep):
     """Chunks cover the grid exactly once; the export holds every point once with the engine's values."""
     with psycopg.connect(stack.env["DATABASE_URL"]) as conn:
@@ -157,9 +167,9 @@ def test_redis_stopped_during_a_sweep(stack, redis_server):
     time.sleep(2)  # the worker is now cut off from its queue
 
     redis_server.start()
-    done = wait_until(lambda: (s := sweep_of(client, sweep["id"]))["status"] == "done" and s, 120,
-                      what="the sweep finishing after Redis returned")
-    assert done["completed_chunks"] == sweep["chunk_count"] and done["error"] == ""
+    done = wait_for_the_end(stack, client, sweep["id"], "the sweep finishing after Redis returned")
+    assert done["status"] == "done" and done["error"] == "", done
+    assert done["completed_chunks"] == sweep["chunk_count"]
     assert_nothing_lost_or_duplicated(stack, client, sweep)
 
 
@@ -181,7 +191,6 @@ def test_postgresql_connections_dropped_during_a_sweep(stack):
                 what="a connection to terminate")
         status, _ = client.call("GET", f"/api/sweeps/{sweep['id']}/")
         assert status == 200  # a new request gets a new connection
-    done = wait_until(lambda: (s := sweep_of(client, sweep["id"]))["status"] in ("done", "failed") and s, 120,
-                      what="the sweep finishing")
-    assert done["status"] == "done", done["error"]
+    done = wait_for_the_end(stack, client, sweep["id"], "the sweep finishing")
+    assert done["status"] == "done" and done["error"] == "", done
     assert_nothing_lost_or_duplicated(stack, client, sweep)
