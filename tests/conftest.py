@@ -70,6 +70,13 @@ def editor_client(editor):
 
 
 @pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Tests create many users; a deliberately slow password hash costs them seconds for nothing.
+    (The live-stack tests run the real settings in their own processes.)"""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def fresh_throttles():
     """Request throttles count in the cache; every test starts with none spent."""
     from django.core.cache import cache

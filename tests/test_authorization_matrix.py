@@ -64,8 +64,14 @@ def world(catalog, django_user_model, monkeypatch):
     workload.pk, workload.slug, workload.owner, workload.visibility = None, "private-workload", owner, "private"
     workload.save()
     sweep = sweep_create(owner=owner, plan=plan, workload=None, spec={"axes": {"cluster.node_count": [32, 64]}})
-    twin = twin_create(owner=owner, plan=plan, jobs=[{"name": "j", "nodes": 8, "work_s": 1e6, "interval_s": 600,
-                                                      "checkpoint_s": 30, "restart_s": 60}])
+    jobs = [{"name": "j", "nodes": 8, "work_s": 1e6, "interval_s": 600, "checkpoint_s": 30, "restart_s": 60}]
+    twin = twin_create(owner=owner, plan=plan, jobs=jobs)
+    shared = ClusterPlan.objects.get(pk=plan.pk)
+    shared.pk, shared.slug, shared.visibility = None, "shared-plan", "shared"
+    shared.save()
+    shared_twin = twin_create(owner=owner, plan=shared, jobs=jobs)
+    shared_twin.visibility = "shared"
+    shared_twin.save(update_fields=["visibility"])
     clients = {"anonymous": APIClient()}
     for name, user in (("other_user", other), ("owner", owner), ("staff", staff)):
         clients[name] = APIClient()
@@ -73,13 +79,40 @@ def world(catalog, django_user_model, monkeypatch):
     read_only = AccessToken.objects.create(user=owner, name="ro", read_only=True)
     clients["read_only_token"] = APIClient()
     clients["read_only_token"].credentials(HTTP_AUTHORIZATION=f"Token {read_only.key}")
-    ids = {"plan": plan.slug, "workload": workload.slug, "sweep": sweep.pk, "twin": twin.pk}
+    ids = {"plan": plan.slug, "workload": workload.slug, "sweep": sweep.pk, "twin": twin.pk,
+           "shared_plan": shared.slug, "shared_twin": shared_twin.pk}
     return clients, ids, {"owner": owner, "other_user": other, "staff": staff}
 
 
 @pytest.mark.parametrize("caller_index,caller", list(enumerate(CALLERS)))
 @pytest.mark.parametrize("method,path,body,expected", MATRIX, ids=[f"{m} {p}" for m, p, _, _ in MATRIX])
 def test_authorization_matrix(method, path, body, expected, caller_index, caller, world):
+    clients, ids, _ = world
+    response = getattr(clients[caller], method)(path.format(**ids), body, format="json")
+    assert response.status_code == expected[caller_index], (caller, method, path, response.content[:300])
+
+
+# What a viewer may do with what the owner shares with every signed-in user: read, evaluate and copy
+# it, watch the twin; never change, delete or steer it. "other_user" here is that viewer.
+SHARED_MATRIX = [
+    ("get", "/api/plans/{shared_plan}/", None, (401, 200, 200, 200, 200)),
+    ("patch", "/api/plans/{shared_plan}/", {"description": "changed"}, (401, 403, 403, 200, 200)),
+    ("delete", "/api/plans/{shared_plan}/", None, (401, 403, 403, 409, 409)),  # its twin protects it
+    ("post", "/api/plans/{shared_plan}/evaluate/", {}, (401, 200, 200, 200, 200)),
+    ("get", "/api/plans/{shared_plan}/bom/", None, (401, 200, 200, 200, 200)),
+    ("post", "/api/plans/{shared_plan}/clone/", {"slug": "viewer-copy"}, (401, 403, 201, 201, 201)),
+    ("get", "/api/plans/compare/?ids={shared_plan},ff2-pcie-2zone", None, (401, 200, 200, 200, 200)),
+    ("get", "/api/twins/{shared_twin}/state/", None, (401, 200, 200, 200, 200)),
+    ("get", "/api/twins/{shared_twin}/events/", None, (401, 200, 200, 200, 200)),
+    ("post", "/api/twins/{shared_twin}/inject/", {"category": "xid-74", "gpu": 0}, (401, 403, 403, 201, 201)),
+    ("post", "/api/twins/{shared_twin}/pause/", None, (401, 403, 403, 200, 200)),
+    ("delete", "/api/twins/{shared_twin}/", None, (401, 403, 403, 204, 204)),
+]
+
+
+@pytest.mark.parametrize("caller_index,caller", list(enumerate(CALLERS)))
+@pytest.mark.parametrize("method,path,body,expected", SHARED_MATRIX, ids=[f"{m} {p}" for m, p, _, _ in SHARED_MATRIX])
+def test_shared_objects_matrix(method, path, body, expected, caller_index, caller, world):
     clients, ids, _ = world
     response = getattr(clients[caller], method)(path.format(**ids), body, format="json")
     assert response.status_code == expected[caller_index], (caller, method, path, response.content[:300])
@@ -126,6 +159,9 @@ PAGES = [
     ("/plans/new/?from={plan}", (302, 404, 200, 200)),
     ("/sweeps/{sweep}/", (302, 404, 200, 200)),
     ("/twins/{twin}/", (302, 404, 200, 200)),
+    ("/plans/{shared_plan}/", (302, 200, 200, 200)),
+    ("/plans/{shared_plan}/edit/", (302, 403, 200, 200)),
+    ("/twins/{shared_twin}/", (302, 200, 200, 200)),
     ("/tokens/", (302, 200, 200, 200)),
 ]
 
@@ -150,3 +186,22 @@ def test_compare_page_hides_plans_you_cannot_see(world, client):
     assert response.status_code == 200
     assert f"no plan &#x27;{ids['plan']}&#x27; is visible to you" in response.content.decode()
     assert 'id="comparison"' not in response.content.decode()
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_viewer_may_watch_a_shared_twin(world):
+    from config.asgi import application
+
+    _, ids, users = world
+
+    async def attempt(route, header):
+        communicator = WebsocketCommunicator(application, route, headers=header)
+        connected, code = await communicator.connect()
+        snapshot = await communicator.receive_json_from() if connected else None
+        await communicator.disconnect()
+        return connected, code, snapshot
+
+    connected, _, snapshot = async_to_sync(attempt)(f"/ws/twins/{ids['shared_twin']}/", session_headers(users["other_user"]))
+    assert connected and snapshot["type"] == "snapshot" and snapshot["twin"] == ids["shared_twin"]
+    refused = async_to_sync(attempt)(f"/ws/twins/{ids['twin']}/", session_headers(users["other_user"]))
+    assert refused[:2] == (False, 4403)
