@@ -1,7 +1,8 @@
 """Who may do what: every kind of caller against the API's endpoints and websocket routes.
 
-Callers: anonymous; the owner's read-only token; another signed-in user; the owner; staff.
-The owner has a private plan, workload, sweep and twin. Each cell is the expected status code.
+Callers: anonymous; the owner's read-only token; another signed-in user (for what the owner shares,
+its viewer); the owner; staff. The owner has a private plan, workload, sweep and twin, and a shared
+plan and twin. Each cell is the expected status code.
 """
 import pytest
 from asgiref.sync import async_to_sync
@@ -49,6 +50,23 @@ MATRIX = [
     ("post", "/api/tokens/", {"name": "matrix"}, (401, 403, 201, 201, 201)),
 ]
 
+# What a viewer may do with what the owner shares with every signed-in user: read, evaluate and copy
+# it, watch the twin; never change, delete or steer it. "other_user" here is that viewer.
+SHARED_MATRIX = [
+    ("get", "/api/plans/{shared_plan}/", None, (401, 200, 200, 200, 200)),
+    ("patch", "/api/plans/{shared_plan}/", {"description": "changed"}, (401, 403, 403, 200, 200)),
+    ("delete", "/api/plans/{shared_plan}/", None, (401, 403, 403, 409, 409)),  # its twin protects it
+    ("post", "/api/plans/{shared_plan}/evaluate/", {}, (401, 200, 200, 200, 200)),
+    ("get", "/api/plans/{shared_plan}/bom/", None, (401, 200, 200, 200, 200)),
+    ("post", "/api/plans/{shared_plan}/clone/", {"slug": "viewer-copy"}, (401, 403, 201, 201, 201)),
+    ("get", "/api/plans/compare/?ids={shared_plan},ff2-pcie-2zone", None, (401, 200, 200, 200, 200)),
+    ("get", "/api/twins/{shared_twin}/state/", None, (401, 200, 200, 200, 200)),
+    ("get", "/api/twins/{shared_twin}/events/", None, (401, 200, 200, 200, 200)),
+    ("post", "/api/twins/{shared_twin}/inject/", {"category": "xid-74", "gpu": 0}, (401, 403, 403, 201, 201)),
+    ("post", "/api/twins/{shared_twin}/pause/", None, (401, 403, 403, 200, 200)),
+    ("delete", "/api/twins/{shared_twin}/", None, (401, 403, 403, 204, 204)),
+]
+
 
 @pytest.fixture
 def world(catalog, django_user_model, monkeypatch):
@@ -85,37 +103,14 @@ def world(catalog, django_user_model, monkeypatch):
 
 
 @pytest.mark.parametrize("caller_index,caller", list(enumerate(CALLERS)))
-@pytest.mark.parametrize("method,path,body,expected", MATRIX, ids=[f"{m} {p}" for m, p, _, _ in MATRIX])
+@pytest.mark.parametrize("method,path,body,expected", MATRIX + SHARED_MATRIX,
+                         ids=[f"{m} {p}" for m, p, _, _ in MATRIX + SHARED_MATRIX])
 def test_authorization_matrix(method, path, body, expected, caller_index, caller, world):
     clients, ids, _ = world
     response = getattr(clients[caller], method)(path.format(**ids), body, format="json")
     assert response.status_code == expected[caller_index], (caller, method, path, response.content[:300])
 
 
-# What a viewer may do with what the owner shares with every signed-in user: read, evaluate and copy
-# it, watch the twin; never change, delete or steer it. "other_user" here is that viewer.
-SHARED_MATRIX = [
-    ("get", "/api/plans/{shared_plan}/", None, (401, 200, 200, 200, 200)),
-    ("patch", "/api/plans/{shared_plan}/", {"description": "changed"}, (401, 403, 403, 200, 200)),
-    ("delete", "/api/plans/{shared_plan}/", None, (401, 403, 403, 409, 409)),  # its twin protects it
-    ("post", "/api/plans/{shared_plan}/evaluate/", {}, (401, 200, 200, 200, 200)),
-    ("get", "/api/plans/{shared_plan}/bom/", None, (401, 200, 200, 200, 200)),
-    ("post", "/api/plans/{shared_plan}/clone/", {"slug": "viewer-copy"}, (401, 403, 201, 201, 201)),
-    ("get", "/api/plans/compare/?ids={shared_plan},ff2-pcie-2zone", None, (401, 200, 200, 200, 200)),
-    ("get", "/api/twins/{shared_twin}/state/", None, (401, 200, 200, 200, 200)),
-    ("get", "/api/twins/{shared_twin}/events/", None, (401, 200, 200, 200, 200)),
-    ("post", "/api/twins/{shared_twin}/inject/", {"category": "xid-74", "gpu": 0}, (401, 403, 403, 201, 201)),
-    ("post", "/api/twins/{shared_twin}/pause/", None, (401, 403, 403, 200, 200)),
-    ("delete", "/api/twins/{shared_twin}/", None, (401, 403, 403, 204, 204)),
-]
-
-
-@pytest.mark.parametrize("caller_index,caller", list(enumerate(CALLERS)))
-@pytest.mark.parametrize("method,path,body,expected", SHARED_MATRIX, ids=[f"{m} {p}" for m, p, _, _ in SHARED_MATRIX])
-def test_shared_objects_matrix(method, path, body, expected, caller_index, caller, world):
-    clients, ids, _ = world
-    response = getattr(clients[caller], method)(path.format(**ids), body, format="json")
-    assert response.status_code == expected[caller_index], (caller, method, path, response.content[:300])
 
 
 WEBSOCKETS = [("/ws/sweeps/{sweep}/", Sweep), ("/ws/twins/{twin}/", None)]
