@@ -17,11 +17,11 @@ from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import plans as plan_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
-from planner.services.sweeps import CATEGORICAL_AXES
+from planner.services.sweeps import CATEGORICAL_AXES, visible_sweeps
 from simcore.document import field_docs
 from simcore.sweep import DEFAULT_OUTPUTS, TRAINING_OUTPUTS
 from twin.models import Twin
-from twin.services import twin_categories
+from twin.services import twin_categories, visible_twins
 
 FIRE_FLYER_COMPARISON = ["dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer"]
 CATALOG_TABLES = {table.name: table for table in TABLES if not table.preset}
@@ -55,7 +55,7 @@ def home(request):
     """The dashboard: what the catalogue holds, your plans, sweeps and twins."""
     return render(request, "frontend/home.html", {
         "tables": catalog_summary(),
-        "plans": _visible_plans(request.user).filter(owner=request.user)[:10],
+        "plans": ClusterPlan.objects.filter(owner=request.user).order_by("slug")[:10],
         "sweeps": Sweep.objects.filter(owner=request.user).select_related("plan").order_by("-created_at")[:5],
         "twins": Twin.objects.filter(owner=request.user).select_related("plan").order_by("-created_at")[:5],
         "fire_flyer_ids": ",".join(FIRE_FLYER_COMPARISON),
@@ -66,7 +66,7 @@ def _field_rows(entry) -> list[dict]:
     """Every concrete field of a catalogue entry: label, value, unit hint and help text."""
     rows = []
     for field in entry._meta.get_fields():
-        if not field.concrete or field.name in ("id",) or field.many_to_many:
+        if not field.concrete or field.name == "id" or field.many_to_many:
             continue
         value = getattr(entry, field.name)
         link = None
@@ -161,9 +161,8 @@ def plan_builder(request, slug=None):
     elif request.GET.get("from"):
         start = get_object_or_404(_visible_plans(request.user), slug=request.GET["from"])
     initial = ClusterPlanSerializer(start).data if start else {
-        "fabric_layers": 2, "zones": 1, "interzone_switches": 0, "planes": 1, "rails": 1, "oversubscription": 1,
-        "storage_node_count": 0, "visibility": "private", "core_pods": "power_of_two", "storage_network": "shared",
-        "failure_profile": "fire-flyer"}
+        field.name: field.default for field in ClusterPlan._meta.concrete_fields
+        if field.has_default() and not callable(field.default)}
     if start is not None and plan is None:
         initial = {**initial, "slug": "", "name": f"{start.name} (variant)", "visibility": "private"}
     return render(request, "frontend/plan_builder.html", {
@@ -224,27 +223,22 @@ def sweep_list(request):
 
 @login_required
 def sweep_detail(request, sweep_id):
-    sweeps = Sweep.objects.select_related("plan", "workload")
-    sweep = get_object_or_404(sweeps if request.user.is_staff else sweeps.filter(owner=request.user), pk=sweep_id)
+    sweep = get_object_or_404(visible_sweeps(request.user, Sweep.objects.select_related("plan", "workload")), pk=sweep_id)
     return render(request, "frontend/sweep_detail.html", {"sweep": sweep})
-
-
-def _visible_twins(user):
-    twins = Twin.objects.select_related("plan", "owner")
-    return twins if user.is_staff else twins.filter(models.Q(owner=user) | models.Q(visibility="shared"))
 
 
 @login_required
 def twin_list(request):
     return render(request, "frontend/twins.html", {
-        "twins": _visible_twins(request.user).order_by("-created_at"), "plans": _visible_plans(request.user),
+        "twins": visible_twins(request.user, Twin.objects.select_related("plan", "owner")).order_by("-created_at"),
+        "plans": _visible_plans(request.user),
         "plan": request.GET.get("plan", ""),
     })
 
 
 @login_required
 def twin_detail(request, twin_id):
-    twin = get_object_or_404(_visible_twins(request.user), pk=twin_id)
+    twin = get_object_or_404(visible_twins(request.user, Twin.objects.select_related("plan", "owner")), pk=twin_id)
     return render(request, "frontend/twin_detail.html", {
         "twin": twin, "may_control": twin.owner_id == request.user.id or request.user.is_staff,
         "categories": twin_categories(twin),

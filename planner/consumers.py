@@ -8,8 +8,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from planner.events import sweep_group
-from planner.models import Sweep
-from planner.services.sweeps import sweep_state
+from planner.services.sweeps import sweep_state, visible_sweeps
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -54,7 +53,5 @@ class SweepProgressConsumer(AsyncJsonWebsocketConsumer):
 
     @database_sync_to_async
     def _visible_state(self, user, sweep_id):
-        sweep = Sweep.objects.filter(pk=sweep_id).first()
-        if sweep is None or not (user.is_staff or sweep.owner_id == user.id):
-            return None
-        return sweep_state(sweep)
+        sweep = visible_sweeps(user).filter(pk=sweep_id).first()
+        return None if sweep is None else sweep_state(sweep)

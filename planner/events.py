@@ -14,8 +14,9 @@ from planner.services.sweeps import sweep_state
 
 logger = logging.getLogger(__name__)
 MIN_INTERVAL_S = 0.25
-# What an unreachable, restarting (still loading its data) or overloaded channel layer raises.
-LAYER_ERRORS = (OSError, TimeoutError, RedisError, ChannelFull)
+# What an unreachable (OSError covers timeouts), restarting (still loading its data) or overloaded
+# channel layer raises.
+LAYER_ERRORS = (OSError, RedisError, ChannelFull)
 
 
 def send_to_group(group: str, message: dict) -> bool:

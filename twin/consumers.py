@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from twin.models import Twin
-from twin.services import snapshot, twin_group
+from twin.services import snapshot, twin_group, visible_twins
 
 MAX_MESSAGES_PER_S = 10
 CLOSE_UNAUTHENTICATED = 4401
@@ -89,8 +89,7 @@ class TwinConsumer(AsyncJsonWebsocketConsumer):
 
     @database_sync_to_async
     def _may_view(self, user, twin_id) -> bool:
-        twin = Twin.objects.filter(pk=twin_id).only("owner_id", "visibility").first()
-        return twin is not None and (user.is_staff or twin.owner_id == user.id or twin.visibility == "shared")
+        return visible_twins(user).filter(pk=twin_id).exists()
 
     @database_sync_to_async
     def _snapshot(self, twin_id):

@@ -10,6 +10,7 @@ import time
 import numpy as np
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 import simcore
 from planner.adapters import scenario_document
@@ -35,6 +36,12 @@ class TwinInputError(ValueError):
     def __init__(self, errors: dict[str, list[str]]):
         self.errors = errors
         super().__init__(str(errors))
+
+
+def visible_twins(user, queryset=None):
+    """The twins a user may watch: their own and shared ones (staff: all)."""
+    queryset = Twin.objects.all() if queryset is None else queryset
+    return queryset if user.is_staff else queryset.filter(Q(owner=user) | Q(visibility="shared"))
 
 
 def twin_group(twin_id: int) -> str:

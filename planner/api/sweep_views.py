@@ -78,8 +78,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Sweep.objects.none()
-        queryset = Sweep.objects.select_related("plan", "workload", "owner")
-        return queryset if self.request.user.is_staff else queryset.filter(owner=self.request.user)
+        return services.visible_sweeps(self.request.user, Sweep.objects.select_related("plan", "workload", "owner"))
 
     @extend_schema(request=SweepCreateSerializer, responses={201: SweepSerializer}, examples=[SWEEP_EXAMPLE],
                    description="Submit a sweep: the Cartesian product of the axes around the plan (and workload), "

@@ -1,6 +1,5 @@
 """Twins: create from a plan, control, inject and ingest failures, read state, events and metrics."""
 from django.conf import settings
-from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -84,9 +83,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Twin.objects.none()
-        queryset = Twin.objects.select_related("plan__node_type", "owner")
-        user = self.request.user
-        return queryset if user.is_staff else queryset.filter(Q(owner=user) | Q(visibility="shared"))
+        return services.visible_twins(self.request.user, Twin.objects.select_related("plan__node_type", "owner"))
 
     @extend_schema(request=TwinCreateSerializer, responses={201: TwinSerializer})
     def create(self, request):
