@@ -3,12 +3,36 @@
 Websocket routes are added by the apps that own them (sweeps in ``planner``, twins in ``twin``);
 every websocket is origin-checked against ALLOWED_HOSTS and authenticated by session.
 """
+import gc
 import os
 
-from django.core.asgi import get_asgi_application
+import django
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)
+
+
+class OneHopASGIHandler(ASGIHandler):
+    """Django's ASGI handler, with the middleware chain and the view run in one call on the
+    process's sync thread.
+
+    Django's own handler runs the chain in async mode, and each sync middleware step (every
+    ``process_request`` and ``process_response``) and then the view takes its own turn on that one
+    thread: a dozen turns per request, each queued behind the turns of every other request in
+    flight, so a cheap catalogue read waited for the evaluations around it. The app has no async
+    views (websockets go to Channels), so nothing is lost by running the chain as WSGI does.
+    """
+
+    def load_middleware(self, is_async=False):
+        super().load_middleware(is_async=False)
+
+    async def get_response_async(self, request):
+        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
+
+
+django_asgi_app = OneHopASGIHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
@@ -22,3 +46,8 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+# Everything loaded so far (Django, the apps, NumPy, the engine: some 200,000 objects) lives as
+# long as the process. Moving it out of the collector's reach keeps each full collection to the
+# objects made since; without this, every few seconds a full collection stopped the server for
+# 70-200 ms in the load benchmark (docs/performance.md).
+gc.freeze()

@@ -13,15 +13,19 @@ own, creates one user per client, and runs for a bounded time:
 * ``--viewers`` websocket viewers (default 20), signed in by session, following one shared
   running twin of the 9,920-GPU Fire-Flyer preset.
 
-It prints throughput, p50/p99 latency and errors per kind of request, and the viewers' delta
-latency (receive time minus the delta's publish time, same clock). Any non-2xx answer or
-exception counts as an error. Needs a PostgreSQL DATABASE_URL and REDIS_URL:
+The timed window opens once every client has made one untimed read (opening its kept-alive
+connection) and every viewer has its first snapshot, as after a Locust ramp-up. It prints
+throughput, p50/p99 latency and errors per kind of request, and the viewers' delta latency
+(receive time minus the delta's publish time, same clock); ``--timeline`` also writes every
+request's start, kind and latency to a CSV, to see when slow requests happen. Any non-2xx answer
+or exception counts as an error. Needs a PostgreSQL DATABASE_URL and REDIS_URL:
 
   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/0 \\
       .venv/bin/python scripts/bench_load.py [--clients 50] [--viewers 20] [--seconds 60]
 """
 import argparse
 import asyncio
+import csv
 import json
 import os
 import random
@@ -67,16 +71,23 @@ class Tally:
     def __init__(self):
         self.latency_s: dict[str, list[float]] = {}
         self.errors: dict[str, list[str]] = {}
+        self.timeline: list[tuple[float, str, float]] = []
 
-    def record(self, kind, seconds, error=None):
+    def record(self, kind, began, seconds, error=None):
         self.latency_s.setdefault(kind, []).append(seconds)
+        self.timeline.append((began, kind, seconds))
         if error:
             self.errors.setdefault(kind, []).append(error)
 
 
-async def http_user(base, token, deadline, think, catalogue_share, new_share, tally, rng):
+async def http_user(base, token, window, think, catalogue_share, new_share, tally, rng):
     headers = {"Authorization": f"Token {token}"}
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as client:
+        try:  # connect (one untimed read, which opens the kept-alive connection) before the window opens
+            (await client.get("/api/catalog/switches/")).raise_for_status()
+        finally:
+            await window.opened()
+        deadline = time.monotonic() + window.seconds
         while True:
             await asyncio.sleep(rng.uniform(*think))
             if time.monotonic() >= deadline:
@@ -101,7 +112,7 @@ async def http_user(base, token, deadline, think, catalogue_share, new_share, ta
                 error = None if response.is_success else f"{response.status_code} {response.text[:120]}"
             except httpx.HTTPError as exc:
                 error = f"{type(exc).__name__}: {exc}"
-            tally.record(kind, time.perf_counter() - began, error)
+            tally.record(kind, began, time.perf_counter() - began, error)
 
 
 async def session_cookie(base, username):
@@ -113,10 +124,28 @@ async def session_cookie(base, username):
         return "; ".join(f"{k}={v}" for k, v in client.cookies.items())
 
 
-async def viewer(base, cookie, twin_id, deadline, latencies, errors):
+class Window:
+    """The timed window: it opens once every client and viewer has connected (as after a Locust
+    ramp-up), so that connection set-up and the viewers' first snapshots are not timed."""
+
+    def __init__(self, parties: int, seconds: float):
+        self.barrier = asyncio.Barrier(parties)
+        self.seconds = seconds
+        self.waited = set()
+
+    async def opened(self):
+        if asyncio.current_task() not in self.waited:
+            self.waited.add(asyncio.current_task())
+            await self.barrier.wait()
+
+
+async def viewer(base, cookie, twin_id, window, latencies, errors):
     url = base.replace("http://", "ws://") + f"/ws/twins/{twin_id}/"
     try:
         async with websockets.connect(url, additional_headers={"Cookie": cookie, "Origin": base}) as socket:
+            await socket.recv()  # the snapshot
+            await window.opened()
+            deadline = time.monotonic() + window.seconds
             while (left := deadline - time.monotonic()) > 0:
                 try:
                     message = json.loads(await asyncio.wait_for(socket.recv(), timeout=left))
@@ -126,6 +155,8 @@ async def viewer(base, cookie, twin_id, deadline, latencies, errors):
                     latencies.append(time.time() - message["published_at"])
     except (OSError, websockets.WebSocketException) as exc:
         errors.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        await window.opened()
 
 
 async def run(stack, tokens, args):
@@ -140,12 +171,14 @@ async def run(stack, tokens, args):
             await warm.get("/api/catalog/switches/")
             await warm.post("/api/plans/ff2-pcie-2zone/evaluate/", json={})
     tally, latencies, viewer_errors = Tally(), [], []
-    began = time.monotonic()
-    deadline = began + args.seconds
-    users = [http_user(stack.url, token, deadline, args.think, args.catalogue_share, args.new_document_share, tally,
+    window = Window(len(tokens) + len(cookies) + 1, args.seconds)
+    users = [http_user(stack.url, token, window, args.think, args.catalogue_share, args.new_document_share, tally,
                        random.Random(rng.random())) for _, token in tokens]
-    viewers = [viewer(stack.url, cookie, twin["id"], deadline, latencies, viewer_errors) for cookie in cookies]
-    await asyncio.gather(*users, *viewers)
+    viewers = [viewer(stack.url, cookie, twin["id"], window, latencies, viewer_errors) for cookie in cookies]
+    tasks = [asyncio.create_task(party) for party in (*users, *viewers)]
+    await window.opened()
+    began = time.monotonic()
+    await asyncio.gather(*tasks)
     return tally, latencies, viewer_errors, time.monotonic() - began
 
 
@@ -159,7 +192,8 @@ def main():
     parser.add_argument("--new-document-share", type=float, default=0.5,
                         help="evaluations of a document not evaluated before (the rest repeat a preset's)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--web-processes", type=int, default=2, help="Daphne processes sharing the socket")
+    parser.add_argument("--web-processes", type=int, default=2, help="Daphne processes sharing the port")
+    parser.add_argument("--timeline", type=Path, help="write every request (start s, kind, latency ms) to this CSV")
     args = parser.parse_args()
     database, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL")
     if not database.startswith("postgres") or not redis_url:
@@ -181,6 +215,13 @@ def main():
             tally, latencies, viewer_errors, wall_s = asyncio.run(run(stack, tokens, args))
         finally:
             stack.stop()
+    if args.timeline:
+        start = min(began for began, _, _ in tally.timeline)
+        with args.timeline.open("w", newline="") as out:
+            writer = csv.writer(out)
+            writer.writerow(["start_s", "kind", "latency_ms"])
+            writer.writerows((f"{began - start:.4f}", kind, f"{1000 * seconds:.2f}")
+                             for began, kind, seconds in sorted(tally.timeline))
     total = sum(len(v) for v in tally.latency_s.values())
     errors = sum(len(v) for v in tally.errors.values())
     print(f"{args.clients} HTTP clients (think {args.think[0]:g}-{args.think[1]:g} s) and {args.viewers} websocket "

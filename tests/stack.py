@@ -76,14 +76,16 @@ class Stack:
         return done.stdout
 
     def start(self, role: str, *extra: str, processes: int = 1):
-        """Start ``web`` (Daphne; with ``processes`` > 1, that many Daphne processes accepting on one
-        shared listening socket), ``worker`` (Celery on the sim and default queues) or ``driver``."""
+        """Start ``web`` (Daphne; with ``processes`` > 1, that many Daphne processes, each accepting on
+        its own listening socket bound to the one port with SO_REUSEPORT, so that the kernel spreads
+        new connections evenly over them), ``worker`` (Celery on the sim and default queues) or
+        ``driver``."""
         if role == "web" and processes > 1:
-            listener = socket.create_server(("127.0.0.1", self.port), backlog=512)
             for i in range(processes):
+                listener = socket.create_server(("127.0.0.1", self.port), backlog=512, reuse_port=True)
                 self._spawn(f"web{i}" if i else "web", [sys.executable, "-m", "daphne", "--fd", str(listener.fileno()),
                                                         "config.asgi:application"], pass_fds=(listener.fileno(),))
-            listener.close()
+                listener.close()
             wait_until(self._healthy, 60, 0.3, f"{self.name} web servers")
             return
         commands = {

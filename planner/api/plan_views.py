@@ -1,7 +1,7 @@
 """Plans, workloads, evaluations, comparisons, bills of materials and API tokens."""
 from django.conf import settings
 from django.contrib.auth import authenticate
-from django.db.models import Q
+from django.db.models import Prefetch, Q
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
@@ -16,7 +16,7 @@ import simcore
 from planner.api import serializers as api
 from planner.adapters import scenario_document
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
-from planner.models import AccessToken, ClusterPlan, Workload
+from planner.models import AccessToken, ClusterPlan, ComputeNodeType, StorageNodeType, Workload
 from planner.services import plans as services
 from planner.services.accounts import token_for
 
@@ -113,10 +113,16 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     filterset_fields = ["slug", "visibility", "node_type__slug", "fabric_layers"]
 
     def get_queryset(self):
+        """The plan with every part it names, in three queries: one join of all fifteen tables took
+        PostgreSQL about 15 ms to plan (more tables than its exhaustive join search handles
+        quickly) and 0.5 ms to run, on every evaluation."""
         return super().get_queryset().select_related(
-            "node_type__accelerator", "node_type__cpu", "node_type__compute_nic", "node_type__storage_nic",
-            "switch", "storage_node_type__nic", "storage_node_type__cpu", "price_book",
-            "endpoint_cable", "transceiver", "fiber")
+            "switch", "price_book", "endpoint_cable", "transceiver", "fiber"
+        ).prefetch_related(
+            Prefetch("node_type", ComputeNodeType.objects.select_related("accelerator", "cpu", "compute_nic",
+                                                                          "storage_nic")),
+            Prefetch("storage_node_type", StorageNodeType.objects.select_related("nic", "cpu")),
+        )
 
     def _workload(self, slug):
         if not slug:
