@@ -18,11 +18,12 @@ class OneHopASGIHandler(ASGIHandler):
     """Django's ASGI handler, with the middleware chain and the view run in one call on the
     process's sync thread.
 
-    Django's own handler runs the chain in async mode, and each sync middleware step (every
-    ``process_request`` and ``process_response``) and then the view takes its own turn on that one
-    thread: a dozen turns per request, each queued behind the turns of every other request in
-    flight, so a cheap catalogue read waited for the evaluations around it. The app has no async
-    views (websockets go to Channels), so nothing is lost by running the chain as WSGI does.
+    Django's own handler runs the chain in async mode and gives each sync step (every middleware's
+    ``process_request``, ``process_view`` and ``process_response``, the view, the rendering) its own
+    turn on that one thread: 16 turns for a catalogue read, each queued behind the turns of every
+    other request in flight, so a cheap read waited for the evaluations around it. The project has
+    no async views (websockets go to Channels), so nothing is lost by running the chain as WSGI
+    does (docs/performance.md, "Load").
     """
 
     def load_middleware(self, is_async=False):
