@@ -155,8 +155,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 600
 CELERY_TASK_SOFT_TIME_LIMIT = 540
 CELERY_TASK_ROUTES = {"planner.tasks.run_sweep_chunk": {"queue": "sim"}}
-# An unacknowledged task (its worker died) is redelivered after this many seconds.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT_S", "3600"))}
+# An unacknowledged task (its worker died) is redelivered once it is this many seconds old, by the
+# next scan of any worker. Kombu scans only every tenth restore interval (100 s) by default; every
+# interval (at most 10 s) is cheap (one sorted-set range read in Redis) and keeps redelivery prompt.
+visibility_timeout_s = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT_S", "3600"))
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": visibility_timeout_s,
+    "unacked_restore_interval": min(10, visibility_timeout_s),
+    "unacked_restore_throttle": 1,
+}
 
 SWEEP_MAX_POINTS = int(os.environ.get("SWEEP_MAX_POINTS", "5000000"))
 TWIN_MAX_RUNNING_PER_USER = int(os.environ.get("TWIN_MAX_RUNNING_PER_USER", "4"))

@@ -54,6 +54,10 @@ class Worker:
              "--loglevel", "INFO", "-n", f"{name}@%h", "--without-mingle", "--without-gossip"],
             cwd=ROOT, env=worker_env(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
+    def log_tail(self, chars=3000) -> str:
+        self.log.flush()
+        return Path(self.log.name).read_text(errors="replace")[-chars:]
+
     def kill(self):
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
@@ -114,6 +118,13 @@ def wait_for(predicate, timeout=90.0, interval=0.2):
     return False
 
 
+def stood(sweep: Sweep) -> str:
+    """Where a sweep stands, for a failure message."""
+    sweep.refresh_from_db()
+    stored = sorted(SweepChunk.objects.filter(sweep=sweep).values_list("index", flat=True))
+    return f"status {sweep.status} {sweep.error!r}, chunks stored {len(stored)} of {sweep.chunk_count}: {stored}"
+
+
 def submit(api, settings, chunk_points, **extra):
     settings.SWEEP_CHUNK_POINTS = chunk_points
     response = api.post("/api/sweeps/", {"plan": "ff2-pcie-2zone", "workload": "llama-13b-512", "axes": AXES,
@@ -164,8 +175,9 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(api, settings, w
     first.kill()
     stored_at_kill = SweepChunk.objects.filter(sweep=sweep).count()
     assert stored_at_kill < sweep.chunk_count, "the worker finished before it could be killed"
-    workers("second")
-    assert wait_for(lambda: Sweep.objects.get(pk=sweep.pk).status == "done", timeout=120), "sweep did not resume"
+    second = workers("second")
+    assert wait_for(lambda: Sweep.objects.get(pk=sweep.pk).status == "done", timeout=120), (
+        f"sweep did not resume: {stood(sweep)}\nsecond worker's log:\n{second.log_tail()}")
     sweep.refresh_from_db()
     assert sweep.completed_chunks == sweep.chunk_count
     assert_complete_and_exact(sweep)
