@@ -158,11 +158,14 @@ CELERY_TASK_ROUTES = {"planner.tasks.run_sweep_chunk": {"queue": "sim"}}
 # An unacknowledged task (its worker died) is redelivered once it is this many seconds old, by the
 # next scan of any worker. Kombu scans only every tenth restore interval (100 s) by default; every
 # interval (at most 10 s) is cheap (one sorted-set range read in Redis) and keeps redelivery prompt.
+# A scan holds a lock in Redis that outlives a worker killed during the scan by its expiry (kombu:
+# 300 s, during which no worker scans); a scan takes milliseconds, so the lock expires sooner.
 visibility_timeout_s = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT_S", "3600"))
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": visibility_timeout_s,
     "unacked_restore_interval": min(10, visibility_timeout_s),
     "unacked_restore_throttle": 1,
+    "unacked_mutex_expire": min(60, visibility_timeout_s),
 }
 
 SWEEP_MAX_POINTS = int(os.environ.get("SWEEP_MAX_POINTS", "5000000"))

@@ -119,10 +119,16 @@ def wait_for(predicate, timeout=90.0, interval=0.2):
 
 
 def stood(sweep: Sweep) -> str:
-    """Where a sweep stands, for a failure message."""
+    """Where a sweep and the broker's unacknowledged tasks stand, for a failure message."""
+    from config.celery import app
+
     sweep.refresh_from_db()
     stored = sorted(SweepChunk.objects.filter(sweep=sweep).values_list("index", flat=True))
-    return f"status {sweep.status} {sweep.error!r}, chunks stored {len(stored)} of {sweep.chunk_count}: {stored}"
+    with app.connection_for_write() as conn:
+        redis = conn.default_channel.client
+        unacked = f"unacked {redis.hlen('unacked')}, restore lock ttl {redis.ttl('unacked_mutex')} s"
+    return (f"status {sweep.status} {sweep.error!r}, chunks stored {len(stored)} of {sweep.chunk_count}: {stored}; "
+            f"{unacked}")
 
 
 def submit(api, settings, chunk_points, **extra):
