@@ -1,11 +1,16 @@
 """Celery tasks: thin wrappers over the sweep services. Chunks go to the ``sim`` queue."""
-from celery import shared_task
-from django.db import OperationalError
+import logging
+
+from celery import current_app, shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+from django.db import DatabaseError, OperationalError, close_old_connections
 from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from planner.services import sweeps
 
+logger = logging.getLogger(__name__)
 TRANSIENT = (OSError, OperationalError)  # broker or database connection trouble: retry
 
 
@@ -30,14 +35,49 @@ class QueueUnavailable(RuntimeError):
                "submit it again when the queue is back")
 
 
-def sweep_enqueue(sweep) -> None:
-    """Queue every chunk not yet stored (the embedded default runs them in this process).
+def sweep_enqueue(sweep, indices: list[int] | None = None) -> None:
+    """Queue the given chunks, by default every chunk not yet stored (the embedded default runs
+    them in this process).
 
     Raises :class:`QueueUnavailable` when the broker is unreachable; chunks queued before that
     are harmless (a chunk of a sweep that no longer exists is skipped, and a stored one is never
     stored twice)."""
     try:
-        for index in sweeps.pending_chunks(sweep):
+        for index in sweeps.pending_chunks(sweep) if indices is None else indices:
             run_sweep_chunk.apply_async(args=(sweep.pk, index), queue="sim")
     except (BrokerError, RedisConnectionError, OSError) as error:
         raise QueueUnavailable(str(error)) from error
+
+
+def requeue_lost_chunks() -> int:
+    """Queue again the missing chunks of every sweep that has stored nothing for SWEEP_STALL_S
+    while the ``sim`` queue is empty; returns how many sweeps were requeued.
+
+    Kombu's Redis transport takes a message off the queue (BRPOP) before it records it as
+    unacknowledged, so a worker killed in between loses that chunk, and the visibility timeout
+    never brings it back. An empty queue and no progress for longer than a chunk may run mean the
+    missing chunks were lost; were one still held by a live worker, queueing it twice costs only
+    a duplicate computation, since a stored chunk is never stored again."""
+    with current_app.connection_for_write() as connection:
+        if connection.default_channel.queue_declare(queue="sim").message_count:
+            return 0
+    stalled = list(sweeps.stalled_sweeps(idle_s=settings.SWEEP_STALL_S))
+    for sweep in stalled:
+        sweep_enqueue(sweep, sweeps.sweep_settle(sweep=sweep))
+    return len(stalled)
+
+
+@worker_ready.connect
+def watch_for_lost_chunks(sender, **kwargs):
+    """Every worker looks for lost chunks a few times per SWEEP_STALL_S."""
+    def look():
+        close_old_connections()
+        try:
+            if requeued := requeue_lost_chunks():
+                logger.warning("queued the missing chunks of %d stalled sweep(s) again", requeued)
+        except (DatabaseError, QueueUnavailable, BrokerError, RedisConnectionError, OSError) as error:
+            logger.warning("could not look for lost sweep chunks: %s", error)
+        finally:
+            close_old_connections()
+
+    sender.timer.call_repeatedly(settings.SWEEP_STALL_S / 4, look)

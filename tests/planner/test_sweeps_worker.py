@@ -40,6 +40,7 @@ def worker_env() -> dict:
         DJANGO_SETTINGS_MODULE="config.settings.base",
         DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         CELERY_VISIBILITY_TIMEOUT_S="4",
+        SWEEP_STALL_S="3",
     )
     return env
 
@@ -187,6 +188,25 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(api, settings, w
     sweep.refresh_from_db()
     assert sweep.completed_chunks == sweep.chunk_count
     assert_complete_and_exact(sweep)
+
+
+def test_a_chunk_lost_in_flight_is_queued_again(api, settings, workers, monkeypatch):
+    """A worker killed after taking a chunk off the queue but before recording it as unacknowledged
+    loses that message (kombu pops, then records), and no visibility timeout brings it back.
+    Simulated by queueing every chunk but one: the worker notices the sweep stalled with the queue
+    empty, queues the missing chunk again, and the sweep completes exactly."""
+    from planner import tasks
+
+    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    sweep = submit(api, settings, chunk_points=500)
+    tasks.sweep_enqueue(sweep, [index for index in range(sweep.chunk_count) if index != 3])
+    worker = workers()
+    assert wait_for(lambda: SweepChunk.objects.filter(sweep=sweep).count() == sweep.chunk_count - 1)
+    assert Sweep.objects.get(pk=sweep.pk).status == "running"
+    assert wait_for(lambda: Sweep.objects.get(pk=sweep.pk).status == "done", timeout=60), (
+        f"the lost chunk was not queued again: {stood(sweep)}\nworker's log:\n{worker.log_tail()}")
+    assert_complete_and_exact(sweep)
+    assert "queued the missing chunks of 1 stalled sweep(s) again" in worker.log_tail(100_000)
 
 
 def test_cancel_stops_the_remaining_chunks(api, settings, workers, monkeypatch):
