@@ -1,4 +1,5 @@
-"""Celery tasks: thin wrappers over the sweep services. Chunks go to the ``sim`` queue."""
+"""Celery tasks and the broker side of sweeps: thin wrappers over the sweep services, queueing, and
+the workers' watch for lost chunks. Chunks go to the ``sim`` queue."""
 import logging
 
 from celery import current_app, shared_task
