@@ -1,8 +1,8 @@
 """Load benchmark: concurrent users against the production-style stack on 127.0.0.1.
 
 Starts the stack of the browser and fault tests (tests/stack.py: Daphne serving the ASGI app with
-DEBUG off, a Celery worker and the twin driver, on PostgreSQL and Redis) on a database of its
-own, creates one user per client, and runs for a bounded time:
+DEBUG off, a Celery worker and the twin driver, on PostgreSQL and Redis, with the shared Redis
+cache as in docker-compose.yml) on a database of its own, creates one user per client, and runs for a bounded time:
 
 * ``--clients`` HTTP users (default 50), each with its own token, each looping: think for a time
   drawn uniformly from ``--think`` seconds (default 0.5-1.5, as a Locust ``between`` wait), then
@@ -198,12 +198,13 @@ def main():
     database, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL")
     if not database.startswith("postgres") or not redis_url:
         sys.exit("needs a PostgreSQL DATABASE_URL and REDIS_URL (see the docstring)")
-    redis_url = urlunsplit(urlsplit(redis_url)._replace(path="/8"))
+    redis_url, cache_url = (urlunsplit(urlsplit(redis_url)._replace(path=f"/{db}")) for db in (8, 9))
     import redis
 
-    redis.Redis.from_url(redis_url).flushdb()
+    for url in (redis_url, cache_url):
+        redis.Redis.from_url(url).flushdb()
     with tempfile.TemporaryDirectory() as tmp:
-        stack = Stack(Path(tmp), name="planner_load", users={}, redis_url=redis_url)
+        stack = Stack(Path(tmp), name="planner_load", users={}, redis_url=redis_url, env={"CACHE_URL": cache_url})
         output = stack.manage("shell", "-c", CREATE_USERS.format(n=args.clients, password=PASSWORD))
         tokens = [tuple(line.split()) for line in output.splitlines() if line.startswith("load")]
         try:

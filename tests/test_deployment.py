@@ -64,6 +64,7 @@ def test_docker_compose_services():
         env = services[name]["environment"]
         assert env["DATABASE_URL"].startswith("postgres://")
         assert env["REDIS_URL"].startswith("redis://redis:6379")
+        assert env["CACHE_URL"].startswith("redis://redis:6379/") and env["CACHE_URL"] != env["REDIS_URL"]
         assert env["DJANGO_SETTINGS_MODULE"] == "config.settings.production"
         assert services[name]["build"] == "." or services[name].get("image") == services["web"].get("image")
     for name in ("web", "worker", "twin-driver"):

@@ -194,3 +194,25 @@ def test_postgresql_connections_dropped_during_a_sweep(stack):
     done = wait_for_the_end(stack, client, sweep["id"], "the sweep finishing")
     assert done["status"] == "done" and done["error"] == "", done
     assert_nothing_lost_or_duplicated(stack, client, sweep)
+
+
+def test_throttles_count_across_web_processes_and_fail_open_without_the_cache(tmp_path, redis_server):
+    """With CACHE_URL, two Daphne processes share one throttle count: of 8 evaluations on fresh
+    connections (which the kernel spreads over both processes) exactly 3 pass a 3/minute rate,
+    where per-process counts would let up to 6 through. With that Redis stopped, evaluations
+    still answer (the throttle lets them through) instead of failing."""
+    cache_url = redis_server.url.removesuffix("/0") + "/1"
+    stack = Stack(tmp_path, name="planner_shared_cache", users={USER: PASSWORD}, redis_url=redis_server.url,
+                  env={"CACHE_URL": cache_url, "THROTTLE_EVALUATE": "3/minute"})
+    try:
+        stack.start("web", processes=2)
+        client = Client(stack.url)
+        codes = [client.call("POST", "/api/plans/ff2-pcie-2zone/evaluate/", {})[0] for _ in range(8)]
+        assert sorted(codes) == [200] * 3 + [429] * 5, codes
+        redis_server.stop()
+        status, answer = client.call("POST", "/api/plans/ff2-pcie-2zone/evaluate/", {})
+        assert status == 200 and answer["result"]["cluster"]["gpus"] == 9920, answer
+        logs = "".join((ARTIFACTS / f"{stack.name}-{role}.log").read_text(errors="replace") for role in ("web", "web1"))
+        assert "the cache (Redis) is unreachable, answering as an empty cache" in logs
+    finally:
+        stack.stop()
