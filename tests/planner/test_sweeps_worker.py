@@ -174,7 +174,9 @@ def test_worker_completes_a_sweep_matching_direct_evaluation(api, settings, work
 
 def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(api, settings, workers):
     """SIGKILL the worker while chunks remain; a new worker finishes the sweep. The chunk the dead
-    worker held unacknowledged is redelivered (visibility timeout) and stored exactly once."""
+    worker held unacknowledged is redelivered (visibility timeout), or, when the kill came between
+    taking it off the queue and recording it, queued again by the new worker's watch for stalled
+    sweeps; either way it is stored exactly once."""
     sweep = submit(api, settings, chunk_points=60)
     assert sweep.chunk_count == 51
     first = workers("first")
