@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
 Websocket routes are added by the apps that own them (sweeps in ``planner``, twins in ``twin``);
-every websocket is origin-checked against ALLOWED_HOSTS and authenticated by session.
+every websocket must come from a page of this site (its origin's host in ALLOWED_HOSTS and its host
+and port the ones it connected to, or a trusted origin) and is authenticated by session.
 """
 import gc
 import os
@@ -39,12 +40,15 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from config.origins import SameOriginValidator  # noqa: E402
 from config.websocket_routes import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(
+            SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+        ),
     }
 )
 # Everything loaded so far (Django, the apps, NumPy, the engine: some 200,000 objects) lives as

@@ -57,7 +57,7 @@ async def viewers(count: int, twin_id: int, cookie: str, seconds: float, latenci
     import websockets
 
     async def view():
-        async with websockets.connect(f"ws://127.0.0.1:{PORT}/ws/twins/{twin_id}/", origin=f"http://localhost:{PORT}",
+        async with websockets.connect(f"ws://127.0.0.1:{PORT}/ws/twins/{twin_id}/", origin=f"http://127.0.0.1:{PORT}",
                                       additional_headers={"Cookie": cookie}, max_size=2**24) as socket:
             await socket.recv()  # snapshot
             ready_count.append(1)

@@ -3,7 +3,12 @@ from django.test import Client
 
 
 def session_headers(user, origin: bytes = b"http://localhost") -> list[tuple[bytes, bytes]]:
-    """Headers of a browser signed in as ``user``: its session cookie and an Origin."""
+    """Headers of a browser signed in as ``user`` on a page of http://localhost: an Origin, its
+    session cookie and the Host it connects to."""
     client = Client()
     client.force_login(user)
-    return [(b"origin", origin), (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())]
+    return [(b"origin", origin), (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()), HOST]
+
+
+HOST = (b"host", b"localhost")
+ANONYMOUS = [(b"origin", b"http://localhost"), HOST]

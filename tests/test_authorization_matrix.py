@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from planner.models import AccessToken, ClusterPlan, Sweep, Workload
 from planner.services.sweeps import sweep_create
-from tests.helpers import session_headers
+from tests.helpers import ANONYMOUS, session_headers
 from twin.services import twin_create
 
 CALLERS = ("anonymous", "read_only_token", "other_user", "owner", "staff")
@@ -124,7 +124,7 @@ def test_websocket_routes_authorize_viewers(route, world):
 
     _, ids, users = world
     headers = {name: session_headers(users[name]) for name in ("other_user", "owner", "staff")}
-    headers["anonymous"] = [(b"origin", b"http://localhost")]
+    headers["anonymous"] = ANONYMOUS
 
     async def attempt(header):
         communicator = WebsocketCommunicator(application, route.format(**ids), headers=header)
@@ -138,7 +138,7 @@ def test_websocket_routes_authorize_viewers(route, world):
             assert connected, caller
         else:
             assert (connected, code) == (False, expected), caller
-    foreign = [(b"origin", b"http://evil.example"), headers["owner"][1]]
+    foreign = [(b"origin", b"http://evil.example"), *headers["owner"][1:]]
     assert async_to_sync(attempt)(foreign)[0] is False
 
 

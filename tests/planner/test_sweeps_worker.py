@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 from planner.models import Sweep, SweepChunk
 import simcore
 from planner.services import sweeps as services
-from tests.helpers import session_headers
+from tests.helpers import ANONYMOUS, session_headers
 from simcore.sweep import dig, set_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -263,8 +263,8 @@ def test_websockets_refuse_strangers_and_foreign_origins(api, owner, settings, d
         await communicator.disconnect()
         return connected, code
 
-    assert async_to_sync(attempt)([(b"origin", b"http://localhost")]) == (False, 4401)
+    assert async_to_sync(attempt)(ANONYMOUS) == (False, 4401)
     assert async_to_sync(attempt)(session_headers(stranger)) == (False, 4403)
-    foreign = [(b"origin", b"http://evil.example"), session_headers(owner)[1]]
+    foreign = session_headers(owner, b"http://evil.example")
     assert async_to_sync(attempt)(foreign)[0] is False
     assert async_to_sync(attempt)(session_headers(owner))[0] is True

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 from scipy import stats
 
 from simcore.reliability import FF_XID_COUNTS, XID_CLASSES, ettr_closed_form, interruption_rate_per_hour
-from tests.helpers import session_headers
+from tests.helpers import ANONYMOUS, session_headers
 from twin import services
 from twin.models import Twin, TwinEvent
 
@@ -169,11 +169,38 @@ def test_websockets_refuse_strangers_and_foreign_origins(catalog, owner_client, 
         await communicator.disconnect()
         return connected, code
 
-    assert async_to_sync(attempt)([(b"origin", b"http://localhost")]) == (False, 4401)
+    assert async_to_sync(attempt)(ANONYMOUS) == (False, 4401)
     assert async_to_sync(attempt)(session_headers(stranger)) == (False, 4403)
     assert async_to_sync(attempt)(session_headers(user, b"http://evil.example"))[0] is False
     Twin.objects.filter(pk=twin.pk).update(visibility="shared")
     assert async_to_sync(attempt)(session_headers(stranger))[0] is True
+
+
+@WEBSOCKET_DB
+def test_websockets_come_only_from_pages_of_this_site(catalog, owner_client, user, settings):
+    """An allowed host on another port (another site on the same machine) is refused; the same
+    origin, or an origin the deployment trusts, is accepted."""
+    from config.asgi import application
+
+    twin = create(owner_client, visibility="shared")
+    cookie = session_headers(user)[1]
+
+    async def connects(origin: bytes, host: bytes = b"localhost") -> bool:
+        headers = [(b"origin", origin), cookie, (b"host", host)]
+        communicator = WebsocketCommunicator(application, f"/ws/twins/{twin.pk}/", headers=headers)
+        connected, _ = await communicator.connect()
+        await communicator.disconnect()
+        return connected
+
+    assert async_to_sync(connects)(b"http://localhost") is True
+    assert async_to_sync(connects)(b"http://localhost:8000", b"localhost:8000") is True
+    assert async_to_sync(connects)(b"https://localhost", b"localhost:443") is True
+    assert async_to_sync(connects)(b"http://localhost:8001", b"localhost:8000") is False
+    assert async_to_sync(connects)(b"http://localhost:8001") is False
+    assert async_to_sync(connects)(b"http://localhost:x") is False
+    assert async_to_sync(connects)(b"http://localhost", b"internal:8000") is False
+    settings.CSRF_TRUSTED_ORIGINS = ["http://localhost"]
+    assert async_to_sync(connects)(b"http://localhost", b"internal:8000") is True
 
 
 def test_only_the_owner_controls_a_shared_twin(catalog, owner_client, django_user_model):
