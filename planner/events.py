@@ -17,22 +17,20 @@ MIN_INTERVAL_S = 0.25
 # What an unreachable (OSError covers timeouts), restarting (still loading its data) or overloaded
 # channel layer raises.
 LAYER_ERRORS = (OSError, RedisError, ChannelFull)
+_last_sent: dict[int, float] = {}
 
 
-def send_to_group(group: str, message: dict) -> bool:
+def send_to_group(group: str, message: dict) -> None:
     """Push a message to a group's viewers. Viewers are told, never trusted with the work: when the
     channel layer is unreachable the message is dropped (a viewer gets the current state when it
-    reconnects) and the caller's work carries on. Returns whether it was sent."""
+    reconnects) and the caller's work carries on."""
     layer = get_channel_layer()
     if layer is None:
-        return False
+        return
     try:
         async_to_sync(layer.group_send)(group, message)
     except LAYER_ERRORS as error:
         logger.warning("channel layer unreachable; %s not told: %s", group, error)
-        return False
-    return True
-_last_sent: dict[int, float] = {}
 
 
 def sweep_group(sweep_id: int) -> str:
