@@ -7,6 +7,10 @@ from simcore.errors import ScenarioError
 def as_array(value, field: str, *, positive: bool = False, non_negative: bool = False,
              at_most: float | None = None, integer: bool = False) -> np.ndarray:
     """``value`` as a float array, or a ScenarioError naming ``field`` when it is not valid."""
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return _checked_scalar(float(value), field, positive, non_negative, at_most, integer)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return _checked_scalar(float(value), field, positive, non_negative, at_most, integer)
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -22,6 +26,21 @@ def as_array(value, field: str, *, positive: bool = False, non_negative: bool = 
     if integer and np.any(array != np.round(array)):
         raise ScenarioError(field, "must be a whole number")
     return array
+
+
+def _checked_scalar(number: float, field, positive, non_negative, at_most, integer) -> np.ndarray:
+    """The checks of :func:`as_array` on one number, without array reductions."""
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ScenarioError(field, "must be finite (no NaN or infinity)")
+    if positive and number <= 0:
+        raise ScenarioError(field, "must be greater than zero")
+    if non_negative and number < 0:
+        raise ScenarioError(field, "must be zero or more")
+    if at_most is not None and number > at_most:
+        raise ScenarioError(field, f"must be at most {at_most}")
+    if integer and number != round(number):
+        raise ScenarioError(field, "must be a whole number")
+    return np.array(number)
 
 
 def broadcast(**arrays: np.ndarray) -> dict[str, np.ndarray]:

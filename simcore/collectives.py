@@ -23,6 +23,8 @@ class CollectiveParams:
 
     hop_latency_s: one network hop of a ring or tree step. Basis: 64 B IB latency across leaves,
         3.7 us (DeepSeek ISCA'25 Table 5).
+    scaleup_latency_s: one step of a collective over NVLink. Basis: 64 B NVLink latency, 3.33 us
+        (DeepSeek ISCA'25 Table 5).
     hfreduce_level_s: time each level of HFReduce's pipelined double binary tree adds (a chunk's
         RDMA write, its completion and the CPU reduce hand-off, independent of the bandwidth that
         binds). Basis: the fall of FF Fig. 7a and 7b with node count; 0.45 ms.
@@ -42,6 +44,7 @@ class CollectiveParams:
     """
 
     hop_latency_s: float = 3.7e-6
+    scaleup_latency_s: float = 3.33e-6
     hfreduce_level_s: float = 0.45e-3
     root_port_efficiency: float = 0.89
     nccl_chunk_bytes: float = 512 * 2**10
@@ -89,6 +92,12 @@ class CollectiveResult:
     @property
     def binding(self):
         return label(self.labels, self.bound)
+
+
+def algorithm_bandwidth(size_bytes, time_s):
+    """algbw = size / time in GB/s; infinite for a collective over one rank (no time)."""
+    shape = np.broadcast_shapes(np.shape(size_bytes), np.shape(time_s))
+    return np.divide(size_bytes, np.asarray(time_s) * GB, out=np.full(shape, np.inf), where=np.asarray(time_s) > 0)
 
 
 def ring_allreduce_time_s(size_bytes, ranks, bus_bw_gbyte_s, hop_latency_s):
@@ -139,19 +148,19 @@ HFREDUCE_LABELS = (
 )
 
 
-def hfreduce_memory_units(gpus_per_node, nodes, numa_domains, nvlink: bool):
+def hfreduce_memory_units(gpus_per_node, nodes, numa_domains, nvlink):
     """Host-memory traffic per unit of one GPU's gradient (FF IV-D3: 24 for 8 GPUs, many nodes).
 
     D2H writes g (g/2 with NVLink: one GPU of each pair copies the pair's sum), the CPU reduce
     reads as many and writes 1, IB send reads k, IB receive writes k, reduce-add reads k/2, and
     H2D (GDRCopy) reads once per NUMA domain; k from :func:`network_units`.
     """
-    d2h = gpus_per_node / 2 if nvlink else gpus_per_node
+    d2h = np.where(nvlink, gpus_per_node / 2, gpus_per_node)
     k = network_units(nodes)
     return 2 * d2h + 1 + k + k + k / 2 + numa_domains
 
 
-def hfreduce(size_bytes, nodes, io: NodeIO, *, nvlink: bool = False, cross_zone=False,
+def hfreduce(size_bytes, nodes, io: NodeIO, *, nvlink=False, cross_zone=False,
              params: CollectiveParams = CollectiveParams()) -> CollectiveResult:
     """HFReduce allreduce (FF IV): D2H copy, CPU reduce, double-binary-tree RDMA, H2D copy.
 
@@ -170,17 +179,14 @@ def hfreduce(size_bytes, nodes, io: NodeIO, *, nvlink: bool = False, cross_zone=
     k = network_units(nodes)
     nic = np.where(k > 0, io.nic_bw_gbyte_s / np.maximum(k, 1), np.inf)
     pcie = io.pcie_bw_gbyte_s
-    if nvlink:
-        port_units = 1.0
-    else:
-        port_units = 4.0 if params.root_port_shared_by_both_directions else 2.0
+    port_units = np.where(nvlink, 1.0, 4.0 if params.root_port_shared_by_both_directions else 2.0)
     port = np.where(io.shared_root_ports > 0,
                     io.root_port_bw_gbyte_s * params.root_port_efficiency / port_units, np.inf)
     bw, bound = binding(HFREDUCE_LABELS, mem, nic, pcie, port)
     depth = tree_depth(nodes) + np.where(np.asarray(cross_zone, bool), 1, 0)
     time_s = size / (bw * GB) + 2 * depth * params.hfreduce_level_s
     bounds = dict(zip(HFREDUCE_LABELS, np.broadcast_arrays(mem, nic, pcie, port)))
-    return CollectiveResult(time_s, size / time_s / GB, bound, HFREDUCE_LABELS, bounds)
+    return CollectiveResult(time_s, algorithm_bandwidth(size, time_s), bound, HFREDUCE_LABELS, bounds)
 
 
 NCCL_LABELS = (
@@ -236,4 +242,4 @@ def nccl_allreduce(size_bytes, nodes, io: NodeIO, *, nvlink_all_to_all=False,
                                    params.nccl_chunk_bytes)
     time_s = np.where(use_tree, tree_t, ring_t)
     bounds = dict(zip(NCCL_LABELS, np.broadcast_arrays(*candidates)))
-    return CollectiveResult(time_s, size / time_s / GB, bound, NCCL_LABELS, bounds)
+    return CollectiveResult(time_s, algorithm_bandwidth(size, time_s), bound, NCCL_LABELS, bounds)

@@ -1,6 +1,7 @@
 """Compute: sustained clocks under a power cap, achieved GEMM throughput, MFU and HFU.
 
-Model (see docs/engine.md): achieved GEMM = peak x kernel efficiency x clock factor. Dynamic
+Model (see docs/engine.md): achieved GEMM = peak x the family's large-GEMM share (simcore.devices)
+x clock factor. Dynamic
 power scales roughly as f * V^2 and, under DVFS, V tracks f, so dynamic power ~ f^3. A board
 whose cap P_cap is below the power P_full the die would draw at full clock sustains
 
@@ -20,14 +21,10 @@ from simcore.errors import ScenarioError
 class ComputeParams:
     """Calibrated compute constants.
 
-    kernel_efficiency: achieved / peak dense GEMM at full clock. Basis: DGX-A100 (SXM, never
-        power-capped in GEMM) measured 131/156 = 0.840 TF32 and 263/312 = 0.843 FP16 TFLOPS
-        (FF Table II). The PCIe figures are then predictions.
     static_power_fraction: share of full-clock power that does not scale with clock (leakage,
         memory, board). Basis: an A100 SXM4 idles near 50 W of its 400 W (estimate, 0.125).
     """
 
-    kernel_efficiency: float = 0.84
     static_power_fraction: float = 0.125
 
 
@@ -40,7 +37,7 @@ def sustained_clock_factor(tdp_w, full_clock_power_w, params: ComputeParams = Co
     full_w = as_array(full_clock_power_w, "accelerator.full_clock_power_w", positive=True)
     static_w = params.static_power_fraction * full_w
     dynamic_share = np.clip((tdp_w - static_w) / (full_w - static_w), 0.0, 1.0)
-    return np.where(tdp_w >= full_w, 1.0, np.cbrt(dynamic_share))
+    return np.where(tdp_w >= full_w, 1.0, np.minimum(np.cbrt(dynamic_share), 1.0))
 
 
 def accelerator_power_w(tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):
@@ -51,10 +48,11 @@ def accelerator_power_w(tdp_w, full_clock_power_w, params: ComputeParams = Compu
     return static_w + (full_w - static_w) * clock**3, static_w
 
 
-def gemm_tflops(peak_tflops, tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):
-    """Achieved dense GEMM TFLOPS per accelerator (NaN where the datasheet gives no peak)."""
+def gemm_tflops(peak_tflops, tdp_w, full_clock_power_w, gemm_fraction, params: ComputeParams = ComputeParams()):
+    """Achieved large dense GEMM TFLOPS per accelerator (NaN where the datasheet gives no peak):
+    peak x the family's large-GEMM share x the sustained clock factor."""
     peak = np.asarray(peak_tflops, float)
-    return peak * params.kernel_efficiency * sustained_clock_factor(tdp_w, full_clock_power_w, params)
+    return peak * gemm_fraction * sustained_clock_factor(tdp_w, full_clock_power_w, params)
 
 
 # Per-lane data rate of each PCIe generation after line encoding, GB/s one way (PCI-SIG specs:

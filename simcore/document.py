@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from simcore.arrays import as_array
+from simcore.devices import FAMILY_KEYS
 from simcore.errors import ScenarioError
 
 
@@ -70,6 +71,10 @@ SPEC: dict[str, Any] = {
                 "full_clock_power_w": opt(nullable=True, unit="W",
                                           doc="power at max clock on GEMM; null: the TDP never caps it"),
                 "scaleup_bw_gbyte_s": opt("non_negative", 0.0, unit="GB/s", doc="both directions"),
+                "family": Choice(FAMILY_KEYS, "ampere", doc="sets the achievable GEMM, HBM and attention shares"),
+                "sm_count": opt(integer=True, nullable=True, doc="SMs (or AI cores); null: the family's flagship"),
+                "memory_bandwidth_gbyte_s": opt(nullable=True, unit="GB/s",
+                                                doc="peak HBM bandwidth; null: the family's flagship"),
             },
             "nvlink_topology": Choice(("none", "pairs", "all-to-all"), "none"),
             "cpus": opt("non_negative", 2, integer=True),
@@ -139,32 +144,51 @@ SPEC: dict[str, Any] = {
         "kind": Choice(("transformer", "cnn"), "transformer"),
         "layers": opt(integer=True, nullable=True),
         "hidden": opt(integer=True, nullable=True),
-        "heads": opt(integer=True, nullable=True),
+        "heads": opt(integer=True, nullable=True, doc="attention (query) heads"),
+        "kv_heads": opt(integer=True, nullable=True, doc="key/value heads (GQA/MQA); null: as many as heads"),
+        "head_dim": opt(integer=True, nullable=True, doc="null: hidden / heads"),
+        "ffn_hidden": opt(integer=True, nullable=True, doc="MLP width; null: 4 x hidden"),
+        "gated_mlp": Flag(False, doc="three MLP matrices (SwiGLU), Llama-style: RMSNorm, rotary, no position table"),
         "vocab": opt("non_negative", 0, integer=True),
+        "tied_embeddings": Flag(True, doc="input and output embeddings share one matrix"),
         "seq_len": opt(integer=True, default=1),
+        "causal": Flag(True, doc="causal attention mask: a fused attention kernel skips half the scores"),
         "resolution_scale": opt(default=1.0, doc="video models: n x base resolution; tokens per sample x n^2"),
-        "params": opt(nullable=True, doc="total parameters; transformers default to the SC21 formula"),
-        "active_params": opt(nullable=True, doc="parameters used per token (MoE); default all"),
-        "expert_params": opt("non_negative", 0.0, doc="parameters in experts (MoE)"),
-        "moe_top_k": opt("non_negative", 0, integer=True, doc="experts per token (0 = dense)"),
+        "experts": opt("non_negative", 0, integer=True, doc="routed experts per MoE layer (0 = dense)"),
+        "moe_top_k": opt("non_negative", 0, integer=True, doc="routed experts per token"),
+        "expert_ffn_hidden": opt(integer=True, nullable=True, doc="one expert's MLP width; null: ffn_hidden"),
+        "shared_experts": opt("non_negative", 0, integer=True, doc="experts every token passes through"),
+        "dense_layers": opt("non_negative", 0, integer=True, doc="leading layers with a dense MLP (MoE)"),
+        "moe_imbalance": opt(default=1.0, doc="busiest expert rank's tokens / the mean (>= 1)"),
+        "params": opt(nullable=True, doc="total parameters, for a model the fields cannot describe (CNNs: required); "
+                                         "transformers: null derives them from the shape"),
         "flops_per_sample_forward": opt(nullable=True, doc="CNN forward FLOPs per sample"),
+        "forward_s_per_sample": opt(nullable=True, unit="s",
+                                    doc="CNN: measured forward time per sample on this accelerator; null: "
+                                        "the family's convolution efficiency"),
         "activation_bytes_per_sample": opt("non_negative", 0.0, doc="CNN activations per sample"),
         "global_batch": Num(integer=True, doc="samples (sequences or images) per step"),
         "micro_batch": opt(default=1, integer=True),
-        "precision": Choice(("tf32", "fp16", "bf16", "fp8"), "bf16"),
+        "precision": Choice(("tf32", "fp16", "bf16", "fp8"), "bf16", doc="GEMM precision (fp8: bf16 elsewhere)"),
         "gpus": opt(integer=True, nullable=True, doc="GPUs the job uses; null: all"),
         "tp": opt(default=1, integer=True),
+        "sequence_parallel": Flag(False, doc="split norms and dropouts over the TP ranks (reduce-scatter + all-gather)"),
+        "cp": opt(default=1, integer=True, doc="context-parallel degree (splits the sequence)"),
         "pp": opt(default=1, integer=True),
-        "ep": opt(default=1, integer=True),
-        "virtual_stages": opt(default=1, integer=True),
-        "zero_stage": opt("non_negative", 0, integer=True, at_most=3),
-        "recompute": Flag(False),
-        "flash_attention": Flag(True, doc="attention without stored score matrices (drops the 5as/h term)"),
+        "ep": opt(default=1, integer=True, doc="expert-parallel degree, within the data-parallel ranks"),
+        "virtual_stages": opt(default=1, integer=True, doc="interleaved pipeline stages per GPU"),
+        "zero_stage": opt("non_negative", 0, integer=True, at_most=3,
+                          doc="1: distributed optimizer states; 2: and gradients; 3: and weights (FSDP)"),
+        "recompute": Choice(("none", "selective", "full"), "none", doc="activation recomputation"),
+        "flash_attention": Flag(True, doc="fused attention: no stored score matrices (drops the 5as/h term)"),
+        "fused_kernels": Flag(True, doc="Megatron-style fused bias-GeLU, bias-dropout-residual and masked softmax; "
+                                        "false: one pass per element-wise operation (plain PyTorch)"),
+        "overlap_grad_reduce": Flag(True, doc="reduce gradients by bucket during the last backward"),
+        "grad_accumulation_fusion": Flag(True, doc="weight-gradient GEMMs add into the fp32 main gradients; "
+                                                   "false: a separate pass per micro-batch (Megatron-LM 2021)"),
         "collective": Choice(("nccl", "hfreduce"), "nccl"),
         "use_nvlink": Flag(True, doc="let collectives use the node's NVLink"),
         "cross_zone": Flag(False, doc="the job spans zones"),
-        "compute_efficiency": opt(default=0.5, at_most=1.0,
-                                  doc="achieved model FLOP rate / achieved GEMM rate"),
         "grad_bytes": opt(default=4.0, doc="bytes per gradient element communicated"),
         "weight_bytes": opt(default=2.0),
         "optimizer_bytes_per_param": opt("non_negative", 12.0),
@@ -191,6 +215,10 @@ def _check_num(spec: Num, value, path: str):
         raise ScenarioError(path, f"must be a number or a list of numbers, got {type(value).__name__}")
     if isinstance(value, list) and not value:
         raise ScenarioError(path, "an empty list has no scenarios")
+    checks = dict(positive=spec.check == "positive", non_negative=spec.check == "non_negative",
+                  at_most=spec.at_most, integer=spec.integer)
+    if isinstance(value, float | int):
+        return as_array(value, path, **checks)
     try:
         raw = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -199,8 +227,7 @@ def _check_num(spec: Num, value, path: str):
         raise ScenarioError(path, "must be a number or a flat list (one axis per field)")
     if spec.scalar and raw.ndim:
         raise ScenarioError(path, "takes a single number, not a list")
-    return as_array(raw, path, positive=spec.check == "positive", non_negative=spec.check == "non_negative",
-                    at_most=spec.at_most, integer=spec.integer)
+    return as_array(raw, path, **checks)
 
 
 def _walk(spec: dict, given, path: str) -> dict:
@@ -263,9 +290,30 @@ def _require_workload_fields(w: dict):
         for key in ("layers", "hidden", "heads"):
             if np.any(np.isnan(w[key])):
                 raise ScenarioError(f"workload.{key}", "is required for a transformer")
+        _check_transformer_shape(w)
     elif np.any(np.isnan(w["flops_per_sample_forward"])) or np.any(np.isnan(w["params"])):
         field = "flops_per_sample_forward" if np.any(np.isnan(w["flops_per_sample_forward"])) else "params"
         raise ScenarioError(f"workload.{field}", "is required for a CNN")
+
+
+def _check_transformer_shape(w: dict):
+    """Rules of the model's own shape (its layout's rules are per scenario point, in the engine)."""
+    heads, kv = w["heads"], np.where(np.isnan(w["kv_heads"]), w["heads"], w["kv_heads"])
+    experts, top_k = w["experts"], w["moe_top_k"]
+    rules = (
+        ("kv_heads", np.any(heads % kv != 0), "must divide the attention heads"),
+        ("kv_heads", np.any(kv > heads), "cannot exceed the attention heads"),
+        ("heads", np.any(np.isnan(w["head_dim"]) & (w["hidden"] % heads != 0)),
+         "must divide the hidden size (or give head_dim)"),
+        ("moe_top_k", np.any((experts > 0) & (top_k < 1)), "must be at least 1 for a mixture-of-experts model"),
+        ("moe_top_k", np.any(top_k > experts), "cannot exceed the routed experts"),
+        ("dense_layers", np.any((experts > 0) & (w["dense_layers"] >= w["layers"])),
+         "must leave at least one MoE layer"),
+        ("moe_imbalance", np.any(w["moe_imbalance"] < 1), "must be at least 1 (the busiest rank / the mean)"),
+    )
+    for field, bad, reason in rules:
+        if bad:
+            raise ScenarioError(f"workload.{field}", reason)
 
 
 def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:

@@ -21,7 +21,6 @@ approximates tau* by sqrt(2 delta M); Daly (2006) adds higher-order terms.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
 
 from simcore.arrays import as_array
 from simcore.errors import ScenarioError
@@ -161,6 +160,8 @@ def optimal_interval_s(checkpoint_s, rate_per_s):
     """Exact ETTR-optimal work between checkpoints (Lambert W), independent of the restart time."""
     m = 1.0 / np.asarray(rate_per_s, float)
     delta = np.asarray(checkpoint_s, float)
+    from scipy import special  # loaded on first use: importing simcore stays fast
+
     return m * (1 + special.lambertw(-np.exp(-1 - delta / m), 0).real)
 
 
@@ -234,6 +235,8 @@ def spares_needed(job_nodes, availability, confidence=0.99, max_iterations: int 
     right side grows with s, so iterating s <- ppf(confidence; n + s) from 0 climbs to the least
     such s. Evaluated once per distinct (n, A) pair, so a sweep costs what its distinct jobs cost.
     """
+    from scipy import stats  # loaded on first use: importing simcore stays fast
+
     n, a = np.broadcast_arrays(np.asarray(job_nodes, float), np.asarray(availability, float))
     pairs, inverse = np.unique(n.ravel() + 1j * a.ravel(), return_inverse=True)
     nodes, failure = pairs.real, 1.0 - pairs.imag

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcore import collectives, compute, cost, power, reliability, storage, topology, training
+from simcore import collectives, compute, cost, power, reliability, storage, topology, training, transformer
 from simcore.arrays import label
 from simcore.collectives import CollectiveParams
 from simcore.compute import ComputeParams
+from simcore.devices import FAMILIES
 from simcore.document import parse
 from simcore.errors import ScenarioError
 from simcore.power import PowerParams
@@ -26,16 +27,19 @@ PRECISION_PEAK = {"tf32": "peak_tf32_tflops", "fp16": "peak_fp16_tflops", "bf16"
 INFEASIBLE_REASONS = (
     "",
     "the job needs more GPUs than the cluster has",
-    "TP x PP does not divide the job's GPUs",
+    "TP x PP x CP does not divide the job's GPUs",
     "EP does not divide the data-parallel degree",
     "the global batch is smaller than one micro-batch per data-parallel rank",
     "the global batch does not split evenly into micro-batches",
     "TP is larger than a node",
     "PP exceeds the layers (a stage needs a layer)",
+    "TP does not divide the attention heads",
+    "CP does not divide the sequence",
+    "EP does not divide the routed experts (or the model has none)",
+    "interleaving needs PP > 1 and layers divisible by PP x virtual stages",
     "does not fit in HBM",
 )
 MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
-ACTIVATION_BYTES = 2.0  # bf16/fp16 activations exchanged by tensor and expert parallelism
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class EngineParams:
     """Every calibrated constant of the engine, grouped by model; each has its basis documented."""
 
     compute: ComputeParams = field(default_factory=ComputeParams)
+    families: dict = field(default_factory=lambda: dict(FAMILIES))
     collectives: CollectiveParams = field(default_factory=CollectiveParams)
     power: PowerParams = field(default_factory=PowerParams)
     training: TrainingParams = field(default_factory=TrainingParams)
@@ -94,7 +99,10 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
     # Compute: achieved GEMM per precision.
     full_clock_w = np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
     clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
-    gemm = {name: compute.gemm_tflops(acc[key], acc["tdp_w"], full_clock_w, params.compute)
+    family = params.families[acc["family"]]
+    gemm = {name: compute.gemm_tflops(acc[key], acc["tdp_w"], full_clock_w,
+                                      family.fp8_gemm_fraction if name == "fp8" else family.gemm_fraction,
+                                      params.compute)
             for name, key in (("tf32", "peak_tf32_tflops"), ("fp16", "peak_fp16_tflops"),
                               ("fp8", "peak_fp8_tflops"))}
 
@@ -244,7 +252,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
     categories = _failure_categories(rel)
     result["reliability"] = _reliability_cluster(categories, gpus, nodes)
     if p["has_workload"]:
-        result["training"], job = _training(p, params, gemm, io, node, acc, g, nodes)
+        result["training"], job = _training(p, params, family, clock, io, node, acc, g, nodes)
         result["reliability"].update(_reliability_job(p, params, categories, job, sto, storage_rates))
         _time_and_cost_to_train(result, p, job, facility_w, capex_total, prices)
         _explain_training(result)
@@ -315,106 +323,195 @@ def _reliability_cluster(categories, gpus, nodes):
     }
 
 
-def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes):
+def _layout_checks(w, job_gpus, nodes, g, dp, micro_batches):
+    """Per-point layout problems as codes into ``INFEASIBLE_REASONS`` (0 = none). A layout that
+    cannot suit the model (TP not dividing the heads, CP the sequence, EP the experts, ...) is bad
+    input when its fields hold one value each (not a sweep axis): it raises naming the field."""
+    transformer = w["kind"] == "transformer"
+    heads = w["heads"] if transformer else np.array(np.nan)
+    experts = w["experts"]
+    rules = (  # (the field to name when it alone is wrong, the problem per point)
+        (None, job_gpus > nodes * g),
+        (None, dp != np.floor(dp)),
+        (None, (np.floor(dp) % w["ep"]) != 0),
+        (None, micro_batches < 1),
+        (None, micro_batches != np.floor(micro_batches)),
+        (None, (w["tp"] > g) & (w["tp"] > 1)),
+        ("pp", transformer & (w["pp"] > np.nan_to_num(w["layers"], nan=np.inf))),
+        ("tp", transformer & (np.nan_to_num(heads % w["tp"]) != 0)),
+        ("cp", transformer & ((w["seq_len"] * w["resolution_scale"] ** 2) % w["cp"] != 0)),
+        ("ep", (w["ep"] > 1) & ((experts < 1) | (experts % w["ep"] != 0))),
+        ("virtual_stages", (w["virtual_stages"] > 1) & ((w["pp"] < 2) | (np.nan_to_num(w["layers"])
+                                                                         % (w["pp"] * w["virtual_stages"]) != 0))),
+    )
+    shape = np.broadcast_shapes(*(np.shape(a) for a in (job_gpus, dp, micro_batches, nodes, w["tp"], w["cp"])))
+    reason = np.zeros(shape, np.intp)
+    for code, (field, bad) in enumerate(rules, start=1):
+        if field is not None and np.ndim(bad) == 0 and bool(bad):
+            raise ScenarioError(f"workload.{field}", INFEASIBLE_REASONS[code])
+        reason = np.where(bad & (reason == 0), code, reason)
+    return reason
+
+
+def _model(w) -> transformer.Model:
+    """The workload's transformer with defaults filled (kv heads = heads, head dim = h / a, ...)."""
+    heads = w["heads"]
+    ffn = np.where(np.isnan(w["ffn_hidden"]), 4 * w["hidden"], w["ffn_hidden"])
+    experts = w["experts"]
+    return transformer.Model(
+        layers=w["layers"], hidden=w["hidden"], heads=heads,
+        kv_heads=np.where(np.isnan(w["kv_heads"]), heads, w["kv_heads"]),
+        head_dim=np.where(np.isnan(w["head_dim"]), w["hidden"] / heads, w["head_dim"]),
+        ffn=ffn, gated=np.array(w["gated_mlp"]), vocab=w["vocab"], tied=np.array(w["tied_embeddings"]),
+        seq=w["seq_len"] * w["resolution_scale"] ** 2, causal=np.array(w["causal"]),
+        experts=experts, top_k=np.where(experts > 0, w["moe_top_k"], 0.0),
+        expert_ffn=np.where(experts > 0, np.where(np.isnan(w["expert_ffn_hidden"]), ffn, w["expert_ffn_hidden"]), 0.0),
+        shared_experts=np.where(experts > 0, w["shared_experts"], 0.0),
+        dense_layers=np.where(experts > 0, w["dense_layers"], 0.0), imbalance=w["moe_imbalance"],
+    )
+
+
+def _links(node, io, family, w, g, dp, params: CollectiveParams):
+    """Where each parallel group runs: the scale-up link (achievable bus bandwidth from the family's
+    nccl-tests share), the PCIe path through the host (half the host link each way), or the
+    network (the node's NICs shared by its GPUs). Returns links and their placement labels."""
+    nvlink = w["use_nvlink"]
+    topology = node["nvlink_topology"]
+    domain = g if topology == "all-to-all" else (2.0 if topology == "pairs" else 1.0)
+    domain = domain if nvlink else 1.0
+    scaleup = training.Link(io.scaleup_bw_gbyte_s * family.scaleup_fraction, params.scaleup_latency_s)
+    pcie = training.Link(io.pcie_bw_gbyte_s / 2, params.hop_latency_s)
+    network = training.Link(io.nic_bw_gbyte_s / g, params.hop_latency_s)
+    tp, cp, ep = w["tp"], w["cp"], w["ep"]
+
+    def place(span, stride):
+        """Group of ``span`` GPUs ``stride`` apart: the first link that holds it."""
+        reach = span * stride
+        in_domain = reach <= domain
+        in_node = reach <= g
+        link = training.pick_link(in_domain, scaleup, training.pick_link(in_node, pcie, network))
+        where = np.where(span <= 1, "none", np.where(in_domain, "scale-up", np.where(in_node, "PCIe", "network")))
+        return link, where
+
+    tp_link, tp_where = place(tp, 1)
+    cp_link, cp_where = place(cp, tp)
+    ep_link, ep_where = place(ep, tp * cp)
+    stride = tp * cp * np.floor(dp)
+    pp_link, pp_where = place(np.where(w["pp"] > 1, 2.0, 1.0), stride)
+    links = {"tp": tp_link, "cp": cp_link, "ep": ep_link, "pp": pp_link}
+    return links, {"tp": tp_where, "cp": cp_where, "ep": ep_where, "pp": pp_where}
+
+
+def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
+    """The job's step: a transformer layer by layer (simcore.training.transformer_step), a CNN from
+    its FLOPs at the family's convolution share (or a measured forward time); then data
+    parallelism, memory, MFU and HFU."""
     w = p["workload"]
-    tp_, pp_, ep_ = w["tp"], w["pp"], w["ep"]
+    tp_, pp_, ep_, cp_ = w["tp"], w["pp"], w["ep"], w["cp"]
     job_gpus = np.where(np.isnan(w["gpus"]), nodes * g, w["gpus"])
     job_nodes = np.ceil(job_gpus / g)
-    dp = job_gpus / (tp_ * pp_)
-    micro_batches = w["global_batch"] / (np.maximum(np.floor(dp), 1) * w["micro_batch"])
-
-    reason = np.zeros(np.broadcast_shapes(*(np.shape(a) for a in (job_gpus, dp, micro_batches, nodes))), np.intp)
-    for code, bad in enumerate((
-        job_gpus > nodes * g,
-        dp != np.floor(dp),
-        (np.floor(dp) % ep_) != 0,
-        micro_batches < 1,
-        micro_batches != np.floor(micro_batches),
-        (tp_ > g) & (tp_ > 1),
-        (w["kind"] == "transformer") & (pp_ > np.nan_to_num(w["layers"], nan=np.inf)),
-    ), start=1):
-        reason = np.where(bad & (reason == 0), code, reason)
+    dp = job_gpus / (tp_ * pp_ * cp_)
+    dp_ranks = np.maximum(np.floor(dp), 1)
+    micro_batches = w["global_batch"] / (dp_ranks * w["micro_batch"])
+    reason = _layout_checks(w, job_gpus, nodes, g, dp, micro_batches)
     layout_ok = reason == 0
+    m = np.maximum(np.floor(micro_batches), 1)
 
-    transformer = w["kind"] == "transformer"
-    # A video diffusion transformer at n x the base resolution sees n^2 x the tokens per sample
-    # (Ascend talk): sequence length and activations grow ~n^2, attention FLOPs ~n^4.
-    seq_len = w["seq_len"] * w["resolution_scale"] ** 2
-    if transformer:
-        total_params = np.where(np.isnan(w["params"]),
-                                training.transformer_params(w["layers"], w["hidden"], seq_len, w["vocab"]),
-                                w["params"])
-        active = np.where(np.isnan(w["active_params"]), total_params, w["active_params"])
-        tokens_per_step = w["global_batch"] * seq_len
-        model_per_token, hw_per_token = training.transformer_flops_per_token(
-            active, w["layers"], w["hidden"], seq_len, w["recompute"])
-        model_flops = model_per_token * tokens_per_step
-        hw_flops = hw_per_token * tokens_per_step
-        activations = training.transformer_activation_bytes(
-            w["layers"], w["hidden"], w["heads"], seq_len, w["micro_batch"], tp_, w["recompute"],
-            w["flash_attention"])
+    precision = w["precision"]
+    peak_tflops = acc[PRECISION_PEAK[precision]]
+    if np.any(np.isnan(peak_tflops)):
+        raise ScenarioError("workload.precision", f"the accelerator has no {precision} peak in the catalogue")
+    gemm_fraction = family.fp8_gemm_fraction if precision == "fp8" else family.gemm_fraction
+    if np.isnan(gemm_fraction):
+        raise ScenarioError("workload.precision", f"no measured {precision} GEMM share for the {family.name} family")
+    attention_peak = acc["peak_fp16_tflops"] if precision == "fp8" else peak_tflops
+    hbm = np.where(np.isnan(acc["memory_bandwidth_gbyte_s"]), family.reference_hbm_gbyte_s,
+                   acc["memory_bandwidth_gbyte_s"])
+    device = transformer.Device(
+        peak_flops=peak_tflops * 1e12 * clock, bf16_peak_flops=attention_peak * 1e12 * clock,
+        sm_count=np.where(np.isnan(acc["sm_count"]), family.reference_sm_count, acc["sm_count"]),
+        gemm_fraction=np.asarray(gemm_fraction), attention_fraction=np.asarray(family.attention_fraction),
+        hbm_bytes_s=hbm * 1e9 * family.hbm_fraction)
+    act_bytes = np.asarray(4.0 if precision == "tf32" else 2.0)
+    links, placement = _links(node, io, family, w, g, dp, params.collectives)
+
+    is_transformer = w["kind"] == "transformer"
+    if is_transformer:
+        model = _model(w)
+        recompute = np.asarray(float(training.RECOMPUTE.index(w["recompute"])))
+        layout = transformer.Layout(tp=tp_, sp=np.asarray(w["sequence_parallel"]), cp=cp_, ep=ep_,
+                                    micro_batch=w["micro_batch"], recompute=recompute,
+                                    flash=np.asarray(w["flash_attention"]), act_bytes=act_bytes,
+                                    fused=np.asarray(w["fused_kernels"]))
+        counts = transformer.parameter_counts(model)
+        scale = np.where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
+        total_params, active = counts["total"] * scale, counts["active"] * scale
+        expert_params = counts["experts"] * scale
+        tokens_per_step = w["global_batch"] * model.seq
+        model_per_token = transformer.model_flops_per_token(model)
+        hw_per_token = model_per_token + transformer.recompute_flops_per_token(model, recompute)
+        dense = total_params - expert_params
+        local_params = dense / (tp_ * pp_) + expert_params / (tp_ * pp_ * ep_)
+        shards = np.where(w["zero_stage"] >= 1, dp_ranks, 1.0)
+        step = training.transformer_step(
+            model=model, layout=layout, device=device, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=m,
+            tp_link=links["tp"], cp_link=links["cp"], ep_link=links["ep"], pp_link=links["pp"],
+            optimizer_shards={"params": local_params, "shards": shards},
+            grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"])
+        parts, compute_s, backward_window = step["parts"], step["compute_s"], step["backward_s"]
+        activations = training.activation_bytes_first_stage(model, layout, pp_, w["virtual_stages"], m)
+        extra = {"stage_time_s": {name: step["stage_s"][..., i] for i, name in enumerate(("first", "middle", "last"))},
+                 "placement": placement, "flops_per_token": model_per_token}
     else:
-        total_params = w["params"]
-        active = total_params
+        total_params = active = w["params"]
+        expert_params = np.array(0.0)
+        dense = total_params
+        local_params = total_params / (tp_ * pp_)
         tokens_per_step = w["global_batch"]
-        model_flops = 3 * w["flops_per_sample_forward"] * w["global_batch"]
-        hw_flops = model_flops * np.where(w["recompute"], 4 / 3, 1.0)
+        model_per_token = 3 * w["flops_per_sample_forward"]
+        recompute_share = np.where(w["recompute"] == "none", 0.0, 1 / 3)
+        hw_per_token = model_per_token * (1 + recompute_share)
+        forward_s = _cnn_forward_s(w, family, device, job_gpus)
+        parts = {"forward": forward_s, "backward": 2 * forward_s, "recomputation": forward_s * recompute_share * 3,
+                 "optimizer": local_params * training.ADAM_BYTES_PER_PARAM / np.where(
+                     w["zero_stage"] >= 1, dp_ranks, 1.0) / device.hbm_bytes_s}
+        compute_s = parts["forward"] + parts["backward"] + parts["recomputation"]
+        backward_window = parts["backward"] / m
         activations = w["activation_bytes_per_sample"] * w["micro_batch"]
+        extra = {}
+    model_flops = model_per_token * tokens_per_step
+    hw_flops = hw_per_token * tokens_per_step
 
-    precision_tflops = gemm[w["precision"]] if w["precision"] != "bf16" else gemm["fp16"]
-    if np.any(np.isnan(precision_tflops)):
-        raise ScenarioError("workload.precision", f"the accelerator has no {w['precision']} peak in the catalogue")
-    compute_s = hw_flops / (job_gpus * precision_tflops * 1e12 * w["compute_efficiency"])
-
-    # Tensor parallelism: 4 allreduces of b s h activations per layer per micro-batch (fwd + bwd).
-    pairs_ok = (node["nvlink_topology"] == "pairs") & (tp_ <= 2)
-    all_ok = node["nvlink_topology"] == "all-to-all"
-    tp_bw = np.where((pairs_ok | all_ok) & w["use_nvlink"], io.scaleup_bw_gbyte_s, io.pcie_bw_gbyte_s / 2)
-    layers = w["layers"] if transformer else np.array(0.0)
-    hidden = np.nan_to_num(w["hidden"]) if transformer else np.array(0.0)
-    tp_bytes = (np.nan_to_num(layers) / pp_ * micro_batches * 4 * 2 * (tp_ - 1) / tp_
-                * w["micro_batch"] * seq_len * hidden * ACTIVATION_BYTES)
-    tp_s = np.where(tp_ > 1, tp_bytes / (tp_bw * 1e9), 0.0)
-
-    # Expert parallelism: dispatch and combine all-to-alls per MoE layer, forward and backward.
-    nic_per_gpu = io.nic_bw_gbyte_s / g
-    ep_bw = np.where((ep_ <= g) & all_ok & w["use_nvlink"], io.scaleup_bw_gbyte_s, nic_per_gpu)
-    moe = w["moe_top_k"] > 0
-    ep_bytes = (np.nan_to_num(layers) / pp_ * micro_batches * 4 * w["micro_batch"] * seq_len * hidden
-                * ACTIVATION_BYTES * w["moe_top_k"])
-    ep_s = np.where(moe & (ep_ > 1), collectives.ring_collective_time_s(ep_bytes, ep_, ep_bw, 0.0), 0.0)
-
-    # Data parallelism: HFReduce or NCCL over the DP group; ZeRO-3 adds two allgathers.
-    dense = total_params - w["expert_params"]
-    local_params = dense / (tp_ * pp_) + w["expert_params"] / (tp_ * pp_ * ep_)
+    # Data parallelism: HFReduce or NCCL over the DP (x CP) group; ZeRO-3 adds two allgathers.
     grad_bytes_per_gpu = local_params * w["grad_bytes"]
-    dp_per_node = np.minimum(np.floor(dp), g / tp_)
+    reduce_ranks = dp_ranks * cp_
+    dp_per_node = np.minimum(reduce_ranks, g / tp_)
     shards_per_node = g / np.maximum(dp_per_node, 1)
-    dp_nodes = np.ceil(np.floor(dp) / np.maximum(dp_per_node, 1))
+    dp_nodes = np.ceil(reduce_ranks / np.maximum(dp_per_node, 1))
     dp_io = collectives.NodeIO(
         gpus_per_node=np.maximum(dp_per_node, 1), nic_bw_gbyte_s=io.nic_bw_gbyte_s / shards_per_node,
         host_mem_bw_gbyte_s=io.host_mem_bw_gbyte_s / shards_per_node, pcie_bw_gbyte_s=io.pcie_bw_gbyte_s,
         root_port_bw_gbyte_s=io.root_port_bw_gbyte_s, shared_root_ports=io.shared_root_ports,
         p2p_bw_gbyte_s=io.p2p_bw_gbyte_s, scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains)
     hfreduce = w["collective"] == "hfreduce"
+    all_ok = node["nvlink_topology"] == "all-to-all"
     if hfreduce:
         # HFReduce sums an NVLink pair first only if both GPUs hold the same gradients (no TP).
-        pair_reduce = node["nvlink_topology"] == "pairs" and w["use_nvlink"] and bool(np.all(tp_ == 1))
+        pair_reduce = (node["nvlink_topology"] == "pairs") & w["use_nvlink"] & (tp_ == 1)
         ar = collectives.hfreduce(grad_bytes_per_gpu, dp_nodes, dp_io, nvlink=pair_reduce,
                                   cross_zone=w["cross_zone"], params=params.collectives)
     else:
         ar = collectives.nccl_allreduce(grad_bytes_per_gpu, dp_nodes, dp_io,
                                         nvlink_all_to_all=all_ok & w["use_nvlink"], params=params.collectives)
-    dp_s = np.where(np.floor(dp) > 1, ar.time_s, 0.0)
-    # ZeRO-3 / FSDP: allgather the weights for forward and again for backward and reduce-scatter
-    # the gradients; each moves half an allreduce's traffic, and all of it can hide behind the
-    # whole step's compute instead of backward alone.
+    dp_s = np.where(reduce_ranks > 1, ar.time_s, 0.0)
+    # ZeRO-3 / FSDP: allgather the weights for forward and again for backward (and for a recomputed
+    # forward) and reduce-scatter the gradients; each moves half an allreduce's traffic, and all of it
+    # can hide behind the whole step's compute instead of the last backward alone.
     fsdp = w["zero_stage"] >= 3
-    dp_s = np.where(fsdp, 0.5 * dp_s * (1 + 2 * w["weight_bytes"] / w["grad_bytes"]), dp_s)
-    # With pipeline parallelism the gradients are final only after the pipeline flushes, so the
-    # allreduce can overlap just the last micro-batch's backward (Megatron-LM's behaviour).
-    overlap_window_s = compute_s * np.where(fsdp, 1.0, params.training.backward_share) / np.where(
-        pp_ > 1, np.maximum(micro_batches, 1), 1)
+    gathers = 2 + (w["recompute"] != "none")
+    dp_s = np.where(fsdp, 0.5 * dp_s * (1 + gathers * w["weight_bytes"] / w["grad_bytes"]), dp_s)
+    window_s = np.where(fsdp, compute_s, np.where(w["overlap_grad_reduce"], backward_window, 0.0))
+    exposed_dp = training.exposed_dp_s(dp_s, window_s, hfreduce, params.training)
 
     # Host-side preprocessing (video/diffusion workloads): CPU-seconds per sample over the cores.
     samples_per_node = w["global_batch"] / job_nodes
@@ -423,17 +520,13 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes):
         raise ScenarioError("cluster.node.cpu_cores", "is needed when the workload preprocesses on the host")
     data_s = np.where(preprocessing, samples_per_node * w["preprocess_s_per_sample"] / node["cpu_cores"], 0.0)
 
-    step_s, parts, step_bound = training.step_time_s(
-        compute_s=compute_s, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=np.maximum(micro_batches, 1),
-        tp_comm_s=tp_s, ep_comm_s=ep_s, dp_comm_s=dp_s, dp_overlap_window_s=overlap_window_s,
-        dp_on_copy_engines=hfreduce, data_s=data_s,
-        params=params.training)
-    peak = acc[PRECISION_PEAK[w["precision"]]]
-    mfu = model_flops / (step_s * job_gpus * peak * 1e12)
-    hfu = hw_flops / (step_s * job_gpus * peak * 1e12)
+    step_s, stacked, step_bound = training.assemble_step(parts, exposed_dp, data_s)
+    peak = peak_tflops * 1e12
+    mfu = model_flops / (step_s * job_gpus * peak)
+    hfu = hw_flops / (step_s * job_gpus * peak)
 
     terms = training.memory_per_gpu_bytes(
-        dense_params=dense, expert_params=w["expert_params"], tp=tp_, pp=pp_, ep=ep_, dp=np.maximum(np.floor(dp), 1),
+        dense_params=dense, expert_params=expert_params, tp=tp_, pp=pp_, ep=ep_, dp=dp_ranks,
         zero_stage=w["zero_stage"], weight_bytes=w["weight_bytes"], grad_bytes=w["grad_bytes"],
         optimizer_bytes_per_param=w["optimizer_bytes_per_param"], activation_bytes=activations)
     hbm_gb = acc["memory_gb"]
@@ -453,16 +546,21 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes):
         "micro_batches": micro_batches,
         "params": total_params,
         "active_params": active,
+        "expert_params": expert_params,
         "model_flops_per_step": model_flops,
         "hardware_flops_per_step": hw_flops,
         "step_time_s": nan_if_infeasible(step_s),
-        "step_parts_s": {name: nan_if_infeasible(parts[..., i]) for i, name in enumerate(training.STEP_LABELS)},
+        "step_parts_s": {name: nan_if_infeasible(stacked[..., i]) for i, name in enumerate(training.STEP_LABELS)},
         "step_bound": label(training.STEP_LABELS, step_bound),
         "dp_allreduce_s": dp_s,
         "dp_allreduce_bound": ar.binding,
         "mfu": nan_if_infeasible(mfu),
         "hfu": nan_if_infeasible(hfu),
+        "model_tflops_per_gpu": nan_if_infeasible(model_flops / (step_s * job_gpus) / 1e12),
+        "hardware_tflops_per_gpu": nan_if_infeasible(hw_flops / (step_s * job_gpus) / 1e12),
         "tokens_per_s": nan_if_infeasible(tokens_per_step / step_s),
+        **{key: ({k: nan_if_infeasible(v) for k, v in value.items()} if key == "stage_time_s" else value)
+           for key, value in extra.items()},
         "memory": {
             "fits": fits,
             "per_gpu_gb": mem_total / 1e9,
@@ -475,6 +573,18 @@ def _training(p, params: EngineParams, gemm, io, node, acc, g, nodes):
     job = {"gpus": job_gpus, "nodes": job_nodes, "step_s": step_s, "tokens_per_step": tokens_per_step,
            "checkpoint_bytes": checkpoint_bytes, "feasible": feasible}
     return out, job
+
+
+def _cnn_forward_s(w, family, device, job_gpus):
+    """A CNN's forward time per step on one GPU: the measured time per sample, or its FLOPs at the
+    family's convolution share of the (clock-derated) peak."""
+    samples_per_gpu = w["global_batch"] / job_gpus
+    measured = w["forward_s_per_sample"]
+    if np.any(np.isnan(measured)) and np.isnan(family.conv_fraction):
+        raise ScenarioError("workload.forward_s_per_sample",
+                            f"is needed: no measured convolution share for the {family.name} family")
+    from_flops = w["flops_per_sample_forward"] / (device.peak_flops * family.conv_fraction)
+    return samples_per_gpu * np.where(np.isnan(measured), from_flops, measured)
 
 
 def _reliability_job(p, params, categories, job, sto, storage_rates):

@@ -6,33 +6,21 @@ import pytest
 
 from simcore import ScenarioError, evaluate
 from simcore.references import FF_2ZONE, GPT2_MEDIUM, LLAMA_13B, VGG16
-from simcore.training import (
-    strong_scaling_efficiency,
-    transformer_flops_per_token,
-    transformer_params,
-    weak_scaling_efficiency,
-)
+from simcore.training import strong_scaling_efficiency, weak_scaling_efficiency
 
-# A DeepSeekMoE-16B-like model: 28 layers, h = 2048, 16.4B parameters of which 2.8B are active
-# per token; about 15.5B sit in the routed experts (6 of 64 per token).
+# DeepSeekMoE-16B (Dai et al. 2024): 28 layers (the first dense, MLP 10,944), h = 2048, 64 routed
+# experts of width 1,408 with 6 per token and 2 shared; FF V-D trains it with PP 10.
 MOE = {
-    "kind": "transformer", "layers": 28, "hidden": 2048, "heads": 16, "vocab": 102400, "seq_len": 4096,
-    "params": 16.4e9, "active_params": 2.8e9, "expert_params": 15.5e9, "moe_top_k": 6,
+    "kind": "transformer", "layers": 28, "hidden": 2048, "heads": 16, "ffn_hidden": 10944, "gated_mlp": True,
+    "tied_embeddings": False, "vocab": 102400, "seq_len": 4096, "experts": 64, "moe_top_k": 6,
+    "expert_ffn_hidden": 1408, "shared_experts": 2, "dense_layers": 1,
     "global_batch": 4608, "micro_batch": 1, "pp": 10, "ep": 8, "zero_stage": 1, "precision": "bf16",
-    "collective": "hfreduce", "compute_efficiency": 0.4,
+    "collective": "hfreduce",
 }
 
 
 def train(workload, gpus, cluster=FF_2ZONE):
     return evaluate({"cluster": copy.deepcopy(cluster), "workload": {**workload, "gpus": gpus}})["training"]
-
-
-def test_megatron_parameter_and_flop_counts():
-    # GPT-3 175B: 96 layers, h = 12288, s = 2048, V = 51200 -> about 174.6B parameters.
-    assert transformer_params(96, 12288, 2048, 51200) == pytest.approx(174.6e9, rel=0.005)
-    model, hardware = transformer_flops_per_token(1e9, 10, 1000, 2000, recompute=True)
-    assert model == 6e9 + 12 * 10 * 1000 * 2000
-    assert hardware == 8e9 + 16 * 10 * 1000 * 2000
 
 
 def test_llama_13b_without_flash_attention_or_zero_does_not_fit_40_gb():
@@ -42,16 +30,16 @@ def test_llama_13b_without_flash_attention_or_zero_does_not_fit_40_gb():
     assert plain["memory"]["dominant_term"] == "activations"
     assert plain["step_time_s"] is None
     flash = train({**LLAMA_13B, "zero_stage": 0}, 64)
-    assert flash["memory"]["activations_gb"] < plain["memory"]["activations_gb"] / 3
-    recompute = train({**LLAMA_13B, "zero_stage": 0, "flash_attention": False, "recompute": True}, 64)
+    assert flash["memory"]["activations_gb"] < plain["memory"]["activations_gb"] / 2
+    recompute = train({**LLAMA_13B, "zero_stage": 0, "flash_attention": False, "recompute": "full"}, 64)
     assert recompute["feasible"] and recompute["hfu"] > recompute["mfu"]
     zero1 = train(LLAMA_13B, 64)
     assert zero1["memory"]["optimizer_states_gb"] == pytest.approx(flash["memory"]["optimizer_states_gb"] / 8)
 
 
 def test_infeasible_layouts_say_why():
-    assert train({**LLAMA_13B, "tp": 3}, 64)["infeasible_reason"] == "TP x PP does not divide the job's GPUs"
-    assert train({**LLAMA_13B, "tp": 16, "pp": 1}, 64)["infeasible_reason"] == "TP is larger than a node"
+    assert train({**LLAMA_13B, "tp": 4, "pp": 3}, 64)["infeasible_reason"] == "TP x PP x CP does not divide the job's GPUs"
+    assert train({**LLAMA_13B, "tp": 10, "pp": 1}, 640)["infeasible_reason"] == "TP is larger than a node"
     assert train(LLAMA_13B, 20_000)["infeasible_reason"] == "the job needs more GPUs than the cluster has"
     odd_batch = train({**LLAMA_13B, "global_batch": 4095}, 64)
     assert odd_batch["infeasible_reason"] == "the global batch does not split evenly into micro-batches"
@@ -71,7 +59,7 @@ def test_hfreduce_halves_vgg16_step_against_nccl():
     hf = train({**VGG16, "global_batch": 50 * 256, "collective": "hfreduce"}, 256)
     nccl = train({**VGG16, "global_batch": 50 * 256, "collective": "nccl"}, 256)
     assert nccl["step_time_s"] / hf["step_time_s"] == pytest.approx(2.0, rel=0.15)
-    assert hf["step_parts_s"]["exposed data-parallel traffic"] < 0.01
+    assert hf["step_parts_s"]["exposed data-parallel traffic"] < nccl["step_parts_s"]["exposed data-parallel traffic"] / 5
     weak = weak_scaling_efficiency(train({**VGG16, "global_batch": 50 * 512, "collective": "hfreduce"}, 512)
                                    ["step_time_s"], train({**VGG16, "global_batch": 50 * 32, "collective": "hfreduce"},
                                                           32)["step_time_s"])
@@ -82,21 +70,26 @@ def test_fsdp_shards_weights_and_hides_traffic_behind_the_whole_step():
     fsdp = train({**GPT2_MEDIUM, "global_batch": 32 * 64, "collective": "hfreduce"}, 64)
     ddp = train({**GPT2_MEDIUM, "zero_stage": 0, "global_batch": 32 * 64, "collective": "hfreduce"}, 64)
     assert fsdp["memory"]["weights_gb"] < ddp["memory"]["weights_gb"] / 60
-    assert fsdp["step_parts_s"]["exposed data-parallel traffic"] == 0
+    assert fsdp["step_parts_s"]["exposed data-parallel traffic"] < 0.02 * fsdp["step_time_s"]
 
 
 def test_mixture_of_experts_with_expert_parallelism():
     result = train(MOE, 640)
     assert result["feasible"], result["infeasible_reason"]
-    assert result["model_flops_per_step"] < 6 * MOE["params"] * MOE["global_batch"] * MOE["seq_len"] / 3
+    assert result["model_flops_per_step"] < 6 * result["params"] * MOE["global_batch"] * MOE["seq_len"] / 3
     assert result["step_parts_s"]["expert all-to-all"] > 0
     assert 0 < result["mfu"] < 1
     more_ep = train({**MOE, "ep": 16}, 640)
     assert more_ep["memory"]["weights_gb"] < result["memory"]["weights_gb"]
+    assert result["placement"]["ep"] == "PCIe"  # 8 experts ranks in a node of NVLink pairs
+    assert more_ep["placement"]["ep"] == "network"
     faster_nics = copy.deepcopy(FF_2ZONE)
     faster_nics["node"]["compute_nic_gbit_s"] = 400
-    assert train(MOE, 640, faster_nics)["step_parts_s"]["expert all-to-all"] < result["step_parts_s"]["expert all-to-all"]
-    assert train({**MOE, "ep": 7}, 640)["infeasible_reason"] == "EP does not divide the data-parallel degree"
+    assert (train({**MOE, "ep": 16}, 640, faster_nics)["step_parts_s"]["expert all-to-all"]
+            < more_ep["step_parts_s"]["expert all-to-all"])
+    assert train({**MOE, "ep": 64}, 320)["infeasible_reason"] == "EP does not divide the data-parallel degree"
+    with pytest.raises(ScenarioError, match="EP does not divide the routed experts"):
+        train({**MOE, "ep": 7}, 640)
 
 
 def test_host_preprocessing_can_bound_the_step_until_encodings_are_cached():
@@ -110,7 +103,7 @@ def test_host_preprocessing_can_bound_the_step_until_encodings_are_cached():
     assert first_epoch["step_bound"] == "host data preprocessing"
     assert first_epoch["step_time_s"] == pytest.approx(4096 / 64 * 10.0 / 64)
     assert cached["step_time_s"] < first_epoch["step_time_s"]
-    assert cached["step_bound"] == "compute"
+    assert cached["step_bound"] == "backward"
 
 
 def test_time_and_cost_to_train():
@@ -125,8 +118,9 @@ def test_time_and_cost_to_train():
     assert training["energy_cost_to_train"] > 0
 
 
-def test_pipeline_deeper_than_the_model_is_infeasible():
-    assert train({**LLAMA_13B, "pp": 64, "tp": 1}, 512)["infeasible_reason"] == \
-        "PP exceeds the layers (a stage needs a layer)"
+def test_pipeline_deeper_than_the_model_is_bad_input():
+    with pytest.raises(ScenarioError, match="PP exceeds the layers") as error:
+        train({**LLAMA_13B, "pp": 64, "tp": 1}, 512)
+    assert error.value.field == "workload.pp"
     small = train({**LLAMA_13B, "global_batch": 8}, 512)
     assert small["infeasible_reason"] == "the global batch is smaller than one micro-batch per data-parallel rank"

@@ -1,0 +1,127 @@
+"""Accelerator families: the few achievable fractions the layer-level training model needs.
+
+Everything else about a device comes from its datasheet (peaks, SM count, HBM bandwidth, scale-up
+bandwidth). A family holds only these shares, each set from a cited microbenchmark of the
+family's flagship part, never from a training run:
+
+* ``gemm_fraction`` (and ``fp8_gemm_fraction``): the best large dense GEMM reaches this share of
+  the precision's peak at full clock; smaller and ragged shapes get less
+  (:func:`simcore.transformer.gemm_efficiency`);
+* ``hbm_fraction``: a streaming kernel (STREAM triad: two reads and a write, like a residual add)
+  reaches this share of peak HBM bandwidth: norms, activations, dropout, softmax, the optimizer;
+* ``attention_fraction``: a fused FlashAttention-style kernel reaches this share of the bf16 peak,
+  forward and backward together;
+* ``scaleup_fraction``: a ring allreduce inside the scale-up domain reaches this share of the
+  per-GPU one-way NVLink bandwidth as bus bandwidth (nccl-tests);
+* ``conv_fraction``: the convolutions of a CNN's training step reach this share of the peak (used
+  for workloads described by FLOPs per sample when no measured forward time is given);
+* ``reference_sm_count`` and ``reference_hbm_gbyte_s``: the flagship's datasheet values, used when
+  a scenario gives no SM count or HBM bandwidth for its part.
+
+``confidence`` follows the catalogue's flags: measured (a primary microbenchmark of the part),
+secondary (reported by others), estimate (no measurement found: basis given).
+"""
+from dataclasses import dataclass, field
+
+from simcore.compute import sustained_clock_factor
+
+CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "attention_fraction", "scaleup_fraction",
+                  "conv_fraction")
+
+
+@dataclass(frozen=True)
+class DeviceFamily:
+    key: str
+    name: str
+    gemm_fraction: float
+    fp8_gemm_fraction: float
+    hbm_fraction: float
+    attention_fraction: float
+    scaleup_fraction: float
+    conv_fraction: float
+    reference_sm_count: int
+    reference_hbm_gbyte_s: float
+    basis: dict = field(default_factory=dict)  # constant name -> (confidence, source)
+
+
+AZURE = "Azure/AI-benchmarking-guide"
+# Lambda's TensorFlow benchmark: VGG16 training at 504 images/s (batch 224, TF32) on one A100 PCIe
+# 40GB: 504 x 3 x 30.94 GFLOPs = 46.8 TFLOP/s, 0.300 of the 156 TF32 peak at that 250-W card's
+# sustained clock; over the engine's clock factor for the card it is the share at full clock.
+VGG16_A100_PCIE_SHARE = 504 * 3 * 30.94e9 / 156e12
+BEKMAN = "S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS' table"
+
+FAMILIES = {
+    "ampere": DeviceFamily(
+        key="ampere", name="NVIDIA Ampere (A100)",
+        gemm_fraction=263 / 312, fp8_gemm_fraction=float("nan"), hbm_fraction=1.70 / 2.039,
+        attention_fraction=0.6, scaleup_fraction=231.6 / 300,
+        conv_fraction=VGG16_A100_PCIE_SHARE / float(sustained_clock_factor(250, 400)),
+        reference_sm_count=108, reference_hbm_gbyte_s=2039,
+        basis={
+            "gemm_fraction": ("measured", "FF Table II: DGX-A100 large GEMM 263 of 312 TFLOPS FP16 (131 of 156 TF32)"),
+            "hbm_fraction": ("measured", f"{AZURE}, ND_A100_v4 results: STREAM triad 1.70 TB/s on A100 80GB (2.039 peak)"),
+            "attention_fraction": ("secondary", "Dao, FlashAttention-2 (arXiv:2307.08691): 50-73% of A100 peak across "
+                                                "settings, forward at the top; 0.6 for forward and backward together"),
+            "scaleup_fraction": ("measured", f"{AZURE}, ND_A100_v4: 8-GPU allreduce bus bandwidth 231.6 GB/s at 8 GB "
+                                             "over 300 GB/s one-way NVLink 3"),
+            "conv_fraction": ("measured", "LambdaColdStorage/lambda-tensorflow-benchmark, tf-train-throughput-fp32.csv: "
+                                          "VGG16 504 images/s (batch 224) on A100 PCIe 40GB, 46.8 TFLOP/s of 156 TF32, "
+                                          "over the engine's sustained clock factor for the 250-W card"),
+        },
+    ),
+    "hopper": DeviceFamily(
+        key="hopper", name="NVIDIA Hopper (H100, H800, H200)",
+        gemm_fraction=794.5 / 989, fp8_gemm_fraction=1402.6 / 1979, hbm_fraction=2.97 / 3.35,
+        attention_fraction=0.6, scaleup_fraction=370 / 450, conv_fraction=float("nan"),
+        reference_sm_count=132, reference_hbm_gbyte_s=3350,
+        basis={
+            "gemm_fraction": ("measured", f"{BEKMAN}: H100 SXM 794.5 of 989 TFLOPS BF16"),
+            "fp8_gemm_fraction": ("measured", f"{BEKMAN}: H100 SXM 1402.6 of 1979 TFLOPS FP8"),
+            "hbm_fraction": ("measured", f"{AZURE}, ND_H100_v5 results: STREAM triad 2.97 TB/s (3.35 peak)"),
+            "attention_fraction": ("estimate", "Shah et al., FlashAttention-3 (arXiv:2407.08608): up to 75% of H100 "
+                                               "peak forward in FP16, backward slower; 0.6 as for Ampere"),
+            "scaleup_fraction": ("secondary", "NVIDIA/nccl-tests issue 212 (maintainer): about 370 GB/s ring "
+                                              "allreduce bus bandwidth on 8 x H100 over 450 GB/s one-way NVLink 4"),
+        },
+    ),
+    "blackwell": DeviceFamily(
+        key="blackwell", name="NVIDIA Blackwell (B200, GB200)",
+        gemm_fraction=1745.0 / 2250, fp8_gemm_fraction=3432.5 / 4500, hbm_fraction=2.97 / 3.35,
+        attention_fraction=0.6, scaleup_fraction=370 / 450, conv_fraction=float("nan"),
+        reference_sm_count=148, reference_hbm_gbyte_s=8000,
+        basis={
+            "gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 1745.0 of 2250 TFLOPS BF16"),
+            "fp8_gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 3432.5 of 4500 TFLOPS FP8"),
+            "hbm_fraction": ("estimate", "no B200 STREAM figure found: Hopper's share"),
+            "attention_fraction": ("estimate", "no B200 figure found: as for Hopper"),
+            "scaleup_fraction": ("estimate", "no B200 nccl-tests figure found: Hopper's share"),
+        },
+    ),
+    "ascend": DeviceFamily(
+        key="ascend", name="Huawei Ascend 910B",
+        gemm_fraction=301.23 / 354, fp8_gemm_fraction=float("nan"), hbm_fraction=1.70 / 2.039,
+        attention_fraction=0.6, scaleup_fraction=231.6 / 300, conv_fraction=float("nan"),
+        reference_sm_count=24, reference_hbm_gbyte_s=1600,
+        basis={
+            "gemm_fraction": ("secondary", "zzc0721/torch-performance-test-data issue 109: 910B2 BF16 GEMM 301.23 "
+                                           "TFLOPS at 8192 x 8192, over the unverified ~354 TFLOPS peak"),
+            "hbm_fraction": ("estimate", "no 910B STREAM figure found: the A100's share"),
+            "attention_fraction": ("estimate", "no 910B fused-attention figure found: as for Ampere"),
+            "scaleup_fraction": ("estimate", "no HCCS allreduce figure found: the A100's NVLink share"),
+        },
+    ),
+}
+FAMILY_KEYS = tuple(FAMILIES)
+
+
+def constant_rows() -> list[dict]:
+    """Every family constant with its confidence and source (for validation output and docs)."""
+    rows = []
+    for family in FAMILIES.values():
+        for name in CONSTANT_NAMES:
+            if name in family.basis:
+                confidence, source = family.basis[name]
+                rows.append({"family": family.key, "constant": name, "value": getattr(family, name),
+                             "confidence": confidence, "source": source})
+    return rows
