@@ -31,6 +31,9 @@ def node_document(node) -> dict:
             "tdp_w": acc.tdp_w,
             "full_clock_power_w": acc.full_clock_power_w,
             "scaleup_bw_gbyte_s": acc.scaleup_bw_gbyte_s or 0.0,
+            "family": acc.family,
+            "sm_count": acc.sm_count,
+            "memory_bandwidth_gbyte_s": acc.memory_bandwidth_gbyte_s,
         },
         "nvlink_topology": node.nvlink_topology,
         "cpus": cpus,
@@ -116,10 +119,12 @@ def cluster_document(plan: ClusterPlan) -> dict:
 
 
 WORKLOAD_FIELDS = (
-    "kind", "layers", "hidden", "heads", "vocab", "seq_len", "resolution_scale", "params", "active_params",
-    "expert_params", "moe_top_k", "flops_per_sample_forward", "activation_bytes_per_sample", "global_batch",
-    "micro_batch", "precision", "gpus", "tp", "pp", "ep", "virtual_stages", "zero_stage", "recompute",
-    "flash_attention", "collective", "use_nvlink", "cross_zone", "compute_efficiency", "grad_bytes", "weight_bytes",
+    "kind", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "gated_mlp", "vocab", "tied_embeddings",
+    "seq_len", "causal", "resolution_scale", "experts", "moe_top_k", "expert_ffn_hidden", "shared_experts",
+    "dense_layers", "moe_imbalance", "params", "flops_per_sample_forward", "forward_s_per_sample",
+    "activation_bytes_per_sample", "global_batch", "micro_batch", "precision", "gpus", "tp", "sequence_parallel", "cp",
+    "pp", "ep", "virtual_stages", "zero_stage", "recompute", "flash_attention", "fused_kernels", "overlap_grad_reduce",
+    "grad_accumulation_fusion", "collective", "use_nvlink", "cross_zone", "grad_bytes", "weight_bytes",
     "tokens_to_train", "preprocess_s_per_sample", "preprocess_cached",
 )
 

@@ -1,6 +1,8 @@
 """Choice lists shared by the catalogue models, the seed schemas and the API."""
 from django.db import models
 
+from simcore.devices import FAMILIES
+
 
 class Confidence(models.TextChoices):
     DATASHEET = "datasheet", "Vendor datasheet"
@@ -53,3 +55,7 @@ class PartKind(models.TextChoices):
     LINK_PART = "link-part", "Cable or transceiver"
     COMPUTE_NODE = "compute-node", "Compute node type"
     STORAGE_NODE = "storage-node", "Storage node type"
+
+
+AcceleratorFamily = models.TextChoices(
+    "AcceleratorFamily", [(key.upper(), (key, family.name)) for key, family in FAMILIES.items()])

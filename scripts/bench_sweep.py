@@ -42,7 +42,7 @@ def main() -> int:
         # The run number shifts one axis by a hair so that no run reuses another's results.
         return {"axes": {"cluster.node_count": {"start": 40, "stop": 40 + node_values - 1, "step": 1},
                          "workload.gpus": {"start": 8, "stop": 8 * gpu_values, "step": 8},
-                         "workload.compute_efficiency": [0.795 - 1e-6 * run]}}
+                         "workload.moe_imbalance": [1.0 + 1e-6 * run]}}
 
     probe = sweeps.sweep_create(owner=owner, plan=plan, workload=workload, spec=spec(0), name="bench probe")
     axes, _, outputs = sweeps.sweep_axes(probe)

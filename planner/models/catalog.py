@@ -15,6 +15,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from planner.choices import (
+    AcceleratorFamily,
     Confidence,
     FormFactor,
     LinkPartKind,
@@ -78,6 +79,12 @@ class Accelerator(CatalogEntry):
     """A GPU or NPU. Peaks are dense (not 2:4-sparse) Tensor-Core figures."""
 
     form_factor = models.CharField(max_length=8, choices=FormFactor.choices)
+    family = models.CharField(
+        max_length=16, choices=AcceleratorFamily.choices, default=AcceleratorFamily.AMPERE,
+        help_text="Sets the measured GEMM, HBM, attention and scale-up shares the training model uses.")
+    sm_count = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Streaming multiprocessors (NVIDIA) or AI cube cores (Ascend): GEMM wave quantisation.")
     peak_fp64_tflops = positive_float("Dense FP64 Tensor-Core peak.", null=True)
     peak_tf32_tflops = positive_float("Dense TF32 peak.", null=True)
     peak_fp16_tflops = positive_float("Dense FP16/BF16 peak.")

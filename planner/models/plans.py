@@ -182,7 +182,9 @@ class ClusterPlan(OwnedEntry):
 
 
 class Workload(OwnedEntry):
-    """A training job: a dense or MoE transformer, or a CNN, with its batch and parallel layout."""
+    """A training job: a dense or MoE transformer described by its shape, or a CNN by its FLOPs,
+    with its batch and parallel layout. The engine derives parameters, FLOPs and step time from
+    these fields (docs/engine.md); nothing here is an efficiency to guess."""
 
     class Kind(models.TextChoices):
         TRANSFORMER = "transformer", "Transformer (dense or MoE)"
@@ -192,29 +194,53 @@ class Workload(OwnedEntry):
         TF32 = "tf32", "TF32"
         FP16 = "fp16", "FP16"
         BF16 = "bf16", "BF16"
-        FP8 = "fp8", "FP8"
+        FP8 = "fp8", "FP8 GEMMs (BF16 elsewhere)"
 
     class Collective(models.TextChoices):
         NCCL = "nccl", "NCCL"
         HFREDUCE = "hfreduce", "HFReduce"
 
+    class Recompute(models.TextChoices):
+        NONE = "none", "None"
+        SELECTIVE = "selective", "Selective (attention core)"
+        FULL = "full", "Full (every layer's forward)"
+
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TRANSFORMER)
     layers = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     hidden = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
-    heads = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    heads = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                        help_text="Attention (query) heads.")
+    kv_heads = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                           help_text="Key/value heads (GQA/MQA); empty: as many as heads.")
+    head_dim = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                           help_text="Empty: hidden / heads.")
+    ffn_hidden = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                             help_text="MLP width; empty: 4 x hidden.")
+    gated_mlp = models.BooleanField(default=False, help_text="Three MLP matrices (SwiGLU), Llama-style.")
     vocab = models.PositiveIntegerField(default=0)
+    tied_embeddings = models.BooleanField(default=True)
     seq_len = positive_int("Tokens per sample at the base resolution.", default=1)
+    causal = models.BooleanField(default=True, help_text="Causal mask: fused attention skips half the scores.")
     resolution_scale = models.FloatField(
         default=1.0, validators=[validate_positive],
         help_text="Video models: n x base resolution gives n^2 x the tokens per sample.",
     )
+    experts = models.PositiveIntegerField(default=0, help_text="Routed experts per MoE layer; 0 for a dense model.")
+    moe_top_k = models.PositiveIntegerField(default=0, help_text="Routed experts per token.")
+    expert_ffn_hidden = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                                    help_text="One expert's MLP width; empty: ffn_hidden.")
+    shared_experts = models.PositiveIntegerField(default=0, help_text="Experts every token passes through.")
+    dense_layers = models.PositiveIntegerField(default=0, help_text="Leading layers with a dense MLP (MoE).")
+    moe_imbalance = models.FloatField(default=1.0, validators=[MinValueValidator(1.0)],
+                                      help_text="Busiest expert rank's tokens over the mean.")
     params = models.FloatField(null=True, blank=True, validators=[validate_positive],
-                               help_text="Total parameters; empty: Megatron's formula from the dimensions.")
-    active_params = models.FloatField(null=True, blank=True, validators=[validate_positive],
-                                      help_text="Parameters used per token (MoE); empty: all.")
-    expert_params = models.FloatField(default=0.0, validators=[MinValueValidator(0.0)])
-    moe_top_k = models.PositiveIntegerField(default=0, help_text="Experts per token; 0 for a dense model.")
+                               help_text="Total parameters, for a model the fields cannot describe (required "
+                                         "for a CNN); empty: derived from the transformer's shape.")
     flops_per_sample_forward = models.FloatField(null=True, blank=True, validators=[validate_positive])
+    forward_s_per_sample = models.FloatField(
+        null=True, blank=True, validators=[validate_positive],
+        help_text="CNN: measured forward time per sample on the plan's accelerator; empty: the "
+                  "accelerator family's convolution efficiency.")
     activation_bytes_per_sample = models.FloatField(default=0.0, validators=[MinValueValidator(0.0)])
     global_batch = positive_int("Samples per step.")
     micro_batch = positive_int("Samples per micro-batch.", default=1)
@@ -222,21 +248,22 @@ class Workload(OwnedEntry):
     gpus = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
                                        help_text="GPUs the job uses; empty: the whole cluster.")
     tp = positive_int("Tensor-parallel degree.", default=1)
+    sequence_parallel = models.BooleanField(default=False, help_text="Split norms and dropouts over the TP ranks.")
+    cp = positive_int("Context-parallel degree (splits the sequence).", default=1)
     pp = positive_int("Pipeline-parallel degree.", default=1)
-    ep = positive_int("Expert-parallel degree.", default=1)
+    ep = positive_int("Expert-parallel degree, within the data-parallel ranks.", default=1)
     virtual_stages = positive_int("Interleaved pipeline stages per GPU.", default=1)
     zero_stage = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(3)],
-                                                  help_text="ZeRO stage; 3 is FSDP.")
-    recompute = models.BooleanField(default=False)
+                                                  help_text="ZeRO stage (1: distributed optimizer); 3 is FSDP.")
+    recompute = models.CharField(max_length=16, choices=Recompute.choices, default=Recompute.NONE)
     flash_attention = models.BooleanField(default=True)
+    fused_kernels = models.BooleanField(default=True, help_text="Fused element-wise kernels (Megatron-style).")
+    overlap_grad_reduce = models.BooleanField(default=True, help_text="Reduce gradients during the last backward.")
+    grad_accumulation_fusion = models.BooleanField(
+        default=True, help_text="Weight-gradient GEMMs add into the fp32 main gradients.")
     collective = models.CharField(max_length=16, choices=Collective.choices, default=Collective.NCCL)
     use_nvlink = models.BooleanField(default=True)
     cross_zone = models.BooleanField(default=False)
-    compute_efficiency = models.FloatField(
-        default=0.5, validators=[validate_positive, MaxValueValidator(1.0)],
-        help_text="Achieved model FLOP rate / achieved GEMM rate; its basis goes in calibration_basis.",
-    )
-    calibration_basis = models.TextField(blank=True, default="")
     grad_bytes = models.FloatField(default=4.0, validators=[validate_positive])
     weight_bytes = models.FloatField(default=2.0, validators=[validate_positive])
     tokens_to_train = models.FloatField(null=True, blank=True, validators=[validate_positive])
@@ -249,29 +276,40 @@ class Workload(OwnedEntry):
             for field in ("layers", "hidden", "heads"):
                 if getattr(self, field) is None:
                     errors[field] = "required for a transformer"
-            if self.hidden and self.heads and self.hidden % self.heads:
-                errors["heads"] = f"must divide the hidden size {self.hidden}"
+            if self.hidden and self.heads and self.head_dim is None and self.hidden % self.heads:
+                errors["heads"] = f"must divide the hidden size {self.hidden} (or give head_dim)"
+            if self.heads and self.kv_heads and (self.kv_heads > self.heads or self.heads % self.kv_heads):
+                errors["kv_heads"] = f"must divide the {self.heads} attention heads"
             if self.tp and self.heads and self.heads % self.tp:
                 errors["tp"] = f"must divide the {self.heads} attention heads"
             if self.pp and self.layers and self.pp > self.layers:
                 errors["pp"] = f"cannot exceed the {self.layers} layers (a stage needs a layer)"
+            tokens = self.seq_len * (self.resolution_scale or 1) ** 2 if self.seq_len else None
+            if self.cp and tokens and tokens % self.cp:
+                errors["cp"] = f"must divide the sequence of {tokens:g} tokens"
+            if self.virtual_stages > 1 and self.pp and self.layers and self.layers % (self.pp * self.virtual_stages):
+                errors["virtual_stages"] = (f"PP x virtual stages = {self.pp * self.virtual_stages} must divide "
+                                            f"the {self.layers} layers")
         else:
             for field in ("flops_per_sample_forward", "params"):
                 if getattr(self, field) is None:
                     errors[field] = "required for a CNN"
-        if self.params is not None:
-            if self.active_params is not None and self.active_params > self.params:
-                errors["active_params"] = "cannot exceed the total parameters"
-            if self.expert_params > self.params:
-                errors["expert_params"] = "cannot exceed the total parameters"
-        if self.moe_top_k and not self.expert_params:
-            errors["expert_params"] = "a mixture-of-experts model (moe_top_k > 0) needs its expert parameters"
-        if self.ep > 1 and not self.moe_top_k:
-            errors["ep"] = "expert parallelism needs a mixture-of-experts model (moe_top_k > 0)"
+        if self.experts:
+            if not self.moe_top_k:
+                errors["moe_top_k"] = "a mixture-of-experts model needs at least one expert per token"
+            elif self.moe_top_k > self.experts:
+                errors["moe_top_k"] = f"cannot exceed the {self.experts} routed experts"
+            if self.layers and self.dense_layers >= self.layers:
+                errors["dense_layers"] = "must leave at least one MoE layer"
+        elif self.moe_top_k:
+            errors["experts"] = "experts per token (moe_top_k) need routed experts"
+        if self.ep > 1 and (not self.experts or self.experts % self.ep):
+            errors["ep"] = ("expert parallelism needs routed experts it divides" if self.experts
+                            else "expert parallelism needs a mixture-of-experts model (experts > 0)")
         if self.micro_batch and self.global_batch and self.global_batch % self.micro_batch:
             errors["global_batch"] = f"must be a multiple of the micro-batch {self.micro_batch}"
-        if self.gpus and self.tp and self.pp and self.gpus % (self.tp * self.pp):
-            errors["gpus"] = f"TP x PP = {self.tp * self.pp} does not divide {self.gpus} GPUs"
+        if self.gpus and self.tp and self.pp and self.cp and self.gpus % (self.tp * self.pp * self.cp):
+            errors["gpus"] = f"TP x PP x CP = {self.tp * self.pp * self.cp} does not divide {self.gpus} GPUs"
         if self.virtual_stages > 1 and self.pp == 1:
             errors["virtual_stages"] = "interleaving needs pipeline parallelism (pp > 1)"
         if errors:

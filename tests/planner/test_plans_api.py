@@ -37,7 +37,6 @@ NEW_WORKLOAD = {
     "zero_stage": 1,
     "gpus": 256,
     "collective": "hfreduce",
-    "compute_efficiency": 0.79,
 }
 
 
@@ -260,12 +259,18 @@ WORKLOAD_RULES = [
     ({"gpus": 250}, "gpus", "does not divide 250 GPUs"),
     ({"global_batch": 1000, "micro_batch": 3}, "global_batch", "multiple of the micro-batch"),
     ({"ep": 2}, "ep", "needs a mixture-of-experts model"),
-    ({"moe_top_k": 2}, "expert_params", "needs its expert parameters"),
-    ({"params": 1e9, "active_params": 2e9}, "active_params", "cannot exceed"),
+    ({"experts": 64, "moe_top_k": 6, "ep": 3}, "ep", "routed experts it divides"),
+    ({"moe_top_k": 2}, "experts", "need routed experts"),
+    ({"experts": 8, "moe_top_k": 9}, "moe_top_k", "cannot exceed the 8 routed experts"),
+    ({"experts": 8, "moe_top_k": 2, "dense_layers": 40}, "dense_layers", "at least one MoE layer"),
+    ({"kv_heads": 6}, "kv_heads", "must divide the 40 attention heads"),
+    ({"cp": 3}, "cp", "must divide the sequence"),
+    ({"cp": 2, "gpus": 8}, "gpus", "TP x PP x CP = 16 does not divide 8 GPUs"),
+    ({"pp": 4, "virtual_stages": 3}, "virtual_stages", "must divide the 40 layers"),
+    ({"moe_imbalance": 0.5}, "moe_imbalance", "greater than or equal to 1"),
+    ({"recompute": True}, "recompute", "not a valid choice"),
     ({"kind": "cnn", "params": 1e8}, "flops_per_sample_forward", "required for a CNN"),
     ({"zero_stage": 4}, "zero_stage", "less than or equal to 3"),
-    ({"compute_efficiency": 1.5}, "compute_efficiency", "less than or equal to 1"),
-    ({"compute_efficiency": 0}, "compute_efficiency", "greater than zero"),
     ({"virtual_stages": 2, "pp": 1}, "virtual_stages", "needs pipeline parallelism"),
     ({"precision": "fp4"}, "precision", "not a valid choice"),
 ]

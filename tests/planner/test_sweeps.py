@@ -54,7 +54,7 @@ def test_invalid_points_are_recorded_with_their_reason(catalog, reader_client, e
     sweep = create(reader_client).json()
     invalid = reader_client.get(f"/api/sweeps/{sweep['id']}/results/", {"valid": "false"}).json()
     reasons = {row["invalid_reason"] for row in invalid["results"]}
-    assert "TP x PP does not divide the job's GPUs" in reasons  # 300 GPUs / (2 x 4)
+    assert "TP x PP x CP does not divide the job's GPUs" in reasons  # 300 GPUs / (2 x 4)
     assert any(row["axes"]["workload.gpus"] == 300 for row in invalid["results"])
     too_big = [row for row in invalid["results"] if row["axes"]["cluster.node_count"] * 8 < row["axes"]["workload.gpus"]]
     assert all(row["invalid_reason"] == "the job needs more GPUs than the cluster has" for row in too_big)
