@@ -11,7 +11,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 
 from planner.api.plan_views import visible_to
-from planner.api.serializers import ClusterPlanSerializer
+from planner.api.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.choices import Confidence
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import plans as plan_services
@@ -37,9 +37,26 @@ PLAN_FIELD_GROUPS = [
                               "checkpoint_interval_s", "restart_s"]),
 ]
 
+# The workload editor's fields: the model, its experts, the layout, then kernels and communication.
+WORKLOAD_FIELD_GROUPS = [
+    ("Workload", ["name", "slug", "description", "visibility", "kind"]),
+    ("Model", ["layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "gated_mlp", "vocab",
+               "tied_embeddings", "seq_len", "causal", "resolution_scale", "params"]),
+    ("Mixture of experts", ["experts", "moe_top_k", "expert_ffn_hidden", "shared_experts", "dense_layers",
+                            "moe_imbalance"]),
+    ("CNN", ["flops_per_sample_forward", "forward_s_per_sample", "activation_bytes_per_sample"]),
+    ("Batch and layout", ["global_batch", "micro_batch", "gpus", "tp", "sequence_parallel", "cp", "pp",
+                          "virtual_stages", "ep", "zero_stage", "recompute", "precision"]),
+    ("Kernels and overlap", ["flash_attention", "fused_kernels", "overlap_grad_reduce", "grad_accumulation_fusion"]),
+    ("Communication", ["collective", "use_nvlink", "cross_zone", "grad_bytes", "weight_bytes"]),
+    ("Training run", ["tokens_to_train", "preprocess_s_per_sample", "preprocess_cached"]),
+]
+
 FIELD_LABELS = {"pue": "PUE (empty: the price book's)", "checkpoint_interval_s": "checkpoint interval (s)",
                 "restart_s": "restart time (s)", "failures_per_1000_node_days": "failures per 1,000 node-days",
-                "oversubscription": "oversubscription (down:up)"}
+                "oversubscription": "oversubscription (down:up)", "tp": "TP (tensor parallel)",
+                "cp": "CP (context parallel)", "pp": "PP (pipeline parallel)", "ep": "EP (expert parallel)",
+                "moe_top_k": "experts per token", "kv_heads": "key/value heads", "ffn_hidden": "MLP width"}
 
 
 def _visible_plans(user):
@@ -131,13 +148,15 @@ def _choices(field):
     return [(str(value), label) for value, label in field.choices] if field.choices else None
 
 
-def _builder_fields():
+def _form_fields(model, field_groups):
+    """Form fields for a model's fields in groups: kind, choices, label, help and whether optional."""
     groups = []
-    for title, names in PLAN_FIELD_GROUPS:
+    for title, names in field_groups:
         fields = []
         for name in names:
-            field = ClusterPlan._meta.get_field(name)
+            field = model._meta.get_field(name)
             kind = "select" if field.choices or isinstance(field, models.ForeignKey) else (
+                "checkbox" if isinstance(field, models.BooleanField) else
                 "textarea" if isinstance(field, models.TextField) else
                 "number" if isinstance(field, models.IntegerField | models.FloatField) else "text")
             fields.append({
@@ -160,14 +179,45 @@ def plan_builder(request, slug=None):
         start = plan
     elif request.GET.get("from"):
         start = get_object_or_404(_visible_plans(request.user), slug=request.GET["from"])
-    initial = ClusterPlanSerializer(start).data if start else {
-        field.name: field.default for field in ClusterPlan._meta.concrete_fields
-        if field.has_default() and not callable(field.default)}
-    if start is not None and plan is None:
-        initial = {**initial, "slug": "", "name": f"{start.name} (variant)", "visibility": "private"}
+    initial = _initial(ClusterPlan, ClusterPlanSerializer, start, copying=plan is None)
     return render(request, "frontend/plan_builder.html", {
-        "plan": plan, "groups": _builder_fields(), "initial": dict(initial),
+        "plan": plan, "groups": _form_fields(ClusterPlan, PLAN_FIELD_GROUPS), "initial": initial,
         "workloads": _visible_workloads(request.user),
+    })
+
+
+def _initial(model, serializer_class, start, copying):
+    """A form's starting values: an existing entry's (a copy gets no slug and a private, renamed start)
+    or the model's defaults."""
+    initial = serializer_class(start).data if start else {
+        field.name: field.default for field in model._meta.concrete_fields
+        if field.has_default() and not callable(field.default)}
+    if start is not None and copying:
+        initial = {**initial, "slug": "", "name": f"{start.name} (variant)", "visibility": "private"}
+    return dict(initial)
+
+
+@login_required
+def workload_list(request):
+    return render(request, "frontend/workloads.html", {"workloads": _visible_workloads(request.user)})
+
+
+@login_required
+def workload_editor(request, slug=None):
+    """Create a workload (optionally from a visible one, ``?from=slug``) or edit your own, with a
+    live evaluation on a chosen plan."""
+    workload, start = None, None
+    if slug is not None:
+        workload = get_object_or_404(_visible_workloads(request.user), slug=slug)
+        if workload.owner_id != request.user.id and not request.user.is_staff:
+            raise PermissionDenied("only the workload's owner may edit it; start a new workload from it instead")
+        start = workload
+    elif request.GET.get("from"):
+        start = get_object_or_404(_visible_workloads(request.user), slug=request.GET["from"])
+    return render(request, "frontend/workload_editor.html", {
+        "workload": workload, "groups": _form_fields(Workload, WORKLOAD_FIELD_GROUPS),
+        "initial": _initial(Workload, WorkloadSerializer, start, copying=workload is None),
+        "plans": _visible_plans(request.user),
     })
 
 

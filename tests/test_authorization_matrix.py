@@ -40,6 +40,8 @@ MATRIX = [
     ("post", "/api/evaluate/", SCENARIO, (401, 200, 200, 200, 200)),
     ("post", "/api/plans/preview/", {"node_type": "ff-pcie-a100", "node_count": 8, "switch": "qm8700",
                                      "price_book": "fire-flyer-relative"}, (401, 200, 200, 200, 200)),
+    ("post", "/api/workloads/preview/", {"layers": 2, "hidden": 64, "heads": 4, "seq_len": 128, "global_batch": 8,
+                                         "gpus": 8, "plan": "ff2-pcie-2zone"}, (401, 200, 200, 200, 200)),
     ("get", "/api/sweeps/{sweep}/", None, (401, 200, 404, 200, 200)),
     ("get", "/api/sweeps/{sweep}/results/", None, (401, 200, 404, 200, 200)),
     ("post", "/api/sweeps/{sweep}/cancel/", None, (401, 403, 404, 200, 200)),
@@ -158,6 +160,10 @@ PAGES = [
     ("/plans/{shared_plan}/edit/", (302, 403, 200, 200)),
     ("/twins/{shared_twin}/", (302, 200, 200, 200)),
     ("/tokens/", (302, 200, 200, 200)),
+    ("/workloads/", (302, 200, 200, 200)),
+    ("/workloads/new/?from={workload}", (302, 404, 200, 200)),
+    ("/workloads/{workload}/edit/", (302, 404, 200, 200)),
+    ("/workloads/llama-13b-512/edit/", (302, 403, 403, 200)),
 ]
 
 

@@ -242,6 +242,8 @@ SPECTACULAR_SETTINGS = {
         "NetworkProtocolEnum": "planner.choices.NetworkProtocol",
         "ConfidenceEnum": "planner.choices.Confidence",
         "VisibilityEnum": "planner.models.plans.Visibility",
+        "WorkloadKindEnum": "planner.models.plans.Workload.Kind",
+        "LinkPartKindEnum": "planner.choices.LinkPartKind",
     },
 }
 

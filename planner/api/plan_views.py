@@ -230,7 +230,27 @@ class WorkloadViewSet(OwnedEntryViewSet):
 
     model = Workload
     serializer_class = api.WorkloadSerializer
-    filterset_fields = ["slug", "visibility", "kind", "collective"]
+    throttle_scope = None  # the preview action sets "evaluate"
+    filterset_fields = ["slug", "visibility", "kind", "collective", "recompute", "experts"]
+
+    @extend_schema(
+        tags=["workloads"], request=api.WorkloadPreviewSerializer,
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="field errors or an impossible layout")},
+        description="Check and evaluate a would-be workload on a plan without saving it (the workload editor's "
+                    "live preview): the same fields as creating a workload, slug and name optional, plus the "
+                    "plan's slug. Bad fields answer 400 naming them.",
+    )
+    @action(detail=False, methods=["post"], permission_classes=[IsAuthenticated],
+            throttle_classes=[ScopedRateThrottle], throttle_scope="evaluate")
+    def preview(self, request):
+        body = api.WorkloadPreviewSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        fields = dict(body.validated_data)
+        slug = fields.pop("plan")
+        plan = visible_to(ClusterPlan.objects.all(), request.user).filter(slug=slug).first()
+        if plan is None:
+            raise serializers.ValidationError({"plan": [f"no plan '{slug}' is visible to you"]})
+        return evaluation_response(plan, Workload(slug="preview", name="preview", **fields))
 
 
 SCENARIO_EXAMPLE = OpenApiExample(

@@ -214,6 +214,17 @@ class WorkloadSerializer(OwnedEntrySerializer):
         read_only_fields = ["created_at", "updated_at"]
 
 
+class WorkloadPreviewSerializer(WorkloadSerializer):
+    """A would-be workload (no slug or name needed) and the plan to train it on, checked and evaluated unsaved."""
+
+    plan = serializers.SlugField(help_text="A plan's slug.")
+    nested_fields = ("plan",)
+    clean_exclude = ("slug", "name", "description", "visibility")
+
+    class Meta(WorkloadSerializer.Meta):
+        exclude = ["id", "slug", "name", "description", "visibility"]
+
+
 class AccessTokenListSerializer(serializers.ModelSerializer):
     """A token as listed: never its key."""
 

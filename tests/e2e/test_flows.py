@@ -46,7 +46,7 @@ def test_login_is_required_and_every_page_renders(page):
 def test_pages_work_narrow_and_from_the_keyboard(page):
     page.login()
     page.page.set_viewport_size({"width": 390, "height": 800})
-    for path in ("/", "/plans/", "/compare/?ids=ff2-pcie-2zone,ff2-pcie-3layer", "/sweeps/", "/twins/"):
+    for path in ("/", "/plans/", "/compare/?ids=ff2-pcie-2zone,ff2-pcie-3layer", "/sweeps/", "/twins/", "/workloads/"):
         page.goto(path)
         overflow = page.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, f"{path} scrolls sideways by {overflow}px at 390px wide"
@@ -98,7 +98,33 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     expect(page.page.locator("#topology svg.chart")).to_be_visible()
     expect(page.page.locator("#ettr-chart svg.chart")).to_contain_text("optimum")
     expect(page.page.locator("#allreduce-chart svg.chart path")).to_have_count(3)
+    expect(page.page.locator("#step-breakdown")).to_contain_text("pipeline bubble")
     page.shot("plan")
+
+
+def test_workload_editor_names_bad_fields_and_shows_where_the_step_goes(page):
+    page.login()
+    page.goto("/workloads/new/?from=llama-13b-512")
+    page.page.select_option("#f-plan", "ff2-pcie-2zone")
+    breakdown = page.page.locator("#preview-body #step-breakdown")
+    expect(breakdown).to_contain_text("backward")
+    assert breakdown.locator("svg rect.bar").count() >= 4
+    page.page.fill("#f-kv_heads", "6")
+    error = page.page.locator("#e-kv_heads")
+    expect(error).to_contain_text("must divide the 40 attention heads")
+    expect(page.page.locator("#f-kv_heads")).to_have_attribute("aria-invalid", "true")
+    page.shot("workload-error")
+    page.page.fill("#f-kv_heads", "8")
+    page.page.check("#f-sequence_parallel")
+    page.page.select_option("#f-recompute", "selective")
+    expect(error).to_be_hidden()
+    expect(breakdown).to_contain_text("recomputation")
+    page.page.fill("#f-slug", "llama-13b-gqa")
+    page.page.fill("#f-name", "LLaMa-13B with 8 KV heads")
+    page.page.click("#save-workload")
+    page.page.wait_for_url(re.compile(r"/workloads/\?saved=llama-13b-gqa$"))
+    expect(page.page.locator("main table")).to_contain_text("llama-13b-gqa")
+    page.shot("workloads")
 
 
 def test_sweep_progress_reaches_100_percent_and_a_chart_appears(page):

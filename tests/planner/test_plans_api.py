@@ -504,3 +504,33 @@ def test_evaluations_are_memoized_per_document(catalog, reader_client, monkeypat
     ClusterPlan.objects.filter(slug=FF).update(node_count=1000)  # a changed plan is a new document
     changed = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
     assert len(calls) == 3 and changed["result"]["cluster"]["nodes"] == 1000
+
+
+def test_workload_preview_evaluates_an_unsaved_workload_layer_by_layer(catalog, reader_client):
+    before = Workload.objects.count()
+    body = {**NEW_WORKLOAD, "kv_heads": 8, "ffn_hidden": 13824, "gated_mlp": True, "sequence_parallel": True,
+            "recompute": "selective", "plan": "ff2-pcie-2zone"}
+    response = reader_client.post("/api/workloads/preview/", body, format="json")
+    assert response.status_code == 200, response.json()
+    training = response.json()["result"]["training"]
+    parts = training["step_parts_s"]
+    assert sum(parts.values()) == pytest.approx(training["step_time_s"])
+    assert parts["forward"] > 0 and parts["backward"] > parts["forward"] and parts["recomputation"] > 0
+    assert parts["tensor-parallel traffic"] > 0 and parts["pipeline bubble"] > 0
+    assert training["placement"] == {"tp": "scale-up", "cp": "none", "ep": "none", "pp": "network"}
+    assert 0 < training["mfu"] < training["hfu"] < 1
+    assert Workload.objects.count() == before
+
+
+@pytest.mark.parametrize("change, field, words", [
+    ({"kv_heads": 6}, "kv_heads", "must divide the 40 attention heads"),
+    ({"tp": 3}, "tp", "must divide the 40 attention heads"),
+    ({"cp": 3}, "cp", "must divide the sequence"),
+    ({"plan": "no-such-plan"}, "plan", "no plan 'no-such-plan' is visible to you"),
+    ({"recompute": "sometimes"}, "recompute", "not a valid choice"),
+])
+def test_workload_preview_names_bad_fields(change, field, words, catalog, reader_client):
+    response = reader_client.post("/api/workloads/preview/", {**NEW_WORKLOAD, "plan": "ff2-pcie-2zone", **change},
+                                  format="json")
+    assert response.status_code == 400
+    assert words in str(response.json().get(field)), response.json()

@@ -170,3 +170,26 @@ export function barChart(container, { groups, series, yLabel, title }) {
   if (series.length > 1) legend(container, series.map((s, i) => ({ name: s.name, colour: PALETTE[i % PALETTE.length] })));
   return svg;
 }
+
+// One horizontal bar split into parts (e.g. where a training step's time goes): each segment is
+// labelled in the legend with its value and share, so the split is readable without colour.
+export function stackedBar(container, { parts, unit = "s", title, format = num }) {
+  const shown = parts.filter((p) => Number.isFinite(p.value) && p.value > 0);
+  const total = shown.reduce((sum, p) => sum + p.value, 0);
+  const height = 48, left = 8, right = 8;
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${height}`, role: "img", class: "chart stacked" });
+  svg.append(svgEl("title", {}, title));
+  let x = left;
+  shown.forEach((p, i) => {
+    const width = (p.value / total) * (W - left - right);
+    const rect = svgEl("rect", { x, y: 8, width: Math.max(width, 0.5), height: 32, fill: PALETTE[i % PALETTE.length],
+      class: `bar pattern-${i % 4}`, "data-part": p.name });
+    rect.append(svgEl("title", {}, `${p.name}: ${format(p.value)} ${unit} (${num(100 * p.value / total, 2)}%)`));
+    svg.append(rect);
+    x += width;
+  });
+  container.replaceChildren(svg);
+  legend(container, shown.map((p, i) => ({ name: `${p.name}: ${format(p.value)} ${unit} (${num(100 * p.value / total, 2)}%)`,
+    colour: PALETTE[i % PALETTE.length], marker: true })));
+  return svg;
+}

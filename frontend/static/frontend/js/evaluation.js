@@ -1,6 +1,6 @@
 // An evaluation (POST /api/plans/{slug}/evaluate/ or /api/plans/preview/) drawn as tables and charts.
 import { el } from "./api.js";
-import { lineChart, barChart } from "./charts.js";
+import { barChart, lineChart, stackedBar } from "./charts.js";
 import { duration, num, percent, si } from "./format.js";
 import { drawTopology } from "./topology.js";
 
@@ -78,6 +78,42 @@ function powerSection(result) {
   ]));
 }
 
+const PLACES = { "scale-up": "scale-up link (NVLink/HCCS)", PCIe: "PCIe through the host", network: "scale-out NICs", none: "not used" };
+
+// Where a training step's time goes: the stacked bar of its parts, the rates, and where each
+// parallel group's traffic runs.
+export function trainingTables(t, currency) {
+  if (!t.feasible) {
+    return [table("Training the workload", [["feasible", "no", t.infeasible_reason],
+      ["memory per GPU", `${num(t.memory.per_gpu_gb)} of ${num(t.memory.hbm_gb)} GB`, `mostly ${t.memory.dominant_term}`]])];
+  }
+  const fig = el("figure", { class: "chart-box wide", id: "step-breakdown" });
+  stackedBar(fig, { parts: Object.entries(t.step_parts_s).map(([name, value]) => ({ name, value })),
+    title: `Where the ${duration(t.step_time_s)} step goes`, format: (v) => num(v, 3) });
+  fig.prepend(el("figcaption", {}, `Where the step time goes (${duration(t.step_time_s)}; largest part: ${t.step_bound})`));
+  const rows = [
+    ["GPUs in the job", num(t.gpus)], ["step time", duration(t.step_time_s)], ["largest part", t.step_bound],
+    ...Object.entries(t.step_parts_s).filter(([, s]) => s > 0).map(([part, s]) => [`  ${part}`, duration(s)]),
+    ["MFU", percent(t.mfu)], ["HFU (with recomputation)", percent(t.hfu)],
+    ["model TFLOPS per GPU", num(t.model_tflops_per_gpu)], ["hardware TFLOPS per GPU", num(t.hardware_tflops_per_gpu)],
+    ["tokens per second", num(t.tokens_per_s)],
+    t.params !== undefined ? ["parameters", si(t.params), `${si(t.active_params)} active per token`] : null,
+    ["memory per GPU", `${num(t.memory.per_gpu_gb)} of ${num(t.memory.hbm_gb)} GB`, `mostly ${t.memory.dominant_term}`],
+    t.time_to_train_days !== undefined && t.time_to_train_days !== null ? ["time to train", `${num(t.time_to_train_days)} days`] : null,
+    t.cost_to_train !== undefined && t.cost_to_train !== null ? ["cost to train", money(t.cost_to_train, currency)] : null,
+  ];
+  const out = [fig, table("Training the workload", rows)];
+  if (t.stage_time_s) {
+    out.push(table("Pipeline stages, per micro-batch", [["first stage (embedding)", duration(t.stage_time_s.first)],
+      ["middle stage", duration(t.stage_time_s.middle)], ["last stage (output layer and loss)", duration(t.stage_time_s.last)]]));
+  }
+  if (t.placement) {
+    out.push(table("Where each parallel group's traffic runs", Object.entries(t.placement)
+      .map(([group, where]) => [group.toUpperCase(), PLACES[where] ?? where])));
+  }
+  return out;
+}
+
 function performanceSection(result, curves) {
   const c = result.compute, t = result.training;
   const section = el("section", {}, el("h2", {}, "Performance"), table("Compute", [
@@ -87,16 +123,7 @@ function performanceSection(result, curves) {
     ["sustained clock (power cap)", percent(c.sustained_clock_factor)],
     ["cluster FP16 GEMM", `${num(c.cluster_fp16_pflops)} PFLOPS`],
   ]));
-  if (t) {
-    section.append(table("Training the workload", [
-      ["GPUs in the job", num(t.gpus)], ["step time", duration(t.step_time_s)], ["bound by", t.step_bound],
-      ...Object.entries(t.step_parts_s).map(([part, s]) => [`  ${part}`, duration(s)]),
-      ["MFU", percent(t.mfu)], ["tokens per second", num(t.tokens_per_s)],
-      ["memory per GPU", `${num(t.memory.per_gpu_gb)} of ${num(t.memory.hbm_gb)} GB`, `mostly ${t.memory.dominant_term}`],
-      t.time_to_train_days !== null ? ["time to train", `${num(t.time_to_train_days)} days`] : null,
-      t.cost_to_train !== null ? ["cost to train", money(t.cost_to_train, result.cost.currency)] : null,
-    ]));
-  }
+  if (t) section.append(...trainingTables(t, result.cost.currency));
   if (curves?.scaling) {
     const fig = el("figure", { class: "chart-box" });
     section.append(fig);

@@ -1,0 +1,60 @@
+// Forms that mirror an API object: fill from it, collect it back (numbers as numbers, empty as
+// null, checkboxes as true/false) and show the API's 400 field errors beside their fields.
+import { errorLines } from "./api.js";
+
+export function namedControls(form) {
+  return [...form.elements].filter((c) => c.name);
+}
+
+export function fill(controls, initial) {
+  for (const control of controls) {
+    const value = initial[control.name];
+    if (value === undefined || value === null) continue;
+    if (control.type === "checkbox") control.checked = Boolean(value);
+    else control.value = String(value);
+  }
+}
+
+export function collect(controls, skip = new Set()) {
+  const data = {};
+  for (const control of controls) {
+    if (skip.has(control.name)) continue;
+    const raw = control.type === "checkbox" ? null : control.value.trim();
+    if (control.type === "checkbox") data[control.name] = control.checked;
+    else if (control.type === "number") data[control.name] = raw === "" ? null : Number(raw);
+    else if (control.tagName === "SELECT") data[control.name] = raw === "" ? null : raw;
+    else data[control.name] = raw;
+  }
+  return data;
+}
+
+export function showErrors(form, controls, formErrors, data) {
+  const unplaced = [];
+  for (const control of controls) control.removeAttribute("aria-invalid");
+  form.querySelectorAll(".field-error").forEach((p) => { p.hidden = true; p.textContent = ""; });
+  if (data && typeof data === "object" && !data.reasons && !data.detail) {
+    for (const [field, reasons] of Object.entries(data)) {
+      const slot = document.getElementById(`e-${field}`);
+      const text = (Array.isArray(reasons) ? reasons : [reasons]).join(" ");
+      if (slot) {
+        slot.textContent = text; slot.hidden = false;
+        form.elements[field]?.setAttribute("aria-invalid", "true");
+      } else unplaced.push(`${field}: ${text}`);
+    }
+  } else if (data) unplaced.push(...errorLines(data));
+  formErrors.hidden = !unplaced.length;
+  formErrors.textContent = unplaced.join(" ");
+}
+
+// Evaluate the form unsaved after each edit (debounced; only the newest answer is shown).
+export function livePreview(form, evaluate) {
+  let sequence = 0, timer = null;
+  const run = async () => {
+    const mine = ++sequence;
+    await evaluate(() => mine === sequence, schedule);
+  };
+  const schedule = () => { clearTimeout(timer); timer = setTimeout(run, 350); };
+  form.addEventListener("input", schedule);
+  form.addEventListener("change", schedule);
+  run();
+}
