@@ -506,11 +506,14 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
                                         nvlink_all_to_all=all_ok & w["use_nvlink"], params=params.collectives)
     dp_s = np.where(reduce_ranks > 1, ar.time_s, 0.0)
     # ZeRO-3 / FSDP: allgather the weights for forward and again for backward (and for a recomputed
-    # forward) and reduce-scatter the gradients; each moves half an allreduce's traffic, and all of it
-    # can hide behind the whole step's compute instead of the last backward alone.
+    # forward) and reduce-scatter the gradients, all of which can hide behind the whole step's
+    # compute instead of the last backward alone. With NCCL each moves half an allreduce's traffic;
+    # HFReduce has only the allreduce (every GPU's whole buffer down to the host and back), so each
+    # gather or reduce-scatter built on it costs a whole allreduce.
     fsdp = w["zero_stage"] >= 3
     gathers = 2 + (w["recompute"] != "none")
-    dp_s = np.where(fsdp, 0.5 * dp_s * (1 + gathers * w["weight_bytes"] / w["grad_bytes"]), dp_s)
+    per_collective = 1.0 if hfreduce else 0.5
+    dp_s = np.where(fsdp, per_collective * dp_s * (1 + gathers * w["weight_bytes"] / w["grad_bytes"]), dp_s)
     window_s = np.where(fsdp, compute_s, np.where(w["overlap_grad_reduce"], backward_window, 0.0))
     exposed_dp = training.exposed_dp_s(dp_s, window_s, hfreduce, params.training)
 

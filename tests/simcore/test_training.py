@@ -70,7 +70,11 @@ def test_fsdp_shards_weights_and_hides_traffic_behind_the_whole_step():
     fsdp = train({**GPT2_MEDIUM, "global_batch": 32 * 64, "collective": "hfreduce"}, 64)
     ddp = train({**GPT2_MEDIUM, "zero_stage": 0, "global_batch": 32 * 64, "collective": "hfreduce"}, 64)
     assert fsdp["memory"]["weights_gb"] < ddp["memory"]["weights_gb"] / 60
-    assert fsdp["step_parts_s"]["exposed data-parallel traffic"] < 0.02 * fsdp["step_time_s"]
+    # Two gathers and a reduce-scatter, each a whole HFReduce allreduce, against the whole step's compute.
+    assert fsdp["dp_allreduce_s"] == pytest.approx(3 * ddp["dp_allreduce_s"])
+    compute = fsdp["step_parts_s"]["forward"] + fsdp["step_parts_s"]["backward"]
+    assert fsdp["step_parts_s"]["exposed data-parallel traffic"] == pytest.approx(
+        max(0.0, fsdp["dp_allreduce_s"] - 0.8 * compute))
 
 
 def test_mixture_of_experts_with_expert_parallelism():
