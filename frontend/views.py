@@ -18,6 +18,7 @@ from planner.services import plans as plan_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
 from planner.services.sweeps import CATEGORICAL_AXES, visible_sweeps
+from simcore.devices import constant_rows
 from simcore.document import field_docs
 from simcore.sweep import DEFAULT_OUTPUTS, TRAINING_OUTPUTS
 from twin.models import Twin
@@ -302,7 +303,8 @@ def validation(request):
     groups = [{"model": model, "summary": summary[model], "rows": [r for r in rows if r["model"] == model]}
               for model in summary]
     return render(request, "frontend/validation.html", {"groups": groups, "total": len(rows),
-                                                        "passing": sum(r["passes"] for r in rows)})
+                                                        "passing": sum(r["passes"] for r in rows),
+                                                        "constants": constant_rows()})
 
 
 @login_required

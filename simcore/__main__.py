@@ -59,11 +59,13 @@ def _evaluate(path: str) -> int:
 
 
 def _validate(as_json: bool) -> int:
+    from simcore.devices import constant_rows
     from simcore.references import validate
 
     rows, summary = validate()
+    constants = constant_rows()
     if as_json:
-        json.dump({"cases": rows, "summary": summary}, sys.stdout, indent=2)
+        json.dump({"cases": rows, "summary": summary, "family_constants": constants}, sys.stdout, indent=2)
         print()
     else:
         print(f"{'case':34} {'published':>11} {'predicted':>11} {'error':>8}  criterion       result")
@@ -77,6 +79,10 @@ def _validate(as_json: bool) -> int:
         for model, entry in summary.items():
             print(f"{model:32} {entry['cases']:>5} {entry['passing']:>5} {entry['mean_abs_error']:>10.1%} "
                   f"{entry['max_abs_error']:>10.1%}")
+        print()
+        print("calibrated accelerator-family constants (each from a microbenchmark, never a training run):")
+        for row in constants:
+            print(f"  {row['family']:10} {row['constant']:20} {row['value']:8.4f}  {row['confidence']:9}  {row['source']}")
     return 0
 
 
