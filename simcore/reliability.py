@@ -19,6 +19,7 @@ tau* = M (1 + W0(-e^(-1 - delta/M))) with M = 1/lambda, independent of R. Young 
 approximates tau* by sqrt(2 delta M); Daly (2006) adds higher-order terms.
 """
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -235,16 +236,27 @@ def spares_needed(job_nodes, availability, confidence=0.99, max_iterations: int 
     right side grows with s, so iterating s <- ppf(confidence; n + s) from 0 climbs to the least
     such s. Evaluated once per distinct (n, A) pair, so a sweep costs what its distinct jobs cost.
     """
+    n, a = np.broadcast_arrays(np.asarray(job_nodes, float), np.asarray(availability, float))
+    if n.size == 1:  # one job: memoized, as plan pages and previews ask the same question repeatedly
+        return np.full(n.shape, _spares_for_one(float(n.ravel()[0]), float(a.ravel()[0]), float(confidence),
+                                                max_iterations))
+    pairs, inverse = np.unique(n.ravel() + 1j * a.ravel(), return_inverse=True)
+    return _climb_spares(pairs.real, 1.0 - pairs.imag, confidence, max_iterations)[inverse.ravel()].reshape(n.shape)
+
+
+@lru_cache(maxsize=4096)
+def _spares_for_one(nodes: float, availability: float, confidence: float, max_iterations: int) -> float:
+    return float(_climb_spares(np.array([nodes]), np.array([1.0 - availability]), confidence, max_iterations)[0])
+
+
+def _climb_spares(nodes, failure, confidence, max_iterations):
     from scipy import stats  # loaded on first use: importing simcore stays fast
 
-    n, a = np.broadcast_arrays(np.asarray(job_nodes, float), np.asarray(availability, float))
-    pairs, inverse = np.unique(n.ravel() + 1j * a.ravel(), return_inverse=True)
-    nodes, failure = pairs.real, 1.0 - pairs.imag
     spares = np.zeros_like(nodes)
     for _ in range(max_iterations):
         climbed = stats.binom.ppf(confidence, nodes + spares, failure)
         if np.array_equal(climbed, spares):
-            return spares[inverse.ravel()].reshape(n.shape)
+            return spares
         spares = climbed
     raise ScenarioError("cluster.reliability", f"no spare-node count reaches the confidence: node availability "
-                                               f"is as low as {float(a.min()):.3g}")
+                                               f"is as low as {float(1 - failure.max()):.3g}")

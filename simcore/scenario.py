@@ -5,6 +5,7 @@ field to one scenario shape, runs each model on whole arrays and returns plain J
 a number (or a list, one entry per scenario point) for every metric, with units in the names,
 and the binding constraint of each bounded quantity.
 """
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -692,21 +693,24 @@ def _monte_carlo(p, categories, gpus, nodes, result):
 
 def to_json(value):
     """Arrays to lists, 0-d arrays and NumPy scalars to Python numbers, NaN/inf to None."""
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind is dict:
         return {k: to_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_json(v) for v in value]
-    if isinstance(value, np.ndarray):
+    if kind is np.ndarray:
         if value.ndim == 0:
-            return to_json(value.item())
+            return _finite_or_none(value.item())
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
             return np.where(np.isfinite(value), value, None).tolist()
         return value.tolist()
+    if kind is list or kind is tuple:
+        return [to_json(v) for v in value]
     if isinstance(value, np.generic):
-        return to_json(value.item())
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
+        return _finite_or_none(value.item())
+    return _finite_or_none(value)
+
+
+def _finite_or_none(value):
+    return None if type(value) is float and not math.isfinite(value) else value
 
 
 def curves(document, params: EngineParams | None = None, result: dict | None = None) -> dict:

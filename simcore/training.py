@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcore import collectives
-from simcore.transformer import Device, Layout, Model, gemm_pass_times_s, layer_times_s
+from simcore.transformer import Device, Layout, Model, layer_times_s
 
 MEMORY_TERMS = ("weights", "gradients", "optimizer states", "activations")
 # Adam with fp32 master weights: reads weight, gradient, m and v (16 bytes), writes weight, m and v
@@ -147,7 +147,7 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     dense_total = model.layers - moe_layers
     first_dense = np.minimum(dense_total, per_stage)
     rest_dense = np.where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
-    out_f, out_b = gemm_pass_times_s(tokens, model.vocab / t, h, device)
+    out_f, out_b = ops["output_f"], ops["output_b"]
     loss = tokens * model.vocab / t * CROSS_ENTROPY_BYTES_PER_LOGIT / device.hbm_bytes_s
     embedding = tokens * h * layout.act_bytes * 4 / device.hbm_bytes_s
     moe_on = model.experts > 0

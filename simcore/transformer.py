@@ -86,12 +86,25 @@ def gemm_time_s(m, n, k, device: Device, batch=1.0, bytes_per_element=2.0, peak_
     return np.maximum(compute_s, moved / device.hbm_bytes_s)
 
 
-def gemm_pass_times_s(m, n, k, device: Device, **kw):
-    """(forward, backward) time of one weight GEMM: backward is the activation gradient
-    dX[m, k] = dY[m, n] W^T and the weight gradient dW[k, n] = X^T dY, each with its own shape."""
-    forward = gemm_time_s(m, n, k, device, **kw)
-    backward = gemm_time_s(m, k, n, device, **kw) + gemm_time_s(k, n, m, device, **kw)
-    return forward, backward
+def gemm_passes(shapes, device: Device, peak_flops=None):
+    """(forward, backward) times of several weight GEMMs in one vectorized call.
+
+    ``shapes``: (m, n, k, batch) per GEMM. Forward is C[m, n] = A[m, k] B[k, n]; backward is the
+    activation gradient dX[m, k] = dY[m, n] W^T and the weight gradient dW[k, n] = X^T dY, each with
+    its own shape. The GEMMs are stacked on a trailing axis, so the cost does not grow with their
+    number."""
+    lead = np.broadcast_shapes(*(np.shape(v) for shape in shapes for v in shape))
+    columns = [np.broadcast_to(np.asarray(v, float), lead) for shape in shapes for v in shape]
+    m, n, k, batch = (np.stack(columns[i::4], axis=-1) for i in range(4))
+    rows = np.concatenate([m, m, k], axis=-1)
+    cols = np.concatenate([n, k, n], axis=-1)
+    inner = np.concatenate([k, n, m], axis=-1)
+    expanded = Device(**{name: np.asarray(value)[..., None] for name, value in device.__dict__.items()})
+    peak = None if peak_flops is None else np.asarray(peak_flops)[..., None]
+    times = gemm_time_s(rows, cols, inner, expanded, batch=np.concatenate([batch] * 3, axis=-1), peak_flops=peak)
+    count = len(shapes)
+    forward, activation_grad, weight_grad = times[..., :count], times[..., count:2 * count], times[..., 2 * count:]
+    return [(forward[..., i], activation_grad[..., i] + weight_grad[..., i]) for i in range(count)]
 
 
 @dataclass(frozen=True)
@@ -208,8 +221,8 @@ def attention_times_s(model: Model, layout: Layout, device: Device):
     batch = layout.micro_batch * heads
     rows = model.seq / layout.cp
     peak = device.bf16_peak_flops
-    qk_f, qk_b = gemm_pass_times_s(rows, model.seq, d, device, batch=batch, peak_flops=peak)
-    pv_f, pv_b = gemm_pass_times_s(rows, d, model.seq, device, batch=batch, peak_flops=peak)
+    (qk_f, qk_b), (pv_f, pv_b) = gemm_passes([(rows, model.seq, d, batch), (rows, d, model.seq, batch)], device,
+                                             peak_flops=peak)
     scores = batch * rows * model.seq * layout.act_bytes / device.hbm_bytes_s
     unfused_f = qk_f + pv_f + scores * np.where(layout.fused, 4.5, 9.0)
     unfused_b = qk_b + pv_b + scores * np.where(layout.fused, 5.5, 9.5)
@@ -251,13 +264,12 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
     local_experts = np.maximum(model.experts / layout.ep, 1.0)
     per_expert = pairs * layout.ep / np.maximum(model.experts, 1.0)
     e_cols = (model.mlp_matrices - 1) * model.expert_ffn / t
-    e_up_f, e_up_b = gemm_pass_times_s(per_expert, e_cols, h, device, batch=local_experts)
-    e_down_f, e_down_b = gemm_pass_times_s(per_expert, h, model.expert_ffn / t, device, batch=local_experts)
     shared_tokens = tokens * np.maximum(model.shared_experts, 1.0)
-    s_up_f, s_up_b = gemm_pass_times_s(shared_tokens, e_cols, h, device)
-    s_down_f, s_down_b = gemm_pass_times_s(shared_tokens, h, model.expert_ffn / t, device)
+    (e_up_f, e_up_b), (e_down_f, e_down_b), (s_up_f, s_up_b), (s_down_f, s_down_b), (router_f, router_b) = gemm_passes([
+        (per_expert, e_cols, h, local_experts), (per_expert, h, model.expert_ffn / t, local_experts),
+        (shared_tokens, e_cols, h, 1.0), (shared_tokens, h, model.expert_ffn / t, 1.0),
+        (tokens, np.maximum(model.experts, 1.0), h, 1.0)], device)
     shared = model.shared_experts > 0
-    router_f, router_b = gemm_pass_times_s(tokens, np.maximum(model.experts, 1.0), h, device)
     expert_act = (pairs + tokens * model.shared_experts) * per_element * model.expert_ffn / t
     forward = router_f + e_up_f + e_down_f + np.where(shared, s_up_f + s_down_f, 0.0) + expert_act * act_f
     backward = router_b + e_up_b + e_down_b + np.where(shared, s_up_b + s_down_b, 0.0) + expert_act * act_b
@@ -267,16 +279,16 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
 def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     """Per-layer, per-micro-batch compute times on one rank (dense and MoE layers apart):
     ``gemm_f``/``gemm_b`` (weight GEMMs), ``attention_f``/``attention_b`` (the core),
-    ``memory_f``/``memory_b`` (norms, activation, dropout, residual: HBM-bound), and the same for a
-    MoE layer's MLP as ``moe_f``/``moe_b`` (router, routed and shared experts)."""
+    ``memory_f``/``memory_b`` (norms, activation, dropout, residual: HBM-bound), the same for a
+    MoE layer's MLP as ``moe_f``/``moe_b`` (router, routed and shared experts), and the last
+    stage's output layer GEMM as ``output_f``/``output_b``."""
     tokens, replicated_tokens = _tokens(model, layout)
     h, t = model.hidden, layout.tp
     qkv_cols = (model.heads + 2 * model.kv_heads) * model.head_dim / t
-    qkv_f, qkv_b = gemm_pass_times_s(tokens, qkv_cols, h, device)
-    proj_f, proj_b = gemm_pass_times_s(tokens, h, model.heads * model.head_dim / t, device)
     up_cols = (model.mlp_matrices - 1) * model.ffn / t
-    up_f, up_b = gemm_pass_times_s(tokens, up_cols, h, device)
-    down_f, down_b = gemm_pass_times_s(tokens, h, model.ffn / t, device)
+    (qkv_f, qkv_b), (proj_f, proj_b), (up_f, up_b), (down_f, down_b), (out_f, out_b) = gemm_passes([
+        (tokens, qkv_cols, h, 1.0), (tokens, h, model.heads * model.head_dim / t, 1.0), (tokens, up_cols, h, 1.0),
+        (tokens, h, model.ffn / t, 1.0), (tokens, model.vocab / t, h, 1.0)], device)
     attention_f, attention_b = attention_times_s(model, layout, device)
     memory_f, memory_b, act_f, act_b, split_f, split_b = elementwise_elements(model, layout)
     per_element = layout.act_bytes / device.hbm_bytes_s
@@ -294,4 +306,5 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
         "memory_f": replicated * memory_f * h + qkv_bias * split_f,
         "memory_b": replicated * memory_b * h + qkv_bias * split_b,
         "moe_f": moe_f, "moe_b": moe_b,
+        "output_f": out_f, "output_b": out_b,
     }

@@ -132,9 +132,13 @@ def test_cli_validate_and_bench():
     validate = run_cli("validate", "--json")
     assert validate.returncode == 0
     report = json.loads(validate.stdout)
-    assert {"cases", "summary"} == set(report)
+    assert {"cases", "summary", "family_constants"} == set(report)
+    assert {(row["family"], row["constant"]) for row in report["family_constants"]} >= {
+        ("ampere", "gemm_fraction"), ("hopper", "fp8_gemm_fraction"), ("ascend", "gemm_fraction")}
+    assert all(row["source"] and row["confidence"] for row in report["family_constants"])
     text = run_cli("validate").stdout
-    assert "dgx-3layer-switches" in text and "mean |err|" in text
+    assert "dgx-3layer-switches" in text and "mean |err|" in text and "(calibration point)" in text
+    assert "ampere     gemm_fraction" in text
     bench = run_cli("bench", "--points", "2000", "--replicas", "10")
     assert bench.returncode == 0
     assert "points/s" in bench.stdout and "GPU-years/s" in bench.stdout
