@@ -240,8 +240,13 @@ def spares_needed(job_nodes, availability, confidence=0.99, max_iterations: int 
     if n.size == 1:  # one job: memoized, as plan pages and previews ask the same question repeatedly
         return np.full(n.shape, _spares_for_one(float(n.ravel()[0]), float(a.ravel()[0]), float(confidence),
                                                 max_iterations))
-    pairs, inverse = np.unique(n.ravel() + 1j * a.ravel(), return_inverse=True)
-    return _climb_spares(pairs.real, 1.0 - pairs.imag, confidence, max_iterations)[inverse.ravel()].reshape(n.shape)
+    if np.all(a == a.flat[0]):  # one node availability (one node type): distinct job sizes alone
+        sizes, inverse = np.unique(n.ravel(), return_inverse=True)
+        failure = np.full(sizes.shape, 1.0 - a.flat[0])
+    else:
+        pairs, inverse = np.unique(n.ravel() + 1j * a.ravel(), return_inverse=True)
+        sizes, failure = pairs.real, 1.0 - pairs.imag
+    return _climb_spares(sizes, failure, confidence, max_iterations)[inverse.ravel()].reshape(n.shape)
 
 
 @lru_cache(maxsize=4096)
