@@ -534,3 +534,12 @@ def test_workload_preview_names_bad_fields(change, field, words, catalog, reader
                                   format="json")
     assert response.status_code == 400
     assert words in str(response.json().get(field)), response.json()
+
+
+def test_compare_lines_up_where_the_step_goes(catalog, reader_client):
+    metrics, _ = compare(reader_client, "ff2-pcie-2zone", "dgx-a100-3layer", workload="llama-13b-512")
+    tflops = metrics["hardware_tflops_per_gpu"]["values"]
+    assert all(value > 0 for value in tflops)
+    assert tflops[1] > tflops[0]  # SXM clocks and NVSwitch against the 250-W PCIe card and its bridged pairs
+    assert metrics["hfu"]["values"][0] == pytest.approx(metrics["mfu"]["values"][0])  # no recomputation
+    assert all(value > 0 for value in metrics["pipeline_bubble_s"]["values"])
