@@ -169,20 +169,26 @@ def _form_fields(model, field_groups):
     return groups
 
 
+def _form_start(request, visible, slug, noun):
+    """(the entry being edited or None, the entry the form starts from or None): your own entry (or
+    any, for staff) by ``slug``, or a visible one to copy by ``?from=slug``."""
+    if slug is not None:
+        entry = get_object_or_404(visible, slug=slug)
+        if entry.owner_id != request.user.id and not request.user.is_staff:
+            raise PermissionDenied(f"only the {noun}'s owner may edit it; start a new {noun} from it instead")
+        return entry, entry
+    if request.GET.get("from"):
+        return None, get_object_or_404(visible, slug=request.GET["from"])
+    return None, None
+
+
 @login_required
 def plan_builder(request, slug=None):
     """Create a plan (optionally starting from a visible one, ``?from=slug``) or edit your own."""
-    plan, start = None, None
-    if slug is not None:
-        plan = get_object_or_404(_visible_plans(request.user), slug=slug)
-        if plan.owner_id != request.user.id and not request.user.is_staff:
-            raise PermissionDenied("only the plan's owner may edit it; start a new plan from it instead")
-        start = plan
-    elif request.GET.get("from"):
-        start = get_object_or_404(_visible_plans(request.user), slug=request.GET["from"])
-    initial = _initial(ClusterPlan, ClusterPlanSerializer, start, copying=plan is None)
+    plan, start = _form_start(request, _visible_plans(request.user), slug, "plan")
     return render(request, "frontend/plan_builder.html", {
-        "plan": plan, "groups": _form_fields(ClusterPlan, PLAN_FIELD_GROUPS), "initial": initial,
+        "plan": plan, "groups": _form_fields(ClusterPlan, PLAN_FIELD_GROUPS),
+        "initial": _initial(ClusterPlan, ClusterPlanSerializer, start, copying=plan is None),
         "workloads": _visible_workloads(request.user),
     })
 
@@ -207,14 +213,7 @@ def workload_list(request):
 def workload_editor(request, slug=None):
     """Create a workload (optionally from a visible one, ``?from=slug``) or edit your own, with a
     live evaluation on a chosen plan."""
-    workload, start = None, None
-    if slug is not None:
-        workload = get_object_or_404(_visible_workloads(request.user), slug=slug)
-        if workload.owner_id != request.user.id and not request.user.is_staff:
-            raise PermissionDenied("only the workload's owner may edit it; start a new workload from it instead")
-        start = workload
-    elif request.GET.get("from"):
-        start = get_object_or_404(_visible_workloads(request.user), slug=request.GET["from"])
+    workload, start = _form_start(request, _visible_workloads(request.user), slug, "workload")
     return render(request, "frontend/workload_editor.html", {
         "workload": workload, "groups": _form_fields(Workload, WORKLOAD_FIELD_GROUPS),
         "initial": _initial(Workload, WorkloadSerializer, start, copying=workload is None),

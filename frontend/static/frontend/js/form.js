@@ -1,6 +1,6 @@
 // Forms that mirror an API object: fill from it, collect it back (numbers as numbers, empty as
 // null, checkboxes as true/false) and show the API's 400 field errors beside their fields.
-import { errorLines } from "./api.js";
+import { el, errorLines } from "./api.js";
 
 export function namedControls(form) {
   return [...form.elements].filter((c) => c.name);
@@ -57,4 +57,20 @@ export function livePreview(form, evaluate) {
   form.addEventListener("input", schedule);
   form.addEventListener("change", schedule);
   run();
+}
+
+// Show a live evaluation's answer: the rendered result, a pause on 429, or the field errors.
+export function showPreview(response, { form, controls, formErrors, status, body, retry, render, done, failed }) {
+  if (response.ok) {
+    showErrors(form, controls, formErrors, null);
+    body.replaceChildren(...render(response.data.result));
+    status.textContent = done(response.data.result);
+  } else if (response.status === 429) {
+    status.textContent = "Too many evaluations in a short time; pausing briefly.";
+    setTimeout(retry, 2000);
+  } else {
+    showErrors(form, controls, formErrors, response.data);
+    body.replaceChildren(el("p", { class: "muted" }, "Fix the highlighted fields to see the evaluation."));
+    status.textContent = failed(response.data);
+  }
 }

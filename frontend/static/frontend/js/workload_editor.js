@@ -1,9 +1,9 @@
 // The workload editor: every edit is checked and evaluated unsaved on the chosen plan
 // (POST /api/workloads/preview/): field errors beside their fields, and where the step time
 // goes; saving creates (POST) or replaces (PUT) the workload.
-import { api, el } from "./api.js";
+import { api } from "./api.js";
 import { constraintsList, headline, trainingTables } from "./evaluation.js";
-import { collect, fill, livePreview, namedControls, showErrors } from "./form.js";
+import { collect, fill, livePreview, namedControls, showErrors, showPreview } from "./form.js";
 
 const NOT_PREVIEWED = new Set(["name", "slug", "description", "visibility", "plan"]);
 
@@ -16,19 +16,10 @@ export function workloadEditor({ form, editing, initial, status, body, formError
     status.textContent = "Evaluating…";
     const response = await api("/api/workloads/preview/", { method: "POST", body: { ...data, plan: form.elements.plan.value } });
     if (!current()) return;  // a newer edit has been sent
-    if (response.ok) {
-      const result = response.data.result;
-      showErrors(form, controls, formErrors, null);
-      body.replaceChildren(headline(result), constraintsList(result) ?? "", ...trainingTables(result.training, result.cost.currency));
-      status.textContent = `Evaluated on ${form.elements.plan.selectedOptions[0]?.textContent ?? "the plan"}.`;
-    } else if (response.status === 429) {
-      status.textContent = "Too many evaluations in a short time; pausing briefly.";
-      setTimeout(retry, 2000);
-    } else {
-      showErrors(form, controls, formErrors, response.data);
-      body.replaceChildren(el("p", { class: "muted" }, "Fix the highlighted fields to see the evaluation."));
-      status.textContent = response.data?.feasible === false ? "This layout cannot run." : "The workload has errors.";
-    }
+    showPreview(response, { form, controls, formErrors, status, body, retry,
+      render: (result) => [headline(result), constraintsList(result) ?? "", ...trainingTables(result.training, result.cost.currency)],
+      done: () => `Evaluated on ${form.elements.plan.selectedOptions[0]?.textContent ?? "the plan"}.`,
+      failed: (data) => (data?.feasible === false ? "This layout cannot run." : "The workload has errors.") });
   });
 
   form.addEventListener("submit", async (event) => {
