@@ -543,3 +543,17 @@ def test_compare_lines_up_where_the_step_goes(catalog, reader_client):
     assert tflops[1] > tflops[0]  # SXM clocks and NVSwitch against the 250-W PCIe card and its bridged pairs
     assert metrics["hfu"]["values"][0] == pytest.approx(metrics["mfu"]["values"][0])  # no recomputation
     assert all(value > 0 for value in metrics["pipeline_bubble_s"]["values"])
+
+
+def test_the_deepseekmoe_preset_evaluates_from_its_shape_with_its_breakdown(catalog, reader_client):
+    """FF V-D's DeepSeekMoE-16B with PP 10: no efficiency anywhere, parameters from the shape."""
+    response = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "deepseekmoe-16b"}, format="json")
+    assert response.status_code == 200, response.json()
+    training = response.json()["result"]["training"]
+    assert training["params"] == pytest.approx(16.4e9, rel=0.03)
+    assert training["active_params"] == pytest.approx(2.8e9, rel=0.05)
+    parts = training["step_parts_s"]
+    assert parts["expert all-to-all"] > 0 and parts["pipeline bubble"] > 0
+    assert sum(parts.values()) == pytest.approx(training["step_time_s"])
+    assert training["placement"]["ep"] == "PCIe" and training["placement"]["pp"] == "network"
+    assert set(training["stage_time_s"]) == {"first", "middle", "last"}
