@@ -5,6 +5,7 @@ document (docs/scenario-format.md) is the contract shared by the CLI, the REST A
 """
 from simcore.collectives import CollectiveParams, NodeIO, hfreduce, nccl_allreduce
 from simcore.compute import ComputeParams, gemm_tflops, sustained_clock_factor
+from simcore.devices import FAMILIES, DeviceFamily
 from simcore.errors import ScenarioError
 from simcore.power import PowerParams
 from simcore.references import CASES, validate
@@ -18,6 +19,7 @@ from simcore.reliability import (
 from simcore.scenario import EngineParams, curves, evaluate
 from simcore.topology import fat_tree
 from simcore.training import TrainingParams
+from simcore.transformer import gemm_efficiency
 from simcore.version import ENGINE_VERSION
 
 __all__ = [
@@ -25,7 +27,9 @@ __all__ = [
     "ENGINE_VERSION",
     "CollectiveParams",
     "ComputeParams",
+    "DeviceFamily",
     "EngineParams",
+    "FAMILIES",
     "NodeIO",
     "PowerParams",
     "ScenarioError",
@@ -36,6 +40,7 @@ __all__ = [
     "evaluate",
     "fat_tree",
     "fire_flyer_categories",
+    "gemm_efficiency",
     "gemm_tflops",
     "hfreduce",
     "nccl_allreduce",

@@ -38,6 +38,7 @@ INFEASIBLE_REASONS = (
     "CP does not divide the sequence",
     "EP does not divide the routed experts (or the model has none)",
     "interleaving needs PP > 1 and layers divisible by PP x virtual stages",
+    "a CNN trains data-parallel only (TP, PP and CP apply to transformers)",
     "does not fit in HBM",
 )
 MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
@@ -345,6 +346,7 @@ def _layout_checks(w, job_gpus, nodes, g, dp, micro_batches):
         ("ep", (w["ep"] > 1) & ((experts < 1) | (experts % w["ep"] != 0))),
         ("virtual_stages", (w["virtual_stages"] > 1) & ((w["pp"] < 2) | (np.nan_to_num(w["layers"])
                                                                          % (w["pp"] * w["virtual_stages"]) != 0))),
+        ("tp", (not transformer) & ((w["tp"] > 1) | (w["pp"] > 1) | (w["cp"] > 1))),
     )
     shape = np.broadcast_shapes(*(np.shape(a) for a in (job_gpus, dp, micro_batches, nodes, w["tp"], w["cp"])))
     reason = np.zeros(shape, np.intp)
@@ -380,7 +382,7 @@ def _links(node, io, family, w, g, dp, params: CollectiveParams):
     nvlink = w["use_nvlink"]
     topology = node["nvlink_topology"]
     domain = g if topology == "all-to-all" else (2.0 if topology == "pairs" else 1.0)
-    domain = domain if nvlink else 1.0
+    domain = np.where(nvlink & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0), domain, 1.0)
     scaleup = training.Link(io.scaleup_bw_gbyte_s * family.scaleup_fraction, params.scaleup_latency_s)
     pcie = training.Link(io.pcie_bw_gbyte_s / 2, params.hop_latency_s)
     network = training.Link(io.nic_bw_gbyte_s / g, params.hop_latency_s)
@@ -430,9 +432,11 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
     hbm = np.where(np.isnan(acc["memory_bandwidth_gbyte_s"]), family.reference_hbm_gbyte_s,
                    acc["memory_bandwidth_gbyte_s"])
     device = transformer.Device(
-        peak_flops=peak_tflops * 1e12 * clock, bf16_peak_flops=attention_peak * 1e12 * clock,
+        peak_flops=peak_tflops * 1e12 * clock, attention_peak_flops=attention_peak * 1e12 * clock,
         sm_count=np.where(np.isnan(acc["sm_count"]), family.reference_sm_count, acc["sm_count"]),
-        gemm_fraction=np.asarray(gemm_fraction), attention_fraction=np.asarray(family.attention_fraction),
+        gemm_fraction=np.asarray(gemm_fraction), attention_gemm_fraction=np.asarray(family.gemm_fraction),
+        attention_fraction=np.asarray(family.attention_fraction),
+        gemm_operand_bytes=np.asarray({"tf32": 4.0, "fp8": 1.0}.get(precision, 2.0)),
         hbm_bytes_s=hbm * 1e9 * family.hbm_fraction)
     act_bytes = np.asarray(4.0 if precision == "tf32" else 2.0)
     links, placement = _links(node, io, family, w, g, dp, params.collectives)
@@ -454,11 +458,14 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
         hw_per_token = model_per_token + transformer.recompute_flops_per_token(model, recompute)
         dense = total_params - expert_params
         local_params = dense / (tp_ * pp_) + expert_params / (tp_ * pp_ * ep_)
-        shards = np.where(w["zero_stage"] >= 1, dp_ranks, 1.0)
+        zero = w["zero_stage"] >= 1
+        shards = {"dense": dense / (tp_ * pp_), "experts": expert_params / (tp_ * pp_ * ep_),
+                  "dense_shards": np.where(zero, dp_ranks, 1.0),
+                  "expert_shards": np.where(zero, np.maximum(dp_ranks / ep_, 1.0), 1.0)}
         step = training.transformer_step(
             model=model, layout=layout, device=device, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=m,
             tp_link=links["tp"], cp_link=links["cp"], ep_link=links["ep"], pp_link=links["pp"],
-            optimizer_shards={"params": local_params, "shards": shards},
+            optimizer_shards=shards,
             grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"])
         parts, compute_s, backward_window = step["parts"], step["compute_s"], step["backward_s"]
         activations = training.activation_bytes_first_stage(model, layout, pp_, w["virtual_stages"], m)
@@ -506,15 +513,15 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
         ar = collectives.nccl_allreduce(grad_bytes_per_gpu, dp_nodes, dp_io,
                                         nvlink_all_to_all=all_ok & w["use_nvlink"], params=params.collectives)
     dp_s = np.where(reduce_ranks > 1, ar.time_s, 0.0)
-    # ZeRO-3 / FSDP: allgather the weights for forward and again for backward (and for a recomputed
-    # forward) and reduce-scatter the gradients, all of which can hide behind the whole step's
+    # ZeRO-3 / FSDP: every micro-batch allgathers the weights for forward and again for backward (and
+    # for a fully recomputed forward) and reduce-scatters the gradients, all of which can hide behind the whole step's
     # compute instead of the last backward alone. With NCCL each moves half an allreduce's traffic;
     # HFReduce has only the allreduce (every GPU's whole buffer down to the host and back), so each
     # gather or reduce-scatter built on it costs a whole allreduce.
     fsdp = w["zero_stage"] >= 3
-    gathers = 2 + (w["recompute"] != "none")
+    gathers = 2 + (w["recompute"] == "full")
     per_collective = 1.0 if hfreduce else 0.5
-    dp_s = np.where(fsdp, per_collective * dp_s * (1 + gathers * w["weight_bytes"] / w["grad_bytes"]), dp_s)
+    dp_s = np.where(fsdp, m * per_collective * dp_s * (1 + gathers * w["weight_bytes"] / w["grad_bytes"]), dp_s)
     window_s = np.where(fsdp, compute_s, np.where(w["overlap_grad_reduce"], backward_window, 0.0))
     exposed_dp = training.exposed_dp_s(dp_s, window_s, hfreduce, params.training)
 

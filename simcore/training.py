@@ -110,7 +110,8 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     """Per-step times of a transformer on the slowest pipeline stage, before data parallelism.
 
     Returns ``parts`` (seconds per step, keyed by :data:`STEP_LABELS`' first nine), ``stage_s``
-    (per micro-batch, each stage: first, middle, last), ``backward_s`` (the last micro-batch's
+    (per micro-batch, each stage: first, middle, last; NaN for a stage the pipeline does not have),
+    ``backward_s`` (the last micro-batch's
     backward on that stage: the window for gradient reduction) and ``compute_s``.
     """
     ops = layer_times_s(model, layout, device)
@@ -132,7 +133,7 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     activation_bytes = tokens * h * layout.act_bytes
     tp_count = 4 + 2 * full
     tp_s = tp_count * tp_link.allreduce_s(activation_bytes, t)
-    kv_bytes = tokens * 2 * model.kv_heads * model.head_dim / t * layout.act_bytes
+    kv_bytes = tokens * 2 * model.kv_heads_per_rank(t) * model.head_dim * layout.act_bytes
     cp_pass = cp_link.send_s(kv_bytes) * (layout.cp - 1)
     cp_exposed = np.where(layout.cp > 1, np.maximum(cp_pass - ops["attention_f"], 0.0)
                           + np.maximum(2 * cp_pass - ops["attention_b"], 0.0)
@@ -140,58 +141,57 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     dispatched = np.where(layout.sp, tokens / t, tokens) * model.top_k * h * layout.act_bytes
     ep_s = (4 + 2 * full) * ep_link.ring_s(dispatched, layout.ep)
 
-    # Stages: the first holds the embedding and the first (dense) layers, the last the output
-    # layer and the loss; layers split evenly (Megatron-LM's default).
-    per_stage = model.layers / pp
-    moe_layers = model.moe_layers
-    dense_total = model.layers - moe_layers
+    # Stages: the first holds the embedding and the leading (dense) layers of an MoE, the last the
+    # output layer and the loss; the layers split evenly, a stage holding at most ceil(l / p).
+    per_stage = np.ceil(model.layers / pp)
+    moe_on = model.experts > 0
+    dense_total = model.layers - model.moe_layers
     first_dense = np.minimum(dense_total, per_stage)
     rest_dense = np.where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
     out_f, out_b = ops["output_f"], ops["output_b"]
     loss = tokens * model.vocab / t * CROSS_ENTROPY_BYTES_PER_LOGIT / device.hbm_bytes_s
     embedding = tokens * h * layout.act_bytes * 4 / device.hbm_bytes_s
-    moe_on = model.experts > 0
-    comm_dense = tp_s + cp_exposed
-    comm_moe = comm_dense + np.where(moe_on, ep_s, 0.0)
+    ep_layer_s = np.where(moe_on, ep_s, 0.0)
     pp_send = np.where(pp > 1, 2 * virtual_stages * pp_link.send_s(activation_bytes / t), 0.0)
 
-    def stage(dense_layers, extra_f, extra_b):
+    def stage(dense_of_moe_model, extra_f, extra_b):
+        dense_layers = np.where(moe_on, dense_of_moe_model, per_stage)
         moe = per_stage - dense_layers
         forward, backward, recompute = _stage(parts, dense_layers, moe)
-        comm_layers = dense_layers * comm_dense + moe * comm_moe
-        return {
-            "forward": forward + extra_f, "backward": backward + extra_b, "recomputation": recompute,
-            "tensor-parallel traffic": dense_layers * tp_s + moe * tp_s,
-            "context-parallel traffic": per_stage * cp_exposed,
-            "expert all-to-all": moe * np.where(moe_on, ep_s, 0.0),
-            "pipeline traffic": pp_send,
-            "_comm": comm_layers + pp_send,
-        }
+        traffic = {"tensor-parallel traffic": per_stage * tp_s, "context-parallel traffic": per_stage * cp_exposed,
+                   "expert all-to-all": moe * ep_layer_s, "pipeline traffic": pp_send}
+        return {"forward": forward + extra_f, "backward": backward + extra_b, "recomputation": recompute,
+                **traffic, "_comm": sum(traffic.values())}
 
     single = pp == 1
     first = stage(first_dense, embedding + np.where(single, out_f + loss / 2, 0.0),
                   embedding + np.where(single, out_b + loss / 2, 0.0))
     middle = stage(rest_dense, 0.0, 0.0)
-    last = stage(rest_dense, np.where(single, 0.0, out_f + loss / 2), np.where(single, 0.0, out_b + loss / 2))
+    last = stage(rest_dense, out_f + loss / 2, out_b + loss / 2)
     keys = ("forward", "backward", "recomputation", "tensor-parallel traffic", "context-parallel traffic",
             "expert all-to-all", "pipeline traffic")
 
     def total(s):
         return s["forward"] + s["backward"] + s["recomputation"] + s["_comm"]
 
-    stage_s = np.stack(np.broadcast_arrays(total(first), total(middle), total(last)), axis=-1)
-    slowest = np.argmax(stage_s, axis=-1)
+    # A middle stage exists from p = 3, a last one apart from the first from p = 2.
+    exists = np.stack(np.broadcast_arrays(True, pp >= 3, pp >= 2), axis=-1)
+    stage_s = np.where(exists, np.stack(np.broadcast_arrays(total(first), total(middle), total(last)), axis=-1),
+                       np.nan)
+    slowest = np.argmax(np.where(exists, stage_s, -np.inf), axis=-1)
     pick = lambda key: np.choose(slowest, np.broadcast_arrays(first[key], middle[key], last[key]))  # noqa: E731
-    middle_stages = np.maximum(pp - 2, 0)
-    mean_stage_s = np.where(single, stage_s[..., 0], (stage_s[..., 0] + stage_s[..., 2]
-                                                      + middle_stages * stage_s[..., 1]) / np.maximum(pp, 1))
+    mean_stage_s = np.where(single, stage_s[..., 0], (stage_s[..., 0] + np.nan_to_num(stage_s[..., 2])
+                                                      + np.maximum(pp - 2, 0) * np.nan_to_num(stage_s[..., 1]))
+                            / np.maximum(pp, 1))
     step_parts = {key: micro_batches * pick(key) for key in keys}
     step_parts["pipeline bubble"] = (pp - 1) / virtual_stages * mean_stage_s
-    local_params = optimizer_shards["params"]
+    local_params = optimizer_shards["dense"] + optimizer_shards["experts"]
     accumulate = np.where(grad_accumulation_fused, 0.0, local_params * (WGRAD_BYTES + 2 * grad_bytes)
                           / device.hbm_bytes_s)
     step_parts["backward"] = step_parts["backward"] + micro_batches * accumulate
-    step_parts["optimizer"] = local_params * ADAM_BYTES_PER_PARAM / optimizer_shards["shards"] / device.hbm_bytes_s
+    updated = (optimizer_shards["dense"] / optimizer_shards["dense_shards"]
+               + optimizer_shards["experts"] / optimizer_shards["expert_shards"])
+    step_parts["optimizer"] = updated * ADAM_BYTES_PER_PARAM / device.hbm_bytes_s
     return {
         "parts": step_parts,
         "stage_s": stage_s,
@@ -207,7 +207,8 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
     first-MLP inputs 2h + 2h, two dropout masks h + h (these 10 h are repeated on every TP rank
     unless sequence parallelism splits them), Q and K 2(a + kv) d, V 2 kv d, the projection's input
     2 a d, the MLP's activation input 2 f (x2 gated) and second input 2 f, and without a fused
-    attention kernel the scores 5 a s (softmax output, dropout mask and output), all / t. For MHA
+    attention kernel the scores 5 a s (softmax output, dropout mask and output), all / t (a rank
+    keeps at least one key/value head). For MHA
     and f = 4h: s b h (34 + 5 a s / h), the paper's form. Selective recomputation drops the score
     term; full recomputation keeps only the layer's input 2 h (/ t with SP). A MoE layer keeps the
     MLP part for each of its top-k token-expert pairs (x imbalance) and its shared experts.
@@ -217,7 +218,8 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
     scale = layout.act_bytes / 2
     h, d = model.hidden, model.head_dim
     replicated = np.where(layout.sp, 1 / t, 1.0) * 10 * h
-    attention = (2 * (model.heads + model.kv_heads) * d + 2 * model.kv_heads * d + 2 * model.heads * d) / t
+    kv = model.kv_heads_per_rank(t)
+    attention = (2 * model.heads / t + 2 * kv) * d + 2 * kv * d + 2 * model.heads * d / t
     scores = np.where(layout.flash | (layout.recompute >= 1), 0.0, 5 * model.heads * model.seq / t)
 
     def mlp(width):
@@ -248,12 +250,20 @@ def activation_bytes_first_stage(model: Model, layout: Layout, pp, virtual_stage
 
 def memory_per_gpu_bytes(*, dense_params, expert_params, tp, pp, ep, dp, zero_stage, weight_bytes,
                          grad_bytes, optimizer_bytes_per_param, activation_bytes):
-    """Per-GPU HBM footprint by term, stacked along the last axis in ``MEMORY_TERMS`` order."""
-    local = dense_params / (tp * pp) + expert_params / (tp * pp * ep)
-    weights = local * weight_bytes / np.where(zero_stage >= 3, dp, 1)
-    grads = local * grad_bytes / np.where(zero_stage >= 2, dp, 1)
-    optimizer = local * optimizer_bytes_per_param / np.where(zero_stage >= 1, dp, 1)
-    return np.stack(np.broadcast_arrays(weights, grads, optimizer, activation_bytes), axis=-1)
+    """Per-GPU HBM footprint by term, stacked along the last axis in ``MEMORY_TERMS`` order.
+
+    Dense weights split over TP x PP, experts over TP x PP x EP; ZeRO stage 1/2/3 shards optimizer
+    states / gradients / weights over the copies of each: DP for dense weights, DP / EP for experts.
+    """
+    dense, experts = dense_params / (tp * pp), expert_params / (tp * pp * ep)
+    dense_shards, expert_shards = dp, np.maximum(dp / ep, 1.0)
+
+    def sharded(bytes_per_param, stage):
+        return (dense * bytes_per_param / np.where(zero_stage >= stage, dense_shards, 1.0)
+                + experts * bytes_per_param / np.where(zero_stage >= stage, expert_shards, 1.0))
+
+    return np.stack(np.broadcast_arrays(sharded(weight_bytes, 3), sharded(grad_bytes, 2),
+                                        sharded(optimizer_bytes_per_param, 1), activation_bytes), axis=-1)
 
 
 def memory_verdict(terms_bytes, hbm_gb, params: TrainingParams = TrainingParams()):

@@ -61,32 +61,39 @@ def gemm_efficiency(m, n, sm_count, gemm_fraction, batch=1.0):
 class Device:
     """One accelerator as the operators see it (arrays broadcasting over scenarios).
 
-    peak_flops: dense peak of the GEMM precision at full clock x the sustained clock factor;
-    bf16_peak_flops: the same for bf16 (attention and anything not in FP8 runs at it);
+    peak_flops: dense peak of the weight GEMMs' precision at full clock x the sustained clock factor;
+    attention_peak_flops: the same for attention (bf16 when the weight GEMMs run in FP8, else as
+        peak_flops), with ``attention_gemm_fraction`` the large-GEMM share at that precision;
+    gemm_operand_bytes: bytes per GEMM operand element (4 TF32, 1 FP8, else 2);
     hbm_bytes_s: peak HBM bandwidth x the family's achievable share.
     """
 
     peak_flops: np.ndarray
-    bf16_peak_flops: np.ndarray
+    attention_peak_flops: np.ndarray
     sm_count: np.ndarray
     gemm_fraction: np.ndarray
+    attention_gemm_fraction: np.ndarray
     attention_fraction: np.ndarray
+    gemm_operand_bytes: np.ndarray
     hbm_bytes_s: np.ndarray
 
 
-def gemm_time_s(m, n, k, device: Device, batch=1.0, bytes_per_element=2.0, peak_flops=None):
-    """Roofline time of a GEMM: max(FLOPs / achieved rate, bytes moved / HBM rate)."""
-    peak = device.peak_flops if peak_flops is None else peak_flops
+def gemm_time_s(m, n, k, device: Device, batch=1.0, attention=False):
+    """Roofline time of a GEMM: max(FLOPs / achieved rate, bytes moved / HBM rate); ``attention``
+    for the unfused attention core's batched GEMMs (at the attention precision)."""
+    peak = device.attention_peak_flops if attention else device.peak_flops
+    fraction = device.attention_gemm_fraction if attention else device.gemm_fraction
+    operand_bytes = np.where(attention, np.maximum(device.gemm_operand_bytes, 2.0), device.gemm_operand_bytes)
     flops = 2 * m * n * k * batch
-    efficiency = gemm_efficiency(m, n, device.sm_count, device.gemm_fraction, batch)
-    moved = bytes_per_element * (m * k + k * n + m * n) * batch
+    efficiency = gemm_efficiency(m, n, device.sm_count, fraction, batch)
+    moved = operand_bytes * (m * k + k * n + m * n) * batch
     compute_s = np.divide(flops, peak * efficiency, out=np.zeros(np.broadcast_shapes(np.shape(flops), np.shape(efficiency),
                                                                                   np.shape(peak))),
                           where=flops > 0)
     return np.maximum(compute_s, moved / device.hbm_bytes_s)
 
 
-def gemm_passes(shapes, device: Device, peak_flops=None):
+def gemm_passes(shapes, device: Device, attention=False):
     """(forward, backward) times of several weight GEMMs in one vectorized call.
 
     ``shapes``: (m, n, k, batch) per GEMM. Forward is C[m, n] = A[m, k] B[k, n]; backward is the
@@ -100,8 +107,7 @@ def gemm_passes(shapes, device: Device, peak_flops=None):
     cols = np.concatenate([n, k, n], axis=-1)
     inner = np.concatenate([k, n, m], axis=-1)
     expanded = Device(**{name: np.asarray(value)[..., None] for name, value in device.__dict__.items()})
-    peak = None if peak_flops is None else np.asarray(peak_flops)[..., None]
-    times = gemm_time_s(rows, cols, inner, expanded, batch=np.concatenate([batch] * 3, axis=-1), peak_flops=peak)
+    times = gemm_time_s(rows, cols, inner, expanded, batch=np.concatenate([batch] * 3, axis=-1), attention=attention)
     count = len(shapes)
     forward, activation_grad, weight_grad = times[..., :count], times[..., count:2 * count], times[..., 2 * count:]
     return [(forward[..., i], activation_grad[..., i] + weight_grad[..., i]) for i in range(count)]
@@ -136,6 +142,10 @@ class Model:
     @property
     def mlp_matrices(self):
         return np.where(self.gated, 3.0, 2.0)
+
+    def kv_heads_per_rank(self, tp):
+        """Key/value heads a TP rank holds: kv / t, or one replicated head when kv < t (Megatron-LM)."""
+        return np.maximum(self.kv_heads / tp, 1.0)
 
 
 def parameter_counts(model: Model) -> dict:
@@ -205,7 +215,7 @@ def attention_times_s(model: Model, layout: Layout, device: Device):
 
     FlashAttention (Dao 2022/2023): 4 b (s/cp) s a d / t FLOPs forward, halved by a causal mask; the
     backward pass recomputes the scores, 2.5 x the forward's FLOPs; both at the family's fused
-    attention share of the bf16 peak. Unfused (Megatron-LM 2021): batched GEMMs Q K^T and P V per
+    attention share of the attention precision's peak. Unfused (Megatron-LM 2021): batched GEMMs Q K^T and P V per
     head, and the score matrices through HBM: scale-mask-softmax reads and writes them (4 bytes per
     score), dropout reads, writes and keeps a mask (5), and backward reads and writes both again (11).
     """
@@ -214,15 +224,14 @@ def attention_times_s(model: Model, layout: Layout, device: Device):
     d = model.head_dim
     causal = np.where(model.causal, 0.5, 1.0)
     flash_forward_flops = 4 * tokens * model.seq * heads * d * causal
-    rate = device.bf16_peak_flops * device.attention_fraction
+    rate = device.attention_peak_flops * device.attention_fraction
     flash_f, flash_b = flash_forward_flops / rate, 2.5 * flash_forward_flops / rate
     if np.all(layout.flash):
         return flash_f, flash_b
     batch = layout.micro_batch * heads
     rows = model.seq / layout.cp
-    peak = device.bf16_peak_flops
     (qk_f, qk_b), (pv_f, pv_b) = gemm_passes([(rows, model.seq, d, batch), (rows, d, model.seq, batch)], device,
-                                             peak_flops=peak)
+                                             attention=True)
     scores = batch * rows * model.seq * layout.act_bytes / device.hbm_bytes_s
     unfused_f = qk_f + pv_f + scores * np.where(layout.fused, 4.5, 9.0)
     unfused_b = qk_b + pv_b + scores * np.where(layout.fused, 5.5, 9.5)
@@ -273,18 +282,20 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
     expert_act = (pairs + tokens * model.shared_experts) * per_element * model.expert_ffn / t
     forward = router_f + e_up_f + e_down_f + np.where(shared, s_up_f + s_down_f, 0.0) + expert_act * act_f
     backward = router_b + e_up_b + e_down_b + np.where(shared, s_up_b + s_down_b, 0.0) + expert_act * act_b
-    return forward, backward
+    moe = model.experts > 0
+    return np.where(moe, forward, 0.0), np.where(moe, backward, 0.0)
 
 
 def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     """Per-layer, per-micro-batch compute times on one rank (dense and MoE layers apart):
-    ``gemm_f``/``gemm_b`` (weight GEMMs), ``attention_f``/``attention_b`` (the core),
+    ``attention_gemm_f``/``_b`` (QKV and projection), ``mlp_f``/``_b`` (the dense MLP with its
+    activation), ``attention_f``/``_b`` (the core),
     ``memory_f``/``memory_b`` (norms, activation, dropout, residual: HBM-bound), the same for a
     MoE layer's MLP as ``moe_f``/``moe_b`` (router, routed and shared experts), and the last
     stage's output layer GEMM as ``output_f``/``output_b``."""
     tokens, replicated_tokens = _tokens(model, layout)
     h, t = model.hidden, layout.tp
-    qkv_cols = (model.heads + 2 * model.kv_heads) * model.head_dim / t
+    qkv_cols = (model.heads / t + 2 * model.kv_heads_per_rank(t)) * model.head_dim
     up_cols = (model.mlp_matrices - 1) * model.ffn / t
     (qkv_f, qkv_b), (proj_f, proj_b), (up_f, up_b), (down_f, down_b), (out_f, out_b) = gemm_passes([
         (tokens, qkv_cols, h, 1.0), (tokens, h, model.heads * model.head_dim / t, 1.0), (tokens, up_cols, h, 1.0),

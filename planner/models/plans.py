@@ -294,6 +294,9 @@ class Workload(OwnedEntry):
             for field in ("flops_per_sample_forward", "params"):
                 if getattr(self, field) is None:
                     errors[field] = "required for a CNN"
+            for field in ("tp", "pp", "cp"):
+                if (getattr(self, field) or 1) > 1:
+                    errors[field] = "a CNN trains data-parallel only (TP, PP and CP apply to transformers)"
         if self.experts:
             if not self.moe_top_k:
                 errors["moe_top_k"] = "a mixture-of-experts model needs at least one expert per token"

@@ -270,6 +270,7 @@ WORKLOAD_RULES = [
     ({"moe_imbalance": 0.5}, "moe_imbalance", "greater than or equal to 1"),
     ({"recompute": True}, "recompute", "not a valid choice"),
     ({"kind": "cnn", "params": 1e8}, "flops_per_sample_forward", "required for a CNN"),
+    ({"kind": "cnn", "params": 1e8, "flops_per_sample_forward": 3e10}, "pp", "data-parallel only"),
     ({"zero_stage": 4}, "zero_stage", "less than or equal to 3"),
     ({"virtual_stages": 2, "pp": 1}, "virtual_stages", "needs pipeline parallelism"),
     ({"precision": "fp4"}, "precision", "not a valid choice"),

@@ -167,3 +167,49 @@ def test_more_bandwidth_is_never_slower_and_utilisations_stay_fractions(field, f
     for result in (slow_result, fast_result):
         assert 0 < result["mfu"] <= result["hfu"] <= 1
         assert all(np.isfinite(v) and v >= 0 for v in result["step_parts_s"].values())
+
+
+def test_a_single_stage_pipeline_has_no_middle_or_last_stage():
+    alone = train(MOE, pp=1, gpus=64, global_batch=64)
+    assert alone["stage_time_s"]["middle"] is None and alone["stage_time_s"]["last"] is None
+    more_dense = train(MOE, pp=1, gpus=64, global_batch=64, dense_layers=8)
+    assert more_dense["step_parts_s"]["forward"] != pytest.approx(alone["step_parts_s"]["forward"])
+    two = train(MOE, pp=2, gpus=64, global_batch=64)
+    assert two["stage_time_s"]["middle"] is None and two["stage_time_s"]["last"] > 0
+
+
+def test_a_point_gives_the_same_answer_alone_and_beside_others():
+    dense = {**DENSE, "pp": 1, "gpus": 64, "global_batch": 64}
+    alone = train(dense)
+    together = train(dense, experts=[0, 8], moe_top_k=[0, 2], ep=[1, 1])
+    for key in ("step_time_s", "mfu", "params"):
+        assert together[key][0] == pytest.approx(alone[key]), key
+    assert together["stage_time_s"]["first"][0] == pytest.approx(alone["stage_time_s"]["first"])
+
+
+def test_zero_shards_expert_states_over_the_expert_copies_only():
+    result = train(MOE, zero_stage=1)
+    dp, ep = result["dp"], MOE["ep"]
+    dense = (result["params"] - result["expert_params"]) / MOE["pp"]
+    experts = result["expert_params"] / (MOE["pp"] * ep)
+    assert result["memory"]["optimizer_states_gb"] * 1e9 == pytest.approx(12 * (dense / dp + experts / (dp / ep)))
+
+
+def test_fewer_kv_heads_than_tp_ranks_are_replicated():
+    mqa, gqa = train(DENSE, tp=8, kv_heads=1), train(DENSE, tp=8, kv_heads=8)
+    assert mqa["step_parts_s"]["forward"] == pytest.approx(gqa["step_parts_s"]["forward"])
+    assert mqa["params"] < gqa["params"]
+
+
+def test_a_scale_up_topology_without_bandwidth_is_not_a_scale_up_domain():
+    cluster = copy.deepcopy(SELENE)
+    cluster["node"]["accelerator"]["scaleup_bw_gbyte_s"] = 0
+    assert train(DENSE, cluster)["placement"]["tp"] == "PCIe"
+    assert train(DENSE)["placement"]["tp"] == "scale-up"
+
+
+def test_a_cnn_refuses_model_parallelism():
+    with pytest.raises(ScenarioError, match="CNN trains data-parallel only") as error:
+        train({"kind": "cnn", "flops_per_sample_forward": 3e10, "params": 1.4e8, "global_batch": 512,
+               "gpus": 64, "precision": "tf32", "tp": 2})
+    assert error.value.field == "workload.tp"
