@@ -215,9 +215,10 @@ def attention_times_s(model: Model, layout: Layout, device: Device):
 
     FlashAttention (Dao 2022/2023): 4 b (s/cp) s a d / t FLOPs forward, halved by a causal mask; the
     backward pass recomputes the scores, 2.5 x the forward's FLOPs; both at the family's fused
-    attention share of the attention precision's peak. Unfused (Megatron-LM 2021): batched GEMMs Q K^T and P V per
-    head, and the score matrices through HBM: scale-mask-softmax reads and writes them (4 bytes per
-    score), dropout reads, writes and keeps a mask (5), and backward reads and writes both again (11).
+    attention share of the attention precision's peak. Unfused (Megatron-LM 2021): batched GEMMs
+    Q K^T and P V per head, and the score matrices through HBM, in elements moved per score (the
+    1-byte dropout mask counts half): fused scale-mask-softmax and dropout 4.5 forward and 5.5
+    backward; one pass per operation (scale, mask, softmax, dropout) 9 and 9.5.
     """
     tokens, _ = _tokens(model, layout)
     heads = model.heads / layout.tp
