@@ -455,7 +455,7 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
         expert_params = counts["experts"] * scale
         tokens_per_step = w["global_batch"] * model.seq
         model_per_token = transformer.model_flops_per_token(model)
-        hw_per_token = model_per_token + transformer.recompute_flops_per_token(model, recompute)
+        hw_per_token = model_per_token + transformer.recompute_flops_per_token(model, recompute, model_per_token)
         dense = total_params - expert_params
         local_params = dense / (tp_ * pp_) + expert_params / (tp_ * pp_ * ep_)
         zero = w["zero_stage"] >= 1

@@ -179,7 +179,11 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     stage_s = np.where(exists, np.stack(np.broadcast_arrays(total(first), total(middle), total(last)), axis=-1),
                        np.nan)
     slowest = np.argmax(np.where(exists, stage_s, -np.inf), axis=-1)
-    pick = lambda key: np.choose(slowest, np.broadcast_arrays(first[key], middle[key], last[key]))  # noqa: E731
+    stages = (first, middle, last)
+    if np.ndim(slowest) == 0:  # one scenario point: the slowest stage's own figures
+        pick = lambda key: np.asarray(stages[int(slowest)][key])  # noqa: E731
+    else:
+        pick = lambda key: np.choose(slowest, np.broadcast_arrays(*(s[key] for s in stages)))  # noqa: E731
     mean_stage_s = np.where(single, stage_s[..., 0], (stage_s[..., 0] + np.nan_to_num(stage_s[..., 2])
                                                       + np.maximum(pp - 2, 0) * np.nan_to_num(stage_s[..., 1]))
                             / np.maximum(pp, 1))
@@ -237,14 +241,18 @@ def activation_bytes_first_stage(model: Model, layout: Layout, pp, virtual_stage
     its l / p layers under 1F1B, times (1 + (p - 1) / (p v)) when interleaved (Korthikanti 2022,
     section 4.2.3); with full recomputation one layer's activations are rebuilt at a time on top."""
     dense = activation_bytes_per_layer(model, layout, False)
-    moe = activation_bytes_per_layer(model, layout, True)
-    per_stage = model.layers / pp
-    dense_layers = np.minimum(model.layers - model.moe_layers, per_stage)
-    stage = dense_layers * dense + (per_stage - dense_layers) * np.where(model.experts > 0, moe, dense)
+    has_moe = model.experts > 0
+    moe = activation_bytes_per_layer(model, layout, True) if np.any(has_moe) else dense
+    per_stage = np.ceil(model.layers / pp)
+    dense_layers = np.where(has_moe, np.minimum(model.layers - model.moe_layers, per_stage), per_stage)
+    stage = dense_layers * dense + (per_stage - dense_layers) * moe
     in_flight = np.minimum(pp, micro_batches)
     interleave = np.where(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1.0)
-    rebuilt = np.where(layout.recompute == 2, activation_bytes_per_layer(
-        model, Layout(**{**layout.__dict__, "recompute": np.zeros_like(layout.recompute)}), model.experts > 0), 0.0)
+    full = layout.recompute == 2
+    rebuilt = 0.0
+    if np.any(full):  # one layer's activations rebuilt at a time on top of the kept inputs
+        kept = Layout(**{**layout.__dict__, "recompute": np.zeros_like(layout.recompute)})
+        rebuilt = np.where(full, activation_bytes_per_layer(model, kept, has_moe), 0.0)
     return stage * in_flight * interleave + rebuilt
 
 

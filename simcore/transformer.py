@@ -183,10 +183,12 @@ def model_flops_per_token(model: Model) -> np.ndarray:
     return 3 * forward
 
 
-def recompute_flops_per_token(model: Model, recompute) -> np.ndarray:
+def recompute_flops_per_token(model: Model, recompute, model_flops=None) -> np.ndarray:
     """Extra forward FLOPs per token that recomputation adds: full, every layer's forward; selective,
-    the attention core (Korthikanti et al. 2022). ``recompute``: 0 none, 1 selective, 2 full."""
-    layer_forward = model_flops_per_token(model) / 3 - 2 * model.hidden * model.vocab
+    the attention core (Korthikanti et al. 2022). ``recompute``: 0 none, 1 selective, 2 full;
+    ``model_flops``: :func:`model_flops_per_token` when the caller has it."""
+    model_flops = model_flops_per_token(model) if model_flops is None else model_flops
+    layer_forward = model_flops / 3 - 2 * model.hidden * model.vocab
     scores = model.layers * 4 * model.seq * model.heads * model.head_dim
     return np.select([recompute == 2, recompute == 1], [layer_forward, scores], 0.0)
 
