@@ -457,11 +457,11 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
         model_per_token = transformer.model_flops_per_token(model)
         hw_per_token = model_per_token + transformer.recompute_flops_per_token(model, recompute, model_per_token)
         dense = total_params - expert_params
-        local_params = dense / (tp_ * pp_) + expert_params / (tp_ * pp_ * ep_)
         zero = w["zero_stage"] >= 1
         shards = {"dense": dense / (tp_ * pp_), "experts": expert_params / (tp_ * pp_ * ep_),
                   "dense_shards": np.where(zero, dp_ranks, 1.0),
                   "expert_shards": np.where(zero, np.maximum(dp_ranks / ep_, 1.0), 1.0)}
+        local_params = shards["dense"] + shards["experts"]
         step = training.transformer_step(
             model=model, layout=layout, device=device, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=m,
             tp_link=links["tp"], cp_link=links["cp"], ep_link=links["ep"], pp_link=links["pp"],
@@ -474,11 +474,10 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
     else:
         total_params = active = w["params"]
         expert_params = np.array(0.0)
-        dense = total_params
-        local_params = total_params / (tp_ * pp_)
+        dense = local_params = total_params  # data-parallel only (the layout checks refuse TP, PP, CP)
         tokens_per_step = w["global_batch"]
         model_per_token = 3 * w["flops_per_sample_forward"]
-        recompute_share = np.where(w["recompute"] == "none", 0.0, 1 / 3)
+        recompute_share = np.where(w["recompute"] == "full", 1 / 3, 0.0)  # a forward again of 3
         hw_per_token = model_per_token * (1 + recompute_share)
         forward_s = _cnn_forward_s(w, family, device, job_gpus)
         parts = {"forward": forward_s, "backward": 2 * forward_s, "recomputation": forward_s * recompute_share * 3,
