@@ -241,12 +241,27 @@ def spares_needed(job_nodes, availability, confidence=0.99, max_iterations: int 
         return np.full(n.shape, _spares_for_one(float(n.ravel()[0]), float(a.ravel()[0]), float(confidence),
                                                 max_iterations))
     if np.all(a == a.flat[0]):  # one node availability (one node type): distinct job sizes alone
-        sizes, inverse = np.unique(n.ravel(), return_inverse=True)
+        sizes, inverse = _distinct(n.ravel())
         failure = np.full(sizes.shape, 1.0 - a.flat[0])
     else:
         pairs, inverse = np.unique(n.ravel() + 1j * a.ravel(), return_inverse=True)
         sizes, failure = pairs.real, 1.0 - pairs.imag
     return _climb_spares(sizes, failure, confidence, max_iterations)[inverse.ravel()].reshape(n.shape)
+
+
+def _distinct(values):
+    """(distinct values, index of each value among them), as ``np.unique(..., return_inverse=True)``;
+    whole node counts use a lookup table instead of a sort (linear in the number of points)."""
+    top = values.max() if values.size else 0.0
+    if 0 <= values.min() and top <= 10_000_000 and np.all(values == np.floor(values)):
+        whole = values.astype(np.int64)
+        present = np.zeros(int(top) + 1, bool)
+        present[whole] = True
+        sizes = np.flatnonzero(present)
+        position = np.zeros(present.size, np.int64)
+        position[sizes] = np.arange(sizes.size)
+        return sizes.astype(float), position[whole]
+    return np.unique(values, return_inverse=True)
 
 
 @lru_cache(maxsize=4096)

@@ -548,15 +548,7 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
                                 total_params * (w["weight_bytes"] + w["optimizer_bytes_per_param"]),
                                 w["checkpoint_bytes"])
     nan_if_infeasible = lambda a: np.where(feasible, a, np.nan)  # noqa: E731
-    # One masking pass over every per-step figure (the parts, the stages and the rates) at once.
-    rates = np.stack(np.broadcast_arrays(step_s, mfu, hfu, model_flops / (step_s * job_gpus) / 1e12,
-                                         hw_flops / (step_s * job_gpus) / 1e12, tokens_per_step / step_s), axis=-1)
-    lead = np.broadcast_shapes(stacked.shape[:-1], rates.shape[:-1], np.shape(feasible))
-    figures = np.concatenate([np.broadcast_to(a, lead + a.shape[-1:]) for a in (stacked, rates)], axis=-1)
-    masked = np.where(np.asarray(feasible)[..., None], figures, np.nan)
-    parts_count = len(training.STEP_LABELS)
-    step_masked, mfu_masked, hfu_masked, model_tflops, hw_tflops, tokens_s = (
-        masked[..., parts_count + i] for i in range(6))
+    parts_masked = np.where(np.asarray(feasible)[..., None], stacked, np.nan)
     out = {
         "feasible": feasible,
         "infeasible_reason": label(INFEASIBLE_REASONS, np.where(layout_ok & ~fits, MEMORY_REASON, reason)),
@@ -569,16 +561,16 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
         "expert_params": expert_params,
         "model_flops_per_step": model_flops,
         "hardware_flops_per_step": hw_flops,
-        "step_time_s": step_masked,
-        "step_parts_s": {name: masked[..., i] for i, name in enumerate(training.STEP_LABELS)},
+        "step_time_s": nan_if_infeasible(step_s),
+        "step_parts_s": {name: parts_masked[..., i] for i, name in enumerate(training.STEP_LABELS)},
         "step_bound": label(training.STEP_LABELS, step_bound),
         "dp_allreduce_s": dp_s,
         "dp_allreduce_bound": ar.binding,
-        "mfu": mfu_masked,
-        "hfu": hfu_masked,
-        "model_tflops_per_gpu": model_tflops,
-        "hardware_tflops_per_gpu": hw_tflops,
-        "tokens_per_s": tokens_s,
+        "mfu": nan_if_infeasible(mfu),
+        "hfu": nan_if_infeasible(hfu),
+        "model_tflops_per_gpu": nan_if_infeasible(model_flops / (step_s * job_gpus) / 1e12),
+        "hardware_tflops_per_gpu": nan_if_infeasible(hw_flops / (step_s * job_gpus) / 1e12),
+        "tokens_per_s": nan_if_infeasible(tokens_per_step / step_s),
         **{key: ({k: nan_if_infeasible(v) for k, v in value.items()} if key == "stage_time_s" else value)
            for key, value in extra.items()},
         "memory": {
