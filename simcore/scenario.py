@@ -350,9 +350,9 @@ def _layout_checks(w, job_gpus, nodes, g, dp, micro_batches):
     )
     shape = np.broadcast_shapes(*(np.shape(a) for a in (job_gpus, dp, micro_batches, nodes, w["tp"], w["cp"])))
     reason = np.zeros(shape, np.intp)
-    for code, (field, bad) in enumerate(rules, start=1):
-        if field is not None and np.ndim(bad) == 0 and bool(bad):
-            raise ScenarioError(f"workload.{field}", INFEASIBLE_REASONS[code])
+    for code, (name, bad) in enumerate(rules, start=1):
+        if name is not None and np.ndim(bad) == 0 and bool(bad):
+            raise ScenarioError(f"workload.{name}", INFEASIBLE_REASONS[code])
         reason = np.where(bad & (reason == 0), code, reason)
     return reason
 
@@ -469,8 +469,7 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
             grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"])
         parts, compute_s, backward_window = step["parts"], step["compute_s"], step["backward_s"]
         activations = training.activation_bytes_first_stage(model, layout, pp_, w["virtual_stages"], m)
-        extra = {"stage_time_s": {name: step["stage_s"][..., i] for i, name in enumerate(("first", "middle", "last"))},
-                 "placement": placement, "flops_per_token": model_per_token}
+        stage_s = step["stage_s"]
     else:
         total_params = active = w["params"]
         expert_params = np.array(0.0)
@@ -486,11 +485,11 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
         compute_s = parts["forward"] + parts["backward"] + parts["recomputation"]
         backward_window = parts["backward"] / m
         activations = w["activation_bytes_per_sample"] * w["micro_batch"]
-        extra = {}
+        stage_s = None
     model_flops = model_per_token * tokens_per_step
     hw_flops = hw_per_token * tokens_per_step
 
-    # Data parallelism: HFReduce or NCCL over the DP (x CP) group; ZeRO-3 adds two allgathers.
+    # Data parallelism: HFReduce or NCCL over the DP (x CP) group.
     grad_bytes_per_gpu = local_params * w["grad_bytes"]
     reduce_ranks = dp_ranks * cp_
     dp_per_node = np.minimum(reduce_ranks, g / tp_)
@@ -571,8 +570,6 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
         "model_tflops_per_gpu": nan_if_infeasible(model_flops / (step_s * job_gpus) / 1e12),
         "hardware_tflops_per_gpu": nan_if_infeasible(hw_flops / (step_s * job_gpus) / 1e12),
         "tokens_per_s": nan_if_infeasible(tokens_per_step / step_s),
-        **{key: ({k: nan_if_infeasible(v) for k, v in value.items()} if key == "stage_time_s" else value)
-           for key, value in extra.items()},
         "memory": {
             "fits": fits,
             "per_gpu_gb": mem_total / 1e9,
@@ -582,6 +579,11 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
         },
         "startup_time_s": training.startup_time_s(job_gpus, params.training),
     }
+    if stage_s is not None:  # a transformer: its stages, where its groups run, its FLOPs per token
+        out["stage_time_s"] = {name: nan_if_infeasible(stage_s[..., i])
+                               for i, name in enumerate(("first", "middle", "last"))}
+        out["placement"] = placement
+        out["flops_per_token"] = model_per_token
     job = {"gpus": job_gpus, "nodes": job_nodes, "step_s": step_s, "tokens_per_step": tokens_per_step,
            "checkpoint_bytes": checkpoint_bytes, "feasible": feasible}
     return out, job
