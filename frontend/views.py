@@ -34,8 +34,9 @@ PLAN_FIELD_GROUPS = [
                 "core_pods"]),
     ("Storage", ["storage_node_type", "storage_node_count", "storage_network"]),
     ("Cabling", ["endpoint_cable", "transceiver", "fiber"]),
-    ("Cost and reliability", ["price_book", "pue", "failure_profile", "failures_per_1000_node_days",
-                              "checkpoint_interval_s", "restart_s"]),
+    ("Cost and reliability", ["price_book", "pue", "failure_profile", "failures_per_1000_node_days"]),
+    ("Checkpoints and restarts", ["checkpoint_mode", "checkpoint_in_memory", "checkpoint_interval_s",
+                                  "restart_profile", "collective_timeout_s", "restart_s"]),
 ]
 
 # The workload editor's fields: the model, its experts, the layout, then kernels and communication.
@@ -50,11 +51,12 @@ WORKLOAD_FIELD_GROUPS = [
                           "virtual_stages", "ep", "zero_stage", "recompute", "precision"]),
     ("Kernels and overlap", ["flash_attention", "fused_kernels", "overlap_grad_reduce", "grad_accumulation_fusion"]),
     ("Communication", ["collective", "use_nvlink", "cross_zone", "grad_bytes", "weight_bytes"]),
-    ("Training run", ["tokens_to_train", "preprocess_s_per_sample", "preprocess_cached"]),
+    ("Training run", ["tokens_to_train", "preprocess_s_per_sample", "preprocess_cached", "job_fault_factor"]),
 ]
 
 FIELD_LABELS = {"pue": "PUE (empty: the price book's)", "checkpoint_interval_s": "checkpoint interval (s)",
-                "restart_s": "restart time (s)", "failures_per_1000_node_days": "failures per 1,000 node-days",
+                "restart_s": "restart time (s, empty: from its parts)",
+                "collective_timeout_s": "collective timeout (s)", "job_fault_factor": "job-caused fault factor", "failures_per_1000_node_days": "failures per 1,000 node-days",
                 "oversubscription": "oversubscription (down:up)", "tp": "TP (tensor parallel)",
                 "cp": "CP (context parallel)", "pp": "PP (pipeline parallel)", "ep": "EP (expert parallel)",
                 "moe_top_k": "experts per token", "kv_heads": "key/value heads", "ffn_hidden": "MLP width"}

@@ -93,6 +93,8 @@ def prices_document(plan: ClusterPlan) -> dict:
 
 def cluster_document(plan: ClusterPlan) -> dict:
     reliability = {"profile": plan.failure_profile, "checkpoint_interval_s": plan.checkpoint_interval_s,
+                   "restart_profile": plan.restart_profile, "collective_timeout_s": plan.collective_timeout_s,
+                   "checkpoint_mode": plan.checkpoint_mode, "checkpoint_in_memory": plan.checkpoint_in_memory,
                    "restart_s": plan.restart_s}
     if plan.failure_profile == ClusterPlan.FailureProfile.PER_NODE_RATE:
         reliability["failures_per_1000_node_days"] = plan.failures_per_1000_node_days
@@ -125,7 +127,7 @@ WORKLOAD_FIELDS = (
     "activation_bytes_per_sample", "global_batch", "micro_batch", "precision", "gpus", "tp", "sequence_parallel", "cp",
     "pp", "ep", "virtual_stages", "zero_stage", "recompute", "flash_attention", "fused_kernels", "overlap_grad_reduce",
     "grad_accumulation_fusion", "collective", "use_nvlink", "cross_zone", "grad_bytes", "weight_bytes",
-    "tokens_to_train", "preprocess_s_per_sample", "preprocess_cached",
+    "tokens_to_train", "preprocess_s_per_sample", "preprocess_cached", "job_fault_factor",
 )
 
 

@@ -57,12 +57,13 @@ def bench_monte_carlo(gpus: int = 10_000, nodes: int = 1_250, years: float = 1.0
                       repeats: int = 3) -> dict:
     categories = reliability.fire_flyer_categories()
     hours = years * 8760
-    rate_s = reliability.interruption_rate_per_hour(categories, gpus, nodes) / 3600
+    units = reliability.unit_counts(gpus, nodes, link=reliability.FF_LINKS * nodes / reliability.FF_NODES, nic=nodes)
+    rate_s = reliability.interruption_rate_per_hour(categories, units) / 3600
     best = np.inf
     for attempt in range(repeats):
         rng = np.random.default_rng(attempt)
         start = time.perf_counter()
-        counts = reliability.sample_category_counts(categories, gpus, nodes, hours, replicas, rng)
+        counts = reliability.sample_category_counts(categories, units, hours, replicas, rng)
         interval = reliability.optimal_interval_s(60.0, rate_s)
         segments = int(hours * 3600 / (interval + 60.0))
         ettr = reliability.ettr_monte_carlo(interval, 60.0, 600.0, rate_s, segments=segments, replicas=replicas, rng=rng)

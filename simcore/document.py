@@ -15,6 +15,7 @@ import numpy as np
 from simcore.arrays import as_array
 from simcore.devices import FAMILY_KEYS
 from simcore.errors import ScenarioError
+from simcore.reliability import DEFAULT_RESTART_PROFILE, RESTART_PROFILES
 
 
 @dataclass(frozen=True)
@@ -133,10 +134,24 @@ SPEC: dict[str, Any] = {
             "amortization_years": opt(default=4.0, doc="capex spread over this many years"),
         },
         "reliability": {
-            "profile": Choice(("fire-flyer", "per-node-rate"), "fire-flyer"),
+            "profile": Choice(("fire-flyer", "llama3", "per-node-rate"), "fire-flyer",
+                              doc="failure categories: FF Tables V-VIII, Llama 3 Table 5, or one per-node rate"),
             "failures_per_1000_node_days": opt(nullable=True, doc="used by the per-node-rate profile"),
             "checkpoint_interval_s": opt(nullable=True, unit="s", doc="null: the optimum"),
-            "restart_s": opt(nullable=True, unit="s", doc="null: job start-up time for the ranks"),
+            "checkpoint_mode": Choice(("sync", "async"), "sync",
+                                      doc="async: the job stalls only for the snapshot to host memory"),
+            "checkpoint_in_memory": Flag(False, doc="redundant copies in peer host memory: a restart loads "
+                                                    "over the compute NICs, not from storage"),
+            "restart_profile": Choice(tuple(RESTART_PROFILES), DEFAULT_RESTART_PROFILE,
+                                      doc="how the platform restarts a job (detection, set-up, warm-up)"),
+            "crash_detection_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
+            "collective_timeout_s": opt(nullable=True, unit="s", doc="hang detection; null: the restart profile's"),
+            "reschedule_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
+            "init_base_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
+            "init_s_per_rank": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
+            "warmup_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
+            "restart_s": opt("non_negative", nullable=True, unit="s",
+                             doc="the whole restart, overriding its parts; null: from the parts"),
             "spare_confidence": opt(default=0.99, at_most=0.999999),
         },
     },
@@ -196,6 +211,9 @@ SPEC: dict[str, Any] = {
         "preprocess_s_per_sample": opt("non_negative", 0.0, doc="host CPU-seconds per sample"),
         "preprocess_cached": Flag(False, doc="encodings cached after the first epoch"),
         "checkpoint_bytes": opt(nullable=True, doc="null: weights + optimizer states"),
+        "job_fault_factor": opt("non_negative", 0.0, doc="the job's own faults (software Xids, user errors) as a "
+                                                         "multiple of the profile's measured per-GPU rate: 0 a "
+                                                         "mature production job, 1 a new job"),
     },
     "options": {
         "message_bytes": opt(default=186 * 2**20, doc="allreduce size for the collective report"),

@@ -81,6 +81,30 @@ DGX_3LAYER = {
     "prices": {**FF_PRICES, "node": 15.2},
 }
 
+# Llama 3 (arXiv:2407.21783): 16,384 H100 GPUs on 2,048 eight-GPU servers with one 400G RoCE NIC
+# per GPU (section 3.3.1), Meta's three-layer Clos as a 64-port, 400 Gb/s fat-tree; PCIe 5.0 x16
+# host links (about 53 GB/s practical, twice FF's PCIe 4.0 figure).
+LLAMA3_NODE = {
+    "gpus": 8,
+    "accelerator": {"peak_tf32_tflops": 494.5, "peak_fp16_tflops": 989, "peak_fp8_tflops": 1979, "memory_gb": 80,
+                    "tdp_w": 700, "scaleup_bw_gbyte_s": 900, "memory_bandwidth_gbyte_s": 3350, "sm_count": 132,
+                    "family": "hopper"},
+    "nvlink_topology": "all-to-all", "cpus": 2, "cpu_tdp_w": 350, "compute_nics": 8, "compute_nic_gbit_s": 400,
+    "pcie_bw_gbyte_s": 53,
+}
+LLAMA3_CLUSTER = {"node_count": 2048, "node": LLAMA3_NODE, "fabric": {"switch_radix": 64, "switch_gbit_s": 400,
+                                                                       "layers": 3},
+                  "prices": {"currency": "REL"}, "reliability": {"profile": "llama3"}}
+# Llama 3 405B (Table 3 and 4): 126 layers, h 16,384, 128 heads, 8 KV heads, SwiGLU 53,248, vocabulary
+# 128,256; TP 8, PP 16, DP 128, sequence 8,192, 16M tokens per batch. The job caused its own
+# software faults at the measured rate (job_fault_factor 1).
+LLAMA3_405B = {
+    "kind": "transformer", "layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8, "ffn_hidden": 53248,
+    "gated_mlp": True, "tied_embeddings": False, "vocab": 128256, "seq_len": 8192, "global_batch": 2048,
+    "micro_batch": 1, "precision": "bf16", "tp": 8, "pp": 16, "zero_stage": 1, "sequence_parallel": True,
+    "job_fault_factor": 1.0,
+}
+
 # HaiScale experiments (FF V; settings from the SC24 artifact scripts). No per-workload constant:
 # the GEMM, attention and convolution shares are the Ampere family's.
 VGG16 = {
@@ -362,6 +386,33 @@ def _cases() -> list[ReferenceCase]:
                       "FF Tables V-VI (the rates are derived from it: a consistency check)",
                       lambda p: float(sum(v for k, v in run({**FF_2ZONE, "node_count": 1250}, params=p)
                                           ["reliability"]["by_category_per_day"].items() if k.startswith("xid")) * 365),
+                      rel_tolerance=0.001, calibration=True))
+    add(ReferenceCase("llama3-interruptions", "reliability", "Llama 3 405B job: unexpected interruptions a day",
+                      "1/day", 419 / 54, "Llama 3 Table 5 (the profile's rates come from it: a consistency check "
+                      "over the parts the engine counts)",
+                      lambda p: float(run(LLAMA3_CLUSTER, LLAMA3_405B, params=p)["reliability"]
+                                      ["job_interruptions_per_day"]), rel_tolerance=0.10, calibration=True))
+    fast = {**LLAMA3_CLUSTER, "reliability": {"profile": "llama3", "restart_profile": "fast-restart",
+                                              "checkpoint_mode": "async"}}
+    add(ReferenceCase("llama3-ettr", "reliability", "Llama 3 405B: ETTR, fast restart, asynchronous checkpoints",
+                      "ratio", 0.9, "Llama 3 section 3.3.4: higher than 90% effective training time",
+                      lambda p: float(run(fast, LLAMA3_405B, params=p)["reliability"]["ettr"]), within=(0.9, 1.0)))
+    ten_k = {**DGX_3LAYER, "reliability": {"restart_profile": "ascend-10k-2025"}}
+    ten_k_job = {**LLAMA_13B, "gpus": 10_000, "global_batch": 5000, "collective": "nccl"}
+    for profile, within, source in (
+            ("ascend-10k-2025", (1200, 1800), "Ascend 10k-card talk (QCon 2025): 20-30 minutes"),
+            ("fast-restart", (60, 600), "Llama 3 / Meta: restarts of a few minutes (1-10 min) on 16k GPUs")):
+        add(ReferenceCase(f"restart-10k-{profile}", "reliability",
+                          f"restart of a 10,000-rank job after a crash, {profile}", "s", sum(within) / 2, source,
+                          lambda p, prof=profile: float(run({**ten_k, "reliability": {"restart_profile": prof}},
+                                                            ten_k_job, params=p)["reliability"]["restart_by_kind_s"]
+                                                        ["platform-crash"]),
+                          within=within))
+    add(ReferenceCase("meta-rsc1-rate", "reliability", "RSC-1 failures a day per 1,000 nodes", "1/day", 6.50,
+                      "Meta, HPCA 2025 (the per-node-rate profile takes it as input: a consistency check)",
+                      lambda p: float(run({**DGX_3LAYER, "node_count": 1000, "reliability": {
+                          "profile": "per-node-rate", "failures_per_1000_node_days": 6.5}}, params=p)
+                                      ["reliability"]["platform_interruptions_per_day"]),
                       rel_tolerance=0.001, calibration=True))
     return cases
 

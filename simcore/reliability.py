@@ -1,10 +1,21 @@
-"""Reliability: failure categories and rates, a vectorized Monte Carlo, ETTR and checkpoint policy.
+"""Reliability: failure categories and rates, restart time in parts, checkpoint policy, ETTR and
+a vectorized Monte Carlo.
 
-Rates. Per-category rates are derived from FF's one-year Xid table (Table V-VI: 10,000 GPUs,
-12,970 events), the monthly hardware faults of Table VII (Oct 2023 - Mar 2024) and the daily IB
-link failures of Table VIII (213 events from 2023-04-19 to 2024-03-31). A cluster scenario may
-replace them, e.g. with Meta's per-node rates (HPCA 2025: 6.50 failures per 1,000 node-days on
-RSC-1, 2.34 on RSC-2).
+Categories. Each failure category has a rate per unit-hour, the unit it counts (a GPU, a node, or
+a fabric part: a link, a NIC, a switch, scaled by the counts in the plan's bill of materials), a
+cause and a way it is noticed. A platform fault (hardware, links, host) stops every job on the
+failed part; a job-caused fault (software Xids, user errors) stops only the job that caused it, at
+the rate the job states as a multiple of the profile's measured per-GPU-hour figure (0: a mature
+production job; 1: as the measured fleet). A crash is seen at once; a hang only when the
+collective times out. Profiles: Fire-Flyer's Xid table and hardware faults (FF Tables V-VIII),
+Llama 3's 54-day interruption table (Table 5), or one per-node rate (Meta, HPCA 2025).
+
+Restart. R = detection + rescheduling onto a spare node (platform faults only) + checkpoint load
++ rendezvous and communicator set-up (a base plus a per-rank term) + warm-up, from a platform
+profile. With several kinds of failure (crash or hang, platform or job) of restart times R_k and
+rate shares w_k, the accounting below holds with e^(lambda R) replaced by sum_k w_k e^(lambda R_k),
+so the closed form uses R = ln(sum_k w_k e^(lambda R_k)) / lambda (the rate-weighted mean when
+lambda R is small).
 
 ETTR. Failures arrive as a Poisson process of rate lambda at any time, also during checkpoint
 writes and restarts. A job checkpoints after every tau of work at cost delta; a failure loses the
@@ -17,6 +28,13 @@ e^(lambda R) (e^(lambda (tau + delta)) - 1) / lambda, so
 maximised where e^(lambda (tau + delta)) (1 - lambda tau) = 1, that is at
 tau* = M (1 + W0(-e^(-1 - delta/M))) with M = 1/lambda, independent of R. Young (1974)
 approximates tau* by sqrt(2 delta M); Daly (2006) adds higher-order terms.
+
+Checkpoint policy. Synchronous: the job stalls for the whole write (delta = write time).
+Asynchronous (PyTorch DCP async, Gemini): the job stalls only for the snapshot to host memory
+(delta = bytes per GPU / PCIe), the write runs behind the next segment, so tau is at least the
+write time and a failure loses, on average, the write time more (added to R). In-memory redundant
+copies on peer nodes (Gemini, SOSP 2023; Ascend MindCluster) load a restart's checkpoint over the
+compute NICs instead of from storage.
 """
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,25 +47,35 @@ from simcore.errors import ScenarioError
 HOURS_PER_YEAR = 8760.0
 FF_GPUS = 10_000
 FF_NODES = 1_250
+PLATFORM, JOB = "platform", "job"
+CRASH, HANG = "crash", "hang"
+UNITS = ("gpu", "node", "link", "nic", "switch")
+FABRIC_UNITS = ("link", "nic", "switch")
 
 
 @dataclass(frozen=True)
 class FailureCategory:
-    """One kind of failure: its rate, whether it stops the job, and what fixing it costs.
+    """One kind of failure: its rate, whether and how it stops a job, and what fixing it costs.
 
-    rate_per_unit_hour is per GPU for GPU-level causes and per node for node-level ones (``unit``).
-    action: job-restart (software; the node is fine), gpu-reset, node-reboot, replace (RMA).
-    repair_h: how long the node is out of service (0 when it goes straight back).
+    rate_per_unit_hour is per ``unit`` (see ``UNITS``); a job-caused category's rate is per GPU of
+    the job that causes it. action: job-restart (the hardware is fine), gpu-reset, node-reboot,
+    replace (RMA), part-swap (a fabric part). repair_h: how long the part is out of service.
     """
 
     key: str
     label: str
-    unit: str  # "gpu" or "node"
+    unit: str
     rate_per_unit_hour: float
     interrupts_job: bool
     action: str
     repair_h: float
     source: str
+    cause: str = PLATFORM
+    detection: str = CRASH
+
+    @property
+    def fabric(self) -> bool:
+        return self.unit in FABRIC_UNITS
 
 
 def _ff_xid(count: int) -> float:
@@ -56,7 +84,8 @@ def _ff_xid(count: int) -> float:
 
 FF_TABLE = "FF (arXiv:2408.14158) Tables V-VI, one year, 10,000 GPUs"
 
-# The Fire-Flyer Xid table, one category per Xid code, with its action (FF VII-C).
+# The Fire-Flyer Xid table, one category per Xid code, with its action (FF VII-C). Xid 43 (GPU
+# stopped processing) leaves the job's collective waiting: a hang.
 FF_XID_COUNTS = {
     74: ("NVLink error", 5521, "node-reboot", 2.0),
     13: ("graphics engine exception (software)", 45, "job-restart", 0.0),
@@ -84,13 +113,22 @@ XID_CLASSES = {
     "uncorrectable": (44, 48, 61, 62, 69, 79),
     "gsp": (119,),
 }
+HANG_XIDS = (43,)
 
-# Node-level causes from FF Tables VII and VIII.
+# FF's fabric as the engine counts it (topology.fat_tree of the ff2-pcie-2zone preset: 1,600
+# endpoint links and 1,680 switch-to-switch links), the denominator of Table VIII's link rate.
+FF_LINKS = 3_280
 IB_DAYS = 347  # 2023-04-19 .. 2024-03-31
-FF_NODE_CATEGORIES = [
+LINK_SWAP_H = 2.0
+FF_PLATFORM_CATEGORIES = [
     FailureCategory(
-        "ib-link", "IB link flash cut", "node", 213 / (FF_NODES * IB_DAYS * 24), True, "job-restart", 0.0,
-        "FF Table VIII: 213 IB link failures in 347 days, about 1,250 nodes",
+        "ib-link", "IB link flash cut", "link", 213 / (FF_LINKS * IB_DAYS * 24), True, "part-swap", LINK_SWAP_H,
+        "FF Table VIII: 213 IB link failures in 347 days over FF's 3,280 links", detection=HANG,
+    ),
+    FailureCategory(
+        "switch", "switch failure", "switch", 0.05 / HOURS_PER_YEAR, True, "part-swap", 8.0,
+        "Gill et al., Understanding Network Failures in Data Centers, SIGCOMM 2011: about 5% of ToR switches fail "
+        "in a year (FF reports no switch faults)",
     ),
     FailureCategory(
         "host-memory-ecc", "CPU memory ECC error", "node", 54 / (FF_NODES * 182.5 * 24), True, "node-reboot", 4.0,
@@ -100,20 +138,58 @@ FF_NODE_CATEGORIES = [
 
 REPAIR_BASIS = (
     "Repair times are estimates: a reset or reboot returns within minutes to an hour; a fallen-off-"
-    "bus GPU or GSP fault means an RMA swap (72 h); FF gives no repair times."
+    "bus GPU or GSP fault means an RMA swap (72 h); a cable or transceiver swap 2 h, a switch 8 h. "
+    "Neither FF nor Llama 3 gives repair times."
 )
 
 
 def fire_flyer_categories() -> list[FailureCategory]:
-    """The default failure profile: FF's Xid table per GPU plus its node-level hardware faults."""
+    """FF's Xid table per GPU (software Xids job-caused) plus its link and host faults."""
     categories = [
         FailureCategory(
             f"xid-{code}", f"Xid {code}: {name}", "gpu", _ff_xid(count), code not in CONSEQUENCE_XIDS, action,
-            repair_h, FF_TABLE,
+            repair_h, FF_TABLE, cause=JOB if code in XID_CLASSES["software"] else PLATFORM,
+            detection=HANG if code in HANG_XIDS else CRASH,
         )
         for code, (name, count, action, repair_h) in FF_XID_COUNTS.items()
     ]
-    return categories + FF_NODE_CATEGORIES
+    return categories + FF_PLATFORM_CATEGORIES
+
+
+# Llama 3 (Dubey et al., arXiv:2407.21783, section 3.3.4, Table 5): 419 unexpected interruptions
+# in 54 days of pre-training on 16,384 H100 GPUs (2,048 nodes, one 400G RoCE NIC per GPU). Network
+# switch/cable faults are counted per link of Meta's three-layer Clos as the engine counts it
+# (topology.fat_tree, 16,384 endpoints, 64-port switches: 16,384 + 32,768 links).
+LLAMA3 = "Llama 3 (arXiv:2407.21783) Table 5, 54 days, 16,384 H100 GPUs"
+LLAMA3_HOURS = 54 * 24
+LLAMA3_UNITS = {"gpu": 16_384, "node": 2_048, "link": 49_152, "nic": 16_384}
+LLAMA3_TABLE5 = (  # key, label, unit, count, cause, detection, action, repair_h
+    ("faulty-gpu", "faulty GPU", "gpu", 148, PLATFORM, CRASH, "replace", 72.0),
+    ("gpu-hbm3", "GPU HBM3 memory", "gpu", 72, PLATFORM, CRASH, "replace", 72.0),
+    ("software-bug", "software bug", "gpu", 54, JOB, CRASH, "job-restart", 0.0),
+    ("network-switch-cable", "network switch / cable", "link", 35, PLATFORM, CRASH, "part-swap", LINK_SWAP_H),
+    ("host-maintenance", "unplanned host maintenance", "node", 32, PLATFORM, CRASH, "node-reboot", 4.0),
+    ("gpu-sram", "GPU SRAM memory", "gpu", 19, PLATFORM, CRASH, "replace", 72.0),
+    ("gpu-system-processor", "GPU system processor", "gpu", 17, PLATFORM, CRASH, "replace", 72.0),
+    ("nic", "NIC", "nic", 7, PLATFORM, CRASH, "part-swap", LINK_SWAP_H),
+    ("nccl-watchdog", "NCCL watchdog timeout", "node", 7, PLATFORM, HANG, "node-reboot", 0.5),
+    ("silent-data-corruption", "silent data corruption", "gpu", 6, PLATFORM, CRASH, "replace", 72.0),
+    ("gpu-thermal", "GPU thermal interface / sensor", "gpu", 6, PLATFORM, CRASH, "replace", 72.0),
+    ("ssd", "SSD", "node", 3, PLATFORM, CRASH, "replace", 72.0),
+    ("power-supply", "power supply", "node", 3, PLATFORM, CRASH, "replace", 72.0),
+    ("server-chassis", "server chassis", "node", 2, PLATFORM, CRASH, "replace", 72.0),
+    ("io-expansion-board", "IO expansion board", "node", 2, PLATFORM, CRASH, "replace", 72.0),
+    ("dependency", "dependency (external service)", "node", 2, PLATFORM, CRASH, "job-restart", 0.0),
+    ("cpu", "CPU", "node", 2, PLATFORM, CRASH, "replace", 72.0),
+    ("system-memory", "system memory", "node", 2, PLATFORM, CRASH, "node-reboot", 4.0),
+)
+
+
+def llama3_categories() -> list[FailureCategory]:
+    """Llama 3's Table 5 as per-unit rates over the 54-day window."""
+    return [FailureCategory(key, label, unit, count / (LLAMA3_UNITS[unit] * LLAMA3_HOURS), True, action, repair_h,
+                            LLAMA3, cause=cause, detection=detection)
+            for key, label, unit, count, cause, detection, action, repair_h in LLAMA3_TABLE5]
 
 
 def meta_node_categories(failures_per_1000_node_days: float) -> list[FailureCategory]:
@@ -125,25 +201,128 @@ def meta_node_categories(failures_per_1000_node_days: float) -> list[FailureCate
     )]
 
 
-def category_rates(categories: list[FailureCategory], gpus, nodes):
-    """Events per hour by category for a job or cluster of ``gpus`` on ``nodes``: shape (..., C)."""
-    per_unit = np.array([c.rate_per_unit_hour for c in categories])
-    is_gpu = np.array([c.unit == "gpu" for c in categories])
-    units = np.where(is_gpu, np.asarray(gpus, float)[..., None], np.asarray(nodes, float)[..., None])
-    return per_unit * units
+def unit_counts(gpu, node, link=0.0, nic=0.0, switch=0.0) -> dict:
+    """The parts failures are counted over ({unit kind: count}, arrays broadcast)."""
+    return {"gpu": gpu, "node": node, "link": link, "nic": nic, "switch": switch}
 
 
-def interruption_rate_per_hour(categories, gpus, nodes):
-    """Rate of job-stopping failures for a job spanning ``gpus`` on ``nodes`` (series system)."""
-    gpu_rate = sum(c.rate_per_unit_hour for c in categories if c.interrupts_job and c.unit == "gpu")
-    node_rate = sum(c.rate_per_unit_hour for c in categories if c.interrupts_job and c.unit == "node")
-    return gpu_rate * np.asarray(gpus, float) + node_rate * np.asarray(nodes, float)
+def unit_rates(categories, weight) -> dict:
+    """Sum over categories of rate x ``weight(category)`` per unit kind: {unit: per unit-hour}."""
+    return {unit: sum(c.rate_per_unit_hour * weight(c) for c in categories if c.unit == unit) for unit in UNITS}
 
 
-def sample_category_counts(categories, gpus, nodes, hours, replicas: int, rng: np.random.Generator):
+def rate_per_hour(categories, units: dict, weight, job_fault_factor=1.0):
+    """Events per hour over ``units`` ({unit kind: count}, arrays broadcast) of the categories,
+    each weighted by ``weight(category)``; job-caused categories scaled by ``job_fault_factor``
+    (their unit is the GPU). A few multiply-adds per point whatever the number of categories."""
+    platform = unit_rates(categories, lambda c: weight(c) * (c.cause == PLATFORM))
+    job = unit_rates(categories, lambda c: weight(c) * (c.cause == JOB))
+    total = sum(np.asarray(units[u], float) * platform[u] for u in UNITS if platform[u])
+    return total + np.asarray(units["gpu"], float) * job["gpu"] * np.asarray(job_fault_factor, float)
+
+
+def interruption_rate_per_hour(categories, units: dict, job_fault_factor=0.0):
+    """Rate of job-stopping failures for a job exposed to ``units`` (series system)."""
+    return rate_per_hour(categories, units, lambda c: c.interrupts_job, job_fault_factor)
+
+
+def category_rates(categories, units: dict, job_fault_factor=1.0):
+    """Events per hour by category over ``units``: shape (..., C)."""
+    per_unit = np.array([c.rate_per_unit_hour * (c.cause == PLATFORM) for c in categories])
+    per_job = np.array([c.rate_per_unit_hour * (c.cause == JOB) for c in categories])
+    counts = np.stack(np.broadcast_arrays(*(np.asarray(units[c.unit], float) for c in categories)), axis=-1)
+    return counts * (per_unit + per_job * np.asarray(job_fault_factor, float)[..., None])
+
+
+def sample_category_counts(categories, units: dict, hours, replicas: int, rng: np.random.Generator,
+                           job_fault_factor=1.0):
     """Monte Carlo event counts by category over ``hours``: shape (replicas, ..., C), Poisson."""
-    lam = category_rates(categories, gpus, nodes) * np.asarray(hours, float)[..., None]
+    lam = category_rates(categories, units, job_fault_factor) * np.asarray(hours, float)[..., None]
     return rng.poisson(lam, size=(replicas, *lam.shape))
+
+
+@dataclass(frozen=True)
+class RestartProfile:
+    """How a platform brings a job back after an interruption (times in seconds).
+
+    crash_detection_s: a crash seen (process exit, heartbeat); collective_timeout_s: a hang seen
+    (the collective's watchdog); reschedule_s: a spare node swapped in and the job relaunched
+    (platform faults only); init_base_s + init_s_per_rank x ranks: rendezvous and communicator
+    set-up; warmup_s: first steps back to full speed. The checkpoint load comes from the storage
+    model (or peer memory). ``confidence`` says how each figure is known.
+    """
+
+    key: str
+    label: str
+    crash_detection_s: float
+    collective_timeout_s: float
+    reschedule_s: float
+    init_base_s: float
+    init_s_per_rank: float
+    warmup_s: float
+    source: str
+    confidence: str
+
+
+RESTART_PROFILES = {p.key: p for p in (
+    RestartProfile(
+        "fast-restart", "fast restart (Meta / ByteDance MegaScale class)", 30.0, 600.0, 60.0, 5.0, 0.0025, 60.0,
+        "MegaScale (Jiang et al., NSDI 2024, section 3.5): a >10,000-GPU job initialises in under 30 s (5 s + "
+        "2.5 ms per rank); PyTorch ProcessGroupNCCL default timeout 10 min (pytorch/pytorch#110947); detection, "
+        "rescheduling and warm-up are estimates. Llama 3 kept above 90% effective training time on 16,384 GPUs.",
+        "secondary: MegaScale's figures recalled, not re-read; detection, rescheduling, warm-up estimated"),
+    RestartProfile(
+        "ascend-10k-2025", "Ascend 10k-card job, as the QCon 2025 talk describes it", 30.0, 1836.0, 60.0, 0.0, 0.15,
+        60.0,
+        "Ascend 10k-card talk (QCon 2025): bringing up a 10k-card PyTorch job takes 20-30 minutes (0.15 s per "
+        "rank, 25 min at 10,000); HCCL_EXEC_TIMEOUT default 1,836 s (CANN 8 environment-variable reference)",
+        "secondary: the talk's range; detection, rescheduling, warm-up estimated"),
+    RestartProfile(
+        "ascend-mindcluster", "Ascend with MindCluster recovery (in-place restart, checkpoints in peer memory)",
+        30.0, 1836.0, 0.0, 0.0, 0.15, 60.0,
+        "Huawei MindCluster documentation (process-level rescheduling and in-place restart; checkpoints passed "
+        "peer to peer over the parameter plane instead of loaded from storage); no faster communicator set-up "
+        "figure is published, so the talk's 0.15 s per rank stays",
+        "secondary: mechanisms documented, no recovery times published"),
+)}
+DEFAULT_RESTART_PROFILE = "fast-restart"
+RESTART_TIMING_FIELDS = ("crash_detection_s", "collective_timeout_s", "reschedule_s", "init_base_s",
+                         "init_s_per_rank", "warmup_s")
+
+
+def restart_kinds(categories, units: dict, job_fault_factor):
+    """Interrupting rate per hour by (cause, detection) kind: {(cause, detection): array}."""
+    return {(cause, detection): interruption_rate_per_hour(
+        [c for c in categories if c.cause == cause and c.detection == detection], units,
+        job_fault_factor) for cause in (PLATFORM, JOB) for detection in (CRASH, HANG)}
+
+
+def restart_time_s(kind_rates_h: dict, timing: dict, ranks, load_s, lag_s):
+    """Restart time per failure in parts, per kind of failure, and the effective R of the closed form.
+
+    ``timing`` holds a RestartProfile's fields (arrays broadcast). A job-caused fault needs no
+    rescheduling. Returns (R, {part: seconds, rate-weighted over the kinds}, {"cause-detection":
+    seconds})."""
+    init = np.asarray(timing["init_base_s"]) + np.asarray(timing["init_s_per_rank"]) * np.asarray(ranks, float)
+    common = load_s + init + timing["warmup_s"] + lag_s
+    total_h = sum(kind_rates_h.values())
+    failing = total_h > 0
+    lam_s = total_h / 3600.0
+    by_kind, detection, reschedule, log_terms = {}, 0.0, 0.0, []
+    for (cause, how), rate in kind_rates_h.items():
+        seen = np.asarray(timing["crash_detection_s"] if how == CRASH else timing["collective_timeout_s"], float)
+        moved = np.asarray(timing["reschedule_s"], float) if cause == PLATFORM else 0.0
+        by_kind[f"{cause}-{how}"] = seen + moved + common
+        share = np.where(failing, rate / np.where(failing, total_h, 1.0), 1.0 * (cause == PLATFORM and how == CRASH))
+        detection = detection + share * seen
+        reschedule = reschedule + share * moved
+        with np.errstate(divide="ignore"):
+            log_terms.append(np.log(share) + lam_s * by_kind[f"{cause}-{how}"])
+    effective = np.logaddexp.reduce(np.broadcast_arrays(*log_terms), axis=0) / np.where(failing, lam_s, 1.0)
+    effective = np.where(failing, effective, by_kind[f"{PLATFORM}-{CRASH}"])
+    parts = {"detection": detection, "reschedule": reschedule, "checkpoint_load": load_s, "init": init,
+             "warmup": np.asarray(timing["warmup_s"], float), "checkpoint_lag": lag_s}
+    return effective, parts, by_kind
 
 
 def ettr_closed_form(interval_s, checkpoint_s, restart_s, rate_per_s):

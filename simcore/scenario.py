@@ -253,14 +253,20 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
         result["constraints"].append(f"cost: not priced in this price book: {', '.join(unpriced)}")
 
     categories = _failure_categories(rel)
-    result["reliability"] = _reliability_cluster(categories, gpus, nodes)
+    cluster_units = reliability.unit_counts(gpus, nodes, link=fabric_total.endpoint_links + fabric_total.switch_links,
+                                            nic=fabric_total.endpoints, switch=fabric_total.switches)
+    result["reliability"] = _reliability_cluster(categories, cluster_units)
     if p["has_workload"]:
         result["training"], job = _training(p, params, family, clock, io, node, acc, g, nodes)
-        result["reliability"].update(_reliability_job(p, params, categories, job, sto, storage_rates))
+        share = job["nodes"] / nodes  # the job's share of the compute fabric's links and switches
+        job["units"] = reliability.unit_counts(job["gpus"], job["nodes"], nic=job["nodes"] * node["compute_nics"],
+                                               link=(main.endpoint_links + main.switch_links) * share,
+                                               switch=main.switches * share)
+        result["reliability"].update(_reliability_job(p, categories, job, node, sto, storage_rates))
         _time_and_cost_to_train(result, p, job, facility_w, capex_total, prices)
         _explain_training(result)
     if p["options"]["monte_carlo_replicas"] > 0:
-        result["reliability"]["monte_carlo"] = _monte_carlo(p, categories, gpus, nodes, result)
+        result["reliability"]["monte_carlo"] = _monte_carlo(p, categories, cluster_units, result)
     return result
 
 
@@ -298,31 +304,42 @@ def _failure_categories(rel):
         if rate.ndim:
             raise ScenarioError("cluster.reliability.failures_per_1000_node_days", "takes one value")
         return reliability.meta_node_categories(float(rate))
+    if rel["profile"] == "llama3":
+        return reliability.llama3_categories()
     return reliability.fire_flyer_categories()
 
 
-def _reliability_cluster(categories, gpus, nodes):
-    """Cluster-wide event rates, node availability and MTTR. Rates are linear in GPUs and nodes,
-    so per-scenario work is a few multiply-adds whatever the number of categories."""
-    gpus = np.asarray(gpus, float)
-    nodes = np.asarray(nodes, float)
+def _reliability_cluster(categories, units):
+    """Cluster-wide event rates (job-caused ones at the measured fleet rate), the platform faults
+    that would stop a job spanning the cluster, the fabric's share of them and of repair work,
+    node availability and MTTR."""
+    def per_day(weight, job_fault_factor=1.0):
+        return reliability.rate_per_hour(categories, units, weight, job_fault_factor) * 24
 
-    def per_hour(weight):
-        gpu_rate = sum(c.rate_per_unit_hour * weight(c) for c in categories if c.unit == "gpu")
-        node_rate = sum(c.rate_per_unit_hour * weight(c) for c in categories if c.unit == "node")
-        return gpu_rate * gpus + node_rate * nodes
-
-    down_per_node = per_hour(lambda c: c.repair_h > 0) / nodes
-    repair_hours_per_node = per_hour(lambda c: c.repair_h) / nodes
+    node_level = lambda c: c.unit in ("gpu", "node")  # noqa: E731
+    platform_stops = per_day(lambda c: c.interrupts_job and c.cause == reliability.PLATFORM)
+    fabric_stops = per_day(lambda c: c.interrupts_job and c.fabric)
+    repair_h = per_day(lambda c: c.repair_h)
+    fabric_repair_h = per_day(lambda c: c.repair_h * c.fabric)
+    down_per_node = per_day(lambda c: node_level(c) and c.repair_h > 0, 0.0) / 24 / units["node"]
+    repair_hours_per_node = per_day(lambda c: c.repair_h * node_level(c), 0.0) / 24 / units["node"]
     mttr_h = np.where(down_per_node > 0, repair_hours_per_node / np.where(down_per_node > 0, down_per_node, 1), 0.0)
+    rates = reliability.category_rates(categories, units) * 24
     return {
-        "events_per_day": per_hour(lambda c: 1.0) * 24,
-        "cluster_interruptions_per_day": per_hour(lambda c: c.interrupts_job) * 24,
+        "events_per_day": per_day(lambda c: 1.0),
+        "platform_interruptions_per_day": platform_stops,
+        "fabric_interruptions_per_day": fabric_stops,
+        "fabric_interruption_share": np.where(platform_stops > 0, fabric_stops / np.where(platform_stops > 0,
+                                                                                          platform_stops, 1), 0.0),
+        "repair_hours_per_day": repair_h,
+        "fabric_repair_hours_per_day": fabric_repair_h,
+        "fabric_repair_share": np.where(repair_h > 0, fabric_repair_h / np.where(repair_h > 0, repair_h, 1), 0.0),
         "node_availability": reliability.node_availability(down_per_node, mttr_h),
         "node_mttr_h": mttr_h,
-        "by_category_per_day": {
-            c.key: c.rate_per_unit_hour * (gpus if c.unit == "gpu" else nodes) * 24 for c in categories
-        },
+        "by_category_per_day": {c.key: rates[..., i] for i, c in enumerate(categories)},
+        "categories": [{"key": c.key, "label": c.label, "unit": c.unit, "cause": c.cause, "detection": c.detection,
+                        "interrupts_job": c.interrupts_job, "action": c.action, "repair_h": c.repair_h,
+                        "source": c.source} for c in categories],
     }
 
 
@@ -577,7 +594,6 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
             **{f"{name.replace(' ', '_')}_gb": terms[..., i] / 1e9 for i, name in enumerate(training.MEMORY_TERMS)},
             "dominant_term": label(training.MEMORY_TERMS, dominant),
         },
-        "startup_time_s": training.startup_time_s(job_gpus, params.training),
     }
     if stage_s is not None:  # a transformer: its stages, where its groups run, its FLOPs per token
         out["stage_time_s"] = {name: nan_if_infeasible(stage_s[..., i])
@@ -585,7 +601,7 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
         out["placement"] = placement
         out["flops_per_token"] = model_per_token
     job = {"gpus": job_gpus, "nodes": job_nodes, "step_s": step_s, "tokens_per_step": tokens_per_step,
-           "checkpoint_bytes": checkpoint_bytes, "feasible": feasible}
+           "checkpoint_bytes": checkpoint_bytes, "feasible": feasible, "job_fault_factor": w["job_fault_factor"]}
     return out, job
 
 
@@ -601,41 +617,68 @@ def _cnn_forward_s(w, family, device, job_gpus):
     return samples_per_gpu * np.where(np.isnan(measured), from_flops, measured)
 
 
-def _reliability_job(p, params, categories, job, sto, storage_rates):
+def _reliability_job(p, categories, job, node, sto, storage_rates):
+    """The job's interruptions (platform faults on its parts, its own faults at its stated rate),
+    checkpoint policy, restart time in parts, interval and ETTR (reliability module docstring)."""
     rel = p["cluster"]["reliability"]
-    rate_h = reliability.interruption_rate_per_hour(categories, job["gpus"], job["nodes"])
+    units, factor = job["units"], job["job_fault_factor"]
+    kinds = reliability.restart_kinds(categories, units, factor)
+    rate_h = sum(kinds.values())
     rate_s = rate_h / 3600
     per_node = sto["checkpoint_write_gbyte_s_per_node"]
-    ckpt_s, ckpt_bound = storage.checkpoint_time_s(job["checkpoint_bytes"], job["nodes"], per_node,
-                                                   storage_rates["write"])
+    write_s, write_bound = storage.checkpoint_time_s(job["checkpoint_bytes"], job["nodes"], per_node,
+                                                     storage_rates["write"])
     load_s, load_bound = storage.checkpoint_time_s(job["checkpoint_bytes"], job["nodes"], per_node,
                                                    storage_rates["read"])
-    restart_s = np.where(np.isnan(rel["restart_s"]), training.startup_time_s(job["gpus"], params.training),
-                         rel["restart_s"])
-    optimal = reliability.optimal_interval_s(ckpt_s, rate_s)
-    interval = np.where(np.isnan(rel["checkpoint_interval_s"]), optimal, rel["checkpoint_interval_s"])
-    spares = reliability.spares_needed(job["nodes"], _job_node_availability(categories, job), rel["spare_confidence"])
+    peer_s = job["checkpoint_bytes"] / job["nodes"] / (node["compute_nics"] * node["compute_nic_gbit_s"] / 8 * 1e9)
+    in_memory = rel["checkpoint_in_memory"]
+    load_s = np.where(in_memory, peer_s, load_s)
+    asynchronous = rel["checkpoint_mode"] == "async"
+    snapshot_s = job["checkpoint_bytes"] / job["gpus"] / (node["pcie_bw_gbyte_s"] * 1e9)
+    stall_s = np.where(asynchronous, snapshot_s, write_s)
+    lag_s = np.where(asynchronous, write_s, 0.0)
+    profile = reliability.RESTART_PROFILES[rel["restart_profile"]]
+    timing = {name: np.where(np.isnan(rel[name]), getattr(profile, name), rel[name])
+              for name in reliability.RESTART_TIMING_FIELDS}
+    restart_s, parts, by_kind = reliability.restart_time_s(kinds, timing, job["gpus"], load_s, lag_s)
+    restart_s = np.where(np.isnan(rel["restart_s"]), restart_s, rel["restart_s"])
+    optimal = reliability.optimal_interval_s(stall_s, rate_s)
+    optimal = np.where(asynchronous, np.maximum(optimal, write_s), optimal)
+    given = rel["checkpoint_interval_s"]
+    if np.any(asynchronous & (given < write_s)):
+        raise ScenarioError("cluster.reliability.checkpoint_interval_s",
+                            f"is shorter than the asynchronous checkpoint write ({float(np.max(write_s)):.3g} s): "
+                            "a snapshot cannot start before the previous one is written")
+    interval = np.where(np.isnan(given), optimal, given)
+    spares = reliability.spares_needed(job["nodes"], _reliability_cluster(categories, units)["node_availability"],
+                                       rel["spare_confidence"])
     return {
         "job_interruptions_per_day": rate_h * 24,
         "job_mtbi_h": 1 / rate_h,
-        "checkpoint_time_s": ckpt_s,
-        "checkpoint_bound": label(storage.CHECKPOINT_LABELS, ckpt_bound),
+        "job_by_category_per_day": {
+            c.key: rate for c, rate in zip(categories, np.moveaxis(
+                reliability.category_rates(categories, units, factor) * 24, -1, 0)) if c.interrupts_job},
+        "job_caused_interruptions_per_day": (kinds[(reliability.JOB, reliability.CRASH)]
+                                             + kinds[(reliability.JOB, reliability.HANG)]) * 24,
+        "checkpoint_mode": rel["checkpoint_mode"],
+        "checkpoint_time_s": stall_s,
+        "checkpoint_write_time_s": write_s,
+        "checkpoint_bound": label(storage.CHECKPOINT_LABELS, write_bound),
         "checkpoint_load_time_s": load_s,
-        "checkpoint_load_bound": label(storage.CHECKPOINT_LABELS, load_bound),
+        "checkpoint_load_bound": np.where(in_memory, "peer host memory over the compute NICs",
+                                          label(storage.CHECKPOINT_LABELS, load_bound)),
+        "restart_profile": profile.key,
         "restart_time_s": restart_s,
+        "restart_parts_s": parts,
+        "restart_by_kind_s": by_kind,
         "checkpoint_interval_s": interval,
         "optimal_interval_s": optimal,
-        "young_interval_s": reliability.young_interval_s(ckpt_s, rate_s),
-        "daly_interval_s": reliability.daly_interval_s(ckpt_s, rate_s),
-        "ettr": reliability.ettr_closed_form(interval, ckpt_s, restart_s, rate_s),
-        "ettr_at_optimum": reliability.ettr_closed_form(optimal, ckpt_s, restart_s, rate_s),
+        "young_interval_s": reliability.young_interval_s(stall_s, rate_s),
+        "daly_interval_s": reliability.daly_interval_s(stall_s, rate_s),
+        "ettr": reliability.ettr_closed_form(interval, stall_s, restart_s, rate_s),
+        "ettr_at_optimum": reliability.ettr_closed_form(optimal, stall_s, restart_s, rate_s),
         "spare_nodes": spares,
     }
-
-
-def _job_node_availability(categories, job):
-    cluster = _reliability_cluster(categories, job["gpus"], job["nodes"])
-    return cluster["node_availability"]
 
 
 def _time_and_cost_to_train(result, p, job, facility_w, capex_total, prices):
@@ -667,13 +710,13 @@ def _explain_training(result):
                                         if t["infeasible_reason"] == "does not fit in HBM" else ""))
 
 
-def _monte_carlo(p, categories, gpus, nodes, result):
+def _monte_carlo(p, categories, units, result):
     """Monte Carlo event counts for the whole cluster over the horizon and, with a workload, ETTR."""
     opts = p["options"]
     replicas = int(opts["monte_carlo_replicas"])
     rng = np.random.default_rng(int(opts["seed"]))
     hours = opts["monte_carlo_horizon_h"]
-    counts = reliability.sample_category_counts(categories, gpus, nodes, hours, replicas, rng)
+    counts = reliability.sample_category_counts(categories, units, hours, replicas, rng)
     out = {
         "replicas": replicas,
         "horizon_h": hours,
@@ -725,7 +768,8 @@ def curves(document, params: EngineParams | None = None, result: dict | None = N
     * with a workload, ETTR against the checkpoint interval (the closed form of
       ``reliability.ettr_closed_form``, from a tenth to thirty times the optimum), with the
       optimum and the plan's interval marked (from ``result``, the document's evaluation, when
-      the caller has it).
+      the caller has it), and ETTR against the restart time at the plan's interval (ten seconds
+      to four hours, the plan's restart marked).
     """
     params = params or EngineParams()
     parsed = parse(document)
@@ -750,8 +794,9 @@ def curves(document, params: EngineParams | None = None, result: dict | None = N
     }
     if parsed["has_workload"]:
         out["scaling"] = _scaling(document, parsed, params)
-        out["ettr_vs_interval"] = _ettr_vs_interval(
-            (result or evaluate_parsed(parsed, params))["reliability"])
+        rel = (result or evaluate_parsed(parsed, params))["reliability"]
+        out["ettr_vs_interval"] = _ettr_vs_interval(rel)
+        out["ettr_vs_restart"] = _ettr_vs_restart(rel)
     return to_json(out)
 
 
@@ -764,6 +809,15 @@ def _ettr_vs_interval(rel: dict, points: int = 61):
             "ettr": reliability.ettr_closed_form(intervals, checkpoint_s, restart_s, rate_s),
             "optimal_interval_s": optimum, "ettr_at_optimum": float(np.max(rel["ettr_at_optimum"])),
             "plan_interval_s": float(np.max(rel["checkpoint_interval_s"])), "plan_ettr": float(np.max(rel["ettr"]))}
+
+
+def _ettr_vs_restart(rel: dict, points: int = 61):
+    rate_s = float(np.max(rel["job_interruptions_per_day"])) / SECONDS_PER_DAY
+    interval_s, checkpoint_s = float(np.max(rel["checkpoint_interval_s"])), float(np.max(rel["checkpoint_time_s"]))
+    restarts = np.logspace(1, np.log10(4 * 3600), points)
+    return {"restart_s": restarts, "ettr": reliability.ettr_closed_form(interval_s, checkpoint_s, restarts, rate_s),
+            "interval_s": interval_s, "plan_restart_s": float(np.max(rel["restart_time_s"])),
+            "plan_ettr": float(np.max(rel["ettr"]))}
 
 
 def _scaling(document, parsed, params):

@@ -34,7 +34,7 @@ DEFAULT_OUTPUTS = (
     "compute.cluster_fp16_pflops",
     "collectives.hfreduce.algbw_gbyte_s",
     "collectives.nccl.algbw_gbyte_s",
-    "reliability.cluster_interruptions_per_day",
+    "reliability.platform_interruptions_per_day",
 )
 TRAINING_OUTPUTS = (
     "training.feasible",

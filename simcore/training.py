@@ -53,15 +53,11 @@ class TrainingParams:
         where Torch DDP (VGG16) hides almost nothing and Torch FSDP (GPT2-medium) some; 0.2 (a
         calibration on one system: the FF NCCL series are marked as its calibration points).
     hbm_usable_fraction: share of HBM a framework can allocate (allocator, CUDA context). 0.9.
-    startup_base_s, startup_s_per_rank: job start-up (rendezvous, communicator set-up). Basis:
-        Ascend 10k-card talk, 20-30 minutes for 10k ranks: 60 s + 0.15 s per rank.
     """
 
     dp_overlap_fraction: float = 0.8
     sm_collective_overlap: float = 0.2
     hbm_usable_fraction: float = 0.9
-    startup_base_s: float = 60.0
-    startup_s_per_rank: float = 0.15
 
 
 @dataclass(frozen=True)
@@ -298,10 +294,6 @@ def assemble_step(parts: dict, exposed_dp, data_s):
     stacked = np.stack(np.broadcast_arrays(*ordered), axis=-1)
     bound = np.where(data_s > gpu_s, len(STEP_LABELS) - 1, np.argmax(stacked[..., :-1], axis=-1))
     return total, stacked, bound
-
-
-def startup_time_s(ranks, params: TrainingParams = TrainingParams()):
-    return params.startup_base_s + params.startup_s_per_rank * np.asarray(ranks)
 
 
 def weak_scaling_efficiency(step_s, reference_step_s):

@@ -21,6 +21,7 @@ from planner.models.catalog import (
     validate_positive,
 )
 from simcore import topology
+from simcore.reliability import DEFAULT_RESTART_PROFILE, RESTART_PROFILES
 
 
 class Visibility(models.TextChoices):
@@ -71,7 +72,12 @@ class ClusterPlan(OwnedEntry):
 
     class FailureProfile(models.TextChoices):
         FIRE_FLYER = "fire-flyer", "Fire-Flyer 2 measured rates (Xid table, IB links, host ECC)"
+        LLAMA3 = "llama3", "Llama 3 405B run (Table 5: GPUs, hosts, network parts)"
         PER_NODE_RATE = "per-node-rate", "One per-node failure rate"
+
+    class CheckpointMode(models.TextChoices):
+        SYNC = "sync", "Synchronous (the job stalls for the write)"
+        ASYNC = "async", "Asynchronous (the job stalls for the snapshot to host memory)"
 
     class CorePods(models.TextChoices):
         POWER_OF_TWO = "power_of_two", "Core provisioned for the next power-of-two pod count"
@@ -116,8 +122,19 @@ class ClusterPlan(OwnedEntry):
     checkpoint_interval_s = models.FloatField(
         null=True, blank=True, validators=[validate_positive], help_text="Empty: the ETTR-optimal interval."
     )
+    restart_profile = models.CharField(
+        max_length=24, choices=[(key, profile.label) for key, profile in RESTART_PROFILES.items()],
+        default=DEFAULT_RESTART_PROFILE,
+        help_text="How the platform restarts a job: detection, rescheduling, set-up, warm-up.")
+    collective_timeout_s = models.FloatField(
+        null=True, blank=True, validators=[validate_positive],
+        help_text="Hang detection (the collective's watchdog). Empty: the restart profile's.")
+    checkpoint_mode = models.CharField(max_length=8, choices=CheckpointMode.choices, default=CheckpointMode.SYNC)
+    checkpoint_in_memory = models.BooleanField(
+        default=False, help_text="Redundant checkpoint copies in peer host memory: restarts load over the NICs.")
     restart_s = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.0)], help_text="Empty: the job start-up time."
+        null=True, blank=True, validators=[MinValueValidator(0.0)],
+        help_text="The whole restart, overriding its parts. Empty: from the restart profile's parts."
     )
 
     @property
@@ -269,6 +286,10 @@ class Workload(OwnedEntry):
     tokens_to_train = models.FloatField(null=True, blank=True, validators=[validate_positive])
     preprocess_s_per_sample = models.FloatField(default=0.0, validators=[MinValueValidator(0.0)])
     preprocess_cached = models.BooleanField(default=False)
+    job_fault_factor = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0)],
+        help_text="The job's own faults (software Xids, user errors) as a multiple of the failure profile's "
+                  "measured per-GPU rate: 0 a mature production job, 1 a new job.")
 
     def clean(self):
         errors = {}

@@ -190,7 +190,12 @@ COMPARE_METRICS = [
     ("cluster_fp16_pflops", "cluster FP16 GEMM", "PFLOPS", "compute.cluster_fp16_pflops"),
     ("hfreduce_gbyte_s", "HFReduce across the cluster", "GB/s", "collectives.hfreduce.algbw_gbyte_s"),
     ("nccl_gbyte_s", "NCCL across the cluster", "GB/s", "collectives.nccl.algbw_gbyte_s"),
-    ("interruptions_per_day", "cluster interruptions per day", "1/day", "reliability.cluster_interruptions_per_day"),
+    ("interruptions_per_day", "platform interruptions per day, whole cluster", "1/day",
+     "reliability.platform_interruptions_per_day"),
+    ("fabric_interruption_share", "fabric share of interruptions", "fraction", "reliability.fabric_interruption_share"),
+    ("fabric_interruptions_per_day", "fabric interruptions per day", "1/day", "reliability.fabric_interruptions_per_day"),
+    ("repair_hours_per_day", "repair hours per day", "h/day", "reliability.repair_hours_per_day"),
+    ("fabric_repair_hours_per_day", "fabric repair hours per day", "h/day", "reliability.fabric_repair_hours_per_day"),
     ("node_availability", "node availability", "fraction", "reliability.node_availability"),
     ("step_time_s", "training step", "s", "training.step_time_s"),
     ("mfu", "MFU", "fraction", "training.mfu"),
@@ -203,6 +208,8 @@ COMPARE_METRICS = [
     ("dp_traffic_s", "step: exposed data-parallel traffic", "s", "training.step_parts_s.exposed data-parallel traffic"),
     ("time_to_train_days", "time to train", "days", "training.time_to_train_days"),
     ("cost_to_train", "cost to train", "currency", "training.cost_to_train"),
+    ("job_interruptions_per_day", "job interruptions per day", "1/day", "reliability.job_interruptions_per_day"),
+    ("restart_time_s", "restart time", "s", "reliability.restart_time_s"),
     ("ettr", "effective training time ratio", "fraction", "reliability.ettr"),
 ]
 

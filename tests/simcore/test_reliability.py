@@ -4,9 +4,14 @@ import pytest
 from scipy import stats
 
 from simcore import evaluate
-from simcore.references import FF_2ZONE, LLAMA_13B
+from simcore.errors import ScenarioError
+from simcore.references import FF_2ZONE, FF_3LAYER, LLAMA3_405B, LLAMA3_CLUSTER, LLAMA_13B
 from simcore.reliability import (
+    FF_LINKS,
     FF_XID_COUNTS,
+    JOB,
+    LLAMA3_TABLE5,
+    RESTART_PROFILES,
     XID_CLASSES,
     daly_interval_s,
     ettr_closed_form,
@@ -16,14 +21,17 @@ from simcore.reliability import (
     optimal_interval_s,
     sample_category_counts,
     spares_needed,
+    unit_counts,
     young_interval_s,
 )
+
+FF_UNITS = unit_counts(10_000, 1_250, link=FF_LINKS)
 
 
 def test_xid_generator_reproduces_the_yearly_mix():
     categories = fire_flyer_categories()
     keys = [c.key for c in categories]
-    counts = sample_category_counts(categories, 10_000, 1_250, 8760, replicas=1,
+    counts = sample_category_counts(categories, FF_UNITS, 8760, replicas=1,
                                     rng=np.random.default_rng(2024))[0]
     observed = np.array([sum(counts[keys.index(f"xid-{code}")] for code in codes) for codes in XID_CLASSES.values()])
     expected = np.array([sum(FF_XID_COUNTS[code][1] for code in codes) for codes in XID_CLASSES.values()])
@@ -37,7 +45,7 @@ def test_xid_generator_reproduces_the_yearly_mix():
 
 def test_xid_generator_mean_matches_the_table_over_many_years():
     categories = fire_flyer_categories()
-    counts = sample_category_counts(categories, 10_000, 1_250, 8760, replicas=400, rng=np.random.default_rng(7))
+    counts = sample_category_counts(categories, FF_UNITS, 8760, replicas=400, rng=np.random.default_rng(7))
     xid = [i for i, c in enumerate(categories) if c.key.startswith("xid")]
     assert counts[:, xid].sum(axis=1).mean() == pytest.approx(12_970, rel=0.005)
 
@@ -92,25 +100,111 @@ def test_availability():
     assert node_availability(0.01, 10.0) == pytest.approx(1 / 1.1)
 
 
+def _job(cluster=FF_2ZONE, workload=None, **reliability):
+    cluster = {**cluster, "reliability": {**cluster.get("reliability", {}), **reliability}}
+    return evaluate({"cluster": cluster, "workload": workload or {**LLAMA_13B, "gpus": 512}})["reliability"]
+
+
 def test_scenario_reliability_for_a_job():
     result = evaluate({"cluster": FF_2ZONE, "workload": {**LLAMA_13B, "gpus": 512},
                        "options": {"monte_carlo_replicas": 50, "seed": 5}})
     rel = result["reliability"]
-    expected_rate = sum(c.rate_per_unit_hour * (512 if c.unit == "gpu" else 64)
-                        for c in fire_flyer_categories() if c.interrupts_job)
+    # A production job: platform faults on its 512 GPUs, 64 nodes, 64 NICs and its share of the
+    # fabric's links and switches; the software Xids (job-caused) and Xid 45 (a consequence) do not stop it.
+    share = 64 / 1240
+    links = (1240 + 360) + 1680
+    units = {"gpu": 512, "node": 64, "nic": 64, "link": links * share, "switch": 122 * share}
+    expected = sum(c.rate_per_unit_hour * units[c.unit] for c in fire_flyer_categories()
+                   if c.interrupts_job and c.cause != JOB)
     assert not next(c for c in fire_flyer_categories() if c.key == "xid-45").interrupts_job
-    assert rel["job_interruptions_per_day"] == pytest.approx(expected_rate * 24)
+    assert {c.key for c in fire_flyer_categories() if c.cause == JOB} == {"xid-13", "xid-31", "xid-43", "xid-45"}
+    assert rel["job_interruptions_per_day"] == pytest.approx(expected * 24)
+    assert rel["job_caused_interruptions_per_day"] == 0
+    assert sum(rel["job_by_category_per_day"].values()) == pytest.approx(rel["job_interruptions_per_day"])
     assert rel["checkpoint_interval_s"] == rel["optimal_interval_s"]
     assert rel["ettr"] == rel["ettr_at_optimum"]
-    assert rel["restart_time_s"] == pytest.approx(60 + 0.15 * 512)
+    fast = RESTART_PROFILES["fast-restart"]
+    crash = (fast.crash_detection_s + fast.reschedule_s + rel["checkpoint_load_time_s"] + fast.init_base_s
+             + fast.init_s_per_rank * 512 + fast.warmup_s)
+    assert rel["restart_by_kind_s"]["platform-crash"] == pytest.approx(crash)
+    assert rel["restart_by_kind_s"]["platform-hang"] == pytest.approx(crash - fast.crash_detection_s
+                                                                      + fast.collective_timeout_s)
+    assert rel["restart_by_kind_s"]["job-crash"] == pytest.approx(crash - fast.reschedule_s)
+    # The IB link flash cuts are hangs: the effective restart lies between the crash and hang restarts.
+    assert crash < rel["restart_time_s"] < rel["restart_by_kind_s"]["platform-hang"]
+    assert sum(rel["restart_parts_s"].values()) == pytest.approx(rel["restart_time_s"], rel=0.02)
     assert rel["monte_carlo"]["ettr_mean"] == pytest.approx(rel["ettr"], abs=0.01)
     assert rel["spare_nodes"] >= 1
+
+
+def test_a_new_job_adds_its_own_faults_and_the_fleet_count_stays():
+    production, new = _job(), _job(workload={**LLAMA_13B, "gpus": 512, "job_fault_factor": 1.0})
+    software = sum(count for code, (_, count, _, _) in FF_XID_COUNTS.items() if code in (13, 31, 43))
+    assert new["job_caused_interruptions_per_day"] == pytest.approx(software / (10_000 * 365) * 512)
+    assert new["job_interruptions_per_day"] == pytest.approx(production["job_interruptions_per_day"]
+                                                             + new["job_caused_interruptions_per_day"])
+    assert new["events_per_day"] == production["events_per_day"]
+    assert new["ettr"] < production["ettr"]
+
+
+def test_the_fire_flyer_cluster_stops_a_production_job_only_for_platform_faults():
+    rel = evaluate({"cluster": {**FF_2ZONE, "node_count": 1250}})["reliability"]
+    xid = sum(v for k, v in rel["by_category_per_day"].items() if k.startswith("xid"))
+    assert xid * 365 == pytest.approx(12_970)
+    software = sum(rel["by_category_per_day"][f"xid-{code}"] for code in XID_CLASSES["software"])
+    assert rel["platform_interruptions_per_day"] == pytest.approx(rel["events_per_day"] - software)
+    assert 15 < rel["platform_interruptions_per_day"] < 18  # not the 35.5 a day that counted every Xid
+
+
+def test_more_optics_more_fabric_interruptions_and_repair_work():
+    two, three = (evaluate({"cluster": c})["reliability"] for c in (FF_2ZONE, FF_3LAYER))
+    assert three["fabric_interruptions_per_day"] > two["fabric_interruptions_per_day"]
+    assert three["fabric_repair_hours_per_day"] > two["fabric_repair_hours_per_day"]
+    assert 0 < two["fabric_interruption_share"] < three["fabric_interruption_share"] < 1
+    # Four rails of NICs per node (the Ascend talk's multi-rail) against one: four times the endpoint links.
+    multi = evaluate({"cluster": {**FF_2ZONE, "node": {**FF_2ZONE["node"], "compute_nics": 4},
+                                  "fabric": {**FF_2ZONE["fabric"], "layers": 3, "zones": 1, "interzone_switches": 0,
+                                             "rails": 4}}})["reliability"]
+    assert multi["fabric_interruptions_per_day"] > 2 * three["fabric_interruptions_per_day"]
+
+
+def test_llama3_profile_reproduces_table_5_on_its_own_build():
+    assert sum(row[3] for row in LLAMA3_TABLE5) == 419
+    rel = _job(LLAMA3_CLUSTER, LLAMA3_405B)
+    assert rel["job_interruptions_per_day"] == pytest.approx(419 / 54, rel=0.01)
+    production = _job(LLAMA3_CLUSTER, {**LLAMA3_405B, "job_fault_factor": 0.0})
+    assert production["job_interruptions_per_day"] == pytest.approx((419 - 54) / 54, rel=0.01)
+
+
+def test_asynchronous_checkpoints_stall_less_and_lose_the_write_time():
+    sync, asynchronous = _job(), _job(checkpoint_mode="async")
+    assert asynchronous["checkpoint_time_s"] < sync["checkpoint_time_s"]
+    assert asynchronous["checkpoint_write_time_s"] == sync["checkpoint_write_time_s"]
+    assert asynchronous["restart_parts_s"]["checkpoint_lag"] == sync["checkpoint_write_time_s"]
+    assert asynchronous["checkpoint_interval_s"] >= asynchronous["checkpoint_write_time_s"]
+    with pytest.raises(ScenarioError) as error:
+        _job(checkpoint_mode="async", checkpoint_interval_s=sync["checkpoint_write_time_s"] / 2)
+    assert error.value.field == "cluster.reliability.checkpoint_interval_s"
+
+
+def test_in_memory_copies_load_over_the_nics_and_overrides_replace_profile_parts():
+    from_storage, from_peers = _job(), _job(checkpoint_in_memory=True)
+    assert from_peers["checkpoint_load_bound"] == "peer host memory over the compute NICs"
+    assert from_peers["checkpoint_load_time_s"] != from_storage["checkpoint_load_time_s"]
+    slow = _job(restart_profile="ascend-10k-2025", init_s_per_rank=1.0)
+    assert slow["restart_parts_s"]["init"] == pytest.approx(512.0)
+    assert _job(restart_s=42.0)["restart_time_s"] == 42.0
+    for field, value in (("collective_timeout_s", -1), ("restart_profile", "no-such-platform"),
+                         ("profile", "no-such-profile")):
+        with pytest.raises(ScenarioError) as error:
+            _job(**{field: value})
+        assert error.value.field == f"cluster.reliability.{field}"
 
 
 def test_per_node_rate_profile():
     cluster = {**FF_2ZONE, "reliability": {"profile": "per-node-rate", "failures_per_1000_node_days": 6.5}}
     rel = evaluate({"cluster": cluster})["reliability"]
-    assert rel["cluster_interruptions_per_day"] == pytest.approx(6.5 / 1000 * 1240)
+    assert rel["platform_interruptions_per_day"] == pytest.approx(6.5 / 1000 * 1240)
 
 
 def test_monte_carlo_of_a_segment_that_never_completes_gives_zero_not_an_error():

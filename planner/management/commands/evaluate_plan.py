@@ -16,10 +16,12 @@ TABLE_ROWS = [
     ("FP16 GEMM per GPU", "compute.gemm_fp16_tflops", "TFLOPS"),
     ("HFReduce, whole cluster", "collectives.hfreduce.algbw_gbyte_s", "GB/s"),
     ("NCCL, whole cluster", "collectives.nccl.algbw_gbyte_s", "GB/s"),
-    ("interruptions per day", "reliability.cluster_interruptions_per_day", ""),
+    ("platform interruptions per day", "reliability.platform_interruptions_per_day", ""),
+    ("fabric share of interruptions", "reliability.fabric_interruption_share", ""),
     ("step time", "training.step_time_s", "s"),
     ("MFU", "training.mfu", ""),
     ("time to train", "training.time_to_train_days", "days"),
+    ("restart time", "reliability.restart_time_s", "s"),
     ("ETTR", "reliability.ettr", ""),
 ]
 

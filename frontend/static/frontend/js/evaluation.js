@@ -21,7 +21,7 @@ export function headline(result) {
     ["total price", money(c.capex_total, c.currency)],
     ["facility power", si(result.power.facility_w, "W")],
     ["FP16 GEMM per GPU", `${num(result.compute.gemm_fp16_tflops)} TFLOPS`],
-    ["interruptions per day", num(result.reliability.cluster_interruptions_per_day)],
+    ["platform interruptions per day", num(result.reliability.platform_interruptions_per_day)],
   ];
   if (t) tiles.push(["training step", duration(t.step_time_s)], ["MFU", percent(t.mfu)]);
   return el("dl", { class: "tiles" }, tiles.map(([label, value]) => el("div", { class: "tile" }, el("dt", {}, label), el("dd", {}, value))));
@@ -155,32 +155,74 @@ function collectivesSection(result, curves) {
   return section;
 }
 
+const RESTART_PARTS = {
+  detection: "detection", reschedule: "rescheduling", checkpoint_load: "checkpoint load",
+  init: "rendezvous and set-up", warmup: "warm-up", checkpoint_lag: "asynchronous write lag",
+};
+
+function ettrChart(id, caption, { series, markers, xLabel, title }) {
+  const fig = el("figure", { class: "chart-box", id });
+  lineChart(fig, { series, markers, xLabel, yLabel: "effective training time ratio", xLog: true, title });
+  fig.prepend(el("figcaption", {}, caption));
+  return fig;
+}
+
+function jobCategories(r) {
+  const job = r.job_by_category_per_day;
+  if (!job) return null;
+  const rows = (r.categories || []).filter((c) => c.interrupts_job && job[c.key] > 0)
+    .sort((a, b) => job[b.key] - job[a.key])
+    .map((c) => [c.label, num(job[c.key]), `${c.cause === "job" ? "job-caused" : "platform"}, ${c.detection}, per ${c.unit}`]);
+  const excluded = (r.categories || []).filter((c) => c.interrupts_job && !(job[c.key] > 0)).map((c) => c.label);
+  const section = el("div", {}, table("Categories that interrupt this job, per day", rows));
+  if (excluded.length) {
+    section.append(el("p", { class: "note", id: "excluded-categories" },
+      `Not interrupting this job: ${excluded.join("; ")} (job-caused faults count only at the job's stated rate).`));
+  }
+  return section;
+}
+
 function reliabilitySection(result, curves) {
   const r = result.reliability;
+  const parts = r.restart_parts_s || {};
   const section = el("section", {}, el("h2", {}, "Reliability"), table("Failures and checkpoints", [
-    ["cluster interruptions per day", num(r.cluster_interruptions_per_day)],
+    ["platform interruptions per day, whole cluster", num(r.platform_interruptions_per_day)],
+    ["fabric share of interruptions", percent(r.fabric_interruption_share, 1), `${num(r.fabric_interruptions_per_day)} a day from links, NICs and switches`],
+    ["repair hours per day", num(r.repair_hours_per_day), `fabric ${percent(r.fabric_repair_share, 1)}`],
     ["node availability", percent(r.node_availability, 3)],
-    r.job_interruptions_per_day !== undefined ? ["job interruptions per day", num(r.job_interruptions_per_day)] : null,
-    r.checkpoint_time_s !== undefined ? ["checkpoint write", duration(r.checkpoint_time_s), `bound by ${r.checkpoint_bound}`] : null,
-    r.restart_time_s !== undefined ? ["restart", duration(r.restart_time_s)] : null,
+    r.job_interruptions_per_day !== undefined ? ["job interruptions per day", num(r.job_interruptions_per_day),
+      `of which job-caused ${num(r.job_caused_interruptions_per_day)}`] : null,
+    r.checkpoint_time_s !== undefined ? [`checkpoint stall (${r.checkpoint_mode})`, duration(r.checkpoint_time_s),
+      `write ${duration(r.checkpoint_write_time_s)}, bound by ${r.checkpoint_bound}`] : null,
+    r.restart_time_s !== undefined ? ["restart", duration(r.restart_time_s),
+      `${r.restart_profile}; after a crash ${duration(r.restart_by_kind_s["platform-crash"])}, after a hang ${duration(r.restart_by_kind_s["platform-hang"])}`] : null,
     r.optimal_interval_s !== undefined ? ["optimal checkpoint interval", duration(r.optimal_interval_s),
       `Young ${duration(r.young_interval_s)}, Daly ${duration(r.daly_interval_s)}`] : null,
     r.ettr !== undefined ? ["ETTR at the plan's interval", percent(r.ettr, 2)] : null,
     r.spare_nodes !== undefined ? ["spare nodes (99%)", num(r.spare_nodes)] : null,
   ]));
+  if (r.restart_parts_s) {
+    section.append(table("Restart time in parts (rate-weighted over the kinds of failure)",
+      Object.entries(RESTART_PARTS).map(([key, name]) => [name, duration(parts[key])])));
+  }
+  const job = jobCategories(r);
+  if (job) section.append(job);
   const byCategory = Object.entries(r.by_category_per_day || {}).sort((a, b) => b[1] - a[1]);
   if (byCategory.length) {
-    section.append(table("Failures per day by category", byCategory.map(([k, v]) => [k, num(v)])));
+    section.append(table("Events per day by category, whole cluster", byCategory.map(([k, v]) => [k, num(v)])));
   }
   if (curves?.ettr_vs_interval) {
     const e = curves.ettr_vs_interval;
-    const fig = el("figure", { class: "chart-box", id: "ettr-chart" });
-    section.append(fig);
     const markers = [{ x: e.optimal_interval_s, label: `optimum ${duration(e.optimal_interval_s)}: ETTR ${percent(e.ettr_at_optimum, 2)}` }];
     if (Math.abs(e.plan_interval_s / e.optimal_interval_s - 1) > 1e-6) markers.push({ x: e.plan_interval_s, label: `plan ${duration(e.plan_interval_s)}` });
-    lineChart(fig, { series: [{ name: "ETTR", x: e.interval_s, y: e.ettr }], markers, xLabel: "checkpoint interval (s)",
-      yLabel: "effective training time ratio", xLog: true, title: "ETTR against checkpoint interval" });
-    fig.prepend(el("figcaption", {}, "Effective training time ratio against checkpoint interval, optimum marked"));
+    section.append(ettrChart("ettr-chart", "Effective training time ratio against checkpoint interval, optimum marked",
+      { series: [{ name: "ETTR", x: e.interval_s, y: e.ettr }], markers, xLabel: "checkpoint interval (s)", title: "ETTR against checkpoint interval" }));
+  }
+  if (curves?.ettr_vs_restart) {
+    const e = curves.ettr_vs_restart;
+    section.append(ettrChart("ettr-restart-chart", "Effective training time ratio against restart time at the plan's interval, the plan's restart marked",
+      { series: [{ name: "ETTR", x: e.restart_s, y: e.ettr }], markers: [{ x: e.plan_restart_s, label: `plan ${duration(e.plan_restart_s)}: ETTR ${percent(e.plan_ettr, 2)}` }],
+        xLabel: "restart time (s)", title: "ETTR against restart time" }));
   }
   return section;
 }
