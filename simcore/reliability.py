@@ -290,6 +290,25 @@ RESTART_TIMING_FIELDS = ("crash_detection_s", "collective_timeout_s", "reschedul
                          "init_s_per_rank", "warmup_s")
 
 
+def restart_timing(profile: str, **overrides) -> dict:
+    """A restart profile's timing fields, each replaced by its override where one is given (not
+    None or NaN; arrays broadcast)."""
+    if profile not in RESTART_PROFILES:
+        raise ScenarioError("reliability.restart_profile", f"unknown profile '{profile}'")
+    base = RESTART_PROFILES[profile]
+    timing = {}
+    for name in RESTART_TIMING_FIELDS:
+        given = np.asarray(np.nan if overrides.get(name) is None else overrides[name], float)
+        timing[name] = np.where(np.isnan(given), getattr(base, name), given)
+    return timing
+
+
+def job_interruptions(categories, units: dict, job_fault_factor, timing: dict, ranks, load_s, lag_s=0.0):
+    """A job's interruption rate (per hour, by kind) and restart (effective R, parts, per kind)."""
+    kinds = restart_kinds(categories, units, job_fault_factor)
+    return (kinds, *restart_time_s(kinds, timing, ranks, load_s, lag_s))
+
+
 def restart_kinds(categories, units: dict, job_fault_factor):
     """Interrupting rate per hour by (cause, detection) kind: {(cause, detection): array}."""
     return {(cause, detection): interruption_rate_per_hour(

@@ -198,6 +198,8 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
             "core_switches": fabric_total.core_switches,
             "interzone_switches": fabric_total.interzone_switches,
             "compute_fabric_switches": main.switches,
+            "compute_fabric_leaf_switches": main.leaf_switches,
+            "compute_fabric_links": main.endpoint_links + main.switch_links,
             "storage_plane_switches": storage_fabric.switches,
             "endpoints": fabric_total.endpoints,
             "capacity_endpoints": main.capacity_endpoints,
@@ -622,9 +624,6 @@ def _reliability_job(p, categories, job, node, sto, storage_rates):
     checkpoint policy, restart time in parts, interval and ETTR (reliability module docstring)."""
     rel = p["cluster"]["reliability"]
     units, factor = job["units"], job["job_fault_factor"]
-    kinds = reliability.restart_kinds(categories, units, factor)
-    rate_h = sum(kinds.values())
-    rate_s = rate_h / 3600
     per_node = sto["checkpoint_write_gbyte_s_per_node"]
     write_s, write_bound = storage.checkpoint_time_s(job["checkpoint_bytes"], job["nodes"], per_node,
                                                      storage_rates["write"])
@@ -637,10 +636,12 @@ def _reliability_job(p, categories, job, node, sto, storage_rates):
     snapshot_s = job["checkpoint_bytes"] / job["gpus"] / (node["pcie_bw_gbyte_s"] * 1e9)
     stall_s = np.where(asynchronous, snapshot_s, write_s)
     lag_s = np.where(asynchronous, write_s, 0.0)
-    profile = reliability.RESTART_PROFILES[rel["restart_profile"]]
-    timing = {name: np.where(np.isnan(rel[name]), getattr(profile, name), rel[name])
-              for name in reliability.RESTART_TIMING_FIELDS}
-    restart_s, parts, by_kind = reliability.restart_time_s(kinds, timing, job["gpus"], load_s, lag_s)
+    timing = reliability.restart_timing(rel["restart_profile"],
+                                        **{name: rel[name] for name in reliability.RESTART_TIMING_FIELDS})
+    kinds, restart_s, parts, by_kind = reliability.job_interruptions(categories, units, factor, timing, job["gpus"],
+                                                                     load_s, lag_s)
+    rate_h = sum(kinds.values())
+    rate_s = rate_h / 3600
     restart_s = np.where(np.isnan(rel["restart_s"]), restart_s, rel["restart_s"])
     optimal = reliability.optimal_interval_s(stall_s, rate_s)
     optimal = np.where(asynchronous, np.maximum(optimal, write_s), optimal)
@@ -667,7 +668,7 @@ def _reliability_job(p, categories, job, node, sto, storage_rates):
         "checkpoint_load_time_s": load_s,
         "checkpoint_load_bound": np.where(in_memory, "peer host memory over the compute NICs",
                                           label(storage.CHECKPOINT_LABELS, load_bound)),
-        "restart_profile": profile.key,
+        "restart_profile": rel["restart_profile"],
         "restart_time_s": restart_s,
         "restart_parts_s": parts,
         "restart_by_kind_s": by_kind,

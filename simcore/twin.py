@@ -1,12 +1,19 @@
 """The digital twin's simulator: a cluster's components and jobs advancing in simulated time.
 
-State lives in NumPy arrays (a state code per GPU and per node; arrays per job). NIC, link and
-host faults act through their failure categories on the node they hit (an IB link flash cut
-interrupts the node's job); links and switches are not separate components yet.
-failures are drawn per category for a whole interval at once (Poisson counts, uniform times,
-uniform targets) from the engine's reliability model. Only the few events of an interval are
-handled one by one, in time order, with every job advanced to each event's time in one vector
-step: no loop over GPUs or nodes.
+State lives in NumPy arrays (a state code per GPU and per node, a repair deadline per leaf
+switch, arrays per job). Platform failures are drawn per category for a whole interval at once
+(Poisson counts, uniform times, uniform targets over the category's parts) from the engine's
+reliability model; job-caused failures are drawn per job at the job's own rate and stop only
+that job. Only the few events of an interval are handled one by one, in time order, with every
+job advanced to each event's time in one vector step: no loop over GPUs or nodes.
+
+Fabric parts (``Fabric``): a node's own links and NICs (the first nodes x nics_per_node links)
+take the node out until they are swapped; every other link and every switch belongs to a leaf
+(round robin), and the nodes are spread evenly over the leaves. A switch failure takes its leaf
+down until repaired, so every node below it is unusable and their jobs stop; a switch-to-switch
+link failure stops the jobs on its leaf's nodes and is rerouted around (no lasting state). A
+node with ``exclude_after`` platform faults within a week is excluded until the next weekly
+validation run returns it (FF VII: the HAI Platform's weekly validator).
 
 Jobs follow Fire-Flyer's HAI Platform: node-granular, each job holds whole nodes, checkpoints
 every ``interval_s`` of work at a cost of ``checkpoint_s``, and on an interruption loses the work
@@ -21,13 +28,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simcore.errors import ScenarioError
-from simcore.reliability import FailureCategory, fire_flyer_categories
+from simcore.reliability import (
+    JOB,
+    FailureCategory,
+    ettr_closed_form,
+    fire_flyer_categories,
+    interruption_rate_per_hour,
+    unit_counts,
+)
 
 HEALTHY, DEGRADED, FAILED, REPAIR, DRAINED = 0, 1, 2, 3, 4
 STATE_NAMES = ("healthy", "degraded", "failed", "under repair", "drained")
 RUNNING, RESTARTING, WAITING, DONE = 0, 1, 2, 3
 JOB_STATE_NAMES = ("running", "restarting", "waiting for nodes", "done")
 SECONDS_PER_HOUR = 3600.0
+WEEK_S = 7 * 86400.0  # fault window for exclusion, and FF's validation period
 
 
 @dataclass
@@ -40,6 +55,17 @@ class Job:
     interval_s: float
     checkpoint_s: float
     restart_s: float
+    fault_factor: float = 0.0  # its own faults at this multiple of the profile's per-GPU rate
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """The fabric parts failures land on (counts from the plan's bill of materials)."""
+
+    nics_per_node: int = 1
+    links: int = 0  # endpoint and switch-to-switch links
+    leaves: int = 0
+    switches: int = 0
 
 
 @dataclass
@@ -61,6 +87,8 @@ class Twin:
     gpus_per_node: int
     jobs: list[Job]
     categories: list[FailureCategory] = field(default_factory=fire_flyer_categories)
+    fabric: Fabric = field(default_factory=Fabric)
+    exclude_after: int = 0  # platform faults within a week after which a node is excluded; 0: never
     time_s: float = 0.0
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
     gpu_state: np.ndarray = None
@@ -76,6 +104,8 @@ class Twin:
     job_finished_s: np.ndarray = None  # NaN until the job is done
     job_interruptions: np.ndarray = None
     job_lost_s: np.ndarray = None  # wall time lost to rework and restarts (times the job's GPUs = GPU-seconds)
+    leaf_repair_until: np.ndarray = None  # per leaf switch, simulated seconds (0: up)
+    node_fault_times: np.ndarray = None  # per node, its last ``exclude_after`` platform faults (newest first)
 
     def __post_init__(self):
         if self.nodes < 1 or self.gpus_per_node < 1:
@@ -86,15 +116,29 @@ class Twin:
             for name in ("nodes", "work_s", "interval_s", "checkpoint_s"):
                 if getattr(job, name) <= 0:
                     raise ScenarioError(f"twin.jobs.{i}.{name}", "must be greater than zero")
-            if job.restart_s < 0:
-                raise ScenarioError(f"twin.jobs.{i}.restart_s", "must be zero or more")
-        if self.gpu_state is None:
-            self._fresh_state()
+            for name in ("restart_s", "fault_factor"):
+                if getattr(job, name) < 0:
+                    raise ScenarioError(f"twin.jobs.{i}.{name}", "must be zero or more")
+        f = self.fabric
+        if f.nics_per_node < 1 or min(f.links, f.leaves, f.switches) < 0 or (f.links or f.switches) and not f.leaves:
+            raise ScenarioError("twin.fabric", "needs at least one NIC per node, and leaves for its links and switches")
+        if self.exclude_after < 0:
+            raise ScenarioError("twin.exclude_after", "must be zero (never) or more")
+        self._units = unit_counts(self.gpus, self.nodes, link=max(f.links, self.nodes * f.nics_per_node),
+                                  nic=self.nodes * f.nics_per_node, switch=f.switches)
         per_unit = np.array([c.rate_per_unit_hour for c in self.categories]) / SECONDS_PER_HOUR
-        units = np.array([self.gpus if c.unit == "gpu" else self.nodes for c in self.categories], float)
-        self._rates_s = per_unit * units  # events per simulated second, cluster-wide, by category
+        self._platform = np.array([c.cause != JOB for c in self.categories])
+        units = np.array([self._units[c.unit] for c in self.categories], float)
+        self._rates_s = np.where(self._platform, per_unit * units, 0.0)  # cluster-wide, by category
+        self._job_rates_s = np.where(self._platform, 0.0, per_unit)  # per GPU of the job that causes it
         self._interrupts = np.array([c.interrupts_job for c in self.categories])
         self._repair_s = np.array([c.repair_h for c in self.categories]) * SECONDS_PER_HOUR
+        self._node_leaf = (np.arange(self.nodes) * f.leaves // self.nodes) if f.leaves else np.zeros(self.nodes, int)
+        if self.gpu_state is None:
+            self._fresh_state()
+        if self.leaf_repair_until is None:  # a state saved before the fabric had components
+            self.leaf_repair_until = np.zeros(f.leaves)
+            self.node_fault_times = np.full((self.nodes, max(self.exclude_after, 1)), -np.inf)
 
     @property
     def gpus(self) -> int:
@@ -115,6 +159,8 @@ class Twin:
         self.job_finished_s = np.full(n, np.nan)
         self.job_interruptions = np.zeros(n, np.int64)
         self.job_lost_s = np.zeros(n)
+        self.leaf_repair_until = np.zeros(self.fabric.leaves)
+        self.node_fault_times = np.full((self.nodes, max(self.exclude_after, 1)), -np.inf)
         self._schedule([])
 
     # --- jobs -------------------------------------------------------------------------------
@@ -171,7 +217,7 @@ class Twin:
 
     def _schedule(self, events: list):
         """Give every job whole healthy nodes, replacing failed ones from the idle pool."""
-        usable = (self.node_state == HEALTHY) & ~self.node_drained
+        usable = (self.node_state == HEALTHY) & ~self.node_drained & self._leaf_up()
         self.node_job[~usable & (self.node_job >= 0)] = -1
         for job, spec in enumerate(self.jobs):  # a handful of jobs
             if self.job_state[job] == DONE:
@@ -195,31 +241,89 @@ class Twin:
                     events.append(TwinEvent(self.time_s, "job-waiting", job=job,
                                             message=f"{spec.name}: waiting for {missing} healthy node(s)"))
 
+    def _leaf_up(self):
+        if not self.fabric.leaves:
+            return np.ones(self.nodes, bool)
+        return (self.leaf_repair_until <= self.time_s)[self._node_leaf]
+
     # --- failures ---------------------------------------------------------------------------
 
-    def apply_failure(self, category_index: int, *, gpu: int = -1, node: int = -1, kind: str = "failure",
-                      events: list | None = None) -> list:
-        """A failure of one category on a GPU (GPU-level categories) or a node, with its action."""
+    def apply_failure(self, category_index: int, *, gpu: int = -1, node: int = -1, part: int = -1,
+                      kind: str = "failure", events: list | None = None) -> list:
+        """A platform failure of one category on a GPU, a node, or a fabric part (``part``: the
+        category's NIC, link or switch index), with its action."""
         events = [] if events is None else events
         category = self.categories[category_index]
-        if category.unit == "gpu":
+        if category.cause == JOB:
+            raise ScenarioError("category", f"{category.key} is job-caused: it stops only its job (give the job)")
+        unit, f = category.unit, self.fabric
+        repair_s = self._repair_s[category_index]
+        leaf = -1
+        if unit == "gpu":
             if not 0 <= gpu < self.gpus:
                 raise ScenarioError("target.gpu", f"must be a GPU index below {self.gpus}")
             node = gpu // self.gpus_per_node
-        elif not 0 <= node < self.nodes:
-            raise ScenarioError("target.node", f"must be a node index below {self.nodes}")
-        repair_s = self._repair_s[category_index]
-        if repair_s > 0:
-            if category.unit == "gpu":
-                self.gpu_state[gpu] = FAILED if category.action in ("gpu-reset", "node-reboot") else REPAIR
-            self.node_state[node] = REPAIR if category.action == "replace" else FAILED
-            self.repair_until[node] = max(self.repair_until[node], self.time_s + repair_s)
+        elif unit == "node":
+            if not 0 <= node < self.nodes:
+                raise ScenarioError("target.node", f"must be a node index below {self.nodes}")
+        else:
+            count = int(self._units[unit])
+            if not 0 <= part < count:
+                raise ScenarioError("target.part", f"must be a {unit} index below {count}")
+            own_links = self.nodes * f.nics_per_node
+            if unit == "nic" or (unit == "link" and part < own_links):
+                node = part // f.nics_per_node
+            else:
+                leaf = (part - own_links if unit == "link" else part) % f.leaves
+        where = f"node {node}" if node >= 0 else f"leaf {leaf}"
         events.append(TwinEvent(self.time_s, kind, category=category.key, gpu=gpu, node=node,
-                                message=f"{category.label} ({category.action})"))
-        job = int(self.node_job[node])
-        if job >= 0 and self._interrupts[category_index]:
-            self._interrupt(job, events, category.label)
+                                message=f"{category.label} ({category.action}, {where})"))
+        if node >= 0:
+            hit = np.array([node])
+            if repair_s > 0:
+                if unit == "gpu":
+                    self.gpu_state[gpu] = FAILED if category.action in ("gpu-reset", "node-reboot") else REPAIR
+                self.node_state[node] = REPAIR if category.action in ("replace", "part-swap") else FAILED
+                self.repair_until[node] = max(self.repair_until[node], self.time_s + repair_s)
+            self._count_fault(node, events)
+        else:
+            hit = np.flatnonzero(self._node_leaf == leaf)
+            if unit == "switch":
+                self.leaf_repair_until[leaf] = max(self.leaf_repair_until[leaf], self.time_s + repair_s)
+        if self._interrupts[category_index]:
+            for job in np.unique(self.node_job[hit][self.node_job[hit] >= 0]):  # the jobs on the hit nodes
+                self._interrupt(int(job), events, category.label)
         self._schedule(events)
+        return events
+
+    def _count_fault(self, node: int, events: list):
+        """Record a platform fault; the ``exclude_after``-th within a week excludes the node until
+        the next weekly validation."""
+        times = self.node_fault_times[node]
+        times[1:] = times[:-1].copy()
+        times[0] = self.time_s
+        if self.exclude_after and self.time_s - times[-1] <= WEEK_S:
+            back = (np.floor(self.time_s / WEEK_S) + 1) * WEEK_S
+            self.node_state[node] = REPAIR
+            self.repair_until[node] = max(self.repair_until[node], back)
+            times[:] = -np.inf
+            events.append(TwinEvent(self.time_s, "excluded", node=node, message=(
+                f"node {node} excluded after {self.exclude_after} faults in a week, until the validation "
+                f"at {back / 86400:.0f} d")))
+
+    def apply_job_fault(self, category_index: int, job: int, *, kind: str = "failure",
+                        events: list | None = None) -> list:
+        """A job-caused failure: it stops its own job only; the hardware stays in service."""
+        events = [] if events is None else events
+        category = self.categories[category_index]
+        if category.cause != JOB:
+            raise ScenarioError("category", f"{category.key} is a platform fault: give the GPU or node it hit")
+        if not 0 <= job < len(self.jobs):
+            raise ScenarioError("target.job", f"must be a job index below {len(self.jobs)}")
+        events.append(TwinEvent(self.time_s, kind, category=category.key, job=job,
+                                message=f"{category.label} in {self.jobs[job].name}"))
+        if self._interrupts[category_index]:
+            self._interrupt(job, events, category.label)
         return events
 
     def set_drained(self, node: int, drained: bool, events: list | None = None) -> list:
@@ -246,6 +350,12 @@ class Twin:
         return events
 
     def _repair(self, events: list):
+        leaves = np.flatnonzero((self.leaf_repair_until > 0) & (self.leaf_repair_until <= self.time_s))
+        if leaves.size:
+            self.leaf_repair_until[leaves] = 0.0
+            events.extend(TwinEvent(self.time_s, "repaired", message=f"leaf switch {leaf} back in service")
+                          for leaf in leaves)
+            self._schedule(events)
         due = (self.repair_until > 0) & (self.repair_until <= self.time_s)
         if not due.any():
             return
@@ -266,30 +376,57 @@ class Twin:
         end = self.time_s + dt
         counts = self.rng.poisson(self._rates_s * dt)
         category = np.repeat(np.arange(len(self.categories)), counts)
-        times = self.time_s + self.rng.random(category.size) * dt
-        units = np.array([self.gpus if self.categories[c].unit == "gpu" else self.nodes for c in category], int)
+        units = np.array([self._units[self.categories[c].unit] for c in category], float)
         targets = (self.rng.random(category.size) * units).astype(np.int64)
-        order = np.argsort(times, kind="stable")
-        for i in order:  # the interval's few events, in time order
+        job_gpus = np.array([j.nodes * self.gpus_per_node * j.fault_factor for j in self.jobs], float)
+        job_counts = self.rng.poisson(np.outer(job_gpus, self._job_rates_s) * dt)  # (jobs, categories)
+        job_of, job_category = np.nonzero(job_counts)
+        job_of, job_category = (np.repeat(a, job_counts[job_of, job_category]) for a in (job_of, job_category))
+        category = np.concatenate([category, job_category])
+        targets = np.concatenate([targets, job_of])
+        is_job = np.arange(category.size) >= counts.sum()
+        times = self.time_s + self.rng.random(category.size) * dt
+        for i in np.argsort(times, kind="stable"):  # the interval's few events, in time order
             self._step_to(times[i], events)
-            c = int(category[i])
-            if self.categories[c].unit == "gpu":
-                self.apply_failure(c, gpu=int(targets[i]), events=events)
+            c, target = int(category[i]), int(targets[i])
+            unit = self.categories[c].unit
+            if is_job[i]:
+                if self.job_state[target] in (RUNNING, RESTARTING):
+                    self.apply_job_fault(c, target, events=events)
+            elif unit == "gpu":
+                self.apply_failure(c, gpu=target, events=events)
+            elif unit == "node":
+                self.apply_failure(c, node=target, events=events)
             else:
-                self.apply_failure(c, node=int(targets[i]), events=events)
+                self.apply_failure(c, part=target, events=events)
         self._step_to(end, events)
         return events
 
     def _step_to(self, when: float, events: list):
         """Advance jobs to ``when``, stopping at any repairs due on the way."""
         while True:
-            pending = self.repair_until[(self.repair_until > self.time_s) & (self.repair_until <= when)]
+            deadlines = np.concatenate([self.repair_until, self.leaf_repair_until])
+            pending = deadlines[(deadlines > self.time_s) & (deadlines <= when)]
             stop = float(pending.min()) if pending.size else when
             self._run_jobs(stop - self.time_s, events)
             self.time_s = stop
             self._repair(events)
             if stop >= when:
                 return
+
+    def expected_rate_per_s(self, job: int) -> float:
+        """The closed form's interruption rate for a job: platform faults on the parts it holds
+        (its nodes, their NICs and links, and its leaves' share of the other links and switches)
+        plus its own faults at its rate."""
+        spec, f = self.jobs[job], self.fabric
+        held = np.flatnonzero(self.node_job == job)
+        nodes = held if held.size == spec.nodes else np.arange(spec.nodes)
+        leaf_share = np.unique(self._node_leaf[nodes]).size / f.leaves if f.leaves else 0.0
+        own_links = self.nodes * f.nics_per_node
+        exposure = unit_counts(spec.nodes * self.gpus_per_node, spec.nodes, nic=spec.nodes * f.nics_per_node,
+                               link=spec.nodes * f.nics_per_node + max(self._units["link"] - own_links, 0) * leaf_share,
+                               switch=f.switches * leaf_share)
+        return float(interruption_rate_per_hour(self.categories, exposure, spec.fault_factor)) / SECONDS_PER_HOUR
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -307,6 +444,8 @@ class Twin:
             "gpus": self.gpus,
             "gpus_by_state": {name: int((self.gpu_state == code).sum()) for code, name in enumerate(STATE_NAMES)},
             "nodes_by_state": {name: int((self.node_state == code).sum()) for code, name in enumerate(STATE_NAMES)},
+            "leaf_switches_down": int((self.leaf_repair_until > self.time_s).sum()),
+
             "utilization": float((self.node_job >= 0).sum() / self.nodes),
             "goodput_gpu_hours": float((self.job_committed_s * job_gpus).sum() / SECONDS_PER_HOUR),
             "lost_gpu_hours": float((self.job_lost_s * job_gpus).sum() / SECONDS_PER_HOUR),
@@ -314,7 +453,10 @@ class Twin:
             "jobs": [
                 {"name": job.name, "state": JOB_STATE_NAMES[self.job_state[i]], "nodes": job.nodes,
                  "progress": float(self.job_committed_s[i] / job.work_s), "ettr": float(ettr[i]),
+                 "ettr_closed_form": float(ettr_closed_form(job.interval_s, job.checkpoint_s, job.restart_s,
+                                                            self.expected_rate_per_s(i))),
                  "interruptions": int(self.job_interruptions[i]),
+                 "goodput_gpu_hours": float(self.job_committed_s[i] * job_gpus[i] / SECONDS_PER_HOUR),
                  "forecast_remaining_s": None if not np.isfinite(rate[i]) else float(remaining[i] / rate[i])}
                 for i, job in enumerate(self.jobs)
             ],
@@ -324,7 +466,7 @@ class Twin:
 
     ARRAYS = ("gpu_state", "node_state", "repair_until", "node_drained", "node_job", "job_state",
               "job_committed_s", "job_segment_s", "job_restart_left_s", "job_started_s", "job_finished_s",
-              "job_interruptions", "job_lost_s")
+              "job_interruptions", "job_lost_s", "leaf_repair_until", "node_fault_times")
 
     def to_bytes(self) -> bytes:
         """Everything needed to continue exactly: arrays, clock and the random generator's state."""
@@ -334,11 +476,12 @@ class Twin:
         return buffer.getvalue()
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, nodes, gpus_per_node, jobs, categories=None) -> "Twin":
+    def from_bytes(cls, data: bytes, *, nodes, gpus_per_node, jobs, categories=None, fabric=None,
+                   exclude_after=0) -> "Twin":
         with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in cls.ARRAYS}
+            arrays = {k: npz[k] for k in cls.ARRAYS if k in npz}
             meta = json.loads(str(npz["meta"]))
         rng = np.random.default_rng()
         rng.bit_generator.state = meta["rng"]
-        return cls(nodes=nodes, gpus_per_node=gpus_per_node, jobs=jobs,
-                   categories=categories or fire_flyer_categories(), time_s=meta["time_s"], rng=rng, **arrays)
+        return cls(nodes=nodes, gpus_per_node=gpus_per_node, jobs=jobs, categories=categories or fire_flyer_categories(),
+                   fabric=fabric or Fabric(), exclude_after=exclude_after, time_s=meta["time_s"], rng=rng, **arrays)

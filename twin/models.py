@@ -28,9 +28,17 @@ class Twin(models.Model):
     visibility = models.CharField(max_length=8, choices=Visibility.choices, default=Visibility.PRIVATE)
     node_count = models.PositiveIntegerField(help_text="The cluster's nodes when the twin was made.")
     gpus_per_node = models.PositiveIntegerField()
+    failure_profile = models.CharField(max_length=16, choices=ClusterPlan.FailureProfile.choices,
+                                       default=ClusterPlan.FailureProfile.FIRE_FLYER)
     failures_per_1000_node_days = models.FloatField(
-        null=True, blank=True, help_text="The plan's per-node failure rate, or empty for the Fire-Flyer profile.")
-    jobs = models.JSONField(help_text="The job mix: name, nodes, work_s, interval_s, checkpoint_s, restart_s.")
+        null=True, blank=True, help_text="The plan's per-node failure rate (the per-node-rate profile).")
+    fabric = models.JSONField(default=dict, help_text="The compute fabric's parts: nics_per_node, links, leaves, "
+                                                      "switches (from the plan's bill of materials).")
+    exclude_after = models.PositiveIntegerField(
+        default=3, help_text="Platform faults within a week after which a node is excluded until the next weekly "
+                             "validation; 0: never.")
+    jobs = models.JSONField(help_text="The job mix: name, nodes, work_s, interval_s, checkpoint_s, restart_s and "
+                                      "optionally fault_factor.")
     pci_bus_ids = models.JSONField(help_text="PCI bus id of each GPU of a node, in GPU order, to map Xid lines.")
     sim_time_s = models.FloatField(default=0.0)
     state = models.BinaryField(help_text="The simulator's arrays, clock and random-generator state.")

@@ -26,6 +26,8 @@ DEFAULT_PCI_BUS_IDS = [f"0000:{bus:02x}:00.0" for bus in (0x07, 0x0f, 0x47, 0x4e
 XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): "
                       r"(?P<xid>\d+),")
 JOB_FIELDS = ("name", "nodes", "work_s", "interval_s", "checkpoint_s", "restart_s")
+OPTIONAL_JOB_FIELDS = {"fault_factor": 0.0}
+DEFAULT_CHECKPOINT_S = 60.0
 
 
 class StaleTwin(RuntimeError):
@@ -48,36 +50,56 @@ def twin_group(twin_id: int) -> str:
     return f"twin.{twin_id}"
 
 
-def _categories(failures_per_1000_node_days):
-    if failures_per_1000_node_days is not None:
+def _categories(profile: str, failures_per_1000_node_days=None):
+    if profile == "per-node-rate":
         return reliability.meta_node_categories(failures_per_1000_node_days)
+    if profile == "llama3":
+        return reliability.llama3_categories()
     return reliability.fire_flyer_categories()
 
 
 def twin_categories(twin: Twin) -> list[dict]:
-    """The failure categories a twin can inject: key, label, whether a GPU or a node fails, what fixes it."""
-    return [{"key": c.key, "label": c.label, "unit": c.unit, "action": c.action, "repair_h": c.repair_h}
-            for c in _categories(twin.failures_per_1000_node_days)]
+    """The failure categories a twin can inject: key, label, what fails (a GPU, a node, a NIC, a
+    link, a switch), whether the platform or the job causes it, what fixes it."""
+    return [{"key": c.key, "label": c.label, "unit": c.unit, "cause": c.cause, "action": c.action,
+             "repair_h": c.repair_h} for c in _categories(twin.failure_profile, twin.failures_per_1000_node_days)]
 
 
 def _plan_rate(plan):
     return plan.failures_per_1000_node_days if plan.failure_profile == "per-node-rate" else None
 
 
-def default_jobs(plan) -> list[dict]:
-    """One job on all but a spare pool of nodes (the spares the engine sizes at 99%), with the
-    plan's checkpoint policy and restart time (or the engine's optimum and start-up time)."""
-    result = simcore.evaluate(scenario_document(plan))
+def _fabric(twin: Twin) -> engine.Fabric:
+    return engine.Fabric(**twin.fabric) if twin.fabric else engine.Fabric()
+
+
+def plan_fabric(plan, result: dict) -> dict:
+    """The compute fabric's parts as the twin counts them, from the plan's evaluation."""
+    fabric = result["fabric"]
+    return {"nics_per_node": plan.node_type.compute_nics_per_node, "links": int(fabric["compute_fabric_links"]),
+            "leaves": int(fabric["compute_fabric_leaf_switches"]), "switches": int(fabric["compute_fabric_switches"])}
+
+
+def default_jobs(plan, result: dict | None = None) -> list[dict]:
+    """One production job on all but a spare pool of nodes (the spares the engine sizes at 99%),
+    with the plan's checkpoint interval (or the optimum for a 60-s checkpoint) and the restart its
+    restart profile gives (or the plan's)."""
+    result = result or simcore.evaluate(scenario_document(plan))
     nodes = int(result["cluster"]["nodes"])
-    spares = int(max(1, min(nodes // 10, np.ceil(nodes * (1 - result["reliability"]["node_availability"]) * 10))))
+    spares = int(min(max(1, reliability.spares_needed(nodes, result["reliability"]["node_availability"])), nodes // 2))
     job_nodes = max(1, nodes - spares)
     gpus = job_nodes * plan.node_type.accelerators_per_node
-    rate_s = reliability.interruption_rate_per_hour(_categories(_plan_rate(plan)), gpus, job_nodes) / 3600
-    checkpoint_s = 60.0
-    restart_s = plan.restart_s if plan.restart_s is not None else float(simcore.training.startup_time_s(gpus))
-    interval_s = plan.checkpoint_interval_s or float(reliability.optimal_interval_s(checkpoint_s, rate_s))
+    fabric, share = plan_fabric(plan, result), job_nodes / nodes
+    units = reliability.unit_counts(gpus, job_nodes, nic=job_nodes * fabric["nics_per_node"],
+                                    link=fabric["links"] * share, switch=fabric["switches"] * share)
+    timing = reliability.restart_timing(plan.restart_profile, collective_timeout_s=plan.collective_timeout_s)
+    kinds, restart_s, _, _ = reliability.job_interruptions(_categories(plan.failure_profile, _plan_rate(plan)), units,
+                                                           0.0, timing, gpus, DEFAULT_CHECKPOINT_S)
+    rate_s = float(sum(kinds.values())) / 3600
+    interval_s = plan.checkpoint_interval_s or float(reliability.optimal_interval_s(DEFAULT_CHECKPOINT_S, rate_s))
     return [{"name": "main", "nodes": job_nodes, "work_s": 365 * 86400.0, "interval_s": interval_s,
-             "checkpoint_s": checkpoint_s, "restart_s": restart_s}]
+             "checkpoint_s": DEFAULT_CHECKPOINT_S, "restart_s": plan.restart_s if plan.restart_s is not None
+             else float(restart_s), "fault_factor": 0.0}]
 
 
 def _jobs(specs: list[dict]) -> list[engine.Job]:
@@ -85,23 +107,25 @@ def _jobs(specs: list[dict]) -> list[engine.Job]:
         raise TwinInputError({"jobs": ["give at least one job"]})
     jobs = []
     for i, spec in enumerate(specs):
-        if not isinstance(spec, dict) or set(spec) != set(JOB_FIELDS):
-            raise TwinInputError({f"jobs.{i}": [f"needs exactly the fields {', '.join(JOB_FIELDS)}"]})
+        if not isinstance(spec, dict) or not set(JOB_FIELDS) <= set(spec) <= set(JOB_FIELDS) | set(OPTIONAL_JOB_FIELDS):
+            raise TwinInputError({f"jobs.{i}": [f"needs the fields {', '.join(JOB_FIELDS)} "
+                                                f"(and optionally {', '.join(OPTIONAL_JOB_FIELDS)})"]})
         values = {}
-        for key in JOB_FIELDS[1:]:
-            value = spec[key]
+        for key in (*JOB_FIELDS[1:], *OPTIONAL_JOB_FIELDS):
+            value = spec.get(key, OPTIONAL_JOB_FIELDS.get(key))
             if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
                 raise TwinInputError({f"jobs.{i}.{key}": ["must be a number"]})
             values[key] = float(value)
         jobs.append(engine.Job(name=str(spec["name"]), nodes=int(values["nodes"]), work_s=values["work_s"],
                                interval_s=values["interval_s"], checkpoint_s=values["checkpoint_s"],
-                               restart_s=values["restart_s"]))
+                               restart_s=values["restart_s"], fault_factor=values["fault_factor"]))
     return jobs
 
 
 def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
     kwargs = dict(nodes=twin.node_count, gpus_per_node=twin.gpus_per_node, jobs=_jobs(twin.jobs),
-                  categories=_categories(twin.failures_per_1000_node_days))
+                  categories=_categories(twin.failure_profile, twin.failures_per_1000_node_days),
+                  fabric=_fabric(twin), exclude_after=twin.exclude_after)
     try:
         if state is None:
             return engine.Twin(**kwargs, rng=np.random.default_rng(twin.seed))
@@ -112,8 +136,10 @@ def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
 
 @transaction.atomic
 def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 3600.0, jobs=None,
-                pci_bus_ids=None) -> Twin:
+                pci_bus_ids=None, exclude_after: int = 3) -> Twin:
     _check_speed(speed)
+    if isinstance(exclude_after, bool) or not isinstance(exclude_after, int) or exclude_after < 0:
+        raise TwinInputError({"exclude_after": ["a whole number of faults, zero (never exclude) or more"]})
     gpus_per_node = plan.node_type.accelerators_per_node
     if plan.node_count * gpus_per_node > settings.TWIN_MAX_GPUS:
         raise TwinInputError({"plan": [f"{plan.node_count * gpus_per_node:,} GPUs; a twin holds at most "
@@ -123,10 +149,12 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
         raise TwinInputError({"pci_bus_ids": [f"give {gpus_per_node} distinct PCI bus ids, one per GPU"]})
     if jobs is not None and (not isinstance(jobs, list) or len(jobs) > MAX_JOBS):
         raise TwinInputError({"jobs": [f"a list of at most {MAX_JOBS} jobs"]})
+    result = simcore.evaluate(scenario_document(plan))
     twin = Twin(owner=owner, plan=plan, name=name or f"{plan.name} twin", seed=seed, speed=speed,
-                node_count=plan.node_count, gpus_per_node=gpus_per_node,
-                failures_per_1000_node_days=_plan_rate(plan),
-                jobs=jobs if jobs is not None else default_jobs(plan), pci_bus_ids=[_bus(b) for b in buses])
+                node_count=plan.node_count, gpus_per_node=gpus_per_node, failure_profile=plan.failure_profile,
+                failures_per_1000_node_days=_plan_rate(plan), fabric=plan_fabric(plan, result),
+                exclude_after=exclude_after, jobs=jobs if jobs is not None else default_jobs(plan, result),
+                pci_bus_ids=[_bus(b) for b in buses])
     sim = simulator(twin)
     twin.state = sim.to_bytes()
     twin.metrics = sim.metrics()
@@ -244,20 +272,30 @@ def category_index(categories, key: str) -> int:
 
 @transaction.atomic
 def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int | None = None,
-                kind: str = "injected", note: str = "") -> list[TwinEvent]:
-    """Apply one failure now, by hand or from a real event; it is logged and pushed like any other."""
+                part: int | None = None, job: int | None = None, kind: str = "injected",
+                note: str = "") -> list[TwinEvent]:
+    """Apply one failure now, by hand or from a real event; it is logged and pushed like any other.
+    A platform fault names the GPU, node or fabric part it hit; a job-caused one the job."""
     twin = Twin.objects.select_for_update().get(pk=twin.pk)
     sim = simulator(twin, twin.state)
     index = category_index(sim.categories, category)
     before = _states(sim)
-    unit = sim.categories[index].unit
-    if unit == "gpu" and gpu is None:
-        raise TwinInputError({"target.gpu": [f"{category} happens on a GPU: give gpu (0-{sim.gpus - 1})"]})
-    if unit == "node" and node is None:
-        raise TwinInputError({"target.node": [f"{category} happens on a node: give node (0-{sim.nodes - 1})"]})
+    chosen = sim.categories[index]
+    target = {"gpu": ("gpu", gpu, sim.gpus), "node": ("node", node, sim.nodes)}.get(chosen.unit, ("part", part, None))
+    if chosen.cause == reliability.JOB:
+        target = ("job", job, len(sim.jobs))
+    name, value, count = target
+    if value is None:
+        limit = f" (0-{count - 1})" if count else ""
+        raise TwinInputError({f"target.{name}": [f"{category} happens on a {chosen.unit if name == 'part' else name}:"
+                                                 f" give {name}{limit}"]})
     try:
-        events = sim.apply_failure(index, gpu=-1 if gpu is None else int(gpu), node=-1 if node is None else int(node),
-                                   kind=kind)
+        if name == "job":
+            events = sim.apply_job_fault(index, int(job), kind=kind)
+        else:
+            events = sim.apply_failure(index, gpu=-1 if gpu is None else int(gpu),
+                                       node=-1 if node is None else int(node),
+                                       part=-1 if part is None else int(part), kind=kind)
     except simcore.ScenarioError as error:
         raise TwinInputError({error.field: [error.reason]}) from error
     if note:

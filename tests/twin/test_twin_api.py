@@ -6,7 +6,14 @@ from channels.testing import WebsocketCommunicator
 from rest_framework.test import APIClient
 from scipy import stats
 
-from simcore.reliability import FF_XID_COUNTS, XID_CLASSES, ettr_closed_form, interruption_rate_per_hour
+from simcore.reliability import (
+    FF_XID_COUNTS,
+    XID_CLASSES,
+    ettr_closed_form,
+    fire_flyer_categories,
+    interruption_rate_per_hour,
+    unit_counts,
+)
 from tests.helpers import ANONYMOUS, session_headers
 from twin import services
 from twin.models import Twin, TwinEvent
@@ -38,25 +45,35 @@ def create(client, **body):
 
 
 def test_a_year_of_the_fire_flyer_twin_has_the_published_xid_mix_and_ettr(catalog, owner_client):
+    """A production job on the Fire-Flyer preset: the platform Xids arrive in FF's mix, the
+    software Xids (job-caused) never stop it, and its ETTR is the closed form's."""
     twin = create(owner_client)
     job = twin.jobs[0]
+    assert job["fault_factor"] == 0 and twin.fabric == {"nics_per_node": 1, "links": 3280, "leaves": 80, "switches": 122}
     for _ in range(365):
         services.twin_advance(twin=twin, sim_seconds=86400.0)
     counts = dict(TwinEvent.objects.filter(twin=twin, kind="failure").values_list("category").annotate(
         n=__import__("django.db.models", fromlist=["Count"]).Count("id")))
-    observed = np.array([sum(counts.get(f"xid-{code}", 0) for code in codes) for codes in XID_CLASSES.values()])
-    expected = np.array([sum(FF_XID_COUNTS[code][1] for code in codes) for codes in XID_CLASSES.values()])
+    platform = [codes for name, codes in XID_CLASSES.items() if name != "software"]
+    observed = np.array([sum(counts.get(f"xid-{code}", 0) for code in codes) for codes in platform])
+    expected = np.array([sum(FF_XID_COUNTS[code][1] for code in codes) for codes in platform])
+    assert sum(counts.get(f"xid-{code}", 0) for code in XID_CLASSES["software"]) == 0
     scale = twin.plan.node_count * 8 / 10_000  # the preset has 9,920 GPUs
-    merged_obs = np.append(observed[:3], observed[3:].sum())
-    merged_exp = np.append(expected[:3], expected[3:].sum()) * scale
+    merged_obs = np.append(observed[:2], observed[2:].sum())
+    merged_exp = np.append(expected[:2], expected[2:].sum()) * scale
     assert stats.chisquare(merged_obs, merged_exp * merged_obs.sum() / merged_exp.sum()).pvalue > 0.01
     assert merged_obs.sum() == pytest.approx(merged_exp.sum(), rel=0.03)
-    from simcore.reliability import fire_flyer_categories
-
-    rate = interruption_rate_per_hour(fire_flyer_categories(), job["nodes"] * 8, job["nodes"]) / 3600
+    assert counts.get("ib-link", 0) == pytest.approx(213 / 347 * 365 * 3280 / 3280, rel=0.25)
+    # The closed form over the job's own parts: its GPUs, nodes and NIC links, and its share of the
+    # fabric's other links and switches.
+    share = job["nodes"] / twin.node_count
+    units = unit_counts(job["nodes"] * 8, job["nodes"], nic=job["nodes"], switch=122 * share,
+                        link=job["nodes"] + (3280 - twin.node_count) * share)
+    rate = interruption_rate_per_hour(fire_flyer_categories(), units) / 3600
     closed = float(ettr_closed_form(job["interval_s"], job["checkpoint_s"], job["restart_s"], rate))
     twin.refresh_from_db()
     assert twin.metrics["jobs"][0]["ettr"] == pytest.approx(closed, abs=0.02)
+    assert twin.metrics["jobs"][0]["ettr_closed_form"] == pytest.approx(closed, abs=0.002)
     assert twin.sim_time_s == pytest.approx(365 * 86400)
     assert list(TwinEvent.objects.filter(twin=twin).values_list("seq", flat=True)) == list(range(1, twin.last_seq + 1))
 
@@ -77,7 +94,11 @@ def test_controls_through_the_api(catalog, owner_client):
     assert state["gpu_state"][17] == 3 and state["node_state"][2] == 3  # under repair (RMA)
     assert owner_client.post(f"{url}inject/", {"category": "xid-999", "gpu": 1}, format="json").status_code == 400
     assert owner_client.post(f"{url}inject/", {"category": "ib-link"}, format="json").json() == {
-        "target.node": ["ib-link happens on a node: give node (0-1239)"]}
+        "target.part": ["ib-link happens on a link: give part"]}
+    assert owner_client.post(f"{url}inject/", {"category": "xid-43"}, format="json").json() == {
+        "target.job": ["xid-43 happens on a job: give job (0-0)"]}
+    assert owner_client.post(f"{url}inject/", {"category": "ib-link", "part": 99_999}, format="json").json() == {
+        "target.part": ["must be a link index below 3280"]}
     events = owner_client.get(f"{url}events/", {"kind": "injected"}).json()["events"]
     assert [e["category"] for e in events] == ["xid-79"]
 

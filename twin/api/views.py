@@ -23,8 +23,8 @@ class TwinSerializer(serializers.ModelSerializer):
     class Meta:
         model = Twin
         fields = ["id", "name", "owner", "plan", "status", "error", "visibility", "seed", "speed", "node_count",
-                  "gpus_per_node", "sim_time_s", "last_seq", "jobs", "pci_bus_ids", "metrics", "created_at",
-                  "updated_at"]
+                  "gpus_per_node", "failure_profile", "fabric", "exclude_after", "sim_time_s", "last_seq", "jobs",
+                  "pci_bus_ids", "metrics", "created_at", "updated_at"]
 
 
 class TwinCreateSerializer(serializers.Serializer):
@@ -34,8 +34,13 @@ class TwinCreateSerializer(serializers.Serializer):
     speed = serializers.FloatField(default=3600.0, help_text="simulated seconds per wall-clock second")
     visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.PRIVATE)
     jobs = serializers.ListField(child=serializers.DictField(), required=False,
-                                 help_text="[{name, nodes, work_s, interval_s, checkpoint_s, restart_s}]; "
-                                           "default: one job on all but the spare nodes")
+                                 help_text="[{name, nodes, work_s, interval_s, checkpoint_s, restart_s, "
+                                           "fault_factor}] (fault_factor: the job's own faults as a multiple of "
+                                           "the profile's per-GPU rate, default 0); default: one production job "
+                                           "on all but the spare nodes")
+    exclude_after = serializers.IntegerField(min_value=0, default=3,
+                                             help_text="platform faults within a week after which a node is "
+                                                       "excluded until the next weekly validation; 0: never")
     pci_bus_ids = serializers.ListField(child=serializers.CharField(), required=False,
                                         help_text="PCI bus id of each GPU of a node, in GPU index order")
 
@@ -44,6 +49,9 @@ class InjectSerializer(serializers.Serializer):
     category = serializers.CharField(help_text="a failure category key, e.g. xid-74, xid-43, ib-link")
     gpu = serializers.IntegerField(required=False, min_value=0, help_text="cluster-wide GPU index")
     node = serializers.IntegerField(required=False, min_value=0)
+    part = serializers.IntegerField(required=False, min_value=0,
+                                    help_text="a NIC, link or switch index, for the fabric's categories")
+    job = serializers.IntegerField(required=False, min_value=0, help_text="the job, for a job-caused category")
 
 
 class OwnerControls(BasePermission):
@@ -95,7 +103,8 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
             raise serializers.ValidationError({"plan": [f"no plan '{data['plan']}' is visible to you"]})
         try:
             twin = services.twin_create(owner=request.user, plan=plan, name=data.get("name", ""), seed=data["seed"],
-                                        speed=data["speed"], jobs=data.get("jobs"), pci_bus_ids=data.get("pci_bus_ids"))
+                                        speed=data["speed"], jobs=data.get("jobs"), pci_bus_ids=data.get("pci_bus_ids"),
+                                        exclude_after=data["exclude_after"])
         except services.TwinInputError as error:
             return input_error(error)
         if data["visibility"] != twin.visibility:
