@@ -70,6 +70,10 @@ def test_fire_flyer_comparison_shows_122_against_1320_switches(page):
     expect(row.nth(1)).to_contain_text("122")
     expect(row.nth(2)).to_contain_text("200")
     expect(page.page.locator("#compare-charts figure[data-metric=switches] svg rect.bar")).to_have_count(3)
+    # The three-layer build's extra optics show in the fabric's share of interruptions and repair work.
+    share = page.page.locator("#comparison tr[data-metric=fabric_interruption_share] td")
+    expect(share).to_have_count(3)
+    expect(page.page.locator("#comparison tr[data-metric=fabric_repair_hours_per_day] td")).to_have_count(3)
     page.shot("fire-flyer")
 
 
@@ -97,6 +101,9 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     expect(page.page.locator("#bom")).to_contain_text("compute node")
     expect(page.page.locator("#topology svg.chart")).to_be_visible()
     expect(page.page.locator("#ettr-chart svg.chart")).to_contain_text("optimum")
+    expect(page.page.locator("#ettr-restart-chart svg.chart")).to_contain_text("plan")
+    expect(page.page.locator("#excluded-categories")).to_contain_text("Xid 31")  # a production job's own faults
+    expect(page.page.locator("#plan-report")).to_contain_text("rendezvous and set-up")
     expect(page.page.locator("#allreduce-chart svg.chart path")).to_have_count(3)
     expect(page.page.locator("#step-breakdown")).to_contain_text("pipeline bubble")
     page.shot("plan")

@@ -18,7 +18,8 @@ export function twinForm(form, errors) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const body = { plan: form.elements.plan.value, name: form.elements.name.value, speed: Number(form.elements.speed.value),
-      seed: Number(form.elements.seed.value), visibility: form.elements.visibility.value };
+      seed: Number(form.elements.seed.value), visibility: form.elements.visibility.value,
+      exclude_after: Number(form.elements.exclude_after.value) };
     const response = await api("/api/twins/", { method: "POST", body });
     if (response.ok) { location.assign(`/twins/${response.data.id}/`); return; }
     errors.hidden = false;
@@ -118,9 +119,12 @@ export function twinPage(id) {
     if (!m) return;
     document.getElementById("twin-clock").textContent = duration(m.time_s);
     const tiles = [["utilisation", percent(m.utilization)], ["goodput", `${num(m.goodput_gpu_hours)} GPU-h`],
-      ["lost", `${num(m.lost_gpu_hours)} GPU-h`], ["interruptions", num(m.interruptions)]];
+      ["lost", `${num(m.lost_gpu_hours)} GPU-h`], ["interruptions", num(m.interruptions)],
+      ["leaf switches down", num(m.leaf_switches_down ?? 0)]];
     for (const job of m.jobs) {
-      tiles.push([`${job.name} (${job.nodes} nodes)`, `${job.state}, ${percent(job.progress)} done, ETTR ${percent(job.ettr)}` +
+      tiles.push([`${job.name} (${job.nodes} nodes)`, `${job.state}, ${percent(job.progress)} done, ` +
+        `ETTR ${percent(job.ettr)} (closed form ${percent(job.ettr_closed_form)}), ${num(job.interruptions)} interruptions, ` +
+        `goodput ${num(job.goodput_gpu_hours)} GPU-h` +
         (job.forecast_remaining_s !== null ? `, ${duration(job.forecast_remaining_s)} to go` : "")]);
     }
     document.getElementById("twin-metrics").replaceChildren(...tiles.map(([k, v]) => el("div", { class: "tile" }, el("dt", {}, k), el("dd", {}, v))));
@@ -172,9 +176,10 @@ export function twinPage(id) {
   inject?.addEventListener("submit", async (event) => {
     event.preventDefault();
     const category = inject.elements.category;
-    const unit = category.selectedOptions[0].dataset.unit;
+    const { unit, cause } = category.selectedOptions[0].dataset;
     const node = Number(inject.elements.node.value), gpu = Number(inject.elements.gpu.value);
-    const target = unit === "gpu" ? { gpu: node * twin.gpn + gpu } : { node };
+    const target = cause === "job" ? { job: Number(inject.elements.job.value) }
+      : unit === "gpu" ? { gpu: node * twin.gpn + gpu } : unit === "node" ? { node } : { part: Number(inject.elements.part.value) };
     if (report(await api(`/api/twins/${id}/inject/`, { method: "POST", body: { category: category.value, ...target } }))) showNode(node);
   });
   window.addEventListener("resize", draw);
