@@ -34,7 +34,7 @@ PLAN_FIELD_GROUPS = [
                 "core_pods"]),
     ("Storage", ["storage_node_type", "storage_node_count", "storage_network"]),
     ("Cabling", ["endpoint_cable", "transceiver", "fiber"]),
-    ("Cost and reliability", ["price_book", "pue", "failure_profile", "failures_per_1000_node_days"]),
+    ("Cost and reliability", ["price_book", "pue", "failure_profile", "failures_per_1000_node_days", "category_rates"]),
     ("Checkpoints and restarts", ["checkpoint_mode", "checkpoint_in_memory", "checkpoint_interval_s",
                                   "restart_profile", "collective_timeout_s", "restart_s"]),
 ]
@@ -56,6 +56,7 @@ WORKLOAD_FIELD_GROUPS = [
 
 FIELD_LABELS = {"pue": "PUE (empty: the price book's)", "checkpoint_interval_s": "checkpoint interval (s)",
                 "restart_s": "restart time (s, empty: from its parts)",
+                "category_rates": "failure-rate overrides (JSON: category key -> events per unit-hour)",
                 "collective_timeout_s": "collective timeout (s)", "job_fault_factor": "job-caused fault factor", "failures_per_1000_node_days": "failures per 1,000 node-days",
                 "oversubscription": "oversubscription (down:up)", "tp": "TP (tensor parallel)",
                 "cp": "CP (context parallel)", "pp": "PP (pipeline parallel)", "ep": "EP (expert parallel)",
@@ -161,6 +162,7 @@ def _form_fields(model, field_groups):
             kind = "select" if field.choices or isinstance(field, models.ForeignKey) else (
                 "checkbox" if isinstance(field, models.BooleanField) else
                 "textarea" if isinstance(field, models.TextField) else
+                "json" if isinstance(field, models.JSONField) else
                 "number" if isinstance(field, models.IntegerField | models.FloatField) else "text")
             fields.append({
                 "name": name, "label": FIELD_LABELS.get(name, field.verbose_name), "kind": kind, "choices": _choices(field),

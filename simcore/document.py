@@ -15,7 +15,7 @@ import numpy as np
 from simcore.arrays import as_array
 from simcore.devices import FAMILY_KEYS
 from simcore.errors import ScenarioError
-from simcore.reliability import DEFAULT_RESTART_PROFILE, RESTART_PROFILES
+from simcore.reliability import DEFAULT_RESTART_PROFILE, FAILURE_PROFILES, RESTART_PROFILES
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,13 @@ class Choice:
 @dataclass(frozen=True)
 class Flag:
     default: bool = False
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Rates:
+    """A mapping of names to one non-negative number each (failure-category rate overrides)."""
+
     doc: str = ""
 
 
@@ -134,7 +141,7 @@ SPEC: dict[str, Any] = {
             "amortization_years": opt(default=4.0, doc="capex spread over this many years"),
         },
         "reliability": {
-            "profile": Choice(("fire-flyer", "llama3", "per-node-rate"), "fire-flyer",
+            "profile": Choice(FAILURE_PROFILES, "fire-flyer",
                               doc="failure categories: FF Tables V-VIII, Llama 3 Table 5, or one per-node rate"),
             "failures_per_1000_node_days": opt(nullable=True, doc="used by the per-node-rate profile"),
             "checkpoint_interval_s": opt(nullable=True, unit="s", doc="null: the optimum"),
@@ -152,6 +159,8 @@ SPEC: dict[str, Any] = {
             "warmup_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
             "restart_s": opt("non_negative", nullable=True, unit="s",
                              doc="the whole restart, overriding its parts; null: from the parts"),
+            "category_rates": Rates(doc="failure category key -> events per unit-hour (its GPU, node, NIC, link or "
+                                        "switch), replacing the profile's measured rate"),
             "spare_confidence": opt(default=0.99, at_most=0.999999),
         },
     },
@@ -272,7 +281,7 @@ def _walk(spec: dict, given, path: str) -> dict:
             if isinstance(rule, Num):
                 out[key] = np.array(np.nan) if rule.default is None else np.array(float(rule.default))
             else:
-                out[key] = rule.default
+                out[key] = {} if isinstance(rule, Rates) else rule.default
         elif isinstance(rule, Num):
             out[key] = _check_num(rule, given[key], where)
         elif isinstance(rule, Choice):
@@ -287,7 +296,20 @@ def _walk(spec: dict, given, path: str) -> dict:
             if not isinstance(given[key], str) or not re.match(rule.pattern, given[key]):
                 raise ScenarioError(where, f"must match {rule.pattern}, got {given[key]!r}")
             out[key] = given[key]
+        elif isinstance(rule, Rates):
+            out[key] = _check_rates(given[key], where)
     return out
+
+
+def _check_rates(given, path: str) -> dict:
+    if not isinstance(given, dict):
+        raise ScenarioError(path, "must be an object of names to rates")
+    rates = {}
+    for name, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ScenarioError(f"{path}.{name}", "must be a number (events per unit-hour)")
+        rates[name] = float(as_array(value, f"{path}.{name}", non_negative=True))
+    return rates
 
 
 def parse(document) -> dict:
@@ -353,6 +375,8 @@ def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
             rows.append((path, " / ".join(rule.options), str(rule.default), rule.doc))
         elif isinstance(rule, Text):
             rows.append((path, "text", rule.default, rule.doc))
+        elif isinstance(rule, Rates):
+            rows.append((path, "object of name: number (non negative)", "{}", rule.doc))
         else:
             rows.append((path, "true / false", str(rule.default).lower(), rule.doc))
     return rows

@@ -36,7 +36,7 @@ write time and a failure loses, on average, the write time more (added to R). In
 copies on peer nodes (Gemini, SOSP 2023; Ascend MindCluster) load a restart's checkpoint over the
 compute NICs instead of from storage.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -199,6 +199,30 @@ def meta_node_categories(failures_per_1000_node_days: float) -> list[FailureCate
         "node-failure", "node failure (any cause)", "node", float(rate) / 1000 / 24, True, "node-reboot", 4.0,
         "Meta, Revisiting Reliability in Large-Scale ML Research Clusters, HPCA 2025",
     )]
+
+
+FAILURE_PROFILES = ("fire-flyer", "llama3", "per-node-rate")
+
+
+def profile_categories(profile: str, failures_per_1000_node_days=None) -> list[FailureCategory]:
+    """A failure profile's categories: FF Tables V-VIII, Llama 3 Table 5, or one per-node rate."""
+    if profile == "per-node-rate":
+        return meta_node_categories(failures_per_1000_node_days)
+    if profile == "llama3":
+        return llama3_categories()
+    if profile == "fire-flyer":
+        return fire_flyer_categories()
+    raise ScenarioError("reliability.profile", f"unknown profile '{profile}' (known: {', '.join(FAILURE_PROFILES)})")
+
+
+def with_rates(categories: list[FailureCategory], rates: dict, profile: str, field: str) -> list[FailureCategory]:
+    """The categories with the rates ``rates`` gives ({key: per unit-hour}) replacing theirs."""
+    keys = [c.key for c in categories]
+    for key in rates:
+        if key not in keys:
+            raise ScenarioError(f"{field}.{key}", f"no such category in {profile} (known: {', '.join(keys)})")
+    return [replace(c, rate_per_unit_hour=rates[c.key], source="scenario input") if c.key in rates else c
+            for c in categories]
 
 
 def unit_counts(gpu, node, link=0.0, nic=0.0, switch=0.0) -> dict:

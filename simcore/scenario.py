@@ -298,6 +298,8 @@ def node_io(node, acc, g, params: CollectiveParams = CollectiveParams()) -> coll
 
 
 def _failure_categories(rel):
+    """The profile's categories, with any rate the scenario replaces (``category_rates``)."""
+    rate = None
     if rel["profile"] == "per-node-rate":
         rate = rel["failures_per_1000_node_days"]
         if np.any(np.isnan(rate)):
@@ -305,10 +307,9 @@ def _failure_categories(rel):
                                 "is required by the per-node-rate profile")
         if rate.ndim:
             raise ScenarioError("cluster.reliability.failures_per_1000_node_days", "takes one value")
-        return reliability.meta_node_categories(float(rate))
-    if rel["profile"] == "llama3":
-        return reliability.llama3_categories()
-    return reliability.fire_flyer_categories()
+        rate = float(rate)
+    return reliability.with_rates(reliability.profile_categories(rel["profile"], rate), rel["category_rates"],
+                                  f"the {rel['profile']} profile", "cluster.reliability.category_rates")
 
 
 def _reliability_cluster(categories, units):

@@ -32,6 +32,8 @@ class Twin(models.Model):
                                        default=ClusterPlan.FailureProfile.FIRE_FLYER)
     failures_per_1000_node_days = models.FloatField(
         null=True, blank=True, help_text="The plan's per-node failure rate (the per-node-rate profile).")
+    category_rates = models.JSONField(default=dict, help_text="The plan's failure-rate overrides: category key -> "
+                                                             "events per unit-hour.")
     fabric = models.JSONField(default=dict, help_text="The compute fabric's parts: nics_per_node, links, leaves, "
                                                       "switches (from the plan's bill of materials).")
     exclude_after = models.PositiveIntegerField(

@@ -50,19 +50,19 @@ def twin_group(twin_id: int) -> str:
     return f"twin.{twin_id}"
 
 
-def _categories(profile: str, failures_per_1000_node_days=None):
-    if profile == "per-node-rate":
-        return reliability.meta_node_categories(failures_per_1000_node_days)
-    if profile == "llama3":
-        return reliability.llama3_categories()
-    return reliability.fire_flyer_categories()
+def _categories(twin_or_plan):
+    """The failure categories of a twin or a plan: its profile with its rate overrides."""
+    rate = twin_or_plan.failures_per_1000_node_days if twin_or_plan.failure_profile == "per-node-rate" else None
+    return reliability.with_rates(reliability.profile_categories(twin_or_plan.failure_profile, rate),
+                                  twin_or_plan.category_rates or {}, f"the {twin_or_plan.failure_profile} profile",
+                                  "category_rates")
 
 
 def twin_categories(twin: Twin) -> list[dict]:
     """The failure categories a twin can inject: key, label, what fails (a GPU, a node, a NIC, a
     link, a switch), whether the platform or the job causes it, what fixes it."""
     return [{"key": c.key, "label": c.label, "unit": c.unit, "cause": c.cause, "action": c.action,
-             "repair_h": c.repair_h} for c in _categories(twin.failure_profile, twin.failures_per_1000_node_days)]
+             "repair_h": c.repair_h} for c in _categories(twin)]
 
 
 def _plan_rate(plan):
@@ -93,7 +93,7 @@ def default_jobs(plan, result: dict | None = None) -> list[dict]:
     units = reliability.unit_counts(gpus, job_nodes, nic=job_nodes * fabric["nics_per_node"],
                                     link=fabric["links"] * share, switch=fabric["switches"] * share)
     timing = reliability.restart_timing(plan.restart_profile, collective_timeout_s=plan.collective_timeout_s)
-    kinds, restart_s, _, _ = reliability.job_interruptions(_categories(plan.failure_profile, _plan_rate(plan)), units,
+    kinds, restart_s, _, _ = reliability.job_interruptions(_categories(plan), units,
                                                            0.0, timing, gpus, DEFAULT_CHECKPOINT_S)
     rate_s = float(sum(kinds.values())) / 3600
     interval_s = plan.checkpoint_interval_s or float(reliability.optimal_interval_s(DEFAULT_CHECKPOINT_S, rate_s))
@@ -124,7 +124,7 @@ def _jobs(specs: list[dict]) -> list[engine.Job]:
 
 def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
     kwargs = dict(nodes=twin.node_count, gpus_per_node=twin.gpus_per_node, jobs=_jobs(twin.jobs),
-                  categories=_categories(twin.failure_profile, twin.failures_per_1000_node_days),
+                  categories=_categories(twin),
                   fabric=_fabric(twin), exclude_after=twin.exclude_after)
     try:
         if state is None:
@@ -152,7 +152,8 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
     result = simcore.evaluate(scenario_document(plan))
     twin = Twin(owner=owner, plan=plan, name=name or f"{plan.name} twin", seed=seed, speed=speed,
                 node_count=plan.node_count, gpus_per_node=gpus_per_node, failure_profile=plan.failure_profile,
-                failures_per_1000_node_days=_plan_rate(plan), fabric=plan_fabric(plan, result),
+                failures_per_1000_node_days=_plan_rate(plan), category_rates=plan.category_rates,
+                fabric=plan_fabric(plan, result),
                 exclude_after=exclude_after, jobs=jobs if jobs is not None else default_jobs(plan, result),
                 pci_bus_ids=[_bus(b) for b in buses])
     sim = simulator(twin)

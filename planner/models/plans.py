@@ -20,7 +20,7 @@ from planner.models.catalog import (
     Switch,
     validate_positive,
 )
-from simcore import topology
+from simcore import ScenarioError, reliability, topology
 from simcore.reliability import DEFAULT_RESTART_PROFILE, RESTART_PROFILES
 
 
@@ -119,6 +119,9 @@ class ClusterPlan(OwnedEntry):
         null=True, blank=True, validators=[validate_positive],
         help_text="For the per-node-rate profile (Meta HPCA 2025: 6.50 on RSC-1, 2.34 on RSC-2).",
     )
+    category_rates = models.JSONField(
+        default=dict, blank=True,
+        help_text="Failure-rate overrides: category key -> events per unit-hour (per GPU, node, NIC, link or switch).")
     checkpoint_interval_s = models.FloatField(
         null=True, blank=True, validators=[validate_positive], help_text="Empty: the ETTR-optimal interval."
     )
@@ -153,10 +156,26 @@ class ClusterPlan(OwnedEntry):
             errors["storage_node_type"] = "required when the plan has storage nodes"
         if self.failure_profile == self.FailureProfile.PER_NODE_RATE and self.failures_per_1000_node_days is None:
             errors["failures_per_1000_node_days"] = "required by the per-node-rate profile"
+        elif self.category_rates:
+            errors.update(self._rate_errors())
         if self.node_type_id and self.switch_id and self.node_count:
             errors.update(self._fabric_errors())
         if errors:
             raise ValidationError(errors)
+
+    def _rate_errors(self) -> dict[str, str]:
+        rates = self.category_rates
+        if not isinstance(rates, dict):
+            return {"category_rates": "must be an object of category keys to rates"}
+        for key, value in rates.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                return {"category_rates": f"{key}: must be a number of events per unit-hour, zero or more"}
+        categories = reliability.profile_categories(self.failure_profile, self.failures_per_1000_node_days)
+        try:
+            reliability.with_rates(categories, rates, f"the {self.failure_profile} profile", "category_rates")
+        except ScenarioError as error:
+            return {"category_rates": error.reason}
+        return {}
 
     def _fabric_errors(self) -> dict[str, str]:
         node, switch = self.node_type, self.switch

@@ -11,6 +11,7 @@ export function fill(controls, initial) {
     const value = initial[control.name];
     if (value === undefined || value === null) continue;
     if (control.type === "checkbox") control.checked = Boolean(value);
+    else if (control.dataset.kind === "json") control.value = Object.keys(value).length ? JSON.stringify(value) : "";
     else control.value = String(value);
   }
 }
@@ -21,11 +22,17 @@ export function collect(controls, skip = new Set()) {
     if (skip.has(control.name)) continue;
     const raw = control.type === "checkbox" ? null : control.value.trim();
     if (control.type === "checkbox") data[control.name] = control.checked;
+    else if (control.dataset.kind === "json") data[control.name] = raw === "" ? {} : parseJson(raw);
     else if (control.type === "number") data[control.name] = raw === "" ? null : Number(raw);
     else if (control.tagName === "SELECT") data[control.name] = raw === "" ? null : raw;
     else data[control.name] = raw;
   }
   return data;
+}
+
+// Invalid JSON goes to the API as the text it is, which answers with the field's error.
+function parseJson(text) {
+  try { return JSON.parse(text); } catch { return text; }
 }
 
 export function showErrors(form, controls, formErrors, data) {
