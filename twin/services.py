@@ -80,13 +80,20 @@ def plan_fabric(plan, result: dict) -> dict:
             "leaves": int(fabric["compute_fabric_leaf_switches"]), "switches": int(fabric["compute_fabric_switches"])}
 
 
-def default_jobs(plan, result: dict | None = None) -> list[dict]:
-    """One production job on all but a spare pool of nodes (the spares the engine sizes at 99%),
-    with the plan's checkpoint interval (or the optimum for a 60-s checkpoint) and the restart its
-    restart profile gives (or the plan's)."""
+def default_jobs(plan, result: dict | None = None, spare_nodes: int | None = None) -> list[dict]:
+    """One production job on all but a spare pool of nodes (``spare_nodes``, or the spares the
+    engine sizes at 99%), with the plan's checkpoint interval (or the optimum for a 60-s
+    checkpoint) and the restart its restart profile gives (or the plan's)."""
     result = result or simcore.evaluate(scenario_document(plan))
     nodes = int(result["cluster"]["nodes"])
-    spares = int(min(max(1, reliability.spares_needed(nodes, result["reliability"]["node_availability"])), nodes // 2))
+    if spare_nodes is None:
+        spares = int(min(max(1, reliability.spares_needed(nodes, result["reliability"]["node_availability"])),
+                         nodes // 2))
+    elif isinstance(spare_nodes, bool) or not isinstance(spare_nodes, int) or not 0 <= spare_nodes < nodes:
+        raise TwinInputError({"spare_nodes": [f"a whole number of nodes from 0 to {nodes - 1}: the job needs at "
+                                              f"least one of the cluster's {nodes}"]})
+    else:
+        spares = spare_nodes
     job_nodes = max(1, nodes - spares)
     gpus = job_nodes * plan.node_type.accelerators_per_node
     fabric, share = plan_fabric(plan, result), job_nodes / nodes
@@ -136,7 +143,7 @@ def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
 
 @transaction.atomic
 def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 3600.0, jobs=None,
-                pci_bus_ids=None, exclude_after: int = 3) -> Twin:
+                pci_bus_ids=None, exclude_after: int = 3, spare_nodes: int | None = None) -> Twin:
     _check_speed(speed)
     if isinstance(exclude_after, bool) or not isinstance(exclude_after, int) or exclude_after < 0:
         raise TwinInputError({"exclude_after": ["a whole number of faults, zero (never exclude) or more"]})
@@ -147,6 +154,8 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
     buses = pci_bus_ids or DEFAULT_PCI_BUS_IDS[:gpus_per_node]
     if len(buses) != gpus_per_node or len({_bus(b) for b in buses}) != gpus_per_node:
         raise TwinInputError({"pci_bus_ids": [f"give {gpus_per_node} distinct PCI bus ids, one per GPU"]})
+    if jobs is not None and spare_nodes is not None:
+        raise TwinInputError({"spare_nodes": ["sizes the default job's spare pool: give it or jobs, not both"]})
     if jobs is not None and (not isinstance(jobs, list) or len(jobs) > MAX_JOBS):
         raise TwinInputError({"jobs": [f"a list of at most {MAX_JOBS} jobs"]})
     result = simcore.evaluate(scenario_document(plan))
@@ -154,7 +163,8 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
                 node_count=plan.node_count, gpus_per_node=gpus_per_node, failure_profile=plan.failure_profile,
                 failures_per_1000_node_days=_plan_rate(plan), category_rates=plan.category_rates,
                 fabric=plan_fabric(plan, result),
-                exclude_after=exclude_after, jobs=jobs if jobs is not None else default_jobs(plan, result),
+                exclude_after=exclude_after,
+                jobs=jobs if jobs is not None else default_jobs(plan, result, spare_nodes),
                 pci_bus_ids=[_bus(b) for b in buses])
     sim = simulator(twin)
     twin.state = sim.to_bytes()

@@ -38,6 +38,8 @@ class TwinCreateSerializer(serializers.Serializer):
                                            "fault_factor}] (fault_factor: the job's own faults as a multiple of "
                                            "the profile's per-GPU rate, default 0); default: one production job "
                                            "on all but the spare nodes")
+    spare_nodes = serializers.IntegerField(required=False, help_text="nodes left idle as the spare pool for the "
+                                                                     "default job; default: the engine's 99% sizing")
     exclude_after = serializers.IntegerField(min_value=0, default=3,
                                              help_text="platform faults within a week after which a node is "
                                                        "excluded until the next weekly validation; 0: never")
@@ -104,7 +106,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         try:
             twin = services.twin_create(owner=request.user, plan=plan, name=data.get("name", ""), seed=data["seed"],
                                         speed=data["speed"], jobs=data.get("jobs"), pci_bus_ids=data.get("pci_bus_ids"),
-                                        exclude_after=data["exclude_after"])
+                                        exclude_after=data["exclude_after"], spare_nodes=data.get("spare_nodes"))
         except services.TwinInputError as error:
             return input_error(error)
         if data["visibility"] != twin.visibility:
