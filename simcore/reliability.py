@@ -250,18 +250,18 @@ def interruption_rate_per_hour(categories, units: dict, job_fault_factor=0.0):
     return rate_per_hour(categories, units, lambda c: c.interrupts_job, job_fault_factor)
 
 
-def category_rates(categories, units: dict, job_fault_factor=1.0):
-    """Events per hour by category over ``units``: shape (..., C)."""
-    per_unit = np.array([c.rate_per_unit_hour * (c.cause == PLATFORM) for c in categories])
-    per_job = np.array([c.rate_per_unit_hour * (c.cause == JOB) for c in categories])
-    counts = np.stack(np.broadcast_arrays(*(np.asarray(units[c.unit], float) for c in categories)), axis=-1)
-    return counts * (per_unit + per_job * np.asarray(job_fault_factor, float)[..., None])
+def category_rates(categories, units: dict, job_fault_factor=1.0, weight=lambda c: True) -> dict:
+    """Events per hour of each category (``weight`` selects them) over ``units``: {key: array}."""
+    factor = np.asarray(job_fault_factor, float)
+    return {c.key: c.rate_per_unit_hour * np.asarray(units[c.unit], float) * (factor if c.cause == JOB else 1.0)
+            for c in categories if weight(c)}
 
 
 def sample_category_counts(categories, units: dict, hours, replicas: int, rng: np.random.Generator,
                            job_fault_factor=1.0):
     """Monte Carlo event counts by category over ``hours``: shape (replicas, ..., C), Poisson."""
-    lam = category_rates(categories, units, job_fault_factor) * np.asarray(hours, float)[..., None]
+    rates = category_rates(categories, units, job_fault_factor)
+    lam = np.stack(np.broadcast_arrays(*rates.values()), axis=-1) * np.asarray(hours, float)[..., None]
     return rng.poisson(lam, size=(replicas, *lam.shape))
 
 

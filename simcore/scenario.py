@@ -319,15 +319,11 @@ def _reliability_cluster(categories, units):
     def per_day(weight, job_fault_factor=1.0):
         return reliability.rate_per_hour(categories, units, weight, job_fault_factor) * 24
 
-    node_level = lambda c: c.unit in ("gpu", "node")  # noqa: E731
     platform_stops = per_day(lambda c: c.interrupts_job and c.cause == reliability.PLATFORM)
     fabric_stops = per_day(lambda c: c.interrupts_job and c.fabric)
     repair_h = per_day(lambda c: c.repair_h)
     fabric_repair_h = per_day(lambda c: c.repair_h * c.fabric)
-    down_per_node = per_day(lambda c: node_level(c) and c.repair_h > 0, 0.0) / 24 / units["node"]
-    repair_hours_per_node = per_day(lambda c: c.repair_h * node_level(c), 0.0) / 24 / units["node"]
-    mttr_h = np.where(down_per_node > 0, repair_hours_per_node / np.where(down_per_node > 0, down_per_node, 1), 0.0)
-    rates = reliability.category_rates(categories, units) * 24
+    availability, mttr_h = _node_availability(categories, units)
     return {
         "events_per_day": per_day(lambda c: 1.0),
         "platform_interruptions_per_day": platform_stops,
@@ -337,13 +333,25 @@ def _reliability_cluster(categories, units):
         "repair_hours_per_day": repair_h,
         "fabric_repair_hours_per_day": fabric_repair_h,
         "fabric_repair_share": np.where(repair_h > 0, fabric_repair_h / np.where(repair_h > 0, repair_h, 1), 0.0),
-        "node_availability": reliability.node_availability(down_per_node, mttr_h),
+        "node_availability": availability,
         "node_mttr_h": mttr_h,
-        "by_category_per_day": {c.key: rates[..., i] for i, c in enumerate(categories)},
+        "by_category_per_day": {key: rate * 24 for key, rate in reliability.category_rates(categories, units).items()},
         "categories": [{"key": c.key, "label": c.label, "unit": c.unit, "cause": c.cause, "detection": c.detection,
                         "interrupts_job": c.interrupts_job, "action": c.action, "repair_h": c.repair_h,
                         "source": c.source} for c in categories],
     }
+
+
+def _node_availability(categories, units):
+    """A node's steady-state availability and MTTR from the GPU- and node-level faults that take it
+    out of service (platform faults; a job's own faults leave the hardware up)."""
+    node_level = lambda c: c.unit in ("gpu", "node")  # noqa: E731
+    down_per_node = reliability.rate_per_hour(categories, units, lambda c: node_level(c) and c.repair_h > 0,
+                                              0.0) / units["node"]
+    repair_hours_per_node = reliability.rate_per_hour(categories, units, lambda c: c.repair_h * node_level(c),
+                                                      0.0) / units["node"]
+    mttr_h = np.where(down_per_node > 0, repair_hours_per_node / np.where(down_per_node > 0, down_per_node, 1), 0.0)
+    return reliability.node_availability(down_per_node, mttr_h), mttr_h
 
 
 def _layout_checks(w, job_gpus, nodes, g, dp, micro_batches):
@@ -652,14 +660,13 @@ def _reliability_job(p, categories, job, node, sto, storage_rates):
                             f"is shorter than the asynchronous checkpoint write ({float(np.max(write_s)):.3g} s): "
                             "a snapshot cannot start before the previous one is written")
     interval = np.where(np.isnan(given), optimal, given)
-    spares = reliability.spares_needed(job["nodes"], _reliability_cluster(categories, units)["node_availability"],
+    spares = reliability.spares_needed(job["nodes"], _node_availability(categories, units)[0],
                                        rel["spare_confidence"])
     return {
         "job_interruptions_per_day": rate_h * 24,
         "job_mtbi_h": 1 / rate_h,
-        "job_by_category_per_day": {
-            c.key: rate for c, rate in zip(categories, np.moveaxis(
-                reliability.category_rates(categories, units, factor) * 24, -1, 0)) if c.interrupts_job},
+        "job_by_category_per_day": {key: rate * 24 for key, rate in reliability.category_rates(
+            categories, units, factor, lambda c: c.interrupts_job).items()},
         "job_caused_interruptions_per_day": (kinds[(reliability.JOB, reliability.CRASH)]
                                              + kinds[(reliability.JOB, reliability.HANG)]) * 24,
         "checkpoint_mode": rel["checkpoint_mode"],

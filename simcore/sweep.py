@@ -35,6 +35,8 @@ DEFAULT_OUTPUTS = (
     "collectives.hfreduce.algbw_gbyte_s",
     "collectives.nccl.algbw_gbyte_s",
     "reliability.platform_interruptions_per_day",
+    "reliability.fabric_interruption_share",
+    "reliability.repair_hours_per_day",
 )
 TRAINING_OUTPUTS = (
     "training.feasible",
@@ -49,6 +51,7 @@ TRAINING_OUTPUTS = (
     "training.cost_to_train",
     "reliability.ettr",
     "reliability.job_interruptions_per_day",
+    "reliability.restart_time_s",
 )
 
 
