@@ -23,5 +23,6 @@ urlpatterns = [
     path("twins/", views.twin_list, name="twins"),
     path("twins/<int:twin_id>/", views.twin_detail, name="twin"),
     path("validation/", views.validation, name="validation"),
+    path("reliability/", views.reliability_profiles, name="reliability"),
     path("tokens/", views.tokens, name="tokens"),
 ]

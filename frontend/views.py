@@ -19,6 +19,7 @@ from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
 from planner.services.sweeps import CATEGORICAL_AXES, visible_sweeps
 from simcore.devices import constant_rows
+from simcore.reliability import describe_profiles
 from simcore.document import field_docs
 from simcore.sweep import DEFAULT_OUTPUTS, TRAINING_OUTPUTS
 from twin.models import Twin
@@ -308,6 +309,12 @@ def validation(request):
     return render(request, "frontend/validation.html", {"groups": groups, "total": len(rows),
                                                         "passing": sum(r["passes"] for r in rows),
                                                         "constants": constant_rows()})
+
+
+@login_required
+def reliability_profiles(request):
+    """The failure and restart profiles with every rate, part and source."""
+    return render(request, "frontend/reliability.html", describe_profiles())
 
 
 @login_required

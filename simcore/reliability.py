@@ -215,6 +215,23 @@ def profile_categories(profile: str, failures_per_1000_node_days=None) -> list[F
     raise ScenarioError("reliability.profile", f"unknown profile '{profile}' (known: {', '.join(FAILURE_PROFILES)})")
 
 
+def describe_profiles() -> dict:
+    """Every failure and restart profile with its figures and sources (for the API and the page);
+    the per-node-rate profile's single category is shown at RSC-1's rate."""
+    def category(c: FailureCategory) -> dict:
+        return {"key": c.key, "label": c.label, "unit": c.unit, "rate_per_unit_hour": c.rate_per_unit_hour,
+                "per_1000_unit_days": c.rate_per_unit_hour * 24_000, "cause": c.cause, "detection": c.detection,
+                "interrupts_job": c.interrupts_job, "action": c.action, "repair_h": c.repair_h, "source": c.source}
+
+    return {
+        "failure_profiles": [{"key": key, "categories": [category(c) for c in profile_categories(key, 6.50)]}
+                             for key in FAILURE_PROFILES],
+        "restart_profiles": [{"key": p.key, "label": p.label, **{name: getattr(p, name) for name in RESTART_TIMING_FIELDS},
+                              "source": p.source, "confidence": p.confidence} for p in RESTART_PROFILES.values()],
+        "repair_basis": REPAIR_BASIS,
+    }
+
+
 def with_rates(categories: list[FailureCategory], rates: dict, profile: str, field: str) -> list[FailureCategory]:
     """The categories with the rates ``rates`` gives ({key: per unit-hour}) replacing theirs."""
     keys = [c.key for c in categories]

@@ -38,6 +38,7 @@ MATRIX = [
     ("get", "/api/workloads/{workload}/", None, (401, 200, 404, 200, 200)),
     ("delete", "/api/workloads/{workload}/", None, (401, 403, 404, 204, 204)),
     ("post", "/api/evaluate/", SCENARIO, (401, 200, 200, 200, 200)),
+    ("get", "/api/reliability-profiles/", None, (401, 200, 200, 200, 200)),
     ("post", "/api/plans/preview/", {"node_type": "ff-pcie-a100", "node_count": 8, "switch": "qm8700",
                                      "price_book": "fire-flyer-relative"}, (401, 200, 200, 200, 200)),
     ("post", "/api/workloads/preview/", {"layers": 2, "hidden": 64, "heads": 4, "seq_len": 128, "global_batch": 8,

@@ -283,6 +283,17 @@ class EvaluateScenarioView(APIView):
             return scenario_error_response(error)
 
 
+class ReliabilityProfilesView(APIView):
+    """The failure profiles (every category's rate, unit, cause, detection, repair and source) and
+    the restart profiles (each part's seconds, source and confidence) plans and scenarios choose from."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(tags=["catalogue"], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        return Response(simcore.reliability.describe_profiles())
+
+
 class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
                    viewsets.GenericViewSet):
     """Your API tokens: create full or read-only tokens for scripts, list them, revoke them."""

@@ -53,6 +53,21 @@ def test_validation_page_shows_every_reference_case(catalog, signed_in):
     assert f"of {len(CASES)} cases meet their criterion" in body
 
 
+def test_reliability_page_and_api_list_every_profile_with_its_sources(catalog, signed_in):
+    from simcore.reliability import FF_XID_COUNTS, LLAMA3_TABLE5, RESTART_PROFILES
+
+    body = text(signed_in.get("/reliability/"))
+    for profile in ("fire-flyer", "llama3", "per-node-rate", *RESTART_PROFILES):
+        assert profile in body
+    assert "Xid 79: GPU has fallen off the bus" in body and "1,836" in body and "MegaScale" in body
+    profiles = signed_in.get("/api/reliability-profiles/").json()
+    rows = {p["key"]: p["categories"] for p in profiles["failure_profiles"]}
+    assert len(rows["fire-flyer"]) == len(FF_XID_COUNTS) + 3 and len(rows["llama3"]) == len(LLAMA3_TABLE5)
+    assert rows["per-node-rate"][0]["per_1000_unit_days"] == 6.5
+    assert all(c["source"] for categories in rows.values() for c in categories)
+    assert [p["key"] for p in profiles["restart_profiles"]] == list(RESTART_PROFILES)
+
+
 def test_builder_offers_the_catalogue_and_starts_from_a_plan(catalog, signed_in):
     body = signed_in.get("/plans/new/?from=ff2-pcie-2zone").content.decode()
     assert '<option value="qm8700">' in body and '<option value="ff-pcie-a100">' in body

@@ -78,6 +78,17 @@ def test_a_year_of_the_fire_flyer_twin_has_the_published_xid_mix_and_ettr(catalo
     assert list(TwinEvent.objects.filter(twin=twin).values_list("seq", flat=True)) == list(range(1, twin.last_seq + 1))
 
 
+def test_a_simulated_week_of_the_fire_flyer_preset_shows_its_closed_form_ettr(catalog, owner_client):
+    twin = create(owner_client, seed=11)
+    for _ in range(7):
+        services.twin_advance(twin=twin, sim_seconds=86400.0)
+    twin.refresh_from_db()
+    job = twin.metrics["jobs"][0]
+    assert 0.7 < job["ettr_closed_form"] < 0.95
+    assert job["ettr"] == pytest.approx(job["ettr_closed_form"], abs=0.02)
+    assert 80 < job["interruptions"] < 160  # about 16.6 platform interruptions a day on its 1,2xx nodes
+
+
 def test_controls_through_the_api(catalog, owner_client):
     twin = create(owner_client)
     url = f"/api/twins/{twin.pk}/"
