@@ -13,9 +13,10 @@ Llama 3's 54-day interruption table (Table 5), or one per-node rate (Meta, HPCA 
 Restart. R = detection + rescheduling onto a spare node (platform faults only) + checkpoint load
 + rendezvous and communicator set-up (a base plus a per-rank term) + warm-up, from a platform
 profile. With several kinds of failure (crash or hang, platform or job) of restart times R_k and
-rate shares w_k, the accounting below holds with e^(lambda R) replaced by sum_k w_k e^(lambda R_k),
-so the closed form uses R = ln(sum_k w_k e^(lambda R_k)) / lambda (the rate-weighted mean when
-lambda R is small).
+rate shares w_k, where a failure during a restart starts the restart of its own kind, the
+accounting below holds with e^(-lambda R) replaced by m = sum_k w_k e^(-lambda R_k) (the expected
+time from a failure to a completed restart is (1 - m) / (lambda m)), so the closed form uses
+R = -ln(m) / lambda (the rate-weighted mean when lambda R is small).
 
 ETTR. Failures arrive as a Poisson process of rate lambda at any time, also during checkpoint
 writes and restarts. A job checkpoints after every tau of work at cost delta; a failure loses the
@@ -377,8 +378,8 @@ def restart_time_s(kind_rates_h: dict, timing: dict, ranks, load_s, lag_s):
         detection = detection + share * seen
         reschedule = reschedule + share * moved
         with np.errstate(divide="ignore"):
-            log_terms.append(np.log(share) + lam_s * by_kind[f"{cause}-{how}"])
-    effective = np.logaddexp.reduce(np.broadcast_arrays(*log_terms), axis=0) / np.where(failing, lam_s, 1.0)
+            log_terms.append(np.log(share) - lam_s * by_kind[f"{cause}-{how}"])
+    effective = -np.logaddexp.reduce(np.broadcast_arrays(*log_terms), axis=0) / np.where(failing, lam_s, 1.0)
     effective = np.where(failing, effective, by_kind[f"{PLATFORM}-{CRASH}"])
     parts = {"detection": detection, "reschedule": reschedule, "checkpoint_load": load_s, "init": init,
              "warmup": np.asarray(timing["warmup_s"], float), "checkpoint_lag": lag_s}
@@ -389,31 +390,38 @@ def ettr_closed_form(interval_s, checkpoint_s, restart_s, rate_per_s):
     """Expected effective-training-time ratio for periodic checkpoints (module docstring)."""
     lam = np.asarray(rate_per_s, float)
     tau = np.asarray(interval_s, float)
-    x = lam * (tau + checkpoint_s)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        x = lam * (tau + checkpoint_s)
         ratio = tau * lam * np.exp(-lam * restart_s) / np.expm1(x)
-    no_failures = tau / (tau + np.asarray(checkpoint_s, float))
+    with np.errstate(invalid="ignore"):
+        no_failures = np.where(np.isinf(tau), 1.0, tau / (tau + np.asarray(checkpoint_s, float)))
     return np.where(lam > 0, ratio, no_failures)
 
 
 def optimal_interval_s(checkpoint_s, rate_per_s):
     """Exact ETTR-optimal work between checkpoints (Lambert W), independent of the restart time."""
-    m = 1.0 / np.asarray(rate_per_s, float)
+    rate = np.asarray(rate_per_s, float)
+    with np.errstate(divide="ignore"):
+        m = 1.0 / rate
     delta = np.asarray(checkpoint_s, float)
     from scipy import special  # loaded on first use: importing simcore stays fast
 
-    return m * (1 + special.lambertw(-np.exp(-1 - delta / m), 0).real)
+    with np.errstate(invalid="ignore"):
+        tau = m * (1 + special.lambertw(-np.exp(-1 - delta / m), 0).real)
+    return np.where(rate > 0, tau, np.inf)  # no failures: never checkpoint
 
 
 def young_interval_s(checkpoint_s, rate_per_s):
     """Young (1974): tau = sqrt(2 delta M)."""
-    return np.sqrt(2 * np.asarray(checkpoint_s) / np.asarray(rate_per_s))
+    with np.errstate(divide="ignore"):
+        return np.sqrt(2 * np.asarray(checkpoint_s) / np.asarray(rate_per_s))
 
 
 def daly_interval_s(checkpoint_s, rate_per_s):
     """Daly (2006) higher-order estimate (valid for delta < 2M; M - delta beyond)."""
     delta = np.asarray(checkpoint_s, float)
-    m = 1.0 / np.asarray(rate_per_s, float)
+    with np.errstate(divide="ignore"):
+        m = 1.0 / np.asarray(rate_per_s, float)
     r = np.sqrt(delta / (2 * m))
     estimate = np.sqrt(2 * delta * m) * (1 + r / 3 + r**2 / 9) - delta
     return np.where(delta < 2 * m, estimate, m - delta)
@@ -446,7 +454,8 @@ def ettr_monte_carlo(interval_s, checkpoint_s, restart_s, rate_per_s, *, segment
                                                      (interval_s, checkpoint_s, restart_s, rate_per_s)))
     shape = (replicas, *tau.shape)
     seg = tau + delta
-    p_segment = np.exp(-lam * seg)
+    with np.errstate(invalid="ignore"):
+        p_segment = np.where(lam > 0, np.exp(-lam * seg), 1.0)
     p_restart = np.exp(-lam * restart)
     # A segment or restart that succeeds with probability below 1e-9 never completes in practice:
     # ETTR 0 there (sampling it would need ~1e9 failures per segment).
@@ -459,7 +468,9 @@ def ettr_monte_carlo(interval_s, checkpoint_s, restart_s, rate_per_s, *, segment
     lost_work = _truncated_exponential_sum(failures, lam, seg, rng)
     lost_restarts = _truncated_exponential_sum(failed_restarts, lam, restart, rng)
     wall = segments * seg + lost_work + failures * restart + lost_restarts
-    return np.where(hopeless, 0.0, segments * tau / wall)
+    with np.errstate(invalid="ignore"):
+        ettr = np.where(hopeless, 0.0, segments * tau / wall)
+    return np.where(lam > 0, ettr, ettr_closed_form(tau, delta, restart, lam))
 
 
 def node_availability(repair_rate_per_hour, mttr_h):

@@ -343,12 +343,14 @@ def _reliability_cluster(categories, units):
 
 
 def _node_availability(categories, units):
-    """A node's steady-state availability and MTTR from the GPU- and node-level faults that take it
-    out of service (platform faults; a job's own faults leave the hardware up)."""
-    node_level = lambda c: c.unit in ("gpu", "node")  # noqa: E731
-    down_per_node = reliability.rate_per_hour(categories, units, lambda c: node_level(c) and c.repair_h > 0,
+    """A node's steady-state availability and MTTR from the faults that take it out of service:
+    its GPUs', its own, and its NICs' and their links' (one link per NIC; platform faults only, a
+    job's own faults leave the hardware up)."""
+    node_units = {**units, "link": units["nic"]}
+    node_level = lambda c: c.unit in ("gpu", "node", "nic", "link")  # noqa: E731
+    down_per_node = reliability.rate_per_hour(categories, node_units, lambda c: node_level(c) and c.repair_h > 0,
                                               0.0) / units["node"]
-    repair_hours_per_node = reliability.rate_per_hour(categories, units, lambda c: c.repair_h * node_level(c),
+    repair_hours_per_node = reliability.rate_per_hour(categories, node_units, lambda c: c.repair_h * node_level(c),
                                                       0.0) / units["node"]
     mttr_h = np.where(down_per_node > 0, repair_hours_per_node / np.where(down_per_node > 0, down_per_node, 1), 0.0)
     return reliability.node_availability(down_per_node, mttr_h), mttr_h
@@ -651,20 +653,27 @@ def _reliability_job(p, categories, job, node, sto, storage_rates):
                                                                      load_s, lag_s)
     rate_h = sum(kinds.values())
     rate_s = rate_h / 3600
-    restart_s = np.where(np.isnan(rel["restart_s"]), restart_s, rel["restart_s"])
+    given_restart = ~np.isnan(rel["restart_s"])
+    restart_s = np.where(given_restart, rel["restart_s"], restart_s)
+    by_kind = {kind: np.where(given_restart, rel["restart_s"], seconds) for kind, seconds in by_kind.items()}
     optimal = reliability.optimal_interval_s(stall_s, rate_s)
     optimal = np.where(asynchronous, np.maximum(optimal, write_s), optimal)
     given = rel["checkpoint_interval_s"]
-    if np.any(asynchronous & (given < write_s)):
+    too_short = np.broadcast_to(asynchronous & (given < write_s), np.broadcast(given, write_s).shape)
+    if np.any(too_short):
+        first = np.flatnonzero(too_short.ravel())[0]
         raise ScenarioError("cluster.reliability.checkpoint_interval_s",
-                            f"is shorter than the asynchronous checkpoint write ({float(np.max(write_s)):.3g} s): "
+                            f"{float(np.broadcast_to(given, too_short.shape).ravel()[first]):.3g} s is shorter than "
+                            f"the asynchronous checkpoint write ({float(np.broadcast_to(write_s, too_short.shape).ravel()[first]):.3g} s): "
                             "a snapshot cannot start before the previous one is written")
     interval = np.where(np.isnan(given), optimal, given)
     spares = reliability.spares_needed(job["nodes"], _node_availability(categories, units)[0],
                                        rel["spare_confidence"])
+    with np.errstate(divide="ignore"):
+        mtbi_h = 1 / rate_h
     return {
         "job_interruptions_per_day": rate_h * 24,
-        "job_mtbi_h": 1 / rate_h,
+        "job_mtbi_h": mtbi_h,
         "job_by_category_per_day": {key: rate * 24 for key, rate in reliability.category_rates(
             categories, units, factor, lambda c: c.interrupts_job).items()},
         "job_caused_interruptions_per_day": (kinds[(reliability.JOB, reliability.CRASH)]
@@ -679,6 +688,7 @@ def _reliability_job(p, categories, job, node, sto, storage_rates):
         "restart_profile": rel["restart_profile"],
         "restart_time_s": restart_s,
         "restart_parts_s": parts,
+        "restart_given": given_restart,
         "restart_by_kind_s": by_kind,
         "checkpoint_interval_s": interval,
         "optimal_interval_s": optimal,

@@ -311,18 +311,24 @@ class Twin:
                 f"node {node} excluded after {self.exclude_after} faults in a week, until the validation "
                 f"at {back / 86400:.0f} d")))
 
-    def apply_job_fault(self, category_index: int, job: int, *, kind: str = "failure",
+    def apply_job_fault(self, category_index: int, job: int, *, node: int = -1, kind: str = "failure",
                         events: list | None = None) -> list:
-        """A job-caused failure: it stops its own job only; the hardware stays in service."""
+        """A job-caused failure: it stops its own job only; the hardware stays in service. A real
+        event from a node (``node``, job -1) stops the job holding that node, if any."""
         events = [] if events is None else events
         category = self.categories[category_index]
         if category.cause != JOB:
             raise ScenarioError("category", f"{category.key} is a platform fault: give the GPU or node it hit")
-        if not 0 <= job < len(self.jobs):
+        if node >= 0:
+            if node >= self.nodes:
+                raise ScenarioError("target.node", f"must be a node index below {self.nodes}")
+            job = int(self.node_job[node])
+        elif not 0 <= job < len(self.jobs):
             raise ScenarioError("target.job", f"must be a job index below {len(self.jobs)}")
-        events.append(TwinEvent(self.time_s, kind, category=category.key, job=job,
-                                message=f"{category.label} in {self.jobs[job].name}"))
-        if self._interrupts[category_index]:
+        where = self.jobs[job].name if job >= 0 else f"node {node}, which runs no job"
+        events.append(TwinEvent(self.time_s, kind, category=category.key, node=node, job=job,
+                                message=f"{category.label} in {where}"))
+        if job >= 0 and self._interrupts[category_index]:
             self._interrupt(job, events, category.label)
         return events
 

@@ -28,6 +28,7 @@ XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0
 JOB_FIELDS = ("name", "nodes", "work_s", "interval_s", "checkpoint_s", "restart_s")
 OPTIONAL_JOB_FIELDS = {"fault_factor": 0.0}
 DEFAULT_CHECKPOINT_S = 60.0
+NO_FAILURE_INTERVAL_S = 86400.0  # a plan whose rates are all zero: a daily checkpoint (any interval is optimal)
 
 
 class StaleTwin(RuntimeError):
@@ -103,7 +104,8 @@ def default_jobs(plan, result: dict | None = None, spare_nodes: int | None = Non
     kinds, restart_s, _, _ = reliability.job_interruptions(_categories(plan), units,
                                                            0.0, timing, gpus, DEFAULT_CHECKPOINT_S)
     rate_s = float(sum(kinds.values())) / 3600
-    interval_s = plan.checkpoint_interval_s or float(reliability.optimal_interval_s(DEFAULT_CHECKPOINT_S, rate_s))
+    optimal_s = float(reliability.optimal_interval_s(DEFAULT_CHECKPOINT_S, rate_s))
+    interval_s = plan.checkpoint_interval_s or (optimal_s if np.isfinite(optimal_s) else NO_FAILURE_INTERVAL_S)
     return [{"name": "main", "nodes": job_nodes, "work_s": 365 * 86400.0, "interval_s": interval_s,
              "checkpoint_s": DEFAULT_CHECKPOINT_S, "restart_s": plan.restart_s if plan.restart_s is not None
              else float(restart_s), "fault_factor": 0.0}]
@@ -292,17 +294,22 @@ def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int 
     index = category_index(sim.categories, category)
     before = _states(sim)
     chosen = sim.categories[index]
+    if chosen.unit in reliability.FABRIC_UNITS and chosen.unit != "switch" and part is None and node is not None:
+        part = int(node) * sim.fabric.nics_per_node  # an event from a node: its first NIC and link
     target = {"gpu": ("gpu", gpu, sim.gpus), "node": ("node", node, sim.nodes)}.get(chosen.unit, ("part", part, None))
     if chosen.cause == reliability.JOB:
-        target = ("job", job, len(sim.jobs))
+        if node is None and gpu is not None:  # an Xid line names the GPU: the fault is its node's job's
+            node = int(gpu) // sim.gpus_per_node
+        target = ("job", job if node is None else node, len(sim.jobs))
     name, value, count = target
     if value is None:
         limit = f" (0-{count - 1})" if count else ""
         raise TwinInputError({f"target.{name}": [f"{category} happens on a {chosen.unit if name == 'part' else name}:"
                                                  f" give {name}{limit}"]})
     try:
-        if name == "job":
-            events = sim.apply_job_fault(index, int(job), kind=kind)
+        if name == "job":  # a job-caused fault: the job given, or the one holding the node it came from
+            events = sim.apply_job_fault(index, -1 if job is None else int(job),
+                                         node=-1 if node is None else int(node), kind=kind)
         else:
             events = sim.apply_failure(index, gpu=-1 if gpu is None else int(gpu),
                                        node=-1 if node is None else int(node),

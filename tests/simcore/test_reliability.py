@@ -212,3 +212,41 @@ def test_monte_carlo_of_a_segment_that_never_completes_gives_zero_not_an_error()
                             rng=np.random.default_rng(0))
     assert ettr.shape == (5, 2)
     assert np.all(ettr[:, 1] == 0) and np.all(ettr[:, 0] > 0)
+
+
+def test_the_effective_restart_matches_restarts_of_mixed_kinds_simulated():
+    """A failure during a restart starts the restart of its own kind: the mean time from a failure
+    to a completed restart, simulated attempt by attempt, is the closed form's (e^(lambda R) - 1) / lambda."""
+    from simcore.reliability import CRASH, HANG, PLATFORM, restart_time_s
+
+    rate_s, restarts, shares = 1 / 2000, np.array([100.0, 2000.0]), np.array([0.7, 0.3])
+    kinds = {(PLATFORM, CRASH): shares[0] * rate_s * 3600, (PLATFORM, HANG): shares[1] * rate_s * 3600}
+    timing = {"crash_detection_s": 100.0, "collective_timeout_s": 2000.0, "reschedule_s": 0.0, "init_base_s": 0.0,
+              "init_s_per_rank": 0.0, "warmup_s": 0.0}
+    effective, _, by_kind = restart_time_s(kinds, timing, 1, 0.0, 0.0)
+    assert by_kind["platform-hang"] == 2000.0 and 100.0 < effective < shares @ restarts
+    rng = np.random.default_rng(5)
+    samples = 200_000
+    total, pending = np.zeros(samples), np.ones(samples, bool)
+    kind = rng.choice(2, samples, p=shares)
+    while pending.any():
+        next_failure = rng.exponential(1 / rate_s, samples)
+        done = pending & (next_failure >= restarts[kind])
+        total += np.where(done, restarts[kind], np.where(pending, next_failure, 0.0))
+        pending &= ~done
+        kind = np.where(pending, rng.choice(2, samples, p=shares), kind)
+    assert total.mean() == pytest.approx(np.expm1(rate_s * effective) / rate_s, rel=0.01)
+
+
+def test_a_plan_whose_rates_are_all_zero_has_an_ettr_of_one_everywhere():
+    from simcore.scenario import curves
+
+    rates = {c.key: 0.0 for c in fire_flyer_categories()}
+    document = {"cluster": {**FF_2ZONE, "reliability": {"category_rates": rates}},
+                "workload": {**LLAMA_13B, "gpus": 512}, "options": {"monte_carlo_replicas": 10}}
+    with np.errstate(all="raise"):
+        rel = evaluate(document)["reliability"]
+        drawn = curves(document)
+    assert rel["ettr"] == rel["ettr_at_optimum"] == rel["monte_carlo"]["ettr_mean"] == 1.0
+    assert rel["optimal_interval_s"] is None  # infinite: never checkpoint
+    assert set(drawn["ettr_vs_restart"]["ettr"]) == {1.0}

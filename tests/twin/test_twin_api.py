@@ -158,6 +158,16 @@ def test_ingested_kernel_log_line_marks_the_right_gpu(catalog, owner_client):
         answer = owner_client.post(f"/api/twins/{twin.pk}/ingest/", payload, format="json")
         assert answer.status_code == 400 and words in str(answer.json()[field]), (payload, answer.json())
     assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() == 1
+    # A software Xid (job-caused) stops the job on that node, and only it; on an idle spare it is logged.
+    job_node = twin.jobs[0]["nodes"] - 1
+    for node, interrupts in ((job_node, True), (twin.node_count - 1, False)):
+        line = XID74_LINE.replace("74,", "43,").replace("NVLink: fatal error detected on link 2", "GPU stopped")
+        answer = owner_client.post(f"/api/twins/{twin.pk}/ingest/", {"node": node, "line": line}, format="json")
+        assert answer.status_code == 201, answer.json()
+        kinds = [e["kind"] for e in answer.json()["events"]]
+        assert kinds[0] == "ingested" and ("job-interrupted" in kinds) == interrupts
+    link = owner_client.post(f"/api/twins/{twin.pk}/ingest/", {"node": 5, "category": "ib-link"}, format="json")
+    assert link.status_code == 201 and link.json()["events"][0]["node"] == 5
 
 
 @WEBSOCKET_DB

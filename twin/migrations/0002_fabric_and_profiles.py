@@ -4,10 +4,25 @@ from django.db import migrations, models
 
 
 def existing_twins_keep_their_profile(apps, schema_editor):
-    """Twins made before profiles were stored: a per-node rate means that profile; no exclusion."""
+    """Twins made before profiles were stored: a per-node rate means that profile; no exclusion;
+    their fabric's parts counted from their plan (the compute fabric, as the engine counts it)."""
+    from simcore import topology
+
     Twin = apps.get_model("twin", "Twin")
     Twin.objects.filter(failures_per_1000_node_days__isnull=False).update(failure_profile="per-node-rate")
-    Twin.objects.update(exclude_after=0)
+    for twin in Twin.objects.select_related("plan__node_type", "plan__switch", "plan__storage_node_type"):
+        plan = twin.plan
+        nics = plan.node_type.compute_nics_per_node
+        endpoints = plan.node_count * nics
+        if plan.storage_network == "shared" and plan.storage_node_type_id:
+            endpoints += plan.storage_node_count * plan.storage_node_type.nics_per_node
+        tree = topology.fat_tree(endpoints, plan.switch.radix, layers=plan.fabric_layers, zones=plan.zones,
+                                 planes=plan.planes, rails=plan.rails, oversubscription=plan.oversubscription,
+                                 interzone_switches=plan.interzone_switches, core_pods=plan.core_pods)
+        twin.fabric = {"nics_per_node": nics, "links": int(tree.endpoint_links + tree.switch_links),
+                       "leaves": int(tree.leaf_switches), "switches": int(tree.switches)}
+        twin.exclude_after = 0
+        twin.save(update_fields=["fabric", "exclude_after"])
 
 
 class Migration(migrations.Migration):

@@ -202,7 +202,8 @@ function reliabilitySection(result, curves) {
     r.spare_nodes !== undefined ? ["spare nodes (99%)", num(r.spare_nodes)] : null,
   ]));
   if (r.restart_parts_s) {
-    section.append(table("Restart time in parts (rate-weighted over the kinds of failure)",
+    section.append(table(r.restart_given ? "Restart time in parts from the profile (the plan gives the whole restart instead)"
+      : "Restart time in parts (rate-weighted over the kinds of failure)",
       Object.entries(RESTART_PARTS).map(([key, name]) => [name, duration(parts[key])])));
   }
   const job = jobCategories(r);
