@@ -35,7 +35,8 @@ PLAN_FIELD_GROUPS = [
                 "core_pods"]),
     ("Storage", ["storage_node_type", "storage_node_count", "storage_network"]),
     ("Cabling", ["endpoint_cable", "transceiver", "fiber"]),
-    ("Cost and reliability", ["price_book", "pue", "failure_profile", "failures_per_1000_node_days", "category_rates"]),
+    ("Cost and reliability", ["price_book", "pue", "failure_profile", "failures_per_1000_node_days", "category_rates",
+                              "link_flap_share", "link_flap_s"]),
     ("Checkpoints and restarts", ["checkpoint_mode", "checkpoint_in_memory", "checkpoint_interval_s",
                                   "restart_profile", "collective_timeout_s", "restart_s"]),
 ]
@@ -58,7 +59,8 @@ WORKLOAD_FIELD_GROUPS = [
 FIELD_LABELS = {"pue": "PUE (empty: the price book's)", "checkpoint_interval_s": "checkpoint interval (s)",
                 "restart_s": "restart time (s, empty: from its parts)",
                 "category_rates": "failure-rate overrides (JSON: category key -> events per unit-hour)",
-                "collective_timeout_s": "collective timeout (s)", "job_fault_factor": "job-caused fault factor", "failures_per_1000_node_days": "failures per 1,000 node-days",
+                "collective_timeout_s": "collective timeout (s)", "link_flap_share": "link flap share",
+                "link_flap_s": "link flap length (s)", "job_fault_factor": "job-caused fault factor", "failures_per_1000_node_days": "failures per 1,000 node-days",
                 "oversubscription": "oversubscription (down:up)", "tp": "TP (tensor parallel)",
                 "cp": "CP (context parallel)", "pp": "PP (pipeline parallel)", "ep": "EP (expert parallel)",
                 "moe_top_k": "experts per token", "kv_heads": "key/value heads", "ffn_hidden": "MLP width"}

@@ -95,7 +95,8 @@ def cluster_document(plan: ClusterPlan) -> dict:
     reliability = {"profile": plan.failure_profile, "checkpoint_interval_s": plan.checkpoint_interval_s,
                    "restart_profile": plan.restart_profile, "collective_timeout_s": plan.collective_timeout_s,
                    "checkpoint_mode": plan.checkpoint_mode, "checkpoint_in_memory": plan.checkpoint_in_memory,
-                   "category_rates": plan.category_rates or {},
+                   "category_rates": plan.category_rates or {}, "link_flap_share": plan.link_flap_share,
+                   "link_flap_s": plan.link_flap_s,
                    "restart_s": plan.restart_s}
     if plan.failure_profile == ClusterPlan.FailureProfile.PER_NODE_RATE:
         reliability["failures_per_1000_node_days"] = plan.failures_per_1000_node_days

@@ -159,6 +159,12 @@ SPEC: dict[str, Any] = {
             "warmup_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
             "restart_s": opt("non_negative", nullable=True, unit="s",
                              doc="the whole restart, overriding its parts; null: from the parts"),
+            "link_flap_share": opt("non_negative", 0.0, at_most=1.0, scalar=True,
+                                   doc="share of link failures that are flaps back within link_flap_s (no "
+                                       "published split: 0 counts every one as stopping the job)"),
+            "link_flap_s": opt(default=1.0, unit="s", scalar=True,
+                               doc="a flap's length: under the transport's retry window (about 7 s for NCCL on "
+                                   "InfiniBand) it stalls the job instead of stopping it"),
             "category_rates": Rates(doc="failure category key -> events per unit-hour (its GPU, node, NIC, link or "
                                         "switch), replacing the profile's measured rate"),
             "spare_confidence": opt(default=0.99, at_most=0.999999),

@@ -243,6 +243,37 @@ def with_rates(categories: list[FailureCategory], rates: dict, profile: str, fie
             for c in categories]
 
 
+TRANSPORT_RETRY_WINDOW_S = 7.0  # NCCL over InfiniBand: NCCL_IB_TIMEOUT with its retries, about 7 s
+TRANSPORT_RETRY_BASIS = ("Databricks GPU reliability write-up (2026), as summarised by sysdesign-wiki: NCCL_IB_TIMEOUT's "
+                         "effective default with retries is about 7 s (secondary)")
+
+
+def with_flaps(categories: list[FailureCategory], flap_share: float, flap_s: float,
+               retry_window_s: float = TRANSPORT_RETRY_WINDOW_S) -> list[FailureCategory]:
+    """Link failures split into flaps and lasting failures: a ``flap_share`` of each link category
+    comes back within ``flap_s``; when that is shorter than the transport's retry window the flap
+    only stalls the job for ``flap_s`` (a category that does not interrupt, ``<key>-flap``), else
+    it stops the job like any link failure."""
+    if not flap_share or flap_s >= retry_window_s:
+        return categories
+    out = []
+    for c in categories:
+        if c.unit != "link":
+            out.append(c)
+            continue
+        out.append(replace(c, rate_per_unit_hour=c.rate_per_unit_hour * (1 - flap_share)))
+        out.append(replace(c, key=f"{c.key}-flap", label=f"{c.label} (flap under {retry_window_s:g} s)",
+                           rate_per_unit_hour=c.rate_per_unit_hour * flap_share, interrupts_job=False,
+                           action="retried", repair_h=0.0, source=f"{c.source}; {flap_share:.0%} flaps (input)"))
+    return out
+
+
+def flap_stall_fraction(categories: list[FailureCategory], units: dict, flap_s) -> np.ndarray:
+    """Share of a job's time stalled by link flaps its transport rides out (each stalls it ``flap_s``)."""
+    rate_h = rate_per_hour(categories, units, lambda c: c.key.endswith("-flap") and c.unit == "link")
+    return rate_h * np.asarray(flap_s, float) / 3600
+
+
 def unit_counts(gpu, node, link=0.0, nic=0.0, switch=0.0) -> dict:
     """The parts failures are counted over ({unit kind: count}, arrays broadcast)."""
     return {"gpu": gpu, "node": node, "link": link, "nic": nic, "switch": switch}

@@ -308,8 +308,9 @@ def _failure_categories(rel):
         if rate.ndim:
             raise ScenarioError("cluster.reliability.failures_per_1000_node_days", "takes one value")
         rate = float(rate)
-    return reliability.with_rates(reliability.profile_categories(rel["profile"], rate), rel["category_rates"],
-                                  f"the {rel['profile']} profile", "cluster.reliability.category_rates")
+    categories = reliability.with_rates(reliability.profile_categories(rel["profile"], rate), rel["category_rates"],
+                                        f"the {rel['profile']} profile", "cluster.reliability.category_rates")
+    return reliability.with_flaps(categories, float(rel["link_flap_share"]), float(rel["link_flap_s"]))
 
 
 def _reliability_cluster(categories, units):
@@ -669,6 +670,7 @@ def _reliability_job(p, categories, job, node, sto, storage_rates):
     interval = np.where(np.isnan(given), optimal, given)
     spares = reliability.spares_needed(job["nodes"], _node_availability(categories, units)[0],
                                        rel["spare_confidence"])
+    flap_stall = reliability.flap_stall_fraction(categories, units, rel["link_flap_s"])
     with np.errstate(divide="ignore"):
         mtbi_h = 1 / rate_h
     return {
@@ -694,8 +696,9 @@ def _reliability_job(p, categories, job, node, sto, storage_rates):
         "optimal_interval_s": optimal,
         "young_interval_s": reliability.young_interval_s(stall_s, rate_s),
         "daly_interval_s": reliability.daly_interval_s(stall_s, rate_s),
-        "ettr": reliability.ettr_closed_form(interval, stall_s, restart_s, rate_s),
-        "ettr_at_optimum": reliability.ettr_closed_form(optimal, stall_s, restart_s, rate_s),
+        "link_flap_stall_fraction": flap_stall,
+        "ettr": reliability.ettr_closed_form(interval, stall_s, restart_s, rate_s) * (1 - flap_stall),
+        "ettr_at_optimum": reliability.ettr_closed_form(optimal, stall_s, restart_s, rate_s) * (1 - flap_stall),
         "spare_nodes": spares,
     }
 
@@ -748,6 +751,7 @@ def _monte_carlo(p, categories, units, result):
         ettr = reliability.ettr_monte_carlo(rel["checkpoint_interval_s"], rel["checkpoint_time_s"],
                                             rel["restart_time_s"], rel["job_interruptions_per_day"] / SECONDS_PER_DAY,
                                             segments=segments, replicas=replicas, rng=rng)
+        ettr = ettr * (1 - rel["link_flap_stall_fraction"])
         out["ettr_mean"] = ettr.mean(axis=0)
         out["ettr_p05"] = np.quantile(ettr, 0.05, axis=0)
     return out
@@ -825,16 +829,21 @@ def _ettr_vs_interval(rel: dict, points: int = 61):
     checkpoint_s, restart_s = float(np.max(rel["checkpoint_time_s"])), float(np.max(rel["restart_time_s"]))
     intervals = optimum * np.logspace(-1, np.log10(30), points)
     return {"interval_s": intervals,
-            "ettr": reliability.ettr_closed_form(intervals, checkpoint_s, restart_s, rate_s),
+            "ettr": reliability.ettr_closed_form(intervals, checkpoint_s, restart_s, rate_s) * _unstalled(rel),
             "optimal_interval_s": optimum, "ettr_at_optimum": float(np.max(rel["ettr_at_optimum"])),
             "plan_interval_s": float(np.max(rel["checkpoint_interval_s"])), "plan_ettr": float(np.max(rel["ettr"]))}
+
+
+def _unstalled(rel: dict) -> float:
+    return 1 - float(np.max(rel["link_flap_stall_fraction"]))
 
 
 def _ettr_vs_restart(rel: dict, points: int = 61):
     rate_s = float(np.max(rel["job_interruptions_per_day"])) / SECONDS_PER_DAY
     interval_s, checkpoint_s = float(np.max(rel["checkpoint_interval_s"])), float(np.max(rel["checkpoint_time_s"]))
     restarts = np.logspace(1, np.log10(4 * 3600), points)
-    return {"restart_s": restarts, "ettr": reliability.ettr_closed_form(interval_s, checkpoint_s, restarts, rate_s),
+    return {"restart_s": restarts,
+            "ettr": reliability.ettr_closed_form(interval_s, checkpoint_s, restarts, rate_s) * _unstalled(rel),
             "interval_s": interval_s, "plan_restart_s": float(np.max(rel["restart_time_s"])),
             "plan_ettr": float(np.max(rel["ettr"]))}
 

@@ -34,6 +34,8 @@ class Twin(models.Model):
         null=True, blank=True, help_text="The plan's per-node failure rate (the per-node-rate profile).")
     category_rates = models.JSONField(default=dict, help_text="The plan's failure-rate overrides: category key -> "
                                                              "events per unit-hour.")
+    link_flap_share = models.FloatField(default=0.0, help_text="The plan's share of link failures that are flaps.")
+    link_flap_s = models.FloatField(default=1.0, help_text="The plan's flap length (s).")
     fabric = models.JSONField(default=dict, help_text="The compute fabric's parts: nics_per_node, links, leaves, "
                                                       "switches (from the plan's bill of materials).")
     exclude_after = models.PositiveIntegerField(

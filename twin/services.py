@@ -54,9 +54,10 @@ def twin_group(twin_id: int) -> str:
 def _categories(twin_or_plan):
     """The failure categories of a twin or a plan: its profile with its rate overrides."""
     rate = twin_or_plan.failures_per_1000_node_days if twin_or_plan.failure_profile == "per-node-rate" else None
-    return reliability.with_rates(reliability.profile_categories(twin_or_plan.failure_profile, rate),
-                                  twin_or_plan.category_rates or {}, f"the {twin_or_plan.failure_profile} profile",
-                                  "category_rates")
+    categories = reliability.with_rates(reliability.profile_categories(twin_or_plan.failure_profile, rate),
+                                        twin_or_plan.category_rates or {},
+                                        f"the {twin_or_plan.failure_profile} profile", "category_rates")
+    return reliability.with_flaps(categories, twin_or_plan.link_flap_share, twin_or_plan.link_flap_s)
 
 
 def twin_categories(twin: Twin) -> list[dict]:
@@ -164,6 +165,7 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
     twin = Twin(owner=owner, plan=plan, name=name or f"{plan.name} twin", seed=seed, speed=speed,
                 node_count=plan.node_count, gpus_per_node=gpus_per_node, failure_profile=plan.failure_profile,
                 failures_per_1000_node_days=_plan_rate(plan), category_rates=plan.category_rates,
+                link_flap_share=plan.link_flap_share, link_flap_s=plan.link_flap_s,
                 fabric=plan_fabric(plan, result),
                 exclude_after=exclude_after,
                 jobs=jobs if jobs is not None else default_jobs(plan, result, spare_nodes),

@@ -122,6 +122,13 @@ class ClusterPlan(OwnedEntry):
     category_rates = models.JSONField(
         default=dict, blank=True,
         help_text="Failure-rate overrides: category key -> events per unit-hour (per GPU, node, NIC, link or switch).")
+    link_flap_share = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Share of link failures that are flaps back within the flap length (no published split: 0 "
+                  "counts every one as stopping the job).")
+    link_flap_s = models.FloatField(
+        default=1.0, validators=[validate_positive],
+        help_text="A flap's length: under the transport's retry window (about 7 s) it stalls the job instead.")
     checkpoint_interval_s = models.FloatField(
         null=True, blank=True, validators=[validate_positive], help_text="Empty: the ETTR-optimal interval."
     )

@@ -250,3 +250,16 @@ def test_a_plan_whose_rates_are_all_zero_has_an_ettr_of_one_everywhere():
     assert rel["ettr"] == rel["ettr_at_optimum"] == rel["monte_carlo"]["ettr_mean"] == 1.0
     assert rel["optimal_interval_s"] is None  # infinite: never checkpoint
     assert set(drawn["ettr_vs_restart"]["ettr"]) == {1.0}
+
+
+def test_link_flaps_under_the_retry_window_stall_the_job_instead_of_stopping_it():
+    stops, flaps = _job(), _job(link_flap_share=0.5, link_flap_s=2.0)
+    link_stops = stops["job_by_category_per_day"]["ib-link"]
+    assert flaps["job_by_category_per_day"]["ib-link"] == pytest.approx(link_stops / 2)
+    assert "ib-link-flap" not in flaps["job_by_category_per_day"]  # it does not stop the job
+    assert flaps["job_interruptions_per_day"] == pytest.approx(stops["job_interruptions_per_day"] - link_stops / 2)
+    assert flaps["link_flap_stall_fraction"] == pytest.approx(link_stops / 2 * 2.0 / 86400)
+    assert flaps["by_category_per_day"]["ib-link-flap"] == pytest.approx(stops["by_category_per_day"]["ib-link"] / 2)
+    longer = _job(link_flap_share=0.5, link_flap_s=30.0)  # past the retry window: it stops the job after all
+    assert longer["job_interruptions_per_day"] == pytest.approx(stops["job_interruptions_per_day"])
+    assert flaps["ettr"] > stops["ettr"]
