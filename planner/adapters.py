@@ -36,6 +36,7 @@ def node_document(node) -> dict:
             "memory_bandwidth_gbyte_s": acc.memory_bandwidth_gbyte_s,
         },
         "nvlink_topology": node.nvlink_topology,
+        "scaleup_domain_gpus": node.scaleup_domain_gpus,
         "cpus": cpus,
         "cpu_cores": cpu.cores * cpus if cpu else None,
         "cpu_tdp_w": cpu.tdp_w if cpu else None,
@@ -87,7 +88,7 @@ def prices_document(plan: ClusterPlan) -> dict:
         "endpoint_cable": price("link-part", plan.endpoint_cable),
         "fiber": price("link-part", plan.fiber),
         "energy_per_kwh": _float(book.energy_price_per_kwh),
-        "pue": pue if pue is not None else 1.0,
+        "pue": pue,
     }
 
 
@@ -116,6 +117,8 @@ def cluster_document(plan: ClusterPlan) -> dict:
             "storage_network": plan.storage_network,
             "core_pods": plan.core_pods,
         },
+        "rack": {"nodes_per_rack": plan.node_type.nodes_per_rack, "power_limit_w": plan.rack_power_limit_w,
+                 "extra_w": plan.node_type.rack_extra_power_w or 0.0, "cooling": plan.node_type.cooling},
         "storage": storage_document(plan),
         "prices": prices_document(plan),
         "reliability": reliability,

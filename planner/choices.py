@@ -39,6 +39,11 @@ class LinkPartKind(models.TextChoices):
     TRANSCEIVER = "transceiver", "Optical transceiver module"
 
 
+class Cooling(models.TextChoices):
+    AIR = "air", "Air"
+    LIQUID = "liquid", "Liquid (direct to chip)"
+
+
 class NVLinkTopology(models.TextChoices):
     NONE = "none", "None"
     PAIRS = "pairs", "Bridged pairs"

@@ -85,6 +85,9 @@ SPEC: dict[str, Any] = {
                                                 doc="peak HBM bandwidth; null: the family's flagship"),
             },
             "nvlink_topology": Choice(("none", "pairs", "all-to-all"), "none"),
+            "scaleup_domain_gpus": opt(integer=True, nullable=True, unit="GPUs",
+                                       doc="GPUs on one all-to-all scale-up fabric (a GB200 NVL72 rack: 72); "
+                                           "null: the node's GPUs"),
             "cpus": opt("non_negative", 2, integer=True),
             "cpu_cores": opt(integer=True, nullable=True, doc="CPU cores, all sockets (host preprocessing)"),
             "cpu_tdp_w": opt(nullable=True, unit="W"),
@@ -101,6 +104,15 @@ SPEC: dict[str, Any] = {
             "storage_nics": opt("non_negative", 0, integer=True),
             "storage_nic_gbit_s": opt("non_negative", 0.0, unit="Gb/s"),
             "power_w": opt(nullable=True, unit="W", doc="measured average under training; null: from parts"),
+        },
+        "rack": {
+            "nodes_per_rack": opt(integer=True, nullable=True,
+                                  doc="null: as many as the power limit allows, else the nodes of one scale-up "
+                                      "domain (one when it is the node)"),
+            "power_limit_w": opt(nullable=True, unit="W", doc="the rack's power and cooling budget"),
+            "extra_w": opt("non_negative", 0.0, unit="W",
+                           doc="power of parts in the rack but not in its nodes (NVLink switch trays, ToR)"),
+            "cooling": Choice(("air", "liquid"), "air", doc="sets the facility PUE when the price book has none"),
         },
         "fabric": {
             "layers": opt(default=2, integer=True),
@@ -137,7 +149,7 @@ SPEC: dict[str, Any] = {
             "endpoint_cable": opt("non_negative", nullable=True),
             "fiber": opt("non_negative", nullable=True),
             "energy_per_kwh": opt("non_negative", nullable=True),
-            "pue": opt(default=1.0),
+            "pue": opt(nullable=True, doc="null: the rack cooling's (air 1.58, liquid 1.15)"),
             "amortization_years": opt(default=4.0, doc="capex spread over this many years"),
         },
         "reliability": {
@@ -389,7 +401,7 @@ def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
 
 
 SECTION_TITLES = {
-    "cluster": "Cluster", "cluster.node": "Compute node", "cluster.fabric": "Fabric", "cluster.storage": "Storage",
+    "cluster": "Cluster", "cluster.node": "Compute node", "cluster.rack": "Racks", "cluster.fabric": "Fabric", "cluster.storage": "Storage",
     "cluster.prices": "Prices (from a price book)", "cluster.reliability": "Reliability", "workload": "Workload",
     "options": "Options",
 }

@@ -1,4 +1,4 @@
-"""Power: node, switch and storage power, facility power through PUE, energy per year.
+"""Power: node, switch and storage power, racks, facility power through PUE, energy per year.
 
 A node's power is its measured average under training load when the catalogue has one (FF
 Table II: 2,500 W PCIe node, 4,200 W DGX-A100 during ResNet training); otherwise it is built
@@ -9,6 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 
 HOURS_PER_YEAR = 8760.0
+# Facility PUE by rack cooling, used where the price book gives none. Air: Uptime Institute Global
+# Data Center Survey 2023, industry average 1.58. Liquid: an estimate (direct-liquid-cooled AI
+# halls are reported at about 1.1-1.2; no survey figure found), 1.15.
+COOLING_PUE = {"air": 1.58, "liquid": 1.15}
+COOLING_PUE_BASIS = {"air": "Uptime Institute Global Data Center Survey 2023: average PUE 1.58",
+                     "liquid": "estimate: direct-liquid-cooled halls reported at 1.1-1.2"}
 
 
 @dataclass(frozen=True)
@@ -57,3 +63,14 @@ def storage_node_power_w(measured_w, ssd_count, cpu_tdp_w, params: PowerParams =
 def energy_per_year_kwh(it_power_w, pue):
     """Facility energy in a year: IT power x PUE x 8,760 h."""
     return it_power_w * pue * HOURS_PER_YEAR / 1000.0
+
+
+def rack_layout(nodes, node_w, domain_nodes, nodes_per_rack, power_limit_w, extra_w):
+    """(nodes per rack, racks, power per rack): the given nodes per rack, else as many as the
+    power limit holds (at least one), else one scale-up domain's nodes; the last rack may be part
+    full, the power is a full rack's: its nodes x the node power + the rack's other parts."""
+    from_limit = np.maximum(np.floor((power_limit_w - extra_w) / node_w), 1)
+    per_rack = np.where(~np.isnan(nodes_per_rack), nodes_per_rack,
+                        np.where(~np.isnan(power_limit_w), from_limit, domain_nodes))
+    per_rack = np.minimum(per_rack, nodes)
+    return per_rack, np.ceil(nodes / per_rack), per_rack * node_w + extra_w

@@ -98,6 +98,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
     nodes = c["node_count"]
     g = node["gpus"]
     gpus = nodes * g
+    domain = scaleup_domain_gpus(node)
 
     # Compute: achieved GEMM per precision.
     full_clock_w = np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
@@ -136,9 +137,14 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
         "switches_w": fabric_total.switches * switch_w,
         "storage_nodes_w": sto["nodes"] * storage_w,
     }
+    rack = c["rack"]
+    per_rack, racks, rack_w = power.rack_layout(nodes, node_w, domain / g, rack["nodes_per_rack"],
+                                                rack["power_limit_w"], rack["extra_w"])
+    it_power["rack_extra_w"] = racks * rack["extra_w"]
     it_total_w = sum(it_power.values())
     gemm_w, idle_w = compute.accelerator_power_w(acc["tdp_w"], full_clock_w, params.compute)
-    facility_w = it_total_w * prices["pue"]
+    pue = np.where(np.isnan(prices["pue"]), power.COOLING_PUE[rack["cooling"]], prices["pue"])
+    facility_w = it_total_w * pue
 
     # Cost.
     counts = {
@@ -154,7 +160,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
                    "fibers": prices["fiber"], "endpoint_cables": prices["endpoint_cable"]}
     capex_lines, capex_total, unpriced = cost.capex(counts, unit_prices)
     network_capex = cost.priced_sum([capex_lines[k] for k in ("switches", "transceivers", "fibers", "endpoint_cables")])
-    energy_year = cost.energy_cost_per_year(facility_w / prices["pue"], prices["pue"], prices["energy_per_kwh"])
+    energy_year = cost.energy_cost_per_year(it_total_w, pue, prices["energy_per_kwh"])
 
     # Storage.
     client_nic_gbyte_s = np.where(node["storage_nics"] > 0, node["storage_nics"] * node["storage_nic_gbit_s"],
@@ -174,8 +180,8 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
     collective_report = {
         "message_bytes": msg,
         "hfreduce": _collective_json(collectives.hfreduce(msg, nodes, io, params=params.collectives)),
-        "nccl": _collective_json(collectives.nccl_allreduce(msg, nodes, io, nvlink_all_to_all=all_to_all,
-                                                            params=params.collectives)),
+        "nccl": _collective_json(collectives.nccl_allreduce(msg, gpus / domain, domain_io(io, g, domain),
+                                                            nvlink_all_to_all=all_to_all, params=params.collectives)),
     }
     if nvlink_pairs:
         collective_report["hfreduce_nvlink"] = _collective_json(
@@ -183,7 +189,10 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
 
     result = {
         "engine_version": ENGINE_VERSION,
-        "cluster": {"nodes": nodes, "gpus": gpus},
+        "cluster": {"nodes": nodes, "gpus": gpus, "scaleup_domain_gpus": domain, "scaleup_domains": gpus / domain},
+        "racks": {"count": racks, "nodes_per_rack": per_rack, "gpus_per_rack": per_rack * g, "power_w": rack_w,
+                  "cooling": rack["cooling"],
+                  "within_power_limit": np.where(np.isnan(rack["power_limit_w"]), True, rack_w <= rack["power_limit_w"])},
         "compute": {
             "sustained_clock_factor": clock,
             "gemm_tf32_tflops": gemm["tf32"],
@@ -220,7 +229,8 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
             **it_power,
             "it_total_w": it_total_w,
             "facility_w": facility_w,
-            "energy_per_year_kwh": power.energy_per_year_kwh(it_total_w, prices["pue"]),
+            "pue": pue,
+            "energy_per_year_kwh": power.energy_per_year_kwh(it_total_w, pue),
             "fp16_tflops_per_kw": gemm["fp16"] * gpus / (facility_w / 1000),
         },
         "cost": {
@@ -295,6 +305,29 @@ def node_io(node, acc, g, params: CollectiveParams = CollectiveParams()) -> coll
         scaleup_bw_gbyte_s=np.where(acc["scaleup_bw_gbyte_s"] > 0, acc["scaleup_bw_gbyte_s"] / 2, np.inf),
         numa_domains=np.maximum(node["cpus"], 1),
     )
+
+
+def scaleup_domain_gpus(node):
+    """GPUs on one all-to-all scale-up fabric: the node's, or a rack's or supernode's (a whole
+    number of nodes) where the scenario says so."""
+    g, domain = node["gpus"], node["scaleup_domain_gpus"]
+    given = ~np.isnan(domain)
+    if np.any(given & (node["nvlink_topology"] != "all-to-all")):
+        raise ScenarioError("cluster.node.scaleup_domain_gpus", "needs an all-to-all scale-up fabric (nvlink_topology)")
+    if np.any(given & ((domain < g) | (domain % g != 0))):
+        raise ScenarioError("cluster.node.scaleup_domain_gpus", "must be a whole number of nodes' GPUs")
+    return np.where(given, domain, g)
+
+
+def domain_io(io: collectives.NodeIO, g, domain) -> collectives.NodeIO:
+    """A scale-up domain seen by collectives as one node: its nodes' NICs, host memory and
+    sockets together, every GPU on the scale-up fabric."""
+    k = domain / g
+    return collectives.NodeIO(
+        gpus_per_node=domain, nic_bw_gbyte_s=io.nic_bw_gbyte_s * k, host_mem_bw_gbyte_s=io.host_mem_bw_gbyte_s * k,
+        pcie_bw_gbyte_s=io.pcie_bw_gbyte_s, root_port_bw_gbyte_s=io.root_port_bw_gbyte_s,
+        shared_root_ports=io.shared_root_ports * k, p2p_bw_gbyte_s=io.p2p_bw_gbyte_s,
+        scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains * k)
 
 
 def _failure_categories(rel):
@@ -412,7 +445,7 @@ def _links(node, io, family, w, g, dp, params: CollectiveParams):
     network (the node's NICs shared by its GPUs). Returns links and their placement labels."""
     nvlink = w["use_nvlink"]
     topology = node["nvlink_topology"]
-    domain = g if topology == "all-to-all" else (2.0 if topology == "pairs" else 1.0)
+    domain = scaleup_domain_gpus(node) if topology == "all-to-all" else (2.0 if topology == "pairs" else 1.0)
     domain = np.where(nvlink & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0), domain, 1.0)
     scaleup = training.Link(io.scaleup_bw_gbyte_s * family.scaleup_fraction, params.scaleup_latency_s)
     pcie = training.Link(io.pcie_bw_gbyte_s / 2, params.hop_latency_s)
@@ -523,16 +556,19 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
     # Data parallelism: HFReduce or NCCL over the DP (x CP) group.
     grad_bytes_per_gpu = local_params * w["grad_bytes"]
     reduce_ranks = dp_ranks * cp_
-    dp_per_node = np.minimum(reduce_ranks, g / tp_)
-    shards_per_node = g / np.maximum(dp_per_node, 1)
-    dp_nodes = np.ceil(reduce_ranks / np.maximum(dp_per_node, 1))
-    dp_io = collectives.NodeIO(
-        gpus_per_node=np.maximum(dp_per_node, 1), nic_bw_gbyte_s=io.nic_bw_gbyte_s / shards_per_node,
-        host_mem_bw_gbyte_s=io.host_mem_bw_gbyte_s / shards_per_node, pcie_bw_gbyte_s=io.pcie_bw_gbyte_s,
-        root_port_bw_gbyte_s=io.root_port_bw_gbyte_s, shared_root_ports=io.shared_root_ports,
-        p2p_bw_gbyte_s=io.p2p_bw_gbyte_s, scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains)
     hfreduce = w["collective"] == "hfreduce"
     all_ok = node["nvlink_topology"] == "all-to-all"
+    # NCCL over an all-to-all scale-up domain larger than a node treats the domain as the node.
+    unit = np.where(all_ok & w["use_nvlink"] & (not hfreduce), scaleup_domain_gpus(node), g)
+    unit_io = domain_io(io, g, unit)
+    dp_per_node = np.minimum(reduce_ranks, unit / tp_)
+    shards_per_node = unit / np.maximum(dp_per_node, 1)
+    dp_nodes = np.ceil(reduce_ranks / np.maximum(dp_per_node, 1))
+    dp_io = collectives.NodeIO(
+        gpus_per_node=np.maximum(dp_per_node, 1), nic_bw_gbyte_s=unit_io.nic_bw_gbyte_s / shards_per_node,
+        host_mem_bw_gbyte_s=unit_io.host_mem_bw_gbyte_s / shards_per_node, pcie_bw_gbyte_s=io.pcie_bw_gbyte_s,
+        root_port_bw_gbyte_s=io.root_port_bw_gbyte_s, shared_root_ports=io.shared_root_ports,
+        p2p_bw_gbyte_s=io.p2p_bw_gbyte_s, scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains)
     if hfreduce:
         # HFReduce sums an NVLink pair first only if both GPUs hold the same gradients (no TP).
         pair_reduce = (node["nvlink_topology"] == "pairs") & w["use_nvlink"] & (tp_ == 1)

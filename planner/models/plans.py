@@ -113,7 +113,11 @@ class ClusterPlan(OwnedEntry):
         help_text="Fibre of each switch-to-switch link.",
     )
     price_book = models.ForeignKey(PriceBook, on_delete=models.PROTECT, related_name="plans")
-    pue = models.FloatField(null=True, blank=True, help_text="Overrides the price book's PUE.")
+    pue = models.FloatField(null=True, blank=True,
+                            help_text="Overrides the price book's PUE (neither: the node type's cooling's).")
+    rack_power_limit_w = models.FloatField(
+        null=True, blank=True, validators=[validate_positive],
+        help_text="The site's power and cooling budget per rack: sets nodes per rack where the node type does not.")
     failure_profile = models.CharField(max_length=16, choices=FailureProfile.choices, default=FailureProfile.FIRE_FLYER)
     failures_per_1000_node_days = models.FloatField(
         null=True, blank=True, validators=[validate_positive],

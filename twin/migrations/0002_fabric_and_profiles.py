@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('twin', '0001_initial'),
-        ('planner', '0006_reliability_profiles'),
+        ('planner', '0006_reliability_profiles_and_racks'),
     ]
 
     operations = [
