@@ -26,6 +26,7 @@ from twin.models import Twin
 from twin.services import twin_categories, visible_twins
 
 FIRE_FLYER_COMPARISON = ["dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer"]
+BLACKWELL_COMPARISON = ["hgx-b200-1152", "gb200-nvl72-1152"]
 CATALOG_TABLES = {table.name: table for table in TABLES if not table.preset}
 # The plan builder's fields, in the order an architect decides them.
 PLAN_FIELD_GROUPS = [
@@ -246,7 +247,8 @@ def compare(request):
     slugs += [s for key in ("pick", "with") for s in request.GET.getlist(key) if s and s not in slugs]
     plans = list(_visible_plans(request.user))
     context = {"plans": plans, "workloads": _visible_workloads(request.user), "slots": (slugs + [""] * 4)[:4],
-               "workload": request.GET.get("workload", ""), "fire_flyer_ids": ",".join(FIRE_FLYER_COMPARISON)}
+               "workload": request.GET.get("workload", ""), "fire_flyer_ids": ",".join(FIRE_FLYER_COMPARISON),
+               "blackwell_ids": ",".join(BLACKWELL_COMPARISON)}
     if slugs:
         found = {plan.slug: plan for plan in plans if plan.slug in slugs}
         workload = None

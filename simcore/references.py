@@ -105,6 +105,21 @@ LLAMA3_405B = {
     "job_fault_factor": 1.0,
 }
 
+# GB200 NVL72 (NVIDIA's specifications table, secondary copies): 18 compute trays of 4 Blackwell GPUs
+# and 2 Grace CPUs, one 72-GPU NVLink 5 domain (130 TB/s, 1.8 TB/s per GPU), rack totals 180
+# PFLOPS dense FP16/BF16, liquid cooled; about 120 kW a rack (secondary reports). One 400G NIC
+# per GPU; a GB200 superchip (2 GPUs + 1 Grace) up to 2,700 W: about 1,200 W a GPU.
+GB200_TRAY = {
+    "gpus": 4,
+    "accelerator": {"peak_tf32_tflops": 1250, "peak_fp16_tflops": 2500, "peak_fp8_tflops": 5000, "memory_gb": 186,
+                    "tdp_w": 1200, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 8000, "sm_count": 148,
+                    "family": "blackwell"},
+    "nvlink_topology": "all-to-all", "scaleup_domain_gpus": 72, "cpus": 2, "cpu_tdp_w": 250, "compute_nics": 4,
+    "compute_nic_gbit_s": 400,
+}
+NVL72_RACKS = {"node_count": 18 * 16, "node": GB200_TRAY, "rack": {"nodes_per_rack": 18, "cooling": "liquid"},
+               "fabric": {"switch_radix": 64, "switch_gbit_s": 400, "layers": 2}, "prices": {"currency": "REL"}}
+
 # HaiScale experiments (FF V; settings from the SC24 artifact scripts). No per-workload constant:
 # the GEMM, attention and convolution shares are the Ampere family's.
 VGG16 = {
@@ -414,6 +429,22 @@ def _cases() -> list[ReferenceCase]:
                           "profile": "per-node-rate", "failures_per_1000_node_days": 6.5}}, params=p)
                                       ["reliability"]["platform_interruptions_per_day"]),
                       rel_tolerance=0.001, calibration=True))
+    nvl72 = lambda p: run(NVL72_RACKS, params=p)  # noqa: E731
+    add(ReferenceCase("gb200-nvl72-domain-gpus", "rack-scale systems", "GPUs in one GB200 NVL72 NVLink domain",
+                      "GPUs", 72, "NVIDIA GB200 NVL72 specifications (the catalogue's tray sets it: a consistency check)",
+                      lambda p: float(nvl72(p)["cluster"]["scaleup_domain_gpus"]), rel_tolerance=0.0, calibration=True))
+    add(ReferenceCase("gb200-nvl72-nvlink-tb-s", "rack-scale systems", "NVLink bandwidth of one NVL72 domain",
+                      "TB/s", 130, "NVIDIA GB200 NVL72 specifications: 130 TB/s (72 GPUs x 1.8 TB/s)",
+                      lambda p: float(GB200_TRAY["accelerator"]["scaleup_bw_gbyte_s"] * nvl72(p)["cluster"]
+                                      ["scaleup_domain_gpus"]) / 1000, rel_tolerance=0.01))
+    add(ReferenceCase("gb200-nvl72-fp16-pflops", "rack-scale systems", "dense FP16 peak of one NVL72 rack", "PFLOPS",
+                      180, "NVIDIA GB200 NVL72 specifications: 180 PFLOPS FP16/BF16 dense",
+                      lambda p: float(nvl72(p)["racks"]["gpus_per_rack"]) * GB200_TRAY["accelerator"]["peak_fp16_tflops"]
+                      / 1000, rel_tolerance=0.01))
+    add(ReferenceCase("gb200-nvl72-rack-power", "rack-scale systems", "NVL72 rack power under training load", "kW", 120,
+                      "about 120 kW a rack (secondary reports); the engine's average under training load, its "
+                      "NVLink switch trays uncounted, lies between 70% and 110% of it",
+                      lambda p: float(nvl72(p)["racks"]["power_w"]) / 1000, within=(84.0, 132.0)))
     return cases
 
 

@@ -32,7 +32,7 @@ INFEASIBLE_REASONS = (
     "EP does not divide the data-parallel degree",
     "the global batch is smaller than one micro-batch per data-parallel rank",
     "the global batch does not split evenly into micro-batches",
-    "TP is larger than a node",
+    "TP is larger than a scale-up domain (a node, or the NVLink rack it belongs to)",
     "PP exceeds the layers (a stage needs a layer)",
     "TP does not divide the attention heads",
     "CP does not divide the sequence",
@@ -390,7 +390,7 @@ def _node_availability(categories, units):
     return reliability.node_availability(down_per_node, mttr_h), mttr_h
 
 
-def _layout_checks(w, job_gpus, nodes, g, dp, micro_batches):
+def _layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches):
     """Per-point layout problems as codes into ``INFEASIBLE_REASONS`` (0 = none). A layout that
     cannot suit the model (TP not dividing the heads, CP the sequence, EP the experts, ...) is bad
     input when its fields hold one value each (not a sweep axis): it raises naming the field."""
@@ -403,7 +403,7 @@ def _layout_checks(w, job_gpus, nodes, g, dp, micro_batches):
         (None, (np.floor(dp) % w["ep"]) != 0),
         (None, micro_batches < 1),
         (None, micro_batches != np.floor(micro_batches)),
-        (None, (w["tp"] > g) & (w["tp"] > 1)),
+        (None, (w["tp"] > domain) & (w["tp"] > 1)),
         ("pp", transformer & (w["pp"] > np.nan_to_num(w["layers"], nan=np.inf))),
         ("tp", transformer & (np.nan_to_num(heads % w["tp"]) != 0)),
         ("cp", transformer & ((w["seq_len"] * w["resolution_scale"] ** 2) % w["cp"] != 0)),
@@ -481,7 +481,7 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
     dp = job_gpus / (tp_ * pp_ * cp_)
     dp_ranks = np.maximum(np.floor(dp), 1)
     micro_batches = w["global_batch"] / (dp_ranks * w["micro_batch"])
-    reason = _layout_checks(w, job_gpus, nodes, g, dp, micro_batches)
+    reason = _layout_checks(w, job_gpus, nodes, g, scaleup_domain_gpus(node), dp, micro_batches)
     layout_ok = reason == 0
     m = np.maximum(np.floor(micro_batches), 1)
 
@@ -757,6 +757,7 @@ def _time_and_cost_to_train(result, p, job, facility_w, capex_total, prices):
         "energy_cost_to_train": energy_cost,
         "capex_share_to_train": capex_share,
         "cost_to_train": energy_cost + capex_share,
+        "cost_per_million_tokens": (energy_cost + capex_share) / tokens * 1e6,
     })
 
 

@@ -126,7 +126,9 @@ def _jobs(specs: list[dict]) -> list[engine.Job]:
             if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
                 raise TwinInputError({f"jobs.{i}.{key}": ["must be a number"]})
             values[key] = float(value)
-        jobs.append(engine.Job(name=str(spec["name"]), nodes=int(values["nodes"]), work_s=values["work_s"],
+        if not isinstance(spec["name"], str) or not 0 < len(spec["name"]) <= 100 or "\x00" in spec["name"]:
+            raise TwinInputError({f"jobs.{i}.name": ["a name of 1 to 100 characters (no NUL)"]})
+        jobs.append(engine.Job(name=spec["name"], nodes=int(values["nodes"]), work_s=values["work_s"],
                                interval_s=values["interval_s"], checkpoint_s=values["checkpoint_s"],
                                restart_s=values["restart_s"], fault_factor=values["fault_factor"]))
     return jobs

@@ -1,5 +1,7 @@
 """Catalogue serializers. Each one runs the model's ``full_clean()`` so that the rules in
 ``Model.clean()`` hold for API writes exactly as for the admin and the seed loader."""
+import re
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from rest_framework import serializers
@@ -48,8 +50,21 @@ class CleanModelSerializer(serializers.ModelSerializer):
         return attrs
 
 
+SLUG = re.compile(r"[-a-zA-Z0-9_]+")
+
+
+class SlugReference(serializers.SlugRelatedField):
+    """A catalogue or preset entry by slug; text that cannot be a slug (a NUL byte, spaces) is a
+    field error before any database look-up."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str) or not SLUG.fullmatch(data):
+            self.fail("does_not_exist", slug_name=self.slug_field, value=str(data)[:100])
+        return super().to_internal_value(data)
+
+
 def slug_ref(model, **kwargs):
-    return serializers.SlugRelatedField(slug_field="slug", queryset=model.objects.all(), **kwargs)
+    return SlugReference(slug_field="slug", queryset=model.objects.all(), **kwargs)
 
 
 class AcceleratorSerializer(CleanModelSerializer):

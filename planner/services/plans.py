@@ -181,6 +181,11 @@ COMPARE_METRICS = [
     ("node_price", "price per compute node", "currency", _node_price),
     ("energy_cost_per_year", "energy per year", "currency", "cost.energy_per_year"),
     ("node_power_w", "power per compute node", "W", "power.node_w"),
+    ("scaleup_domain_gpus", "GPUs per NVLink domain", "GPUs", "cluster.scaleup_domain_gpus"),
+    ("racks", "racks", "racks", "racks.count"),
+    ("gpus_per_rack", "GPUs per rack", "GPUs", "racks.gpus_per_rack"),
+    ("rack_power_w", "power per rack", "W", "racks.power_w"),
+    ("pue", "facility PUE", "ratio", "power.pue"),
     ("it_power_w", "cluster IT power", "W", "power.it_total_w"),
     ("facility_power_w", "facility power", "W", "power.facility_w"),
     ("gemm_tf32_tflops", "TF32 GEMM per GPU", "TFLOPS", "compute.gemm_tf32_tflops"),
@@ -208,6 +213,7 @@ COMPARE_METRICS = [
     ("dp_traffic_s", "step: exposed data-parallel traffic", "s", "training.step_parts_s.exposed data-parallel traffic"),
     ("time_to_train_days", "time to train", "days", "training.time_to_train_days"),
     ("cost_to_train", "cost to train", "currency", "training.cost_to_train"),
+    ("cost_per_million_tokens", "cost per million trained tokens", "currency", "training.cost_per_million_tokens"),
     ("job_interruptions_per_day", "job interruptions per day", "1/day", "reliability.job_interruptions_per_day"),
     ("restart_time_s", "restart time", "s", "reliability.restart_time_s"),
     ("ettr", "effective training time ratio", "fraction", "reliability.ettr"),
@@ -236,12 +242,15 @@ def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, 
             "delta_to_first": [None if v is None or first is None else v - first for v in values],
         })
     currencies = {plan.price_book.currency for plan in plans}
+    placements = {group: [None if r is None or "placement" not in r.get("training", {}) else
+                          r["training"]["placement"][group] for r in evaluations] for group in ("tp", "cp", "ep", "pp")}
     return {
         "plans": [plan.slug for plan in plans],
         "workload": workload.slug if workload else None,
         "engine_version": simcore.ENGINE_VERSION,
         "currency": currencies.pop() if len(currencies) == 1 else None,
         "metrics": metrics,
+        "placements": placements if any(v is not None for v in placements["tp"]) else {},
         "infeasible": infeasible,
     }
 

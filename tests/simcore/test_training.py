@@ -39,7 +39,7 @@ def test_llama_13b_without_flash_attention_or_zero_does_not_fit_40_gb():
 
 def test_infeasible_layouts_say_why():
     assert train({**LLAMA_13B, "tp": 4, "pp": 3}, 64)["infeasible_reason"] == "TP x PP x CP does not divide the job's GPUs"
-    assert train({**LLAMA_13B, "tp": 10, "pp": 1}, 640)["infeasible_reason"] == "TP is larger than a node"
+    assert train({**LLAMA_13B, "tp": 10, "pp": 1}, 640)["infeasible_reason"] == "TP is larger than a scale-up domain (a node, or the NVLink rack it belongs to)"
     assert train(LLAMA_13B, 20_000)["infeasible_reason"] == "the job needs more GPUs than the cluster has"
     odd_batch = train({**LLAMA_13B, "global_batch": 4095}, 64)
     assert odd_batch["infeasible_reason"] == "the global batch does not split evenly into micro-batches"

@@ -2,8 +2,8 @@
 import { api, el, errorLines } from "./api.js";
 import { barChart } from "./charts.js";
 
-const CHARTED = ["switches", "capex_total", "facility_power_w", "gemm_per_node_price", "hfreduce_gbyte_s",
-  "step_time_s", "time_to_train_days", "interruptions_per_day"];
+const CHARTED = ["switches", "capex_total", "facility_power_w", "rack_power_w", "gemm_per_node_price", "hfreduce_gbyte_s",
+  "step_time_s", "ep_traffic_s", "time_to_train_days", "cost_per_million_tokens", "interruptions_per_day"];
 
 export function comparePage(comparison, charts) {
   const byKey = Object.fromEntries(comparison.metrics.map((m) => [m.key, m]));

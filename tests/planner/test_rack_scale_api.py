@@ -1,0 +1,49 @@
+"""Today's builds through the API: HGX B200 against GB200 NVL72 on the same fabric, with the
+MoE workload; every price row needs its basis."""
+import math
+
+import pytest
+import yaml
+
+from planner.services.catalog import TABLES, CatalogFileError, load_schema, read_seed_file
+
+HGX, NVL72 = "hgx-b200-1152", "gb200-nvl72-1152"
+
+
+def test_compare_hgx_b200_with_gb200_nvl72_on_the_moe_workload(catalog, reader_client):
+    response = reader_client.get("/api/plans/compare/", {"ids": f"{HGX},{NVL72}", "workload": "deepseek-v3-class-1024"})
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    values = {m["key"]: m["values"] for m in body["metrics"]}
+    assert body["placements"]["ep"] == ["network", "scale-up"] and body["placements"]["tp"] == ["scale-up"] * 2
+    hgx_ep, rack_ep = values["ep_traffic_s"]
+    assert hgx_ep > 5 * rack_ep and values["step_time_s"][0] > values["step_time_s"][1]
+    assert values["scaleup_domain_gpus"] == [8, 72] and values["gpus_per_rack"][1] == 72
+    assert values["racks"][1] == 16 and values["racks"][0] == math.ceil(144 / (60_000 // values["node_power_w"][0]))
+    assert values["rack_power_w"] == [7 * 8000, 18 * (4 * 1200 * 0.85 + 2 * 250 + 500)]  # parts, 0.85 GPU load
+    assert values["pue"] == [1.58, 1.15]  # air against liquid: the 2025 book gives no PUE
+    assert values["facility_power_w"][1] == pytest.approx(values["it_power_w"][1] * 1.15)
+    assert values["capex_total"] == [144 * 515_000, 288 * 166_667]  # switches unpriced in both
+    assert all(v > 0 for v in values["cost_per_million_tokens"])
+    plan = reader_client.post(f"/api/plans/{NVL72}/evaluate/", {"workload": "deepseek-v3-class-1024"},
+                              format="json").json()["result"]
+    assert "cost: not priced in this price book: switches" in " ".join(plan["constraints"])
+
+
+def test_an_unsourced_price_row_is_refused_by_the_catalogue_schema(tmp_path):
+    table = next(t for t in TABLES if t.name == "price-books")
+    document = yaml.safe_load(open("planner/catalog/data/price-books/indicative-usd-2025.yaml").read())
+    del document["items"][0]["basis"]
+    path = tmp_path / "indicative-usd-2025.yaml"
+    path.write_text(yaml.safe_dump(document))
+    with pytest.raises(CatalogFileError) as raised:
+        read_seed_file(path, load_schema(table))
+    assert "items/0: 'basis' is a required property" in str(raised.value.errors)
+
+
+def test_a_reference_that_cannot_be_a_slug_is_a_field_error_not_a_database_error(catalog, reader_client):
+    for bad in ("Z\u0000", "two words", 7):
+        response = reader_client.post("/api/plans/", {"slug": "x", "name": "x", "node_type": bad, "node_count": 8,
+                                                      "switch": "qm8700", "price_book": "fire-flyer-relative"},
+                                      format="json")
+        assert response.status_code == 400 and "node_type" in response.json(), response.json()

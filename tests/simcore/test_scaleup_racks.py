@@ -1,0 +1,78 @@
+"""Scale-up domains beyond a node, racks and cooling: where TP and EP run, the domain as the
+collective's node, rack counts and power from the parts, the facility PUE from the cooling."""
+import numpy as np
+import pytest
+
+from simcore import ScenarioError, evaluate
+from simcore.collectives import nccl_allreduce
+from simcore.references import GB200_TRAY, NVL72_RACKS
+from simcore.scenario import domain_io, node_io
+from simcore.document import parse
+
+MOE = {"kind": "transformer", "layers": 8, "hidden": 4096, "heads": 32, "vocab": 32000, "seq_len": 4096,
+       "experts": 64, "moe_top_k": 8, "expert_ffn_hidden": 1536, "gated_mlp": True, "global_batch": 256,
+       "micro_batch": 1, "precision": "bf16", "tp": 8, "ep": 8, "gpus": 1024, "zero_stage": 1}
+HGX_NODE = {**GB200_TRAY, "gpus": 8, "scaleup_domain_gpus": None, "compute_nics": 8}
+
+
+def run(node, node_count, workload=MOE, **cluster):
+    document = {"cluster": {**NVL72_RACKS, "node": node, "node_count": node_count, **cluster}, "workload": workload}
+    return evaluate(document)
+
+
+def test_a_72_gpu_domain_keeps_tp_8_x_ep_8_off_the_nics_and_an_8_gpu_node_puts_ep_on_them():
+    rack = run(GB200_TRAY, 288)["training"]
+    hgx = run(HGX_NODE, 144, rack={})["training"]
+    assert rack["placement"] == {"tp": "scale-up", "cp": "none", "ep": "scale-up", "pp": "none"}
+    assert hgx["placement"]["tp"] == "scale-up" and hgx["placement"]["ep"] == "network"
+    assert hgx["step_parts_s"]["expert all-to-all"] > 5 * rack["step_parts_s"]["expert all-to-all"]
+    # Past the domain, EP spills onto the NICs on the rack as well.
+    spilled = run(GB200_TRAY, 288, {**MOE, "ep": 16})["training"]
+    assert spilled["placement"]["ep"] == "network"
+
+
+def test_hierarchical_allreduce_over_domains_never_beats_the_scale_out_bound():
+    node = parse({"cluster": {**NVL72_RACKS}})["cluster"]["node"]
+    io = node_io(node, node["accelerator"], 4)
+    sizes = 2.0 ** np.arange(20, 34)
+    for domains in (2, 4, 16, 64):
+        result = nccl_allreduce(sizes, domains, domain_io(io, 4, 72), nvlink_all_to_all=True)
+        # Across N domains each must move 2 S (N - 1) / N through its 72 NICs at least.
+        bound = io.nic_bw_gbyte_s * 18 / 2 * domains / (domains - 1)
+        assert np.all(result.algbw_gbyte_s <= bound * (1 + 1e-9))
+        per_tray = nccl_allreduce(sizes[-1], domains * 18, io, nvlink_all_to_all=True)
+        assert result.algbw_gbyte_s[-1] > per_tray.algbw_gbyte_s  # large messages gain from the domain
+
+
+def test_rack_counts_and_power_follow_from_the_parts():
+    racks = run(GB200_TRAY, 288)["racks"]
+    tray_w = 4 * 1200 * 0.85 + 2 * 250 + 500  # PowerParams: accelerators at 0.85 of TDP, CPUs, the rest
+    assert (racks["count"], racks["nodes_per_rack"], racks["gpus_per_rack"]) == (16, 18, 72)
+    assert racks["power_w"] == pytest.approx(18 * tray_w)
+    extra = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "extra_w": 9000.0})
+    assert extra["racks"]["power_w"] == pytest.approx(18 * tray_w + 9000)
+    assert extra["power"]["it_total_w"] == pytest.approx(run(GB200_TRAY, 288)["power"]["it_total_w"] + 16 * 9000)
+    limited = run(HGX_NODE, 144, rack={"power_limit_w": 40_000.0})["racks"]
+    node_w = 8 * 1200 * 0.85 + 2 * 250 + 500
+    assert limited["nodes_per_rack"] == 40_000 // node_w and limited["count"] == np.ceil(144 / (40_000 // node_w))
+    over = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "power_limit_w": 50_000.0})["racks"]
+    assert over["within_power_limit"] is False
+    one = run(HGX_NODE, 144, rack={})["racks"]
+    assert one["nodes_per_rack"] == 1 and one["count"] == 144  # no limit, no system: one domain (node) a rack
+
+
+def test_the_facility_pue_follows_the_cooling_unless_the_price_book_gives_one():
+    liquid = run(GB200_TRAY, 288)["power"]
+    air = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "cooling": "air"})["power"]
+    assert (liquid["pue"], air["pue"]) == (1.15, 1.58)
+    assert air["facility_w"] == pytest.approx(air["it_total_w"] * 1.58)
+    given = run(GB200_TRAY, 288, prices={"currency": "REL", "pue": 1.3})["power"]
+    assert given["pue"] == 1.3
+
+
+def test_a_domain_must_be_whole_nodes_on_an_all_to_all_fabric():
+    for node, words in (({**GB200_TRAY, "scaleup_domain_gpus": 70}, "whole number"),
+                        ({**GB200_TRAY, "nvlink_topology": "pairs"}, "all-to-all")):
+        with pytest.raises(ScenarioError) as raised:
+            run(node, 288)
+        assert raised.value.field == "cluster.node.scaleup_domain_gpus" and words in raised.value.reason
