@@ -27,6 +27,7 @@ from twin.services import twin_categories, visible_twins
 
 FIRE_FLYER_COMPARISON = ["dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer"]
 BLACKWELL_COMPARISON = ["hgx-b200-1152", "gb200-nvl72-1152"]
+SUPERNODE_COMPARISON = ["ascend-910b-single-rail", "cloudmatrix384-x26"]
 CATALOG_TABLES = {table.name: table for table in TABLES if not table.preset}
 # The plan builder's fields, in the order an architect decides them.
 PLAN_FIELD_GROUPS = [
@@ -248,7 +249,7 @@ def compare(request):
     plans = list(_visible_plans(request.user))
     context = {"plans": plans, "workloads": _visible_workloads(request.user), "slots": (slugs + [""] * 4)[:4],
                "workload": request.GET.get("workload", ""), "fire_flyer_ids": ",".join(FIRE_FLYER_COMPARISON),
-               "blackwell_ids": ",".join(BLACKWELL_COMPARISON)}
+               "blackwell_ids": ",".join(BLACKWELL_COMPARISON), "supernode_ids": ",".join(SUPERNODE_COMPARISON)}
     if slugs:
         found = {plan.slug: plan for plan in plans if plan.slug in slugs}
         workload = None

@@ -25,6 +25,7 @@ class ScaleUpLink(models.TextChoices):
     NVLINK4 = "nvlink4", "NVLink 4"
     NVLINK5 = "nvlink5", "NVLink 5"
     HCCS = "hccs", "Huawei HCCS"
+    UB = "ub", "Huawei Unified Bus (CloudMatrix)"
 
 
 class NetworkProtocol(models.TextChoices):

@@ -75,6 +75,13 @@ def test_fire_flyer_comparison_shows_122_against_1320_switches(page):
     expect(share).to_have_count(3)
     expect(page.page.locator("#comparison tr[data-metric=fabric_repair_hours_per_day] td")).to_have_count(3)
     page.shot("fire-flyer")
+    page.page.click("#blackwell")
+    ep = page.page.locator("#comparison tr[data-placement=ep] td")
+    expect(ep.nth(0)).to_have_text("network")
+    expect(ep.nth(1)).to_have_text("scale-up")
+    expect(page.page.locator("#comparison tr[data-metric=racks] td").nth(1)).to_contain_text("16")
+    expect(page.page.locator("#compare-charts figure[data-metric=ep_traffic_s] svg rect.bar")).to_have_count(2)
+    page.shot("blackwell")
 
 
 def test_plan_builder_shows_field_errors_then_saves_and_reports(page):

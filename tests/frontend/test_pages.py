@@ -82,3 +82,12 @@ def test_figures_read_as_their_units():
     assert figure(9.233174) == "9.233"
     assert figure(None) == "–" and figure(float("nan")) == "–"
     assert ratio(122 / 1320) == "×0.0924" and ratio(None) == "–"
+
+
+def test_the_comparison_buttons_open_the_blackwell_and_supernode_comparisons(catalog, signed_in):
+    page = signed_in.get("/compare/").content.decode()
+    for ids in ("hgx-b200-1152,gb200-nvl72-1152", "ascend-910b-single-rail,cloudmatrix384-x26"):
+        assert f"?ids={ids}&amp;workload=deepseek-v3-class-1024" in page
+    body = signed_in.get("/compare/?ids=ascend-910b-single-rail,cloudmatrix384-x26&workload=deepseek-v3-class-1024")
+    text_ = body.content.decode()
+    assert 'data-placement="ep"' in text_ and "scale-up" in text_ and 'data-metric="scaleup_domain_gpus"' in text_
