@@ -37,6 +37,7 @@ def node_document(node) -> dict:
         },
         "nvlink_topology": node.nvlink_topology,
         "scaleup_domain_gpus": node.scaleup_domain_gpus,
+        "nvlink_sharp": node.nvlink_sharp,
         "cpus": cpus,
         "cpu_cores": cpu.cores * cpus if cpu else None,
         "cpu_tdp_w": cpu.tdp_w if cpu else None,

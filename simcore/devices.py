@@ -13,6 +13,9 @@ family's flagship part, never from a training run:
   forward and backward together;
 * ``scaleup_fraction``: a ring allreduce inside the scale-up domain reaches this share of the
   per-GPU one-way NVLink bandwidth as bus bandwidth (nccl-tests);
+* ``nvls_allreduce_gain``: with in-network reduction on the scale-up switches (NVLink SHARP,
+  NVSwitch 3 and later), an allreduce inside the domain reaches this multiple of the ring's bus
+  bandwidth (NaN: the family's switches have none);
 * ``conv_fraction``: the convolutions of a CNN's training step reach this share of the peak (used
   for workloads described by FLOPs per sample when no measured forward time is given);
 * ``reference_sm_count`` and ``reference_hbm_gbyte_s``: the flagship's datasheet values, used when
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 from simcore.compute import sustained_clock_factor
 
 CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "attention_fraction", "scaleup_fraction",
-                  "conv_fraction")
+                  "nvls_allreduce_gain", "conv_fraction")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class DeviceFamily:
     conv_fraction: float
     reference_sm_count: int
     reference_hbm_gbyte_s: float
+    nvls_allreduce_gain: float = float("nan")
     basis: dict = field(default_factory=dict)  # constant name -> (confidence, source)
 
 
@@ -74,7 +78,7 @@ FAMILIES = {
         key="hopper", name="NVIDIA Hopper (H100, H800, H200)",
         gemm_fraction=794.5 / 989, fp8_gemm_fraction=1402.6 / 1979, hbm_fraction=2.97 / 3.35,
         attention_fraction=0.6, scaleup_fraction=370 / 450, conv_fraction=float("nan"),
-        reference_sm_count=132, reference_hbm_gbyte_s=3350,
+        reference_sm_count=132, reference_hbm_gbyte_s=3350, nvls_allreduce_gain=480 / 370,
         basis={
             "gemm_fraction": ("measured", f"{BEKMAN}: H100 SXM 794.5 of 989 TFLOPS BF16"),
             "fp8_gemm_fraction": ("measured", f"{BEKMAN}: H100 SXM 1402.6 of 1979 TFLOPS FP8"),
@@ -83,19 +87,22 @@ FAMILIES = {
                                                "peak forward in FP16, backward slower; 0.6 as for Ampere"),
             "scaleup_fraction": ("secondary", "NVIDIA/nccl-tests issue 212 (maintainer): about 370 GB/s ring "
                                               "allreduce bus bandwidth on 8 x H100 over 450 GB/s one-way NVLink 4"),
+            "nvls_allreduce_gain": ("secondary", "NVIDIA/nccl-tests issue 212 (maintainer): NVLink SHARP allreduce "
+                                                 "peaks near 480 GB/s bus bandwidth on 8 x H100 against 370 by ring"),
         },
     ),
     "blackwell": DeviceFamily(
         key="blackwell", name="NVIDIA Blackwell (B200, GB200)",
         gemm_fraction=1745.0 / 2250, fp8_gemm_fraction=3432.5 / 4500, hbm_fraction=2.97 / 3.35,
         attention_fraction=0.6, scaleup_fraction=370 / 450, conv_fraction=float("nan"),
-        reference_sm_count=148, reference_hbm_gbyte_s=8000,
+        reference_sm_count=148, reference_hbm_gbyte_s=8000, nvls_allreduce_gain=480 / 370,
         basis={
             "gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 1745.0 of 2250 TFLOPS BF16"),
             "fp8_gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 3432.5 of 4500 TFLOPS FP8"),
             "hbm_fraction": ("estimate", "no B200 STREAM figure found: Hopper's share"),
             "attention_fraction": ("estimate", "no B200 figure found: as for Hopper"),
             "scaleup_fraction": ("estimate", "no B200 nccl-tests figure found: Hopper's share"),
+            "nvls_allreduce_gain": ("estimate", "no B200 NVLink SHARP figure found: Hopper's gain"),
         },
     ),
     "ascend": DeviceFamily(

@@ -85,6 +85,8 @@ SPEC: dict[str, Any] = {
                                                 doc="peak HBM bandwidth; null: the family's flagship"),
             },
             "nvlink_topology": Choice(("none", "pairs", "all-to-all"), "none"),
+            "nvlink_sharp": Flag(False, doc="the scale-up switches reduce in the network (NVLink SHARP): "
+                                            "allreduces inside the domain gain the family's measured share"),
             "scaleup_domain_gpus": opt(integer=True, nullable=True, unit="GPUs",
                                        doc="GPUs on one all-to-all scale-up fabric (a GB200 NVL72 rack: 72); "
                                            "null: the node's GPUs"),

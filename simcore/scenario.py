@@ -451,17 +451,21 @@ def _links(node, io, family, w, g, dp, params: CollectiveParams):
     pcie = training.Link(io.pcie_bw_gbyte_s / 2, params.hop_latency_s)
     network = training.Link(io.nic_bw_gbyte_s / g, params.hop_latency_s)
     tp, cp, ep = w["tp"], w["cp"], w["ep"]
+    # NVLink SHARP reduces in the switches: TP's allreduces (not SP's reduce-scatter and allgather) gain.
+    sharp_gain = family.nvls_allreduce_gain if node["nvlink_sharp"] and not np.isnan(family.nvls_allreduce_gain) else 1.0
+    tp_scaleup = training.Link(scaleup.bw_gbyte_s * np.where(w["sequence_parallel"], 1.0, sharp_gain),
+                               scaleup.latency_s)
 
-    def place(span, stride):
+    def place(span, stride, on_scaleup=scaleup):
         """Group of ``span`` GPUs ``stride`` apart: the first link that holds it."""
         reach = span * stride
         in_domain = reach <= domain
         in_node = reach <= g
-        link = training.pick_link(in_domain, scaleup, training.pick_link(in_node, pcie, network))
+        link = training.pick_link(in_domain, on_scaleup, training.pick_link(in_node, pcie, network))
         code = np.where(span <= 1, 0, np.where(in_domain, 1, np.where(in_node, 2, 3)))
         return link, label(PLACEMENTS, code)
 
-    tp_link, tp_where = place(tp, 1)
+    tp_link, tp_where = place(tp, 1, tp_scaleup)
     cp_link, cp_where = place(cp, tp)
     ep_link, ep_where = place(ep, tp * cp)
     stride = tp * cp * np.floor(dp)

@@ -222,6 +222,8 @@ class ComputeNodeType(CatalogEntry):
         null=True, blank=True, validators=[MinValueValidator(0.0)],
         help_text="Power of a rack's parts outside its nodes (NVLink switch trays, power shelves).")
     cooling = models.CharField(max_length=8, choices=Cooling.choices, default=Cooling.AIR)
+    nvlink_sharp = models.BooleanField(
+        default=False, help_text="The NVLink switches reduce in the network (NVLink SHARP: NVSwitch 3 and later).")
 
     def clean(self):
         errors = {}

@@ -375,7 +375,7 @@ def test_filter_by_kind(catalog, reader_client):
     slugs = {row["slug"] for row in body["results"]}
     assert slugs == {"a100-pcie-40gb", "a100-pcie-80gb", "h100-pcie-80gb"}
     roce = reader_client.get(list_url("switch"), {"protocol": "roce"}).json()
-    assert {row["slug"] for row in roce["results"]} == {"tomahawk4-64x400g", "tomahawk5-128x400g"}
+    assert {row["slug"] for row in roce["results"]} == {"spectrum4-sn5600", "tomahawk4-64x400g", "tomahawk5-128x400g"}
 
 
 def test_token_authentication(catalog, user, anon_client):

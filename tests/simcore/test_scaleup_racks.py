@@ -76,3 +76,22 @@ def test_a_domain_must_be_whole_nodes_on_an_all_to_all_fabric():
         with pytest.raises(ScenarioError) as raised:
             run(node, 288)
         assert raised.value.field == "cluster.node.scaleup_domain_gpus" and words in raised.value.reason
+
+
+def test_nvlink_sharp_speeds_tp_allreduces_by_the_measured_share_but_not_sp_or_ampere():
+    from simcore.devices import FAMILIES
+
+    dense = {**MOE, "experts": 0, "moe_top_k": 0, "ep": 1, "ffn_hidden": 16384}
+    plain = run(HGX_NODE, 128, dense, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
+    sharp = run({**HGX_NODE, "nvlink_sharp": True}, 128, dense, rack={})["training"]["step_parts_s"]
+    gain = FAMILIES["blackwell"].nvls_allreduce_gain
+    assert gain == pytest.approx(480 / 370)
+    assert 1.1 < plain / sharp["tensor-parallel traffic"] <= gain  # the latency part does not gain
+    big = {**dense, "micro_batch": 16, "global_batch": 2048}  # 0.5 GB messages: bandwidth-bound
+    ratio = (run(HGX_NODE, 128, big, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
+             / run({**HGX_NODE, "nvlink_sharp": True}, 128, big, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"])
+    assert ratio == pytest.approx(gain, rel=0.03)
+    sp = {**dense, "sequence_parallel": True}
+    assert run({**HGX_NODE, "nvlink_sharp": True}, 128, sp, rack={})["training"]["step_parts_s"][
+        "tensor-parallel traffic"] == run(HGX_NODE, 128, sp, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
+    assert np.isnan(FAMILIES["ampere"].nvls_allreduce_gain)
