@@ -279,19 +279,25 @@ def unit_counts(gpu, node, link=0.0, nic=0.0, switch=0.0) -> dict:
     return {"gpu": gpu, "node": node, "link": link, "nic": nic, "switch": switch}
 
 
-def unit_rates(categories, weight) -> dict:
-    """Sum over categories of rate x ``weight(category)`` per unit kind: {unit: per unit-hour}."""
-    return {unit: sum(c.rate_per_unit_hour * weight(c) for c in categories if c.unit == unit) for unit in UNITS}
-
-
 def rate_per_hour(categories, units: dict, weight, job_fault_factor=1.0):
     """Events per hour over ``units`` ({unit kind: count}, arrays broadcast) of the categories,
     each weighted by ``weight(category)``; job-caused categories scaled by ``job_fault_factor``
-    (their unit is the GPU). A few multiply-adds per point whatever the number of categories."""
-    platform = unit_rates(categories, lambda c: weight(c) * (c.cause == PLATFORM))
-    job = unit_rates(categories, lambda c: weight(c) * (c.cause == JOB))
-    total = sum(np.asarray(units[u], float) * platform[u] for u in UNITS if platform[u])
-    return total + np.asarray(units["gpu"], float) * job["gpu"] * np.asarray(job_fault_factor, float)
+    (their unit is the GPU). The rates are summed per kind of part first, so per point it is a
+    few multiply-adds whatever the number of categories."""
+    platform = dict.fromkeys(UNITS, 0.0)
+    job_gpu = 0.0
+    for c in categories:
+        share = weight(c)
+        if not share:
+            continue
+        if c.cause == JOB:
+            job_gpu += c.rate_per_unit_hour * share
+        else:
+            platform[c.unit] += c.rate_per_unit_hour * share
+    total = sum(np.asarray(units[u], float) * rate for u, rate in platform.items() if rate)
+    if job_gpu:
+        total = total + np.asarray(units["gpu"], float) * job_gpu * np.asarray(job_fault_factor, float)
+    return total + np.zeros(np.shape(units["gpu"]))
 
 
 def interruption_rate_per_hour(categories, units: dict, job_fault_factor=0.0):

@@ -371,8 +371,7 @@ def _reliability_cluster(categories, units):
         "node_mttr_h": mttr_h,
         "by_category_per_day": {key: rate * 24 for key, rate in reliability.category_rates(categories, units).items()},
         "categories": [{"key": c.key, "label": c.label, "unit": c.unit, "cause": c.cause, "detection": c.detection,
-                        "interrupts_job": c.interrupts_job, "action": c.action, "repair_h": c.repair_h,
-                        "source": c.source} for c in categories],
+                        "interrupts_job": c.interrupts_job} for c in categories],  # sources: describe_profiles()
     }
 
 
