@@ -197,6 +197,7 @@ NCCL_LABELS = (
     "tree: GPU-to-NIC peer-to-peer limit",
     "tree: NIC bandwidth",
     "ring: scale-up link",
+    "tree: scale-up link",
 )
 
 
@@ -230,11 +231,12 @@ def nccl_allreduce(size_bytes, nodes, io: NodeIO, *, nvlink_all_to_all=False,
     k = network_units(nodes)
     tree_p2p = np.where(all_to_all, inf, io.p2p_bw_gbyte_s / np.maximum(2 * k, 1))
     tree_nic = io.nic_bw_gbyte_s / np.maximum(k, 1)
+    tree_scaleup = np.where(all_to_all, io.scaleup_bw_gbyte_s, inf)  # every GPU still sends over its link
     use_tree = multi & (ranks >= params.nccl_tree_min_ranks)
     inf_if_tree = np.where(use_tree, inf, 0.0)
     inf_if_ring = np.where(use_tree, 0.0, inf)
-    candidates = (ring_p2p, ring_port, ring_nic, ring_pcie, tree_p2p, tree_nic, ring_scaleup)
-    in_use = (inf_if_tree,) * 4 + (inf_if_ring,) * 2 + (inf_if_tree,)
+    candidates = (ring_p2p, ring_port, ring_nic, ring_pcie, tree_p2p, tree_nic, ring_scaleup, tree_scaleup)
+    in_use = (inf_if_tree,) * 4 + (inf_if_ring,) * 2 + (inf_if_tree, inf_if_ring)
     bus_bw, bound = binding(NCCL_LABELS, *(c + mask for c, mask in zip(candidates, in_use)))
     bw = bus_bw
     ring_t = ring_allreduce_time_s(size, ranks, bw, params.hop_latency_s)

@@ -180,7 +180,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
     collective_report = {
         "message_bytes": msg,
         "hfreduce": _collective_json(collectives.hfreduce(msg, nodes, io, params=params.collectives)),
-        "nccl": _collective_json(collectives.nccl_allreduce(msg, gpus / domain, domain_io(io, g, domain),
+        "nccl": _collective_json(collectives.nccl_allreduce(msg, np.ceil(gpus / domain), domain_io(io, g, domain),
                                                             nvlink_all_to_all=all_to_all, params=params.collectives)),
     }
     if nvlink_pairs:
@@ -189,7 +189,8 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
 
     result = {
         "engine_version": ENGINE_VERSION,
-        "cluster": {"nodes": nodes, "gpus": gpus, "scaleup_domain_gpus": domain, "scaleup_domains": gpus / domain},
+        "cluster": {"nodes": nodes, "gpus": gpus, "scaleup_domain_gpus": domain,
+                    "scaleup_domains": np.ceil(gpus / domain)},
         "racks": {"count": racks, "nodes_per_rack": per_rack, "gpus_per_rack": per_rack * g, "power_w": rack_w,
                   "cooling": rack["cooling"],
                   "within_power_limit": np.where(np.isnan(rack["power_limit_w"]), True, rack_w <= rack["power_limit_w"])},
@@ -317,6 +318,13 @@ def scaleup_domain_gpus(node):
     if np.any(given & ((domain < g) | (domain % g != 0))):
         raise ScenarioError("cluster.node.scaleup_domain_gpus", "must be a whole number of nodes' GPUs")
     return np.where(given, domain, g)
+
+
+def _nccl_domain(node, w, g):
+    """The GPUs a job's NCCL collectives and TP groups see as one scale-up domain: the fabric's
+    where the job uses an all-to-all NVLink with bandwidth, else the node."""
+    usable = (node["nvlink_topology"] == "all-to-all") & w["use_nvlink"] & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0)
+    return np.where(usable, scaleup_domain_gpus(node), g)
 
 
 def domain_io(io: collectives.NodeIO, g, domain) -> collectives.NodeIO:
@@ -451,7 +459,8 @@ def _links(node, io, family, w, g, dp, params: CollectiveParams):
     network = training.Link(io.nic_bw_gbyte_s / g, params.hop_latency_s)
     tp, cp, ep = w["tp"], w["cp"], w["ep"]
     # NVLink SHARP reduces in the switches: TP's allreduces (not SP's reduce-scatter and allgather) gain.
-    sharp_gain = family.nvls_allreduce_gain if node["nvlink_sharp"] and not np.isnan(family.nvls_allreduce_gain) else 1.0
+    switched = topology == "all-to-all" and node["nvlink_sharp"] and not np.isnan(family.nvls_allreduce_gain)
+    sharp_gain = family.nvls_allreduce_gain if switched else 1.0
     tp_scaleup = training.Link(scaleup.bw_gbyte_s * np.where(w["sequence_parallel"], 1.0, sharp_gain),
                                scaleup.latency_s)
 
@@ -484,7 +493,7 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
     dp = job_gpus / (tp_ * pp_ * cp_)
     dp_ranks = np.maximum(np.floor(dp), 1)
     micro_batches = w["global_batch"] / (dp_ranks * w["micro_batch"])
-    reason = _layout_checks(w, job_gpus, nodes, g, scaleup_domain_gpus(node), dp, micro_batches)
+    reason = _layout_checks(w, job_gpus, nodes, g, _nccl_domain(node, w, g), dp, micro_batches)
     layout_ok = reason == 0
     m = np.maximum(np.floor(micro_batches), 1)
 
@@ -562,7 +571,7 @@ def _training(p, params: EngineParams, family, clock, io, node, acc, g, nodes):
     hfreduce = w["collective"] == "hfreduce"
     all_ok = node["nvlink_topology"] == "all-to-all"
     # NCCL over an all-to-all scale-up domain larger than a node treats the domain as the node.
-    unit = np.where(all_ok & w["use_nvlink"] & (not hfreduce), scaleup_domain_gpus(node), g)
+    unit = g if hfreduce else _nccl_domain(node, w, g)
     unit_io = domain_io(io, g, unit)
     dp_per_node = np.minimum(reduce_ranks, unit / tp_)
     shards_per_node = unit / np.maximum(dp_per_node, 1)

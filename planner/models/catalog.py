@@ -212,11 +212,11 @@ class ComputeNodeType(CatalogEntry):
     measured_power_w = positive_float("Measured average node power under training load.", null=True)
     max_power_w = positive_float("Vendor maximum node power.", null=True)
     scaleup_domain_gpus = models.PositiveIntegerField(
-        null=True, blank=True,
+        null=True, blank=True, validators=[MinValueValidator(1)],
         help_text="GPUs on one all-to-all scale-up fabric when it spans nodes (a GB200 NVL72 rack: 72); "
                   "empty: the node's GPUs.")
     nodes_per_rack = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Nodes in one rack when the system fixes it (a rack-scale system); empty: "
+        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Nodes in one rack when the system fixes it (a rack-scale system); empty: "
                                          "as the plan's rack power limit allows, else one per scale-up domain.")
     rack_extra_power_w = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0.0)],
@@ -233,6 +233,8 @@ class ComputeNodeType(CatalogEntry):
                 errors["scaleup_domain_gpus"] = "needs an all-to-all scale-up fabric"
             elif self.scaleup_domain_gpus % n:
                 errors["scaleup_domain_gpus"] = f"must be a whole number of {n}-GPU nodes"
+        if self.nvlink_sharp and self.nvlink_topology != NVLinkTopology.ALL_TO_ALL:
+            errors["nvlink_sharp"] = "in-network reduction needs NVLink switches (an all-to-all topology)"
         if self.root_ports_shared_by_two_gpus and 2 * self.root_ports_shared_by_two_gpus > n:
             errors["root_ports_shared_by_two_gpus"] = (
                 f"{self.root_ports_shared_by_two_gpus} shared ports need "

@@ -169,6 +169,11 @@ class ClusterPlan(OwnedEntry):
             errors["failures_per_1000_node_days"] = "required by the per-node-rate profile"
         elif self.category_rates:
             errors.update(self._rate_errors())
+        if self.node_type_id and self.node_count and self.node_type.scaleup_domain_gpus:
+            per_domain = self.node_type.scaleup_domain_gpus // self.node_type.accelerators_per_node
+            if self.node_count % per_domain:
+                errors["node_count"] = (f"{self.node_type.name} comes in scale-up domains of {per_domain} nodes: "
+                                        f"give a multiple of {per_domain}")
         if self.node_type_id and self.switch_id and self.node_count:
             errors.update(self._fabric_errors())
         if errors:

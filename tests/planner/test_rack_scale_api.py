@@ -47,3 +47,11 @@ def test_a_reference_that_cannot_be_a_slug_is_a_field_error_not_a_database_error
                                                       "switch": "qm8700", "price_book": "fire-flyer-relative"},
                                       format="json")
         assert response.status_code == 400 and "node_type" in response.json(), response.json()
+
+
+def test_a_rack_scale_plan_comes_in_whole_domains(catalog, reader_client):
+    body = {"slug": "few-trays", "name": "x", "node_type": "gb200-nvl72-tray", "switch": "qm9700",
+            "price_book": "indicative-usd-2025"}
+    refused = reader_client.post("/api/plans/", {**body, "node_count": 20}, format="json")
+    assert refused.status_code == 400 and "multiple of 18" in str(refused.json()["node_count"])
+    assert reader_client.post("/api/plans/", {**body, "node_count": 36}, format="json").status_code == 201

@@ -95,3 +95,23 @@ def test_nvlink_sharp_speeds_tp_allreduces_by_the_measured_share_but_not_sp_or_a
     assert run({**HGX_NODE, "nvlink_sharp": True}, 128, sp, rack={})["training"]["step_parts_s"][
         "tensor-parallel traffic"] == run(HGX_NODE, 128, sp, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
     assert np.isnan(FAMILIES["ampere"].nvls_allreduce_gain)
+
+
+def test_part_domains_and_bridged_pairs_are_handled():
+    partial = evaluate({"cluster": {**NVL72_RACKS, "node_count": 20}})  # one full rack and two trays
+    assert partial["cluster"]["scaleup_domains"] == 2 and partial["collectives"]["nccl"]["algbw_gbyte_s"] > 0
+    # NVLink SHARP needs switches: bridged pairs gain nothing.
+    pairs = {**HGX_NODE, "nvlink_topology": "pairs", "nvlink_sharp": True}
+    dense = {**MOE, "experts": 0, "moe_top_k": 0, "ep": 1, "tp": 2}
+    with_flag = run(pairs, 128, dense, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
+    without = run({**pairs, "nvlink_sharp": False}, 128, dense, rack={})["training"]["step_parts_s"]
+    assert with_flag == without["tensor-parallel traffic"]
+    # Without NVLink in use, TP 8 on 4-GPU trays is larger than the domain the job uses.
+    tray = run(GB200_TRAY, 288, {**MOE, "use_nvlink": False})["training"]
+    assert tray["infeasible_reason"].startswith("TP is larger than a scale-up domain")
+
+
+def test_a_domain_tree_allreduce_never_beats_the_nvlink():
+    result = evaluate({"cluster": NVL72_RACKS, "options": {"message_bytes": 2**33}})["collectives"]["nccl"]
+    per_gpu_nvlink = GB200_TRAY["accelerator"]["scaleup_bw_gbyte_s"] / 2
+    assert result["algbw_gbyte_s"] <= per_gpu_nvlink
