@@ -87,3 +87,26 @@ def test_outputs_are_finite_and_efficiencies_bounded(nodes, k, layers, gpus, lib
         assert np.isnan(training["step_time_s"]) and training["infeasible_reason"]
     assert 0 < result["reliability"]["ettr"] <= 1
     assert 0 < result["compute"]["sustained_clock_factor"] <= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.0, 3.0), st.floats(0.0, 1.0), st.sampled_from(["sync", "async"]), st.booleans(),
+       st.sampled_from(["fast-restart", "ascend-10k-2025", "ascend-mindcluster"]),
+       st.sampled_from(["fire-flyer", "llama3"]))
+def test_reliability_stays_in_range_and_a_buggier_job_never_gains(factor, flaps, mode, in_memory, restart, profile):
+    from simcore import evaluate
+
+    def rel(job_fault_factor):
+        cluster = {**FF_2ZONE, "reliability": {"profile": profile, "checkpoint_mode": mode, "restart_profile": restart,
+                                               "checkpoint_in_memory": in_memory, "link_flap_share": flaps}}
+        workload = {**LLAMA_13B, "gpus": 512, "job_fault_factor": job_fault_factor}
+        return evaluate({"cluster": cluster, "workload": workload})["reliability"]
+
+    calm, buggy = rel(factor), rel(factor + 1.0)
+    for r in (calm, buggy):
+        assert 0 < r["ettr"] <= r["ettr_at_optimum"] + 1e-12 <= 1
+        assert r["restart_time_s"] > 0 and r["job_interruptions_per_day"] >= r["job_caused_interruptions_per_day"] >= 0
+        assert 0 <= r["fabric_interruption_share"] <= 1
+    assert buggy["job_interruptions_per_day"] > calm["job_interruptions_per_day"]
+    assert buggy["ettr_at_optimum"] < calm["ettr_at_optimum"]
+    assert buggy["events_per_day"] == calm["events_per_day"]  # the fleet count does not depend on one job
