@@ -50,7 +50,7 @@ FF_GPUS = 10_000
 FF_NODES = 1_250
 PLATFORM, JOB = "platform", "job"
 CRASH, HANG = "crash", "hang"
-UNITS = ("gpu", "node", "link", "nic", "switch")
+UNITS = ("gpu", "node", "link", "nic", "switch", "domain")
 FABRIC_UNITS = ("link", "nic", "switch")
 
 
@@ -274,9 +274,23 @@ def flap_stall_fraction(categories: list[FailureCategory], units: dict, flap_s) 
     return rate_h * np.asarray(flap_s, float) / 3600
 
 
-def unit_counts(gpu, node, link=0.0, nic=0.0, switch=0.0) -> dict:
-    """The parts failures are counted over ({unit kind: count}, arrays broadcast)."""
-    return {"gpu": gpu, "node": node, "link": link, "nic": nic, "switch": switch}
+def unit_counts(gpu, node, link=0.0, nic=0.0, switch=0.0, domain=0.0) -> dict:
+    """The parts failures are counted over ({unit kind: count}, arrays broadcast); ``domain``
+    counts scale-up domains that span nodes (a GB200 NVL72 rack)."""
+    return {"gpu": gpu, "node": node, "link": link, "nic": nic, "switch": switch, "domain": domain}
+
+
+# A scale-up domain spanning nodes fails as a unit when its NVLink switch trays do: every node
+# of the domain is out until repaired. No failure rate for NVLink switch trays is published, so
+# the category's rate is 0 unless the scenario gives one (``category_rates``).
+DOMAIN_CATEGORY = FailureCategory(
+    "nvlink-switch-tray", "NVLink switch tray (the whole scale-up domain)", "domain", 0.0, True, "replace", 8.0,
+    "no published rate: give one in category_rates; repair (a tray swap) an estimate")
+
+
+def with_domain_category(categories: list[FailureCategory]) -> list[FailureCategory]:
+    """The categories with the scale-up domain's own failure, for builds whose domain spans nodes."""
+    return categories if any(c.unit == "domain" for c in categories) else [*categories, DOMAIN_CATEGORY]
 
 
 def rate_per_hour(categories, units: dict, weight, job_fault_factor=1.0):

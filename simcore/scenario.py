@@ -265,16 +265,18 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
     if unpriced:
         result["constraints"].append(f"cost: not priced in this price book: {', '.join(unpriced)}")
 
-    categories = _failure_categories(rel)
+    categories = _failure_categories(rel, spans_nodes=bool(np.any(domain > g)))
+    domains = np.where(domain > g, np.ceil(gpus / domain), 0.0)
     cluster_units = reliability.unit_counts(gpus, nodes, link=fabric_total.endpoint_links + fabric_total.switch_links,
-                                            nic=fabric_total.endpoints, switch=fabric_total.switches)
+                                            nic=fabric_total.endpoints, switch=fabric_total.switches, domain=domains)
     result["reliability"] = _reliability_cluster(categories, cluster_units)
     if p["has_workload"]:
         result["training"], job = _training(p, params, family, clock, io, node, acc, g, nodes)
         share = job["nodes"] / nodes  # the job's share of the compute fabric's links and switches
         job["units"] = reliability.unit_counts(job["gpus"], job["nodes"], nic=job["nodes"] * node["compute_nics"],
                                                link=(main.endpoint_links + main.switch_links) * share,
-                                               switch=main.switches * share)
+                                               switch=main.switches * share,
+                                               domain=np.where(domain > g, np.ceil(job["gpus"] / domain), 0.0))
         result["reliability"].update(_reliability_job(p, categories, job, node, sto, storage_rates))
         _time_and_cost_to_train(result, p, job, facility_w, capex_total, prices)
         _explain_training(result)
@@ -338,8 +340,9 @@ def domain_io(io: collectives.NodeIO, g, domain) -> collectives.NodeIO:
         scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains * k)
 
 
-def _failure_categories(rel):
-    """The profile's categories, with any rate the scenario replaces (``category_rates``)."""
+def _failure_categories(rel, spans_nodes=False):
+    """The profile's categories (with the scale-up domain's own where it spans nodes), with any
+    rate the scenario replaces (``category_rates``)."""
     rate = None
     if rel["profile"] == "per-node-rate":
         rate = rel["failures_per_1000_node_days"]
@@ -349,8 +352,11 @@ def _failure_categories(rel):
         if rate.ndim:
             raise ScenarioError("cluster.reliability.failures_per_1000_node_days", "takes one value")
         rate = float(rate)
-    categories = reliability.with_rates(reliability.profile_categories(rel["profile"], rate), rel["category_rates"],
-                                        f"the {rel['profile']} profile", "cluster.reliability.category_rates")
+    categories = reliability.profile_categories(rel["profile"], rate)
+    if spans_nodes:
+        categories = reliability.with_domain_category(categories)
+    categories = reliability.with_rates(categories, rel["category_rates"], f"the {rel['profile']} profile",
+                                        "cluster.reliability.category_rates")
     return reliability.with_flaps(categories, float(rel["link_flap_share"]), float(rel["link_flap_s"]))
 
 
@@ -385,10 +391,10 @@ def _reliability_cluster(categories, units):
 
 def _node_availability(categories, units):
     """A node's steady-state availability and MTTR from the faults that take it out of service:
-    its GPUs', its own, and its NICs' and their links' (one link per NIC; platform faults only, a
-    job's own faults leave the hardware up)."""
-    node_units = {**units, "link": units["nic"]}
-    node_level = lambda c: c.unit in ("gpu", "node", "nic", "link")  # noqa: E731
+    its GPUs', its own, its NICs' and their links' (one link per NIC) and its scale-up domain's
+    (platform faults only, a job's own faults leave the hardware up)."""
+    node_units = {**units, "link": units["nic"], "domain": units["node"]}  # each node shares its domain's fate
+    node_level = lambda c: c.unit in ("gpu", "node", "nic", "link", "domain")  # noqa: E731
     down_per_node = reliability.rate_per_hour(categories, node_units, lambda c: node_level(c) and c.repair_h > 0,
                                               0.0) / units["node"]
     repair_hours_per_node = reliability.rate_per_hour(categories, node_units, lambda c: c.repair_h * node_level(c),

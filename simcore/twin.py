@@ -66,6 +66,7 @@ class Fabric:
     links: int = 0  # endpoint and switch-to-switch links
     leaves: int = 0
     switches: int = 0
+    domain_nodes: int = 1  # nodes sharing one scale-up domain (18 trays of a GB200 NVL72 rack)
 
 
 @dataclass
@@ -125,7 +126,8 @@ class Twin:
         if self.exclude_after < 0:
             raise ScenarioError("twin.exclude_after", "must be zero (never) or more")
         self._units = unit_counts(self.gpus, self.nodes, link=max(f.links, self.nodes * f.nics_per_node),
-                                  nic=self.nodes * f.nics_per_node, switch=f.switches)
+                                  nic=self.nodes * f.nics_per_node, switch=f.switches,
+                                  domain=-(-self.nodes // f.domain_nodes) if f.domain_nodes > 1 else 0)
         per_unit = np.array([c.rate_per_unit_hour for c in self.categories]) / SECONDS_PER_HOUR
         self._platform = np.array([c.cause != JOB for c in self.categories])
         units = np.array([self._units[c.unit] for c in self.categories], float)
@@ -271,6 +273,8 @@ class Twin:
             if not 0 <= part < count:
                 raise ScenarioError("target.part", f"must be a {unit} index below {count}")
             own_links = self.nodes * f.nics_per_node
+            if unit == "domain":
+                return self._fail_domain(category_index, part, kind, events)
             if unit == "nic" or (unit == "link" and part < own_links):
                 node = part // f.nics_per_node
             else:
@@ -292,6 +296,20 @@ class Twin:
                 self.leaf_repair_until[leaf] = max(self.leaf_repair_until[leaf], self.time_s + repair_s)
         if self._interrupts[category_index]:
             for job in np.unique(self.node_job[hit][self.node_job[hit] >= 0]):  # the jobs on the hit nodes
+                self._interrupt(int(job), events, category.label)
+        self._schedule(events)
+        return events
+
+    def _fail_domain(self, category_index: int, domain: int, kind: str, events: list) -> list:
+        """A scale-up domain's own failure: its nodes out until repaired, their jobs stopped."""
+        category = self.categories[category_index]
+        nodes = np.arange(domain * self.fabric.domain_nodes, min((domain + 1) * self.fabric.domain_nodes, self.nodes))
+        events.append(TwinEvent(self.time_s, kind, category=category.key, node=int(nodes[0]),
+                                message=f"{category.label} ({category.action}, nodes {nodes[0]}-{nodes[-1]})"))
+        self.node_state[nodes] = REPAIR
+        self.repair_until[nodes] = np.maximum(self.repair_until[nodes], self.time_s + self._repair_s[category_index])
+        if self._interrupts[category_index]:
+            for job in np.unique(self.node_job[nodes][self.node_job[nodes] >= 0]):
                 self._interrupt(int(job), events, category.label)
         self._schedule(events)
         return events
@@ -429,9 +447,10 @@ class Twin:
         nodes = held if held.size == spec.nodes else np.arange(spec.nodes)
         leaf_share = np.unique(self._node_leaf[nodes]).size / f.leaves if f.leaves else 0.0
         own_links = self.nodes * f.nics_per_node
+        domains = np.unique(nodes // f.domain_nodes).size if f.domain_nodes > 1 else 0
         exposure = unit_counts(spec.nodes * self.gpus_per_node, spec.nodes, nic=spec.nodes * f.nics_per_node,
                                link=spec.nodes * f.nics_per_node + max(self._units["link"] - own_links, 0) * leaf_share,
-                               switch=f.switches * leaf_share)
+                               switch=f.switches * leaf_share, domain=domains)
         return float(interruption_rate_per_hour(self.categories, exposure, spec.fault_factor)) / SECONDS_PER_HOUR
 
     # --- reading ----------------------------------------------------------------------------

@@ -54,10 +54,19 @@ def twin_group(twin_id: int) -> str:
 def _categories(twin_or_plan):
     """The failure categories of a twin or a plan: its profile with its rate overrides."""
     rate = twin_or_plan.failures_per_1000_node_days if twin_or_plan.failure_profile == "per-node-rate" else None
-    categories = reliability.with_rates(reliability.profile_categories(twin_or_plan.failure_profile, rate),
-                                        twin_or_plan.category_rates or {},
+    categories = reliability.profile_categories(twin_or_plan.failure_profile, rate)
+    if _domain_nodes(twin_or_plan) > 1:
+        categories = reliability.with_domain_category(categories)
+    categories = reliability.with_rates(categories, twin_or_plan.category_rates or {},
                                         f"the {twin_or_plan.failure_profile} profile", "category_rates")
     return reliability.with_flaps(categories, twin_or_plan.link_flap_share, twin_or_plan.link_flap_s)
+
+
+def _domain_nodes(twin_or_plan) -> int:
+    if isinstance(twin_or_plan, Twin):
+        return int((twin_or_plan.fabric or {}).get("domain_nodes", 1))
+    node = twin_or_plan.node_type
+    return (node.scaleup_domain_gpus or node.accelerators_per_node) // node.accelerators_per_node
 
 
 def twin_categories(twin: Twin) -> list[dict]:
@@ -79,7 +88,8 @@ def plan_fabric(plan, result: dict) -> dict:
     """The compute fabric's parts as the twin counts them, from the plan's evaluation."""
     fabric = result["fabric"]
     return {"nics_per_node": plan.node_type.compute_nics_per_node, "links": int(fabric["compute_fabric_links"]),
-            "leaves": int(fabric["compute_fabric_leaf_switches"]), "switches": int(fabric["compute_fabric_switches"])}
+            "leaves": int(fabric["compute_fabric_leaf_switches"]), "switches": int(fabric["compute_fabric_switches"]),
+            "domain_nodes": _domain_nodes(plan)}
 
 
 def default_jobs(plan, result: dict | None = None, spare_nodes: int | None = None) -> list[dict]:
@@ -99,8 +109,9 @@ def default_jobs(plan, result: dict | None = None, spare_nodes: int | None = Non
     job_nodes = max(1, nodes - spares)
     gpus = job_nodes * plan.node_type.accelerators_per_node
     fabric, share = plan_fabric(plan, result), job_nodes / nodes
+    domains = -(-job_nodes // fabric["domain_nodes"]) if fabric["domain_nodes"] > 1 else 0
     units = reliability.unit_counts(gpus, job_nodes, nic=job_nodes * fabric["nics_per_node"],
-                                    link=fabric["links"] * share, switch=fabric["switches"] * share)
+                                    link=fabric["links"] * share, switch=fabric["switches"] * share, domain=domains)
     timing = reliability.restart_timing(plan.restart_profile, collective_timeout_s=plan.collective_timeout_s)
     kinds, restart_s, _, _ = reliability.job_interruptions(_categories(plan), units,
                                                            0.0, timing, gpus, DEFAULT_CHECKPOINT_S)

@@ -115,3 +115,28 @@ def test_a_domain_tree_allreduce_never_beats_the_nvlink():
     result = evaluate({"cluster": NVL72_RACKS, "options": {"message_bytes": 2**33}})["collectives"]["nccl"]
     per_gpu_nvlink = GB200_TRAY["accelerator"]["scaleup_bw_gbyte_s"] / 2
     assert result["algbw_gbyte_s"] <= per_gpu_nvlink
+
+
+def test_a_scale_up_domain_fails_as_a_unit_at_the_rate_a_scenario_gives():
+    from simcore.twin import REPAIR, Fabric, Job, Twin
+
+    plain = evaluate({"cluster": NVL72_RACKS, "workload": MOE})["reliability"]
+    assert plain["by_category_per_day"]["nvlink-switch-tray"] == 0  # no published rate
+    rated = {**NVL72_RACKS, "reliability": {"category_rates": {"nvlink-switch-tray": 1e-4}}}
+    given = evaluate({"cluster": rated, "workload": MOE})["reliability"]
+    # The job's 1,024 GPUs span 15 of the 72-GPU domains (ceil), each failing at 1e-4 an hour.
+    assert given["job_by_category_per_day"]["nvlink-switch-tray"] == pytest.approx(1e-4 * 15 * 24)
+    assert given["node_availability"] < plain["node_availability"]
+    assert "nvlink-switch-tray" not in evaluate({"cluster": {**NVL72_RACKS, "node": HGX_NODE, "node_count": 144,
+                                                             "rack": {}}})["reliability"]["by_category_per_day"]
+    from simcore.reliability import DOMAIN_CATEGORY, fire_flyer_categories, with_domain_category
+
+    twin = Twin(nodes=36, gpus_per_node=4, fabric=Fabric(4, 36 * 4, 4, 6, domain_nodes=18),
+                categories=with_domain_category(fire_flyer_categories()), rng=np.random.default_rng(0),
+                jobs=[Job("a", 9, 1e9, 3600.0, 60.0, 60.0), Job("b", 9, 1e9, 3600.0, 60.0, 60.0)])
+    twin.advance(600.0)
+    index = [c.key for c in twin.categories].index(DOMAIN_CATEGORY.key)
+    events = twin.apply_failure(index, part=0)  # rack 0: nodes 0-17, both jobs
+    assert sum(e.kind == "job-interrupted" for e in events) == 2
+    assert np.all(twin.node_state[:18] == REPAIR) and np.all(twin.node_job[:18] == -1)
+    assert (twin.node_job >= 0).sum() == 18  # both moved to the other rack

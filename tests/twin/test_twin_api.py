@@ -49,7 +49,8 @@ def test_a_year_of_the_fire_flyer_twin_has_the_published_xid_mix_and_ettr(catalo
     software Xids (job-caused) never stop it, and its ETTR is the closed form's."""
     twin = create(owner_client)
     job = twin.jobs[0]
-    assert job["fault_factor"] == 0 and twin.fabric == {"nics_per_node": 1, "links": 3280, "leaves": 80, "switches": 122}
+    assert job["fault_factor"] == 0 and twin.fabric == {"nics_per_node": 1, "links": 3280, "leaves": 80, "switches": 122,
+                                                        "domain_nodes": 1}
     for _ in range(365):
         services.twin_advance(twin=twin, sim_seconds=86400.0)
     counts = dict(TwinEvent.objects.filter(twin=twin, kind="failure").values_list("category").annotate(
