@@ -10,20 +10,19 @@ from django.db import models
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 
-from planner.api.plan_views import visible_to
 from planner.api.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.choices import Confidence
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import plans as plan_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
-from planner.services.sweeps import CATEGORICAL_AXES, visible_sweeps
+from planner.services.sweeps import CATEGORICAL_AXES
 from simcore.devices import constant_rows
 from simcore.reliability import describe_profiles
 from simcore.document import field_docs
 from simcore.sweep import DEFAULT_OUTPUTS, TRAINING_OUTPUTS
 from twin.models import Twin
-from twin.services import twin_categories, visible_twins
+from twin.services import twin_categories
 
 FIRE_FLYER_COMPARISON = ["dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer"]
 BLACKWELL_COMPARISON = ["hgx-b200-1152", "gb200-nvl72-1152"]
@@ -69,11 +68,11 @@ FIELD_LABELS = {"pue": "PUE (empty: the price book's)", "checkpoint_interval_s":
 
 
 def _visible_plans(user):
-    return visible_to(ClusterPlan.objects.select_related("owner", "node_type"), user).order_by("owner_id", "slug")
+    return ClusterPlan.objects.select_related("owner", "node_type").visible_to(user).order_by("owner_id", "slug")
 
 
 def _visible_workloads(user):
-    return visible_to(Workload.objects.all(), user).order_by("slug")
+    return Workload.objects.visible_to(user).order_by("slug")
 
 
 @login_required
@@ -283,14 +282,14 @@ def sweep_list(request):
 
 @login_required
 def sweep_detail(request, sweep_id):
-    sweep = get_object_or_404(visible_sweeps(request.user, Sweep.objects.select_related("plan", "workload")), pk=sweep_id)
+    sweep = get_object_or_404(Sweep.objects.select_related("plan", "workload").visible_to(request.user), pk=sweep_id)
     return render(request, "frontend/sweep_detail.html", {"sweep": sweep})
 
 
 @login_required
 def twin_list(request):
     return render(request, "frontend/twins.html", {
-        "twins": visible_twins(request.user, Twin.objects.select_related("plan", "owner")).order_by("-created_at"),
+        "twins": Twin.objects.select_related("plan", "owner").visible_to(request.user).order_by("-created_at"),
         "plans": _visible_plans(request.user),
         "plan": request.GET.get("plan", ""),
     })
@@ -298,7 +297,7 @@ def twin_list(request):
 
 @login_required
 def twin_detail(request, twin_id):
-    twin = get_object_or_404(visible_twins(request.user, Twin.objects.select_related("plan", "owner")), pk=twin_id)
+    twin = get_object_or_404(Twin.objects.select_related("plan", "owner").visible_to(request.user), pk=twin_id)
     return render(request, "frontend/twin_detail.html", {
         "twin": twin, "may_control": twin.owner_id == request.user.id or request.user.is_staff,
         "categories": twin_categories(twin),

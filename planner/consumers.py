@@ -8,7 +8,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from planner.events import sweep_group
-from planner.services.sweeps import sweep_state, visible_sweeps
+from planner.models import Sweep
+from planner.services.sweeps import sweep_state
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -53,5 +54,5 @@ class SweepProgressConsumer(AsyncJsonWebsocketConsumer):
 
     @database_sync_to_async
     def _visible_state(self, user, sweep_id):
-        sweep = visible_sweeps(user).filter(pk=sweep_id).first()
+        sweep = Sweep.objects.visible_to(user).filter(pk=sweep_id).first()
         return None if sweep is None else sweep_state(sweep)

@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from twin.models import Twin
-from twin.services import snapshot, twin_group, visible_twins
+from twin.services import snapshot, twin_group
 
 MAX_MESSAGES_PER_S = 10
 CLOSE_UNAUTHENTICATED = 4401
@@ -89,7 +89,7 @@ class TwinConsumer(AsyncJsonWebsocketConsumer):
 
     @database_sync_to_async
     def _may_view(self, user, twin_id) -> bool:
-        return visible_twins(user).filter(pk=twin_id).exists()
+        return Twin.objects.visible_to(user).filter(pk=twin_id).exists()
 
     @database_sync_to_async
     def _snapshot(self, twin_id):

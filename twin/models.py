@@ -10,7 +10,7 @@ replays events.
 from django.conf import settings
 from django.db import models
 
-from planner.models import ClusterPlan, Visibility
+from planner.models import ClusterPlan, Visibility, VisibleQuerySet
 
 
 class Twin(models.Model):
@@ -51,6 +51,8 @@ class Twin(models.Model):
     metrics = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = VisibleQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

@@ -10,12 +10,12 @@ import time
 import numpy as np
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 
 import simcore
 from planner.adapters import scenario_document
 from planner.events import send_to_group
-from simcore import reliability, twin as engine
+from simcore import reliability
+from simcore import twin as engine
 from twin.models import Twin, TwinEvent, TwinSample
 
 logger = logging.getLogger(__name__)
@@ -39,12 +39,6 @@ class TwinInputError(ValueError):
     def __init__(self, errors: dict[str, list[str]]):
         self.errors = errors
         super().__init__(str(errors))
-
-
-def visible_twins(user, queryset=None):
-    """The twins a user may watch: their own and shared ones (staff: all)."""
-    queryset = Twin.objects.all() if queryset is None else queryset
-    return queryset if user.is_staff else queryset.filter(Q(owner=user) | Q(visibility="shared"))
 
 
 def twin_group(twin_id: int) -> str:

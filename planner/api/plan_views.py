@@ -1,7 +1,7 @@
 """Plans, workloads, evaluations, comparisons, bills of materials and API tokens."""
 from django.conf import settings
 from django.contrib.auth import authenticate
-from django.db.models import Prefetch, Q
+from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
@@ -28,15 +28,6 @@ class CSVRenderer(BaseRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         return data if isinstance(data, str) else ""
-
-
-def visible_to(queryset, user):
-    """What a user may read: their own entries, shared ones and presets (staff see everything)."""
-    if not user.is_authenticated:
-        return queryset.none()
-    if user.is_staff:
-        return queryset
-    return queryset.filter(Q(owner=user) | Q(visibility="shared") | Q(owner__isnull=True))
 
 
 def enforce_engine_limits(document) -> None:
@@ -82,7 +73,7 @@ class OwnedEntryViewSet(viewsets.ModelViewSet):
     ordering_fields = ["slug", "name", "updated_at"]
 
     def get_queryset(self):
-        return visible_to(self.model.objects.select_related("owner"), self.request.user)
+        return self.model.objects.select_related("owner").visible_to(self.request.user)
 
     def perform_create(self, serializer):
         serializer.save(owner=self.request.user)
@@ -127,7 +118,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     def _workload(self, slug):
         if not slug:
             return None
-        workload = visible_to(Workload.objects.all(), self.request.user).filter(slug=slug).first()
+        workload = Workload.objects.visible_to(self.request.user).filter(slug=slug).first()
         if workload is None:
             raise serializers.ValidationError({"workload": [f"no workload '{slug}' is visible to you"]})
         return workload
@@ -247,7 +238,7 @@ class WorkloadViewSet(OwnedEntryViewSet):
         body.is_valid(raise_exception=True)
         fields = dict(body.validated_data)
         slug = fields.pop("plan")
-        plan = visible_to(ClusterPlan.objects.all(), request.user).filter(slug=slug).first()
+        plan = ClusterPlan.objects.visible_to(request.user).filter(slug=slug).first()
         if plan is None:
             raise serializers.ValidationError({"plan": [f"no plan '{slug}' is visible to you"]})
         return evaluation_response(plan, Workload(slug="preview", name="preview", **fields))

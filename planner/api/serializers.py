@@ -10,8 +10,8 @@ from planner.api.errors import as_drf_validation_error
 from planner.models import (
     CPU,
     NIC,
-    AccessToken,
     Accelerator,
+    AccessToken,
     ClusterPlan,
     ComputeNodeType,
     LinkPart,

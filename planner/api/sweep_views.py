@@ -11,7 +11,6 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
 from planner.api.permissions import TokenScopePermission
-from planner.api.plan_views import visible_to
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import sweeps as services
 from planner.tasks import QueueUnavailable, sweep_enqueue
@@ -78,7 +77,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Sweep.objects.none()
-        return services.visible_sweeps(self.request.user, Sweep.objects.select_related("plan", "workload", "owner"))
+        return Sweep.objects.select_related("plan", "workload", "owner").visible_to(self.request.user)
 
     @extend_schema(request=SweepCreateSerializer, responses={201: SweepSerializer}, examples=[SWEEP_EXAMPLE],
                    description="Submit a sweep: the Cartesian product of the axes around the plan (and workload), "
@@ -87,12 +86,12 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         body = SweepCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        plan = visible_to(ClusterPlan.objects.all(), request.user).filter(slug=data["plan"]).first()
+        plan = ClusterPlan.objects.visible_to(request.user).filter(slug=data["plan"]).first()
         if plan is None:
             raise serializers.ValidationError({"plan": [f"no plan '{data['plan']}' is visible to you"]})
         workload = None
         if data.get("workload"):
-            workload = visible_to(Workload.objects.all(), request.user).filter(slug=data["workload"]).first()
+            workload = Workload.objects.visible_to(request.user).filter(slug=data["workload"]).first()
             if workload is None:
                 raise serializers.ValidationError({"workload": [f"no workload '{data['workload']}' is visible to you"]})
         spec = {key: data[key] for key in ("axes", "goal", "outputs") if data.get(key) is not None}

@@ -10,7 +10,7 @@ from .catalog import (
     StorageNodeType,
     Switch,
 )
-from .plans import ClusterPlan, Visibility, Workload
+from .plans import ClusterPlan, Visibility, VisibleQuerySet, Workload
 from .sweeps import Sweep, SweepChunk
 from .tokens import AccessToken
 
@@ -30,5 +30,6 @@ __all__ = [
     "Sweep",
     "SweepChunk",
     "Visibility",
+    "VisibleQuerySet",
     "Workload",
 ]

@@ -29,6 +29,25 @@ class Visibility(models.TextChoices):
     SHARED = "shared", "Every signed-in user"
 
 
+class VisibleQuerySet(models.QuerySet):
+    """The one visibility rule, for every owned model: anonymous users see nothing, staff see
+    everything, others their own, what is shared (models with ``visibility``) and presets (models
+    whose owner may be empty)."""
+
+    def visible_to(self, user):
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_staff:
+            return self
+        fields = {field.name: field for field in self.model._meta.get_fields()}
+        rule = models.Q(owner=user)
+        if "visibility" in fields:
+            rule |= models.Q(visibility=Visibility.SHARED)
+        if fields["owner"].null:
+            rule |= models.Q(owner__isnull=True)
+        return self.filter(rule)
+
+
 class OwnedEntry(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     name = models.CharField(max_length=200)
@@ -40,6 +59,8 @@ class OwnedEntry(models.Model):
     visibility = models.CharField(max_length=8, choices=Visibility.choices, default=Visibility.PRIVATE)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = VisibleQuerySet.as_manager()
 
     class Meta:
         abstract = True

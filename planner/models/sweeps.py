@@ -7,7 +7,7 @@ NumPy arrays, so a million-point sweep stays a few hundred rows.
 from django.conf import settings
 from django.db import models
 
-from planner.models.plans import ClusterPlan, Workload
+from planner.models.plans import ClusterPlan, VisibleQuerySet, Workload
 
 
 class Sweep(models.Model):
@@ -40,6 +40,8 @@ class Sweep(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = VisibleQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

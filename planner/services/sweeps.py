@@ -339,12 +339,6 @@ def sweep_columns(sweep: Sweep, points: range | None = None) -> dict[str, np.nda
     return columns
 
 
-def visible_sweeps(user, queryset=None):
-    """The sweeps a user may see: their own (staff: all)."""
-    queryset = Sweep.objects.all() if queryset is None else queryset
-    return queryset if user.is_staff else queryset.filter(owner=user)
-
-
 def sweep_discard(*, sweep: Sweep) -> None:
     """Remove a sweep that could not be queued: nothing of it was computed or is shown anywhere."""
     sweep.delete()

@@ -9,7 +9,6 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
 from planner.api.permissions import TokenScopePermission
-from planner.api.plan_views import visible_to
 from planner.models import ClusterPlan, Visibility
 from twin import services
 from twin.local import ensure_local_driver
@@ -93,14 +92,14 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Twin.objects.none()
-        return services.visible_twins(self.request.user, Twin.objects.select_related("plan__node_type", "owner"))
+        return Twin.objects.select_related("plan__node_type", "owner").visible_to(self.request.user)
 
     @extend_schema(request=TwinCreateSerializer, responses={201: TwinSerializer})
     def create(self, request):
         request_body = TwinCreateSerializer(data=request.data)
         request_body.is_valid(raise_exception=True)
         data = request_body.validated_data
-        plan = visible_to(ClusterPlan.objects.all(), request.user).filter(slug=data["plan"]).first()
+        plan = ClusterPlan.objects.visible_to(request.user).filter(slug=data["plan"]).first()
         if plan is None:
             raise serializers.ValidationError({"plan": [f"no plan '{data['plan']}' is visible to you"]})
         try:
