@@ -144,11 +144,17 @@ def set_path(document: dict, path: str, value):
     node[leaf] = value
 
 
-def dig(result: dict, path: str):
+_RAISE = object()
+
+
+def dig(result: dict, path: str, missing=_RAISE):
+    """The value at a dotted result path; where there is none, ``missing`` (or a field error)."""
     value = result
     for key in path.split("."):
         if not isinstance(value, dict) or key not in value:
-            raise ScenarioError(path, "is not a result metric")
+            if missing is _RAISE:
+                raise ScenarioError(path, "is not a result metric")
+            return missing
         value = value[key]
     return value
 

@@ -11,6 +11,7 @@ from django.db import transaction
 import simcore
 from planner.adapters import price_index, scenario_document
 from planner.models import ClusterPlan, PriceItem, Workload
+from simcore.sweep import dig
 
 
 class PlanInfeasible(Exception):
@@ -144,15 +145,6 @@ def bom_csv(bom: dict) -> str:
     return out.getvalue()
 
 
-def _dig(result: dict, path: str):
-    value = result
-    for key in path.split("."):
-        if not isinstance(value, dict) or key not in value:
-            return None
-        value = value[key]
-    return value
-
-
 def _gemm_mean(result):
     tf32, fp16 = result["compute"]["gemm_tf32_tflops"], result["compute"]["gemm_fp16_tflops"]
     known = [v for v in (tf32, fp16) if v is not None]
@@ -231,7 +223,7 @@ def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, 
             evaluations.append(None)
     metrics = []
     for key, label, unit, path in COMPARE_METRICS:
-        read = path if callable(path) else (lambda r, p=path: _dig(r, p))
+        read = path if callable(path) else (lambda r, p=path: dig(r, p, missing=None))
         values = [None if r is None else read(r) for r in evaluations]
         if all(v is None for v in values):
             continue

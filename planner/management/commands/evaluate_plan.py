@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 import simcore
 from planner.models import ClusterPlan, Workload
 from planner.services.plans import PlanInfeasible, bom_csv, plan_bom, plan_evaluate
+from simcore.sweep import dig
 
 TABLE_ROWS = [
     ("GPUs", "cluster.gpus", ""),
@@ -24,12 +25,6 @@ TABLE_ROWS = [
     ("restart time", "reliability.restart_time_s", "s"),
     ("ETTR", "reliability.ettr", ""),
 ]
-
-
-def dig(result, path):
-    for key in path.split("."):
-        result = result.get(key) if isinstance(result, dict) else None
-    return result
 
 
 class Command(BaseCommand):
@@ -65,7 +60,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{plan_row.name} (engine {evaluation['engine_version']})")
             currency = result["cost"]["currency"]
             for label, path, unit in TABLE_ROWS:
-                value = dig(result, path)
+                value = dig(result, path, missing=None)
                 if value is None:
                     continue
                 unit = currency if unit == "currency" else unit
