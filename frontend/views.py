@@ -254,9 +254,7 @@ def compare(request):
         workload = None
         if context["workload"]:
             workload = next((w for w in context["workloads"] if w.slug == context["workload"]), None)
-        errors = []
-        if not 2 <= len(slugs) <= 4 or len(set(slugs)) != len(slugs):
-            errors.append("choose 2 to 4 different plans")
+        errors = plan_services.compare_choice_problems(slugs)
         errors += [f"no plan '{slug}' is visible to you" for slug in slugs if slug not in found]
         if context["workload"] and workload is None:
             errors.append(f"no workload '{context['workload']}' is visible to you")

@@ -170,10 +170,9 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     @action(detail=False, methods=["get"])
     def compare(self, request):
         slugs = [s.strip() for s in request.query_params.get("ids", "").split(",") if s.strip()]
-        if not 2 <= len(slugs) <= 4:
-            raise serializers.ValidationError({"ids": ["give 2 to 4 plan slugs separated by commas"]})
-        if len(set(slugs)) != len(slugs):
-            raise serializers.ValidationError({"ids": ["a plan is listed twice"]})
+        problems = services.compare_choice_problems(slugs)
+        if problems:
+            raise serializers.ValidationError({"ids": problems})
         found = {plan.slug: plan for plan in self.get_queryset().filter(slug__in=slugs)}
         missing = [slug for slug in slugs if slug not in found]
         if missing:

@@ -212,6 +212,17 @@ COMPARE_METRICS = [
 ]
 
 
+COMPARE_PLANS = (2, 4)
+
+
+def compare_choice_problems(slugs: list[str]) -> list[str]:
+    """What is wrong with a choice of plans to compare (the one rule: 2 to 4, each once)."""
+    low, high = COMPARE_PLANS
+    if not low <= len(slugs) <= high:
+        return [f"choose {low} to {high} different plans"]
+    return ["a plan is listed twice"] if len(set(slugs)) != len(slugs) else []
+
+
 def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, options: dict | None = None) -> dict:
     """Evaluate 2-4 plans and line their metrics up, with ratios and differences to the first."""
     evaluations, infeasible = [], {}

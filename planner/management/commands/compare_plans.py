@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from planner.models import ClusterPlan, Workload
-from planner.services.plans import plan_compare
+from planner.services.plans import compare_choice_problems, plan_compare
 
 
 class Command(BaseCommand):
@@ -15,8 +15,9 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=["json", "table"], default="table")
 
     def handle(self, *args, plans, workload, format, **options):
-        if not 2 <= len(plans) <= 4:
-            raise CommandError("give 2 to 4 plan slugs")
+        problems = compare_choice_problems(plans)
+        if problems:
+            raise CommandError("; ".join(problems))
         rows = {p.slug: p for p in ClusterPlan.objects.filter(slug__in=plans)}
         missing = [slug for slug in plans if slug not in rows]
         if missing:
