@@ -274,6 +274,17 @@ def flap_stall_fraction(categories: list[FailureCategory], units: dict, flap_s) 
     return rate_h * np.asarray(flap_s, float) / 3600
 
 
+def build_categories(profile: str, *, failures_per_1000_node_days=None, rates=None, flap_share=0.0, flap_s=1.0,
+                     domain_spans_nodes=False, field="category_rates") -> list[FailureCategory]:
+    """A build's failure categories: the profile's, the scale-up domain's own where it spans
+    nodes, the given rate overrides (unknown keys name ``field``), link flaps split off."""
+    categories = profile_categories(profile, failures_per_1000_node_days)
+    if domain_spans_nodes:
+        categories = with_domain_category(categories)
+    categories = with_rates(categories, rates or {}, f"the {profile} profile", field)
+    return with_flaps(categories, flap_share, flap_s)
+
+
 def unit_counts(gpu, node, link=0.0, nic=0.0, switch=0.0, domain=0.0) -> dict:
     """The parts failures are counted over ({unit kind: count}, arrays broadcast); ``domain``
     counts scale-up domains that span nodes (a GB200 NVL72 rack)."""

@@ -352,12 +352,9 @@ def _failure_categories(rel, spans_nodes=False):
         if rate.ndim:
             raise ScenarioError("cluster.reliability.failures_per_1000_node_days", "takes one value")
         rate = float(rate)
-    categories = reliability.profile_categories(rel["profile"], rate)
-    if spans_nodes:
-        categories = reliability.with_domain_category(categories)
-    categories = reliability.with_rates(categories, rel["category_rates"], f"the {rel['profile']} profile",
-                                        "cluster.reliability.category_rates")
-    return reliability.with_flaps(categories, float(rel["link_flap_share"]), float(rel["link_flap_s"]))
+    return reliability.build_categories(rel["profile"], failures_per_1000_node_days=rate, rates=rel["category_rates"],
+                                        flap_share=float(rel["link_flap_share"]), flap_s=float(rel["link_flap_s"]),
+                                        domain_spans_nodes=spans_nodes, field="cluster.reliability.category_rates")
 
 
 def _reliability_cluster(categories, units):

@@ -48,12 +48,10 @@ def twin_group(twin_id: int) -> str:
 def _categories(twin_or_plan):
     """The failure categories of a twin or a plan: its profile with its rate overrides."""
     rate = twin_or_plan.failures_per_1000_node_days if twin_or_plan.failure_profile == "per-node-rate" else None
-    categories = reliability.profile_categories(twin_or_plan.failure_profile, rate)
-    if _domain_nodes(twin_or_plan) > 1:
-        categories = reliability.with_domain_category(categories)
-    categories = reliability.with_rates(categories, twin_or_plan.category_rates or {},
-                                        f"the {twin_or_plan.failure_profile} profile", "category_rates")
-    return reliability.with_flaps(categories, twin_or_plan.link_flap_share, twin_or_plan.link_flap_s)
+    return reliability.build_categories(
+        twin_or_plan.failure_profile, failures_per_1000_node_days=rate, rates=twin_or_plan.category_rates,
+        flap_share=twin_or_plan.link_flap_share, flap_s=twin_or_plan.link_flap_s,
+        domain_spans_nodes=_domain_nodes(twin_or_plan) > 1)
 
 
 def _domain_nodes(twin_or_plan) -> int:

@@ -55,3 +55,14 @@ def test_a_rack_scale_plan_comes_in_whole_domains(catalog, reader_client):
     refused = reader_client.post("/api/plans/", {**body, "node_count": 20}, format="json")
     assert refused.status_code == 400 and "multiple of 18" in str(refused.json()["node_count"])
     assert reader_client.post("/api/plans/", {**body, "node_count": 36}, format="json").status_code == 201
+
+
+def test_a_rack_scale_plan_may_give_its_domain_failure_rate(catalog, reader_client):
+    body = {"slug": "rated-racks", "name": "x", "node_type": "gb200-nvl72-tray", "node_count": 36, "switch": "qm9700",
+            "price_book": "indicative-usd-2025", "category_rates": {"nvlink-switch-tray": 1e-4}}
+    created = reader_client.post("/api/plans/", body, format="json")
+    assert created.status_code == 201, created.json()
+    rel = reader_client.post("/api/plans/rated-racks/evaluate/", {}, format="json").json()["result"]["reliability"]
+    assert rel["by_category_per_day"]["nvlink-switch-tray"] == pytest.approx(1e-4 * 2 * 24)
+    hgx = reader_client.post("/api/plans/", {**body, "slug": "hgx-rated", "node_type": "dgx-b200"}, format="json")
+    assert hgx.status_code == 400 and "no such category" in str(hgx.json()["category_rates"])
