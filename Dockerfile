@@ -7,7 +7,7 @@ COPY . .
 # collectstatic needs settings but no database; a throwaway key is enough at build time.
 RUN SECRET_KEY=build-only-key-build-only-key-build-only-key-build-only \
     DJANGO_SETTINGS_MODULE=config.settings.production python manage.py collectstatic --noinput
-RUN useradd --create-home planner && mkdir -p /app/var && chown -R planner /app/var
+RUN useradd --create-home planner && mkdir -p /app/var/metrics && chown -R planner /app/var
 USER planner
 EXPOSE 8000
 CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "config.asgi:application"]

@@ -1,16 +1,25 @@
+from csp.constants import UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from config.health import healthz
+from config import health
+from config.observability import metrics
+
+# Swagger UI with its start-up script served as a file (no inline script); its stylesheet has an
+# inline <style> block, so this one page allows inline styles.
+api_docs = csp_update({"style-src": [UNSAFE_INLINE]})(SpectacularSwaggerSplitView.as_view(url_name="api-schema"))
 
 urlpatterns = [
-    path("healthz/", healthz, name="healthz"),
+    path("healthz/", health.ready, name="healthz"),
+    path("healthz/live/", health.live, name="healthz-live"),
+    path("healthz/ready/", health.ready, name="healthz-ready"),
+    path("metrics/", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/", include("planner.api.urls")),
     path("api/", include("twin.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("api/docs/", api_docs, name="api-docs"),
     path("", include("frontend.urls")),
 ]

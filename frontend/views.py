@@ -4,6 +4,7 @@ Views here only gather what a page shows, through the planner's services and the
 visibility rules as the API; every number on a page comes from the catalogue, the engine or
 what the user typed.
 """
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import models
@@ -20,6 +21,7 @@ from planner.services.sweeps import CATEGORICAL_AXES
 from simcore.devices import constant_rows
 from simcore.reliability import describe_profiles
 from simcore.document import field_docs
+from simcore.errors import ScenarioError
 from simcore.sweep import DEFAULT_OUTPUTS, TRAINING_OUTPUTS
 from twin.models import Twin
 from twin.services import twin_categories
@@ -260,9 +262,12 @@ def compare(request):
             errors.append(f"no workload '{context['workload']}' is visible to you")
         context["errors"] = errors
         if not errors:
-            comparison = plan_services.plan_compare(plans=[found[s] for s in slugs], workload=workload)
-            context["comparison"] = comparison
-            context["columns"] = [found[s] for s in slugs]
+            try:
+                context["comparison"] = plan_services.plan_compare(
+                    plans=[found[s] for s in slugs], workload=workload, work_budget_s=settings.API_WORK_BUDGET_S)
+                context["columns"] = [found[s] for s in slugs]
+            except ScenarioError as error:
+                context["errors"] = [str(error)]
     return render(request, "frontend/compare.html", context)
 
 

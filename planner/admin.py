@@ -48,6 +48,10 @@ class WorkloadAdmin(admin.ModelAdmin):
 
 @admin.register(models.AccessToken)
 class AccessTokenAdmin(admin.ModelAdmin):
-    list_display = ["user", "name", "read_only", "created_at", "last_used_at"]
+    list_display = ["user", "name", "prefix", "read_only", "created_at", "last_used_at"]
     list_filter = ["read_only"]
-    readonly_fields = ["key", "created_at", "last_used_at"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+
+    def has_add_permission(self, request):
+        """Keys are issued through the API, which shows them once; the admin can only revoke."""
+        return False

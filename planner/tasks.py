@@ -9,6 +9,7 @@ from django.db import DatabaseError, OperationalError, close_old_connections
 from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from config.retention import retention_enforce
 from planner.services import sweeps
 
 logger = logging.getLogger(__name__)
@@ -82,3 +83,9 @@ def watch_for_lost_chunks(sender, **kwargs):
             close_old_connections()
 
     sender.timer.call_repeatedly(settings.SWEEP_STALL_S / 4, look)
+
+
+@shared_task
+def enforce_retention() -> dict[str, int]:
+    """Hourly (Celery beat): delete what the retention settings no longer keep."""
+    return retention_enforce()

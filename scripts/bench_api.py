@@ -19,7 +19,7 @@ def main() -> int:
     from django.core.cache import cache
     from rest_framework.test import APIClient
 
-    from planner.services.accounts import token_for
+    from planner.services.accounts import token_issue
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--plan", default="ff2-pcie-2zone")
@@ -28,7 +28,7 @@ def main() -> int:
     args = parser.parse_args()
 
     client = APIClient(SERVER_NAME="localhost")
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user, name='bench').key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(user, name='bench')}")
     body = {"workload": args.workload} if args.workload else {}
     url = f"/api/plans/{args.plan}/evaluate/"
     first = client.post(url, body, format="json")

@@ -54,11 +54,11 @@ EVALUATIONS = [("ff2-pcie-2zone", None), ("ff2-pcie-2zone", "llama-13b-512"), ("
 CREATE_USERS = """
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
-from planner.services.accounts import token_for
+from planner.services.accounts import token_issue
 hashed = make_password("{password}")  # hashed once: the same password for every load user
 for i in range({n}):
     user, _ = get_user_model().objects.update_or_create(username=f"load{{i}}", defaults={{"password": hashed}})
-    print(user.username, token_for(user).key)
+    print(user.username, token_issue(user))
 """
 
 

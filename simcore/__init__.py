@@ -3,6 +3,7 @@
 Everything takes arrays that broadcast over scenario points and returns arrays. The scenario
 document (docs/scenario-format.md) is the contract shared by the CLI, the REST API and sweeps.
 """
+from simcore import budget
 from simcore.collectives import CollectiveParams, NodeIO, hfreduce, nccl_allreduce
 from simcore.compute import ComputeParams, gemm_tflops, sustained_clock_factor
 from simcore.devices import FAMILIES, DeviceFamily

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcore import collectives, compute, cost, power, reliability, storage, topology, training, transformer
+from simcore import budget, collectives, compute, cost, power, reliability, storage, topology, training, transformer
 from simcore.arrays import label
 from simcore.collectives import CollectiveParams
 from simcore.compute import ComputeParams
@@ -83,15 +83,20 @@ def point_count(document) -> int:
     return int(np.prod(_broadcast_tree({k: v for k, v in parsed.items() if isinstance(v, dict)})))
 
 
-def evaluate(document, params: EngineParams | None = None) -> dict:
-    """Evaluate one scenario document (possibly many points) and return the result document."""
+def evaluate(document, params: EngineParams | None = None, *, work_budget_s: float | None = None) -> dict:
+    """Evaluate one scenario document (possibly many points) and return the result document.
+
+    With ``work_budget_s``, a document whose estimated engine time (:mod:`simcore.budget`) is over
+    it is refused with a field error before that work starts."""
     parsed = parse(document)
-    _broadcast_tree({k: v for k, v in parsed.items() if isinstance(v, dict)})
-    result = evaluate_parsed(parsed, params or EngineParams())
+    points = int(np.prod(_broadcast_tree({k: v for k, v in parsed.items() if isinstance(v, dict)})))
+    budget.check("(document)", budget.analytical_s(points), work_budget_s,
+                 f"{points:,} scenario points; fewer, or submit a sweep")
+    result = evaluate_parsed(parsed, params or EngineParams(), work_budget_s=work_budget_s)
     return to_json(result)
 
 
-def evaluate_parsed(p: dict, params: EngineParams) -> dict:
+def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | None = None) -> dict:
     c = p["cluster"]
     node, acc, fab, sto, prices, rel = c["node"], c["node"]["accelerator"], c["fabric"], c["storage"], \
         c["prices"], c["reliability"]
@@ -281,7 +286,7 @@ def evaluate_parsed(p: dict, params: EngineParams) -> dict:
         _time_and_cost_to_train(result, p, job, facility_w, capex_total, prices)
         _explain_training(result)
     if p["options"]["monte_carlo_replicas"] > 0:
-        result["reliability"]["monte_carlo"] = _monte_carlo(p, categories, cluster_units, result)
+        result["reliability"]["monte_carlo"] = _monte_carlo(p, categories, cluster_units, result, work_budget_s)
     return result
 
 
@@ -784,25 +789,33 @@ def _explain_training(result):
                                         if t["infeasible_reason"] == "does not fit in HBM" else ""))
 
 
-def _monte_carlo(p, categories, units, result):
-    """Monte Carlo event counts for the whole cluster over the horizon and, with a workload, ETTR."""
+def _monte_carlo(p, categories, units, result, work_budget_s):
+    """Monte Carlo event counts for the whole cluster over the horizon and, with a workload, ETTR;
+    refused first if its estimated work is over ``work_budget_s``."""
     opts = p["options"]
     replicas = int(opts["monte_carlo_replicas"])
-    rng = np.random.default_rng(int(opts["seed"]))
     hours = opts["monte_carlo_horizon_h"]
+    rel = result["reliability"]
+    simulate_ettr = "ettr" in rel and np.any(result["training"]["feasible"])
+    if simulate_ettr:
+        segment = rel["checkpoint_interval_s"] + rel["checkpoint_time_s"]
+        segments = int(np.clip(np.min(hours * 3600 / segment), 1, 1_000_000))
+        rate_s = rel["job_interruptions_per_day"] / SECONDS_PER_DAY
+    points = int(np.prod(_broadcast_tree({k: v for k, v in p.items() if isinstance(v, dict)})))
+    draws = budget.ettr_failure_draws(segments, segment, rel["restart_time_s"], rate_s) if simulate_ettr else 0.0
+    budget.check("options.monte_carlo_replicas", budget.monte_carlo_s(replicas, points, len(categories), draws),
+                 work_budget_s, f"{replicas:,} replicas over {hours:g} h; fewer replicas or a shorter horizon")
+    rng = np.random.default_rng(int(opts["seed"]))
     counts = reliability.sample_category_counts(categories, units, hours, replicas, rng)
     out = {
         "replicas": replicas,
         "horizon_h": hours,
         "events_mean": {c.key: counts[..., i].mean(axis=0) for i, c in enumerate(categories)},
     }
-    rel = result["reliability"]
-    if "ettr" in rel and np.any(result["training"]["feasible"]):
-        segment = rel["checkpoint_interval_s"] + rel["checkpoint_time_s"]
-        segments = int(np.clip(np.min(hours * 3600 / segment), 1, 1_000_000))
+    if simulate_ettr:
         ettr = reliability.ettr_monte_carlo(rel["checkpoint_interval_s"], rel["checkpoint_time_s"],
-                                            rel["restart_time_s"], rel["job_interruptions_per_day"] / SECONDS_PER_DAY,
-                                            segments=segments, replicas=replicas, rng=rng)
+                                            rel["restart_time_s"], rate_s, segments=segments, replicas=replicas,
+                                            rng=rng)
         ettr = ettr * (1 - rel["link_flap_stall_fraction"])
         out["ettr_mean"] = ettr.mean(axis=0)
         out["ettr_p05"] = np.quantile(ettr, 0.05, axis=0)

@@ -25,7 +25,7 @@ def fuzz_token(catalog, django_user_model, monkeypatch):
     from django.core.signals import request_finished, request_started
     from django.db import close_old_connections
 
-    from planner.services.accounts import token_for
+    from planner.services.accounts import token_issue
 
     monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
     monkeypatch.setattr("twin.api.views.ensure_local_driver", lambda: None)
@@ -34,7 +34,7 @@ def fuzz_token(catalog, django_user_model, monkeypatch):
     # Django's own test client arranges); otherwise a pooled connection is handed back mid-test.
     for signal in (request_started, request_finished):
         signal.disconnect(close_old_connections)
-    yield token_for(user).key
+    yield token_issue(user)
     for signal in (request_started, request_finished):
         signal.connect(close_old_connections)
 

@@ -9,7 +9,7 @@ from asgiref import sync
 from asgiref.sync import async_to_sync
 from channels.testing import HttpCommunicator
 
-from planner.services.accounts import token_for
+from planner.services.accounts import token_issue
 
 # The request runs on the sync thread that async_to_sync starts, with its own connection.
 ASGI_DB = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -39,7 +39,7 @@ def sync_turns(monkeypatch):
 
 @ASGI_DB
 def test_a_request_takes_one_turn_for_the_middleware_and_view(catalog, user, sync_turns):
-    token = token_for(user).key
+    token = token_issue(user)
     response = asgi_request("/api/catalog/switches/qm8700/", headers=[(b"authorization", f"Token {token}".encode())])
     assert response["status"] == 200
     assert json.loads(response["body"])["slug"] == "qm8700"
@@ -55,7 +55,7 @@ def test_the_middleware_still_answers_over_asgi(catalog, user, settings):
     headers = dict(asgi_request("/healthz/")["headers"])
     assert headers[b"X-Frame-Options"] == b"DENY" and headers[b"X-Content-Type-Options"] == b"nosniff"
     settings.API_MAX_BODY_BYTES = 100
-    token = token_for(user).key
+    token = token_issue(user)
     response = asgi_request("/api/evaluate/", method="POST", body=b"{" + b" " * 200 + b"}",
                             headers=[(b"authorization", f"Token {token}".encode()),
                                      (b"content-type", b"application/json"), (b"content-length", b"202")])

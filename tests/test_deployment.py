@@ -52,22 +52,27 @@ def test_bad_boolean_setting_is_named():
 def test_docker_compose_services():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert {"web", "worker", "redis", "postgres", "migrate", "twin-driver"} <= set(services)
-    for name in ("web", "worker", "redis", "postgres", "twin-driver"):
+    assert {"web", "worker", "redis", "postgres", "migrate", "twin-driver", "beat"} <= set(services)
+    for name in ("web", "worker", "redis", "postgres", "twin-driver", "beat"):
         assert "healthcheck" in services[name], name
+    assert "/healthz/ready/" in " ".join(services["web"]["healthcheck"]["test"])
+    assert services["beat"]["command"][:4] == ["celery", "-A", "config", "beat"]
+    for name in ("web", "worker", "twin-driver"):  # one metrics directory for every process
+        assert "metrics:/app/var/metrics" in services[name]["volumes"]
+        assert services[name]["environment"]["PROMETHEUS_MULTIPROC_DIR"] == "/app/var/metrics"
     assert "daphne" in " ".join(services["web"]["command"])
     assert "celery" in " ".join(services["worker"]["command"])
     assert "load_catalog" in " ".join(services["migrate"]["command"])
     assert "run_twins" in " ".join(services["twin-driver"]["command"])
     assert "sim" in services["worker"]["command"][services["worker"]["command"].index("-Q") + 1]
-    for name in ("web", "worker", "migrate", "twin-driver"):
+    for name in ("web", "worker", "migrate", "twin-driver", "beat"):
         env = services[name]["environment"]
         assert env["DATABASE_URL"].startswith("postgres://")
         assert env["REDIS_URL"].startswith("redis://redis:6379")
         assert env["CACHE_URL"].startswith("redis://redis:6379/") and env["CACHE_URL"] != env["REDIS_URL"]
         assert env["DJANGO_SETTINGS_MODULE"] == "config.settings.production"
         assert services[name]["build"] == "." or services[name].get("image") == services["web"].get("image")
-    for name in ("web", "worker", "twin-driver"):
+    for name in ("web", "worker", "twin-driver", "beat"):
         depends = services[name]["depends_on"]
         assert depends["migrate"]["condition"] == "service_completed_successfully"
         assert depends["redis"]["condition"] == "service_healthy"
@@ -76,7 +81,7 @@ def test_docker_compose_services():
     redis_command = services["redis"]["command"]
     assert redis_command[redis_command.index("--appendonly") + 1] == "yes"
     assert any(volume.endswith(":/data") for volume in services["redis"]["volumes"])
-    assert set(compose["volumes"]) >= {"pgdata", "redis-data"}
+    assert set(compose["volumes"]) >= {"pgdata", "redis-data", "metrics"}
 
 
 def test_dockerfile_installs_the_pinned_requirements():
@@ -89,4 +94,4 @@ def test_dockerfile_installs_the_pinned_requirements():
 def test_healthz_reports_the_database(client, db):
     response = client.get("/healthz/")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    assert response.json()["checks"]["database"]["status"] == "ok"

@@ -85,6 +85,7 @@ class TwinSample(models.Model):
     twin = models.ForeignKey(Twin, on_delete=models.CASCADE, related_name="samples")
     sim_time_s = models.FloatField()
     data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["sim_time_s"]

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 
 import simcore
+from config import observability as metrics
 from planner.adapters import scenario_document
 from planner.events import send_to_group
 from simcore import reliability
@@ -151,7 +152,10 @@ def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
 
 @transaction.atomic
 def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 3600.0, jobs=None,
-                pci_bus_ids=None, exclude_after: int = 3, spare_nodes: int | None = None) -> Twin:
+                pci_bus_ids=None, exclude_after: int = 3, spare_nodes: int | None = None,
+                work_budget_s: float | None = None) -> Twin:
+    """A new twin of the plan, paused at time zero; ``work_budget_s`` (web requests) bounds the
+    engine work of building it (simcore.budget)."""
     _check_speed(speed)
     if isinstance(exclude_after, bool) or not isinstance(exclude_after, int) or exclude_after < 0:
         raise TwinInputError({"exclude_after": ["a whole number of faults, zero (never exclude) or more"]})
@@ -166,7 +170,12 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
         raise TwinInputError({"spare_nodes": ["sizes the default job's spare pool: give it or jobs, not both"]})
     if jobs is not None and (not isinstance(jobs, list) or len(jobs) > MAX_JOBS):
         raise TwinInputError({"jobs": [f"a list of at most {MAX_JOBS} jobs"]})
-    result = simcore.evaluate(scenario_document(plan))
+    try:
+        simcore.budget.check("plan", simcore.budget.twin_s(plan.node_count * gpus_per_node), work_budget_s,
+                             "a smaller plan")
+        result = simcore.evaluate(scenario_document(plan), work_budget_s=work_budget_s)
+    except simcore.ScenarioError as error:
+        raise TwinInputError({error.field: [error.reason]}) from error
     twin = Twin(owner=owner, plan=plan, name=name or f"{plan.name} twin", seed=seed, speed=speed,
                 node_count=plan.node_count, gpus_per_node=gpus_per_node, failure_profile=plan.failure_profile,
                 failures_per_1000_node_days=_plan_rate(plan), category_rates=plan.category_rates,
@@ -258,6 +267,7 @@ def twin_advance(*, twin: Twin, sim_seconds: float, sim: engine.Twin | None = No
     before = _states(sim)
     events = sim.advance(sim_seconds)
     _save(twin, sim, events, before)
+    metrics.TWIN_TICKS.inc()
     return sim
 
 

@@ -7,7 +7,10 @@ an in-memory channel layer and Celery tasks executed in-process. Set ``DATABASE_
 import os
 from pathlib import Path
 
+from datetime import timedelta
+
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -55,13 +58,19 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "axes",
+    "csp",
+    "django_prometheus",
     "planner",
     "twin",
     "frontend",
 ]
 
 MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "config.observability.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "config.limits.BodySizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -70,7 +79,25 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
+
+# Scripts, styles, images and connections (websockets included) from this site only: no inline
+# script or style, no plugins, no framing. Pages start their modules from frontend/js/main.js.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 ROOT_URLCONF = "config.urls"
 TEMPLATES = [
@@ -113,6 +140,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Failed logins on every path (the login page, the admin, POST /api/auth/token/) are counted per
+# username and per client address by django-axes; after LOGIN_FAILURE_LIMIT failures either is
+# locked out (429) for LOGIN_LOCKOUT_MINUTES, or until staff unlock it (the admin's "Access
+# attempts", or `manage.py axes_reset_username` / `axes_reset_ip`). A success clears the count.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
+AXES_LOCKOUT_CALLABLE = "config.lockout.lockout_response"
+# Behind a proxy that sets X-Forwarded-For, set LOGIN_PROXY_COUNT to the number of proxies so that
+# the client's address, not the proxy's, is counted.
+AXES_IPWARE_PROXY_COUNT = int(os.environ.get("LOGIN_PROXY_COUNT", "0")) or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (["HTTP_X_FORWARDED_FOR"] if AXES_IPWARE_PROXY_COUNT else []) + ["REMOTE_ADDR"]
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
@@ -224,6 +267,9 @@ REST_FRAMEWORK = {
 # What one API request may ask of the engine.
 API_MAX_SCENARIO_POINTS = int(os.environ.get("API_MAX_SCENARIO_POINTS", "100000"))
 API_MAX_MONTE_CARLO_REPLICAS = int(os.environ.get("API_MAX_MONTE_CARLO_REPLICAS", "1000"))
+# The engine seconds one web request may ask for, estimated before the work starts (simcore.budget):
+# evaluations, previews, comparisons and twin creation over it answer 400 with the estimate.
+API_WORK_BUDGET_S = float(os.environ.get("API_WORK_BUDGET_S", "1.0"))
 if DEBUG:
     REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append("rest_framework.renderers.BrowsableAPIRenderer")
 
@@ -247,9 +293,32 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# One JSON object per log line (LOG_FORMAT=text for a terminal), each with the request id.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "json")
+if LOG_FORMAT not in {"json", "text"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "config.observability.RequestIdFilter"}},
+    "formatters": {
+        "json": {"()": "pythonjsonlogger.json.JsonFormatter",
+                 "format": "%(asctime)s %(levelname)s %(name)s %(request_id)s %(message)s",
+                 "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"}},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}
+
+# Who may read /metrics/ without logging in: the Prometheus scraper's addresses.
+METRICS_ALLOWED_ADDRESSES = env_list("METRICS_ALLOWED_ADDRESSES", "127.0.0.1,::1")
+
+# Retention (days; 0 keeps forever), enforced hourly by Celery beat (planner.tasks.enforce_retention)
+# or by `manage.py enforce_retention`: finished sweeps with their results, twin events, twin samples.
+RETENTION_SWEEP_DAYS = float(os.environ.get("RETENTION_SWEEP_DAYS", "90"))
+RETENTION_TWIN_EVENT_DAYS = float(os.environ.get("RETENTION_TWIN_EVENT_DAYS", "30"))
+RETENTION_TWIN_SAMPLE_DAYS = float(os.environ.get("RETENTION_TWIN_SAMPLE_DAYS", "30"))
+CELERY_BEAT_SCHEDULE = {
+    "enforce-retention": {"task": "planner.tasks.enforce_retention", "schedule": 3600.0},
 }

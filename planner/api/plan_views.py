@@ -13,12 +13,13 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 import simcore
+from config import observability as metrics
 from planner.api import serializers as api
 from planner.adapters import scenario_document
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import AccessToken, ClusterPlan, ComputeNodeType, StorageNodeType, Workload
 from planner.services import plans as services
-from planner.services.accounts import token_for
+from planner.services.accounts import token_issue
 
 
 class CSVRenderer(BaseRenderer):
@@ -46,6 +47,8 @@ def enforce_engine_limits(document) -> None:
 
 
 def scenario_error_response(error: simcore.ScenarioError) -> Response:
+    if isinstance(error, simcore.budget.WorkBudgetExceeded):
+        metrics.WORK_REFUSED.inc()
     return Response({error.field: [error.reason]}, status=status.HTTP_400_BAD_REQUEST)
 
 
@@ -59,7 +62,8 @@ def evaluation_response(plan, workload=None, options=None) -> Response:
     try:
         document = scenario_document(plan, workload, options)
         enforce_engine_limits(document)
-        return Response(services.plan_evaluate(plan=plan, workload=workload, options=options, document=document))
+        return Response(services.plan_evaluate(plan=plan, workload=workload, options=options, document=document,
+                                               work_budget_s=settings.API_WORK_BUDGET_S))
     except simcore.ScenarioError as error:
         return scenario_error_response(error)
     except services.PlanInfeasible as error:
@@ -178,7 +182,8 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         if missing:
             raise serializers.ValidationError({"ids": [f"no plan '{slug}' is visible to you" for slug in missing]})
         workload = self._workload(request.query_params.get("workload"))
-        return Response(services.plan_compare(plans=[found[s] for s in slugs], workload=workload))
+        return Response(services.plan_compare(plans=[found[s] for s in slugs], workload=workload,
+                                              work_budget_s=settings.API_WORK_BUDGET_S))
 
     @extend_schema(
         tags=PLAN_TAG, responses={200: OpenApiTypes.OBJECT},
@@ -268,7 +273,9 @@ class EvaluateScenarioView(APIView):
     def post(self, request):
         try:
             enforce_engine_limits(request.data)
-            return Response(simcore.evaluate(request.data))
+            metrics.EVALUATIONS.labels("scenario").inc()
+            with metrics.EVALUATION_SECONDS.labels("scenario").time():
+                return Response(simcore.evaluate(request.data, work_budget_s=settings.API_WORK_BUDGET_S))
         except simcore.ScenarioError as error:
             return scenario_error_response(error)
 
@@ -313,7 +320,10 @@ class ObtainTokenSerializer(serializers.Serializer):
 
 
 class ObtainTokenView(APIView):
-    """Exchange a username and password for your default (full-access) API token."""
+    """Exchange a username and password for a new key of your default (full-access) API token.
+
+    Only the key's digest is stored, so each call issues a new key and the previous one stops
+    working; give each script a named token (``POST /api/tokens/``) instead of sharing this one."""
 
     permission_classes = [AllowAny]
     authentication_classes = []
@@ -321,12 +331,14 @@ class ObtainTokenView(APIView):
     throttle_scope = "login"
 
     @extend_schema(tags=["tokens"], request=ObtainTokenSerializer,
-                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="wrong credentials")})
+                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="wrong credentials"),
+                              429: OpenApiResponse(description="too many failed logins: locked out")})
     def post(self, request):
         body = ObtainTokenSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        user = authenticate(request, username=body.validated_data["username"],
+        # The Django request, on which the lockout check (django-axes) marks a locked-out login.
+        user = authenticate(request._request, username=body.validated_data["username"],
                             password=body.validated_data["password"])
         if user is None or not user.is_active:
             raise serializers.ValidationError({"non_field_errors": ["unable to log in with those credentials"]})
-        return Response({"token": token_for(user, name=LOGIN_TOKEN_NAME).key})
+        return Response({"token": token_issue(user, name=LOGIN_TOKEN_NAME)})

@@ -241,11 +241,11 @@ class WorkloadPreviewSerializer(WorkloadSerializer):
 
 
 class AccessTokenListSerializer(serializers.ModelSerializer):
-    """A token as listed: never its key."""
+    """A token as listed: never its key, only the key's first characters."""
 
     class Meta:
         model = AccessToken
-        fields = ["id", "name", "read_only", "created_at", "last_used_at"]
+        fields = ["id", "name", "prefix", "read_only", "created_at", "last_used_at"]
         read_only_fields = fields
 
 
@@ -254,8 +254,8 @@ class AccessTokenSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AccessToken
-        fields = ["id", "name", "read_only", "key", "created_at", "last_used_at"]
-        read_only_fields = ["created_at", "last_used_at"]
+        fields = ["id", "name", "prefix", "read_only", "key", "created_at", "last_used_at"]
+        read_only_fields = ["prefix", "created_at", "last_used_at"]
         extra_kwargs = {"name": {"required": True}}
 
     def validate_name(self, name):

@@ -9,6 +9,7 @@ from django.core.cache import cache
 from django.db import transaction
 
 import simcore
+from config import observability as metrics
 from planner.adapters import price_index, scenario_document
 from planner.models import ClusterPlan, PriceItem, Workload
 from simcore.sweep import dig
@@ -34,22 +35,25 @@ def memoized(kind: str, document: dict, compute):
     key = f"{kind}:{digest.hexdigest()}"
     value = cache.get(key)
     if value is None:
-        value = compute()
+        metrics.EVALUATIONS.labels(kind).inc()
+        with metrics.EVALUATION_SECONDS.labels(kind).time():
+            value = compute()
         cache.set(key, value, EVALUATION_CACHE_S)
     return value
 
 
 def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None,
-                  document: dict | None = None) -> dict:
+                  document: dict | None = None, work_budget_s: float | None = None) -> dict:
     """Evaluate a plan (and workload): the engine's full result document.
 
-    ``document`` is the plan's scenario document when the caller has built it already.
+    ``document`` is the plan's scenario document when the caller has built it already; with
+    ``work_budget_s`` (web requests), work estimated over it is refused (a ScenarioError).
     Raises :class:`simcore.ScenarioError` for bad options and :class:`PlanInfeasible` when the
     fabric cannot hold the build or the workload cannot run on it, so that no numbers are reported
     for a build that cannot exist.
     """
     document = document or scenario_document(plan, workload, options)
-    result = memoized("evaluation", document, lambda: simcore.evaluate(document))
+    result = memoized("evaluation", document, lambda: simcore.evaluate(document, work_budget_s=work_budget_s))
     reasons = []
     if not result["fabric"]["fits"]:
         reasons += [c for c in result["constraints"] if c.startswith(("fabric", "storage plane"))]
@@ -223,12 +227,16 @@ def compare_choice_problems(slugs: list[str]) -> list[str]:
     return ["a plan is listed twice"] if len(set(slugs)) != len(slugs) else []
 
 
-def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, options: dict | None = None) -> dict:
-    """Evaluate 2-4 plans and line their metrics up, with ratios and differences to the first."""
+def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, options: dict | None = None,
+                 work_budget_s: float | None = None) -> dict:
+    """Evaluate 2-4 plans and line their metrics up, with ratios and differences to the first
+    (``work_budget_s`` shared between them)."""
     evaluations, infeasible = [], {}
+    share_s = None if work_budget_s is None else work_budget_s / len(plans)
     for plan in plans:
         try:
-            evaluations.append(plan_evaluate(plan=plan, workload=workload, options=options)["result"])
+            evaluations.append(plan_evaluate(plan=plan, workload=workload, options=options,
+                                             work_budget_s=share_s)["result"])
         except PlanInfeasible as error:
             infeasible[plan.slug] = error.reasons
             evaluations.append(None)

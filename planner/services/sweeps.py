@@ -21,6 +21,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 import simcore
+from config import observability as metrics
 from planner.adapters import scenario_document
 from planner.models import ClusterPlan, ComputeNodeType, Sweep, SweepChunk, Switch, Workload
 from simcore import sweep as engine
@@ -258,6 +259,8 @@ def sweep_run_chunk(*, sweep_id: int, index: int) -> bool:
     except IntegrityError:
         _record_progress(sweep_id)  # another delivery of the same chunk stored it first
         return False
+    metrics.SWEEP_CHUNKS.inc()
+    metrics.SWEEP_POINTS.inc(stop - start)
     _record_progress(sweep_id)
     return True
 

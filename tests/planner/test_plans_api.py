@@ -496,7 +496,7 @@ def test_evaluations_are_memoized_per_document(catalog, reader_client, monkeypat
 
     calls = []
     real = simcore.evaluate
-    monkeypatch.setattr("planner.services.plans.simcore.evaluate", lambda document: calls.append(1) or real(document))
+    monkeypatch.setattr("planner.services.plans.simcore.evaluate", lambda document, **kw: calls.append(1) or real(document, **kw))
     first = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
     again = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
     assert first == again and len(calls) == 1

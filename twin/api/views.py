@@ -105,7 +105,8 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         try:
             twin = services.twin_create(owner=request.user, plan=plan, name=data.get("name", ""), seed=data["seed"],
                                         speed=data["speed"], jobs=data.get("jobs"), pci_bus_ids=data.get("pci_bus_ids"),
-                                        exclude_after=data["exclude_after"], spare_nodes=data.get("spare_nodes"))
+                                        exclude_after=data["exclude_after"], spare_nodes=data.get("spare_nodes"),
+                                        work_budget_s=settings.API_WORK_BUDGET_S)
         except services.TwinInputError as error:
             return input_error(error)
         if data["visibility"] != twin.visibility:

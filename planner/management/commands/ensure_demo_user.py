@@ -12,6 +12,6 @@ class Command(BaseCommand):
         parser.add_argument("--password", help="set this password (default: keep, or a random one at creation)")
 
     def handle(self, *args, username, password, **options):
-        user, password, token = demo_user_ensure(username=username, password=password)
+        user, password, key = demo_user_ensure(username=username, password=password)
         shown = password or "(unchanged; pass --password to set one)"
-        self.stdout.write(f"demo user: {user.username} / password: {shown} / API token: {token.key}")
+        self.stdout.write(f"demo user: {user.username} / password: {shown} / API token: {key}")

@@ -1,0 +1,12 @@
+from django.core.management.base import BaseCommand
+
+from config.retention import retention_enforce
+
+
+class Command(BaseCommand):
+    help = ("Delete finished sweeps, twin events and twin samples older than the RETENTION_*_DAYS settings "
+            "(Celery beat runs this hourly when Redis is configured).")
+
+    def handle(self, *args, **options):
+        removed = retention_enforce()
+        self.stdout.write(", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in removed.items()) + " removed")

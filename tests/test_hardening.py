@@ -1,0 +1,325 @@
+"""Issue 18: login lockout on every path, hashed tokens, the engine work budget, retention, health,
+request ids, metrics and the Content-Security-Policy header."""
+import json
+import logging
+from datetime import timedelta
+
+import pytest
+from axes.models import AccessAttempt
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from planner.models import AccessToken, ClusterPlan, Sweep
+from planner.models.tokens import token_key_digest
+from planner.services.accounts import token_issue
+
+PASSWORD = "pw-victim-1234"
+FF = "ff2-pcie-2zone"
+
+
+@pytest.fixture
+def victim(db):
+    return get_user_model().objects.create_user("victim", password=PASSWORD, is_staff=True)  # the admin admits staff
+
+
+def _page_login(client, password, username="victim"):
+    return client.post("/login/", {"username": username, "password": password})
+
+
+def _admin_login(client, password, username="victim"):
+    return client.post("/admin/login/?next=/admin/", {"username": username, "password": password})
+
+
+def _token_login(client, password, username="victim"):
+    return client.post("/api/auth/token/", {"username": username, "password": password}, content_type="application/json")
+
+
+def _logged_in(path, response):
+    if path is _token_login:
+        return response.status_code == 200 and "token" in response.json()
+    return response.status_code == 302  # the login forms redirect on success
+
+
+LOGIN_PATHS = [_page_login, _admin_login, _token_login]
+
+
+@pytest.mark.parametrize("login", LOGIN_PATHS, ids=["page", "admin", "token"])
+def test_thirty_wrong_passwords_lock_the_account_until_the_window_passes(login, victim, settings):
+    client = Client()
+    codes = [login(client, f"wrong-{i}").status_code for i in range(30)]
+    limit = settings.AXES_FAILURE_LIMIT
+    assert set(codes[:limit - 1]) <= {200, 400}  # a failed login: the form again, or 400 from the API
+    assert set(codes[limit:]) == {429}
+    cache.clear()  # the token endpoint's per-minute request throttle has reset: the lockout remains
+    locked = login(client, PASSWORD)
+    assert locked.status_code == 429 and "try again in 15 minutes" in locked.content.decode()
+    assert locked["Retry-After"] == str(15 * 60)
+    AccessAttempt.objects.update(attempt_time=timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1))
+    assert _logged_in(login, login(client, PASSWORD))
+
+
+@pytest.mark.parametrize("login", LOGIN_PATHS, ids=["page", "admin", "token"])
+def test_staff_unlock_a_locked_account(login, victim, settings):
+    client = Client()
+    for i in range(settings.AXES_FAILURE_LIMIT):
+        login(client, f"wrong-{i}")
+    assert login(client, PASSWORD).status_code == 429
+    staff = get_user_model().objects.create_superuser("ops", password="pw-ops-1234")
+    admin = Client()
+    admin.force_login(staff)
+    attempts = AccessAttempt.objects.filter(username="victim")
+    response = admin.post("/admin/axes/accessattempt/", {
+        "action": "delete_selected", "_selected_action": [a.pk for a in attempts], "post": "yes"})
+    assert response.status_code == 302 and not AccessAttempt.objects.filter(username="victim").exists()
+    assert _logged_in(login, login(client, PASSWORD))
+
+
+def test_an_address_is_locked_out_across_usernames(victim, settings):
+    attacker = Client(REMOTE_ADDR="203.0.113.9")
+    for i in range(settings.AXES_FAILURE_LIMIT):
+        _page_login(attacker, "guess", username=f"someone-{i}")
+    assert _page_login(attacker, PASSWORD).status_code == 429  # the right password, from that address
+    assert _page_login(Client(REMOTE_ADDR="198.51.100.7"), PASSWORD).status_code == 302
+
+
+def test_the_lockout_page_says_what_happened(victim, settings):
+    client = Client()
+    for i in range(settings.AXES_FAILURE_LIMIT):
+        _page_login(client, f"wrong-{i}")
+    page = _page_login(client, PASSWORD).content.decode()
+    assert "Login locked" in page and "ask staff to unlock it" in page
+
+
+def _every_stored_value(table):
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT * FROM {table}")
+        return [str(value) for row in cursor.fetchall() for value in row]
+
+
+def test_token_keys_are_stored_only_as_digests(victim):
+    client = APIClient()
+    client.force_authenticate(victim)
+    created = client.post("/api/tokens/", {"name": "nightly", "read_only": True}, format="json").json()
+    key = created["key"]
+    assert len(key) == 40 and created["prefix"] == key[:8]
+    stored = _every_stored_value(AccessToken._meta.db_table)
+    assert not any(key in value for value in stored)
+    assert token_key_digest(key) in stored
+    assert "key" not in client.get("/api/tokens/").json()[0]
+    script = APIClient()
+    script.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert script.get("/api/plans/").status_code == 200
+    script.credentials(HTTP_AUTHORIZATION=f"Token {token_key_digest(key)}")  # the digest is no credential
+    assert script.get("/api/plans/").status_code == 401
+
+
+def test_the_admin_never_shows_a_key(victim):
+    key = token_issue(victim, name="ci")
+    token = AccessToken.objects.get(name="ci")
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser("ops", password="pw-ops-1234"))
+    for path in ("/admin/planner/accesstoken/", f"/admin/planner/accesstoken/{token.pk}/change/"):
+        page = admin.get(path)
+        assert page.status_code == 200 and key[:8] in page.content.decode()
+        assert key not in page.content.decode() and token.key_digest not in page.content.decode()
+    assert admin.get("/admin/planner/accesstoken/add/").status_code == 403
+
+
+def test_a_password_login_issues_a_new_key_and_retires_the_old_one(victim):
+    client = Client()
+    first = _token_login(client, PASSWORD).json()["token"]
+    second = _token_login(client, PASSWORD).json()["token"]
+    assert first != second
+    script = APIClient()
+    script.credentials(HTTP_AUTHORIZATION=f"Token {first}")
+    assert script.get("/api/plans/").status_code == 401
+    script.credentials(HTTP_AUTHORIZATION=f"Token {second}")
+    assert script.get("/api/plans/").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_keys_issued_before_hashing_keep_working_through_the_migration():
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.migrate([("planner", "0006_reliability_profiles_and_racks")])
+    old = executor.loader.project_state([("planner", "0006_reliability_profiles_and_racks")]).apps
+    user = old.get_model("auth", "User").objects.create(username="legacy")
+    old.get_model("planner", "AccessToken").objects.create(user_id=user.pk, key="a" * 40, name="old-script")
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    token = AccessToken.objects.get(name="old-script")
+    assert token.prefix == "a" * 8 and not any("a" * 40 in v for v in _every_stored_value(AccessToken._meta.db_table))
+    script = APIClient()
+    script.credentials(HTTP_AUTHORIZATION=f"Token {'a' * 40}")
+    assert script.get("/api/plans/").status_code == 200
+
+
+HEAVY_SCENARIO = {
+    "cluster": {"node_count": 16384, "node": {"gpus": 8, "accelerator": {"peak_fp16_tflops": 312, "tdp_w": 400},
+                                              "compute_nics": 1, "compute_nic_gbit_s": 200},
+                "fabric": {"switch_radix": 64, "switch_gbit_s": 200, "layers": 3},
+                "reliability": {"profile": "llama3", "restart_s": [60 + 6 * i for i in range(100)]}},
+    "workload": {"kind": "transformer", "layers": 40, "hidden": 5120, "heads": 40, "vocab": 32000, "seq_len": 4096,
+                 "gpus": 131072, "global_batch": 131072, "micro_batch": 1, "tp": 8, "pp": 4},
+    "options": {"monte_carlo_replicas": 1000, "monte_carlo_horizon_h": 87600},
+}
+
+
+def test_a_request_over_the_work_budget_is_refused_before_the_work(reader_client, monkeypatch):
+    import simcore.reliability
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the Monte Carlo ran although the request is over the budget")
+
+    monkeypatch.setattr(simcore.reliability, "ettr_monte_carlo", must_not_run)
+    monkeypatch.setattr(simcore.reliability, "sample_category_counts", must_not_run)
+    response = reader_client.post("/api/evaluate/", HEAVY_SCENARIO, format="json")
+    assert response.status_code == 400, response.content
+    reason = response.json()["options.monte_carlo_replicas"][0]
+    assert "s of engine work; at most 1 s per request (the work budget)" in reason
+    estimate_s = float(reason.split("needs about ")[1].split(" s")[0])
+    assert estimate_s > 5  # 100 points x 1,000 replicas of about a hundred thousand failures each
+
+
+def test_work_within_the_budget_runs(reader_client):
+    light = {**HEAVY_SCENARIO, "options": {"monte_carlo_replicas": 20, "monte_carlo_horizon_h": 720}}
+    light["cluster"] = {**HEAVY_SCENARIO["cluster"], "reliability": {"profile": "llama3"}}
+    response = reader_client.post("/api/evaluate/", light, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["reliability"]["monte_carlo"]["replicas"] == 20
+
+
+def test_the_budget_guards_plan_evaluations_and_twin_creation(catalog, reader_client, settings):
+    settings.API_WORK_BUDGET_S = 0.05
+    heavy = {"monte_carlo_replicas": 1000, "monte_carlo_horizon_h": 87600}  # about 0.25 s of draws
+    response = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512", "options": heavy},
+                                  format="json")
+    assert response.status_code == 400 and "at most 0.05 s" in response.json()["options.monte_carlo_replicas"][0]
+    light = {"monte_carlo_replicas": 10, "monte_carlo_horizon_h": 720}
+    assert reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512", "options": light},
+                              format="json").status_code == 200
+    settings.API_WORK_BUDGET_S = 1e-6
+    twin = reader_client.post("/api/twins/", {"plan": FF}, format="json")
+    assert twin.status_code == 400 and "work budget" in str(twin.json()["plan"])
+
+
+def _sweep(plan, owner, *, finished_days_ago, status=Sweep.Status.DONE, reused_from=None):
+    now = timezone.now()
+    sweep = Sweep.objects.create(owner=owner, name="s", plan=plan, spec={}, base_document={}, status=status,
+                                 total_points=1, chunk_size=1, chunk_count=1, engine_version="x", input_hash="h",
+                                 reused_from=reused_from)
+    finished = None if status not in Sweep.FINAL else now - timedelta(days=finished_days_ago)
+    Sweep.objects.filter(pk=sweep.pk).update(finished_at=finished, created_at=now - timedelta(days=finished_days_ago))
+    return sweep
+
+
+def test_retention_removes_exactly_what_is_older_than_the_settings(catalog, victim, settings):
+    from twin.models import Twin, TwinEvent, TwinSample
+    from twin.services import twin_create
+
+    settings.RETENTION_SWEEP_DAYS, settings.RETENTION_TWIN_EVENT_DAYS, settings.RETENTION_TWIN_SAMPLE_DAYS = 90, 30, 7
+    plan = ClusterPlan.objects.get(slug=FF)
+    old = _sweep(plan, victim, finished_days_ago=91)
+    kept = _sweep(plan, victim, finished_days_ago=89)
+    running = _sweep(plan, victim, finished_days_ago=200, status=Sweep.Status.RUNNING)
+    reused_old = _sweep(plan, victim, finished_days_ago=120)
+    _sweep(plan, victim, finished_days_ago=10, reused_from=reused_old)  # still shows reused_old's results
+    both_old = _sweep(plan, victim, finished_days_ago=150)
+    _sweep(plan, victim, finished_days_ago=100, reused_from=both_old)
+    twin = twin_create(owner=victim, plan=plan)
+    now = timezone.now()
+    for seq, age in enumerate([31, 29, 45]):
+        event = TwinEvent.objects.create(twin=twin, seq=seq + 1, sim_time_s=seq, kind="fault")
+        TwinEvent.objects.filter(pk=event.pk).update(created_at=now - timedelta(days=age))
+    for age in (8, 6):
+        sample = TwinSample.objects.create(twin=twin, sim_time_s=age, data={})
+        TwinSample.objects.filter(pk=sample.pk).update(created_at=now - timedelta(days=age))
+    before = set(Sweep.objects.values_list("pk", flat=True))
+    call_command("enforce_retention")
+    after = set(Sweep.objects.values_list("pk", flat=True))
+    assert before - after == {old.pk, both_old.pk, both_old.pk + 1}
+    assert {kept.pk, running.pk, reused_old.pk} <= after
+    assert sorted(TwinEvent.objects.filter(twin=twin).values_list("seq", flat=True)) == [2]
+    assert list(TwinSample.objects.filter(twin=twin).values_list("sim_time_s", flat=True)) == [6]
+    assert Twin.objects.filter(pk=twin.pk).exists()
+
+
+def test_retention_zero_keeps_everything(catalog, victim, settings):
+    settings.RETENTION_SWEEP_DAYS = 0
+    plan = ClusterPlan.objects.get(slug=FF)
+    sweep = _sweep(plan, victim, finished_days_ago=10_000)
+    call_command("enforce_retention")
+    assert Sweep.objects.filter(pk=sweep.pk).exists()
+
+
+def test_liveness_and_readiness_report_each_service(client, db):
+    assert client.get("/healthz/live/").json() == {"status": "ok"}
+    ready = client.get("/healthz/ready/")
+    assert ready.status_code == 200
+    checks = ready.json()["checks"]
+    assert set(checks) == {"database", "broker", "channel_layer", "cache"}
+    assert all(check["status"] == "ok" for check in checks.values())
+    assert client.get("/healthz/").json()["checks"].keys() == checks.keys()
+
+
+def test_readiness_names_the_service_that_is_down(client, db, settings):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    ready = client.get("/healthz/ready/")
+    assert ready.status_code == 503
+    checks = ready.json()["checks"]
+    assert checks["broker"]["status"] == "error" and checks["database"]["status"] == "ok"
+
+
+def test_every_response_and_log_line_carries_the_request_id(reader_client, caplog):
+    with caplog.at_level(logging.INFO, logger="planner.access"):
+        response = reader_client.get("/api/plans/", HTTP_X_REQUEST_ID="trace-42")
+        fresh = reader_client.get("/api/plans/", HTTP_X_REQUEST_ID="bad id with spaces")
+    assert response["X-Request-ID"] == "trace-42"
+    assert len(fresh["X-Request-ID"]) == 32 and fresh["X-Request-ID"] != "bad id with spaces"
+    lines = [r for r in caplog.records if r.name == "planner.access"]
+    assert [r.request_id for r in lines] == ["trace-42", fresh["X-Request-ID"]]
+    assert lines[0].status == 200 and lines[0].path == "/api/plans/"
+
+
+def test_log_lines_are_json_with_the_request_id():
+    from django.conf import settings
+
+    from config.observability import RequestIdFilter, request_id_var
+    import pythonjsonlogger.json
+
+    options = {("fmt" if k == "format" else k): v for k, v in settings.LOGGING["formatters"]["json"].items() if k != "()"}
+    formatter = pythonjsonlogger.json.JsonFormatter(**options)
+    record = logging.LogRecord("planner", logging.WARNING, __file__, 1, "disk %s", ("full",), None)
+    token = request_id_var.set("abc123")
+    RequestIdFilter().filter(record)
+    request_id_var.reset(token)
+    line = json.loads(formatter.format(record))
+    assert line["request_id"] == "abc123" and line["message"] == "disk full" and line["level"] == "WARNING"
+
+
+def test_metrics_count_evaluations_for_the_scraper_and_staff_only(catalog, reader_client):
+    reader_client.post(f"/api/plans/{FF}/evaluate/", {"options": {"message_bytes": 3 * 2**20}}, format="json")
+    scraper = Client(REMOTE_ADDR="127.0.0.1").get("/metrics/")
+    assert scraper.status_code == 200
+    text = scraper.content.decode()
+    assert 'planner_evaluations_total{kind="evaluation"}' in text
+    assert "django_http_requests_total_by_method_total" in text
+    assert Client(REMOTE_ADDR="198.51.100.7").get("/metrics/").status_code == 403
+
+
+def test_pages_send_a_content_security_policy_without_inline_script(client, victim):
+    client.force_login(victim)
+    policy = client.get("/plans/")["Content-Security-Policy"]
+    directives = dict(part.strip().split(" ", 1) for part in policy.split(";"))
+    assert directives["script-src"] == "'self'" and directives["style-src"] == "'self'"
+    assert "unsafe-inline" not in policy and directives["frame-ancestors"] == "'none'"
+    for path in ("/plans/", "/sweeps/", "/twins/", "/tokens/", "/compare/", "/workloads/new/"):
+        page = client.get(path).content.decode()
+        assert "<script>" not in page and '<script type="module">' not in page, path
