@@ -41,6 +41,14 @@ def test_login_is_required_and_every_page_renders(page):
     expect(page.page.locator("#token-list")).to_contain_text("procurement script")
     expect(page.page.locator("#token-list")).to_contain_text("read-only")
     page.shot("tokens")
+    # The Content-Security-Policy allows no inline script: a page that needed one would log an error.
+    response = page.page.goto(page.base + "/sweeps/")
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    page.goto("/api/docs/")
+    expect(page.page.locator(".swagger-ui .info .title")).to_contain_text("AI cluster planner API")
+    page.shot("api-docs")
+    page.goto("/admin/login/")
+    expect(page.page.locator("#content")).to_be_visible()
 
 
 def test_pages_work_narrow_and_from_the_keyboard(page):

@@ -109,9 +109,13 @@ export function twinPage(id) {
     for (let n = 0; n < twin.node.length; n++) nodes[nodeState(n)] += 1;
     const gpus = twin.metrics?.gpus_by_state ?? {};
     const count = (n, noun) => `${num(n)} ${noun}${n === 1 ? "" : "s"}`;
+    const swatch = (s) => {  // coloured through the CSSOM: the CSP refuses style attributes
+      const span = el("span", { class: `swatch mark-${s.mark || "none"}` });
+      span.style.background = s.colour;
+      return span;
+    };
     document.getElementById("twin-legend").replaceChildren(...Object.entries(STATES).map(([name, s]) =>
-      el("li", {}, el("span", { class: `swatch mark-${s.mark || "none"}`, style: `background:${s.colour}` }),
-        ` ${name}: ${count(nodes[name] ?? 0, "node")}, ${count(gpus[name] ?? 0, "GPU")}`)));
+      el("li", {}, swatch(s), ` ${name}: ${count(nodes[name] ?? 0, "node")}, ${count(gpus[name] ?? 0, "GPU")}`)));
   };
 
   const metrics = () => {
