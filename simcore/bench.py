@@ -4,13 +4,14 @@
   radix, layers and message size vary), evaluated in one call, fabric, power, cost, storage,
   collectives, training and closed-form reliability included;
 * Monte Carlo: failure injection for a 10,000-GPU cluster over one year x ``replicas`` replicas
-  (event counts by category and ETTR of a whole-cluster job).
+  (event counts by category and ETTR of a whole-cluster job);
+* work costs: the unit costs the web's work budget estimates with (:mod:`simcore.budget`).
 """
 import time
 
 import numpy as np
 
-from simcore import reliability
+from simcore import budget, reliability
 from simcore.document import parse
 from simcore.references import FF_2ZONE, LLAMA_13B
 from simcore.scenario import EngineParams, evaluate, evaluate_parsed
@@ -74,9 +75,42 @@ def bench_monte_carlo(gpus: int = 10_000, nodes: int = 1_250, years: float = 1.0
             "ettr_mean": float(ettr.mean())}
 
 
+def bench_work_costs(repeats: int = 3) -> dict[str, float]:
+    """The unit costs of :mod:`simcore.budget` measured here (best of ``repeats``), to set
+    :class:`~simcore.budget.WorkCosts` from: seconds per point of ``evaluate`` on the benchmark grid,
+    per Poisson category count, per failure draw of the ETTR simulation, per simulated twin GPU."""
+    from simcore.twin import Job, Twin
+
+    categories = reliability.fire_flyer_categories()
+    units = reliability.unit_counts(10_000, 1_250, link=reliability.FF_LINKS, nic=1_250)
+    rate_s, interval_s, restart_s, segments, replicas = 1e-4, 3600.0, 600.0, 10_000, 500
+    draws = replicas * budget.ettr_failure_draws(segments, interval_s + 60.0, restart_s, rate_s)
+    document = grid_document(20_000)
+    cases = {
+        "point_s": (lambda: evaluate(document), 20_000),
+        "category_draw_s": (lambda: reliability.sample_category_counts(
+            categories, units, np.full(100, 8760.0), 1_000, np.random.default_rng(0)), 100 * 1_000 * len(categories)),
+        "failure_draw_s": (lambda: reliability.ettr_monte_carlo(
+            interval_s, 60.0, restart_s, rate_s, segments=segments, replicas=replicas, rng=np.random.default_rng(0)),
+            float(draws)),
+        "twin_gpu_s": (lambda: Twin(nodes=16_384, gpus_per_node=8, jobs=[Job("j", 15_000, 1e9, 3600.0, 60.0, 60.0)])
+                       .to_bytes(), 131_072),
+    }
+    measured = {}
+    for name, (run, units_of_work) in cases.items():
+        best = np.inf
+        for _ in range(repeats):
+            start = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - start)
+        measured[name] = best / units_of_work
+    return measured
+
+
 def run_all(points: int = 1_000_000, replicas: int = 1_000) -> list[str]:
     analytical = bench_analytical(points)
     mc = bench_monte_carlo(replicas=replicas)
+    costs = bench_work_costs()
     return [
         f"analytical: {analytical['points']:,} scenario points in {analytical['seconds']:.3f} s "
         f"= {analytical['points_per_s']:,.0f} points/s (engine on arrays)",
@@ -85,4 +119,6 @@ def run_all(points: int = 1_000_000, replicas: int = 1_000) -> list[str]:
         f"monte carlo: {mc['gpus']:,} GPUs x {mc['years']:g} year x {mc['replicas']:,} replicas in "
         f"{mc['seconds']:.3f} s = {mc['gpu_years_per_s']:,.0f} GPU-years/s "
         f"({mc['events_per_replica']:,.0f} failure events per replica, mean ETTR {mc['ettr_mean']:.4f})",
+        "work-budget unit costs (simcore.budget.WorkCosts), measured here against the defaults: " + ", ".join(
+            f"{name} {value:.3g} ({getattr(budget.WORK_COSTS, name):.3g})" for name, value in costs.items()),
     ]
