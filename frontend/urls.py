@@ -6,6 +6,7 @@ from frontend import views
 app_name = "frontend"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("favicon.ico", views.favicon),
     path("login/", auth_views.LoginView.as_view(template_name="frontend/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("catalog/", views.catalog, name="catalog"),

@@ -8,8 +8,9 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.http import Http404
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
+from django.templatetags.static import static
 
 from planner.api.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.choices import Confidence
@@ -327,3 +328,8 @@ def reliability_profiles(request):
 @login_required
 def tokens(request):
     return render(request, "frontend/tokens.html")
+
+
+def favicon(request):
+    """The site icon, for pages without an icon link (the admin's): browsers ask for /favicon.ico."""
+    return HttpResponseRedirect(static("frontend/favicon.svg"))

@@ -80,10 +80,16 @@ class Page:
         self.problems: list[str] = []
         page.on("console", self._console)
         page.on("pageerror", lambda e: self.problems.append(f"uncaught: {e}"))
+        page.on("response", self._response)
 
     def _console(self, message):
         if message.type == "error" and message.text != EXPECTED_CONSOLE:
-            self.problems.append(f"console error: {message.text}")
+            self.problems.append(f"console error on {self.page.url}: {message.text} ({message.location.get('url', '')})")
+
+    def _response(self, response):
+        """Names the address of a failed response (the console error that goes with it does not)."""
+        if response.status >= 400 and response.status != 400:
+            self.problems.append(f"HTTP {response.status}: {response.request.method} {response.url}")
 
     def goto(self, path):
         self.page.goto(self.base + path)

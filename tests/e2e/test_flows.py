@@ -49,6 +49,9 @@ def test_login_is_required_and_every_page_renders(page):
     page.shot("api-docs")
     page.goto("/admin/login/")
     expect(page.page.locator("#content")).to_be_visible()
+    for path in ("/reliability/", "/plans/ff2-pcie-2zone/", "/workloads/", "/twins/", "/compare/"):
+        page.goto(path)
+        page.page.wait_for_load_state("networkidle")
 
 
 def test_pages_work_narrow_and_from_the_keyboard(page):
