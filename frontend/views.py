@@ -12,17 +12,17 @@ from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.templatetags.static import static
 
-from planner.api.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.choices import Confidence
 from planner.models import ClusterPlan, Sweep, Workload
+from planner.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.services import plans as plan_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
 from planner.services.sweeps import CATEGORICAL_AXES
 from simcore.devices import constant_rows
-from simcore.reliability import describe_profiles
 from simcore.document import field_docs
 from simcore.errors import ScenarioError
+from simcore.reliability import describe_profiles
 from simcore.sweep import DEFAULT_OUTPUTS, TRAINING_OUTPUTS
 from twin.models import Twin
 from twin.services import twin_categories

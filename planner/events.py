@@ -6,11 +6,9 @@ import logging
 import time
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from channels.exceptions import ChannelFull
+from channels.layers import get_channel_layer
 from redis.exceptions import RedisError
-
-from planner.services.sweeps import sweep_state
 
 logger = logging.getLogger(__name__)
 MIN_INTERVAL_S = 0.25
@@ -37,9 +35,11 @@ def sweep_group(sweep_id: int) -> str:
     return f"sweep.{sweep_id}"
 
 
-def publish_sweep_state(sweep, *, force: bool = False):
+def publish_sweep_state(sweep_id: int, state, *, force: bool = False):
+    """Send ``state()`` (built only when sent) to the sweep's viewers, at most every MIN_INTERVAL_S
+    unless ``force``."""
     now = time.monotonic()
-    if not force and now - _last_sent.get(sweep.pk, 0.0) < MIN_INTERVAL_S:
+    if not force and now - _last_sent.get(sweep_id, 0.0) < MIN_INTERVAL_S:
         return
-    _last_sent[sweep.pk] = now
-    send_to_group(sweep_group(sweep.pk), {"type": "sweep.state", "state": sweep_state(sweep)})
+    _last_sent[sweep_id] = now
+    send_to_group(sweep_group(sweep_id), {"type": "sweep.state", "state": state()})

@@ -5,9 +5,8 @@ an in-memory channel layer and Celery tasks executed in-process. Set ``DATABASE_
 ``REDIS_URL`` to use PostgreSQL and Redis.
 """
 import os
-from pathlib import Path
-
 from datetime import timedelta
+from pathlib import Path
 
 import dj_database_url
 from csp.constants import NONE, SELF

@@ -2,16 +2,10 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError
 from rest_framework import status
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-
-def as_drf_validation_error(error: DjangoValidationError) -> ValidationError:
-    """Turn a model ``ValidationError`` into DRF's, keeping the field names."""
-    if hasattr(error, "error_dict"):
-        return ValidationError({field: [str(m) for m in msgs] for field, msgs in error.message_dict.items()})
-    return ValidationError({"non_field_errors": error.messages})
+from planner.serializers import as_drf_validation_error
 
 
 def _describe(obj) -> str:

@@ -3,7 +3,13 @@ from django.conf import settings
 from django.contrib.auth import authenticate
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -14,7 +20,7 @@ from rest_framework.views import APIView
 
 import simcore
 from config import observability as metrics
-from planner.api import serializers as api
+from planner import serializers as api
 from planner.adapters import scenario_document
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import AccessToken, ClusterPlan, ComputeNodeType, StorageNodeType, Workload

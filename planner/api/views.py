@@ -2,8 +2,7 @@
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import viewsets
 
-from planner import models
-from planner.api import serializers
+from planner import models, serializers
 from planner.filtersets import FILTERSETS
 
 

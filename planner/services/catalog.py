@@ -19,8 +19,7 @@ import yaml
 from django.db import transaction
 from django.db.models import Count
 
-from planner import models
-from planner.api import serializers
+from planner import models, serializers
 
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
 DATA_DIR = CATALOG_DIR / "data"

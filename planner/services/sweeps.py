@@ -23,6 +23,7 @@ from django.utils import timezone
 import simcore
 from config import observability as metrics
 from planner.adapters import scenario_document
+from planner.events import publish_sweep_state
 from planner.models import ClusterPlan, ComputeNodeType, Sweep, SweepChunk, Switch, Workload
 from simcore import sweep as engine
 
@@ -277,9 +278,7 @@ def _record_progress(sweep_id: int):
             sweep.status = Sweep.Status.DONE
             sweep.finished_at = timezone.now()
         sweep.save(update_fields=["completed_chunks", "status", "finished_at", "goal_result"])
-    from planner.events import publish_sweep_state  # noqa: PLC0415 - events import services
-
-    publish_sweep_state(sweep, force=finished)
+    publish_sweep_state(sweep.pk, lambda: sweep_state(sweep), force=finished)
 
 
 def sweep_fail(*, sweep_id: int, error: str):
@@ -292,9 +291,7 @@ def sweep_cancel(*, sweep: Sweep) -> Sweep:
     Sweep.objects.filter(pk=sweep.pk).exclude(status__in=Sweep.FINAL).update(
         status=Sweep.Status.CANCELLED, finished_at=timezone.now())
     sweep.refresh_from_db()
-    from planner.events import publish_sweep_state  # noqa: PLC0415
-
-    publish_sweep_state(sweep, force=True)
+    publish_sweep_state(sweep.pk, lambda: sweep_state(sweep), force=True)
     return sweep
 
 

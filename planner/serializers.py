@@ -6,7 +6,6 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from rest_framework import serializers
 
-from planner.api.errors import as_drf_validation_error
 from planner.models import (
     CPU,
     NIC,
@@ -21,6 +20,13 @@ from planner.models import (
     Switch,
     Workload,
 )
+
+
+def as_drf_validation_error(error: DjangoValidationError) -> serializers.ValidationError:
+    """Turn a model ``ValidationError`` into DRF's, keeping the field names."""
+    if hasattr(error, "error_dict"):
+        return serializers.ValidationError({field: [str(m) for m in msgs] for field, msgs in error.message_dict.items()})
+    return serializers.ValidationError({"non_field_errors": error.messages})
 
 
 def full_clean_or_raise(instance, exclude=None):
