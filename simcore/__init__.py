@@ -4,6 +4,7 @@ Everything takes arrays that broadcast over scenario points and returns arrays. 
 document (docs/scenario-format.md) is the contract shared by the CLI, the REST API and sweeps.
 """
 from simcore import budget
+from simcore.charts import curves
 from simcore.collectives import CollectiveParams, NodeIO, hfreduce, nccl_allreduce
 from simcore.compute import ComputeParams, gemm_tflops, sustained_clock_factor
 from simcore.devices import FAMILIES, DeviceFamily
@@ -17,13 +18,14 @@ from simcore.reliability import (
     optimal_interval_s,
     spares_needed,
 )
-from simcore.scenario import EngineParams, curves, evaluate
+from simcore.scenario import EngineParams, evaluate
 from simcore.topology import fat_tree
 from simcore.training import TrainingParams
 from simcore.transformer import gemm_efficiency
 from simcore.version import ENGINE_VERSION
 
 __all__ = [
+    "budget",
     "CASES",
     "ENGINE_VERSION",
     "CollectiveParams",

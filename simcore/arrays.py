@@ -1,4 +1,6 @@
-"""Input checks shared by the engine's functions: arrays that broadcast, finite and in range."""
+"""Arrays shared by the engine: input checks (broadcastable, finite, in range), labels, and conversion to JSON."""
+import math
+
 import numpy as np
 
 from simcore.errors import ScenarioError
@@ -73,3 +75,25 @@ def label(labels: tuple[str, ...], index: np.ndarray):
     index = np.asarray(index)
     names = np.asarray(labels, dtype=object)
     return str(names[index.item()]) if index.ndim == 0 else names[index]
+
+
+def to_json(value):
+    """Arrays to lists, 0-d arrays and NumPy scalars to Python numbers, NaN/inf to None."""
+    kind = type(value)
+    if kind is dict:
+        return {k: to_json(v) for k, v in value.items()}
+    if kind is np.ndarray:
+        if value.ndim == 0:
+            return _finite_or_none(value.item())
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            return np.where(np.isfinite(value), value, None).tolist()
+        return value.tolist()
+    if kind is list or kind is tuple:
+        return [to_json(v) for v in value]
+    if isinstance(value, np.generic):
+        return _finite_or_none(value.item())
+    return _finite_or_none(value)
+
+
+def _finite_or_none(value):
+    return None if type(value) is float and not math.isfinite(value) else value

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore import collectives
 from simcore.document import parse
+from simcore.node import node_io
 from simcore.scenario import EngineParams, evaluate_parsed
 
 GIB = 2**30
@@ -229,7 +231,8 @@ def _ff_job(workload: dict, gpus: int, params: EngineParams) -> dict:
     return run(FF_2ZONE, {**workload, "gpus": gpus}, params=params)["training"]
 
 
-def _cases() -> list[ReferenceCase]:
+def _topology_and_cost_cases() -> list[ReferenceCase]:
+    """Fat-tree sizes and network and total prices (FF Table III, III-B, IX)."""
     cases = []
     add = cases.append
     ff3 = "FF Table III"
@@ -258,7 +261,13 @@ def _cases() -> list[ReferenceCase]:
                           lambda p, c=cluster: float(run(c, params=p)["cost"]["network"]), rel_tolerance=0.03))
         add(ReferenceCase(f"{key}-total-price", "cost", f"total price, {key}", "relative", total, ff3,
                           lambda p, c=cluster: float(run(c, params=p)["cost"]["capex_total"]), rel_tolerance=0.03))
+    return cases
 
+
+def _compute_cases() -> list[ReferenceCase]:
+    """GEMM throughput and the PCIe node against DGX-A100 (FF Table II)."""
+    cases = []
+    add = cases.append
     def gemm(node, precision):
         return lambda p: float(run({**FF_2ZONE, "node": node}, params=p)["compute"][f"gemm_{precision}_tflops"])
 
@@ -282,7 +291,13 @@ def _cases() -> list[ReferenceCase]:
                       1.38, "FF Table II",
                       lambda p: table2_relative_performance(p) / (FF_2ZONE["prices"]["node"] / DGX_3LAYER["prices"]["node"]),
                       rel_tolerance=0.05))
+    return cases
 
+
+def _collective_cases() -> list[ReferenceCase]:
+    """Allreduce bandwidth, HFReduce and NCCL (FF Fig. 7a, 7b)."""
+    cases = []
+    add = cases.append
     size = 186 * MIB
     node_sets = {"hfreduce": (16, 32, 64, 128, 256, 512, 1024, 1440)}
     hf_pub = (8.10, 8.03, 7.95, 7.78, 7.12, 7.33, 6.31, 6.99)
@@ -291,9 +306,6 @@ def _cases() -> list[ReferenceCase]:
 
     def allreduce(library, gpus, cluster=no_nvlink, cross_zone=False):
         def predict(p):
-            from simcore import collectives
-            from simcore.scenario import node_io
-
             parsed = parse({"cluster": cluster})
             c = parsed["cluster"]
             io = node_io(c["node"], c["node"]["accelerator"], c["node"]["gpus"], p.collectives)
@@ -322,7 +334,13 @@ def _cases() -> list[ReferenceCase]:
                           f"across zones, {gpus} GPUs", "GB/s", published, fig7b,
                           allreduce("hfreduce-nvlink", gpus, FF_2ZONE, cross_zone=True), rel_tolerance=0.15,
                           calibration=True))
+    return cases
 
+
+def _fire_flyer_training_cases() -> list[ReferenceCase]:
+    """Fire-Flyer training steps: VGG16 and GPT2-medium weak scaling, LLaMa-13B strong scaling (FF Fig. 8, 9)."""
+    cases = []
+    add = cases.append
     def step(workload, per_gpu_batch, library):
         def predict(p, gpus):
             batch = {"global_batch": per_gpu_batch * gpus} if per_gpu_batch else {}
@@ -347,7 +365,13 @@ def _cases() -> list[ReferenceCase]:
                           "FF Fig. 9 (strong scaling, PP=4)",
                           lambda p, g=gpus: float(_ff_job(LLAMA_13B, g, p)["step_time_s"]),
                           rel_tolerance=0.15))
+    return cases
 
+
+def _megatron_cases() -> list[ReferenceCase]:
+    """Megatron-LM runs on Selene: SC21 Tables 1 and 2, Korthikanti 2022, SC21's operator fusion."""
+    cases = []
+    add = cases.append
     def megatron(workload):
         return lambda p: float(run(SELENE, {**SC21_GPT, **workload}, params=p)["training"]["hardware_tflops_per_gpu"])
 
@@ -391,7 +415,13 @@ def _cases() -> list[ReferenceCase]:
                           f"{model}: fused / unfused TFLOPS per GPU", "ratio", published, "SC21 section 5.8",
                           lambda p, w=shape: megatron(w)(p) / megatron({**w, "fused_kernels": False})(p),
                           rel_tolerance=0.10))
+    return cases
 
+
+def _power_storage_reliability_cases() -> list[ReferenceCase]:
+    """Cluster power, 3FS's read bound, failure rates and restarts."""
+    cases = []
+    add = cases.append
     add(ReferenceCase("cluster-power", "power", "Fire-Flyer 2 cluster power", "MW", 3.2, "FF VIII-C2 (3-4 MW)",
                       lambda p: float(run(FF_2ZONE, params=p)["power"]["it_total_w"]) / 1e6, within=(3.0, 4.0)))
     add(ReferenceCase("3fs-network-bound", "storage", "3FS aggregate read bound", "TB/s", 9.0, "FF VI-B2",
@@ -429,6 +459,13 @@ def _cases() -> list[ReferenceCase]:
                           "profile": "per-node-rate", "failures_per_1000_node_days": 6.5}}, params=p)
                                       ["reliability"]["platform_interruptions_per_day"]),
                       rel_tolerance=0.001, calibration=True))
+    return cases
+
+
+def _rack_scale_cases() -> list[ReferenceCase]:
+    """GB200 NVL72 racks."""
+    cases = []
+    add = cases.append
     nvl72 = lambda p: run(NVL72_RACKS, params=p)  # noqa: E731
     add(ReferenceCase("gb200-nvl72-domain-gpus", "rack-scale systems", "GPUs in one GB200 NVL72 NVLink domain",
                       "GPUs", 72, "NVIDIA GB200 NVL72 specifications (the catalogue's tray sets it: a consistency check)",
@@ -445,6 +482,10 @@ def _cases() -> list[ReferenceCase]:
                       "about 120 kW a rack (secondary reports)",
                       lambda p: float(nvl72(p)["racks"]["power_w"]) / 1000, rel_tolerance=0.15))
     return cases
+
+
+def _cases() -> list[ReferenceCase]:
+    return [case for group in (_topology_and_cost_cases(), _compute_cases(), _collective_cases(), _fire_flyer_training_cases(), _megatron_cases(), _power_storage_reliability_cases(), _rack_scale_cases()) for case in group]
 
 
 CASES = _cases()

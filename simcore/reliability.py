@@ -46,6 +46,7 @@ from simcore.arrays import as_array
 from simcore.errors import ScenarioError
 
 HOURS_PER_YEAR = 8760.0
+SECONDS_PER_DAY = 86400.0
 FF_GPUS = 10_000
 FF_NODES = 1_250
 PLATFORM, JOB = "platform", "job"

@@ -61,13 +61,9 @@ def leaf_down_ports(radix, oversubscription):
     return np.floor(radix * oversubscription / (1 + oversubscription))
 
 
-def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubscription=1.0,
-             interzone_switches=0, interzone_links_per_switch=None, core_pods="power_of_two") -> FabricCounts:
-    """Switch and link counts of a (possibly zoned, multi-plane, rail-optimised) fat-tree.
-
-    Every argument broadcasts over scenarios; ``layers`` is 2 or 3; ``core_pods`` is
-    "power_of_two" or "exact" (see the module docstring).
-    """
+def _checked_fabric(endpoints, radix, layers, zones, planes, rails, oversubscription, interzone_switches,
+                    core_pods):
+    """The fat-tree's inputs as arrays, each checked (a field error names what is wrong)."""
     e = as_array(endpoints, "fabric.endpoints", non_negative=True, integer=True)
     k = as_array(radix, "fabric.switch_radix", positive=True, integer=True)
     if np.any(k % 2) or np.any(k < 4):
@@ -84,7 +80,18 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
     izs = as_array(interzone_switches, "fabric.interzone_switches", non_negative=True, integer=True)
     if core_pods not in ("power_of_two", "exact"):
         raise ScenarioError("fabric.core_pods", "must be 'power_of_two' or 'exact'")
+    return e, k, layers, zones, planes, rails, r, izs
 
+
+def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubscription=1.0,
+             interzone_switches=0, interzone_links_per_switch=None, core_pods="power_of_two") -> FabricCounts:
+    """Switch and link counts of a (possibly zoned, multi-plane, rail-optimised) fat-tree.
+
+    Every argument broadcasts over scenarios; ``layers`` is 2 or 3; ``core_pods`` is
+    "power_of_two" or "exact" (see the module docstring).
+    """
+    e, k, layers, zones, planes, rails, r, izs = _checked_fabric(
+        endpoints, radix, layers, zones, planes, rails, oversubscription, interzone_switches, core_pods)
     fabrics = zones * planes  # independent fat-trees
     per_fabric = np.ceil(e / fabrics)
     down = leaf_down_ports(k, r)

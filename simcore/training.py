@@ -100,6 +100,94 @@ def _stage(parts: dict, layers_dense, layers_moe):
     return forward, backward, recompute
 
 
+def _layer_parts(ops: dict, layout: Layout) -> dict:
+    """One layer's forward, backward and recomputed forward per micro-batch, dense and MoE."""
+    full, selective = layout.recompute == 2, layout.recompute == 1
+    attention_f = ops["attention_gemm_f"] + ops["attention_f"] + ops["memory_f"]
+    attention_b = ops["attention_gemm_b"] + ops["attention_b"] + ops["memory_b"]
+    dense_f, moe_f = attention_f + ops["mlp_f"], attention_f + ops["moe_f"]
+    return {
+        "dense_f": dense_f, "dense_b": attention_b + ops["mlp_b"],
+        "moe_layer_f": moe_f, "moe_layer_b": attention_b + ops["moe_b"],
+        "recompute_dense": np.where(full, dense_f, np.where(selective, ops["attention_f"], 0.0)),
+        "recompute_moe": np.where(full, moe_f, np.where(selective, ops["attention_f"], 0.0)),
+    }
+
+
+def _layer_traffic_s(model: Model, layout: Layout, ops: dict, tp_link: Link, cp_link: Link, ep_link: Link) -> dict:
+    """One layer's exposed communication per micro-batch: TP's allreduces (or SP's reduce-scatter
+    and all-gather), CP's key/value ring beyond what attention hides, EP's dispatch and combine."""
+    h, t = model.hidden, layout.tp
+    tokens = layout.micro_batch * model.seq / layout.cp
+    full = layout.recompute == 2
+    activation_bytes = tokens * h * layout.act_bytes
+    kv_bytes = tokens * 2 * model.kv_heads_per_rank(t) * model.head_dim * layout.act_bytes
+    cp_pass = cp_link.send_s(kv_bytes) * (layout.cp - 1)
+    cp_exposed = np.where(layout.cp > 1, np.maximum(cp_pass - ops["attention_f"], 0.0)
+                          + np.maximum(2 * cp_pass - ops["attention_b"], 0.0)
+                          + np.where(full, np.maximum(cp_pass - ops["attention_f"], 0.0), 0.0), 0.0)
+    dispatched = np.where(layout.sp, tokens / t, tokens) * model.top_k * h * layout.act_bytes
+    return {"tokens": tokens, "activation_bytes": activation_bytes,
+            "tp_s": (4 + 2 * full) * tp_link.allreduce_s(activation_bytes, t), "cp_s": cp_exposed,
+            "ep_s": np.where(model.experts > 0, (4 + 2 * full) * ep_link.ring_s(dispatched, layout.ep), 0.0)}
+
+
+def _stages(model: Model, layout: Layout, device: Device, ops: dict, pp, virtual_stages, pp_link: Link,
+            traffic: dict) -> tuple[dict, dict, dict]:
+    """The first, a middle and the last pipeline stage per micro-batch. The first holds the embedding
+    and the leading (dense) layers of an MoE, the last the output layer and the loss; the layers
+    split evenly, a stage holding at most ceil(l / p)."""
+    parts = _layer_parts(ops, layout)
+    per_stage = np.ceil(model.layers / pp)
+    moe_on = model.experts > 0
+    dense_total = model.layers - model.moe_layers
+    first_dense = np.minimum(dense_total, per_stage)
+    rest_dense = np.where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
+    out_f, out_b = ops["output_f"], ops["output_b"]
+    loss = traffic["tokens"] * model.vocab / layout.tp * CROSS_ENTROPY_BYTES_PER_LOGIT / device.hbm_bytes_s
+    embedding = traffic["tokens"] * model.hidden * layout.act_bytes * 4 / device.hbm_bytes_s
+    pp_send = np.where(pp > 1, 2 * virtual_stages * pp_link.send_s(traffic["activation_bytes"] / layout.tp), 0.0)
+
+    def stage(dense_of_moe_model, extra_f, extra_b):
+        dense_layers = np.where(moe_on, dense_of_moe_model, per_stage)
+        moe = per_stage - dense_layers
+        forward, backward, recompute = _stage(parts, dense_layers, moe)
+        comm = {"tensor-parallel traffic": per_stage * traffic["tp_s"],
+                "context-parallel traffic": per_stage * traffic["cp_s"],
+                "expert all-to-all": moe * traffic["ep_s"], "pipeline traffic": pp_send}
+        return {"forward": forward + extra_f, "backward": backward + extra_b, "recomputation": recompute,
+                **comm, "_comm": sum(comm.values())}
+
+    single = pp == 1
+    first = stage(first_dense, embedding + np.where(single, out_f + loss / 2, 0.0),
+                  embedding + np.where(single, out_b + loss / 2, 0.0))
+    return first, stage(rest_dense, 0.0, 0.0), stage(rest_dense, out_f + loss / 2, out_b + loss / 2)
+
+
+def _slowest(stages: tuple[dict, dict, dict], pp):
+    """Each stage's time per micro-batch (NaN for a stage the pipeline lacks: a middle one exists
+    from p = 3, a last one apart from the first from p = 2), a reader of the slowest stage's
+    figures, and the mean stage time."""
+    def total(s):
+        return s["forward"] + s["backward"] + s["recomputation"] + s["_comm"]
+
+    exists = np.stack(np.broadcast_arrays(True, pp >= 3, pp >= 2), axis=-1)
+    stage_s = np.where(exists, np.stack(np.broadcast_arrays(*(total(s) for s in stages)), axis=-1), np.nan)
+    slowest = np.argmax(np.where(exists, stage_s, -np.inf), axis=-1)
+    if np.ndim(slowest) == 0:  # one scenario point: the slowest stage's own figures
+        pick = lambda key: np.asarray(stages[int(slowest)][key])  # noqa: E731
+    else:
+        pick = lambda key: np.choose(slowest, np.broadcast_arrays(*(s[key] for s in stages)))  # noqa: E731
+    mean_stage_s = np.where(pp == 1, stage_s[..., 0], (stage_s[..., 0] + np.nan_to_num(stage_s[..., 2])
+                                                       + np.maximum(pp - 2, 0) * np.nan_to_num(stage_s[..., 1]))
+                            / np.maximum(pp, 1))
+    return stage_s, pick, mean_stage_s
+
+
+STAGE_PARTS = ("forward", "backward", "recomputation", "tensor-parallel traffic", "context-parallel traffic",
+               "expert all-to-all", "pipeline traffic")
+
+
 def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtual_stages, micro_batches,
                      tp_link: Link, cp_link: Link, ep_link: Link, pp_link: Link, optimizer_shards,
                      grad_accumulation_fused, grad_bytes) -> dict:
@@ -107,83 +195,14 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
 
     Returns ``parts`` (seconds per step, keyed by :data:`STEP_LABELS`' first nine), ``stage_s``
     (per micro-batch, each stage: first, middle, last; NaN for a stage the pipeline does not have),
-    ``backward_s`` (the last micro-batch's
-    backward on that stage: the window for gradient reduction) and ``compute_s``.
+    ``backward_s`` (the last micro-batch's backward on that stage: the window for gradient
+    reduction) and ``compute_s``.
     """
     ops = layer_times_s(model, layout, device)
-    h, t = model.hidden, layout.tp
-    tokens = layout.micro_batch * model.seq / layout.cp
-    full = layout.recompute == 2
-    selective = layout.recompute == 1
-    attention_f = ops["attention_gemm_f"] + ops["attention_f"] + ops["memory_f"]
-    attention_b = ops["attention_gemm_b"] + ops["attention_b"] + ops["memory_b"]
-    dense_f, moe_f = attention_f + ops["mlp_f"], attention_f + ops["moe_f"]
-    parts = {
-        "dense_f": dense_f, "dense_b": attention_b + ops["mlp_b"],
-        "moe_layer_f": moe_f, "moe_layer_b": attention_b + ops["moe_b"],
-        "recompute_dense": np.where(full, dense_f, np.where(selective, ops["attention_f"], 0.0)),
-        "recompute_moe": np.where(full, moe_f, np.where(selective, ops["attention_f"], 0.0)),
-    }
-
-    # Communication per layer and micro-batch.
-    activation_bytes = tokens * h * layout.act_bytes
-    tp_count = 4 + 2 * full
-    tp_s = tp_count * tp_link.allreduce_s(activation_bytes, t)
-    kv_bytes = tokens * 2 * model.kv_heads_per_rank(t) * model.head_dim * layout.act_bytes
-    cp_pass = cp_link.send_s(kv_bytes) * (layout.cp - 1)
-    cp_exposed = np.where(layout.cp > 1, np.maximum(cp_pass - ops["attention_f"], 0.0)
-                          + np.maximum(2 * cp_pass - ops["attention_b"], 0.0)
-                          + np.where(full, np.maximum(cp_pass - ops["attention_f"], 0.0), 0.0), 0.0)
-    dispatched = np.where(layout.sp, tokens / t, tokens) * model.top_k * h * layout.act_bytes
-    ep_s = (4 + 2 * full) * ep_link.ring_s(dispatched, layout.ep)
-
-    # Stages: the first holds the embedding and the leading (dense) layers of an MoE, the last the
-    # output layer and the loss; the layers split evenly, a stage holding at most ceil(l / p).
-    per_stage = np.ceil(model.layers / pp)
-    moe_on = model.experts > 0
-    dense_total = model.layers - model.moe_layers
-    first_dense = np.minimum(dense_total, per_stage)
-    rest_dense = np.where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
-    out_f, out_b = ops["output_f"], ops["output_b"]
-    loss = tokens * model.vocab / t * CROSS_ENTROPY_BYTES_PER_LOGIT / device.hbm_bytes_s
-    embedding = tokens * h * layout.act_bytes * 4 / device.hbm_bytes_s
-    ep_layer_s = np.where(moe_on, ep_s, 0.0)
-    pp_send = np.where(pp > 1, 2 * virtual_stages * pp_link.send_s(activation_bytes / t), 0.0)
-
-    def stage(dense_of_moe_model, extra_f, extra_b):
-        dense_layers = np.where(moe_on, dense_of_moe_model, per_stage)
-        moe = per_stage - dense_layers
-        forward, backward, recompute = _stage(parts, dense_layers, moe)
-        traffic = {"tensor-parallel traffic": per_stage * tp_s, "context-parallel traffic": per_stage * cp_exposed,
-                   "expert all-to-all": moe * ep_layer_s, "pipeline traffic": pp_send}
-        return {"forward": forward + extra_f, "backward": backward + extra_b, "recomputation": recompute,
-                **traffic, "_comm": sum(traffic.values())}
-
-    single = pp == 1
-    first = stage(first_dense, embedding + np.where(single, out_f + loss / 2, 0.0),
-                  embedding + np.where(single, out_b + loss / 2, 0.0))
-    middle = stage(rest_dense, 0.0, 0.0)
-    last = stage(rest_dense, out_f + loss / 2, out_b + loss / 2)
-    keys = ("forward", "backward", "recomputation", "tensor-parallel traffic", "context-parallel traffic",
-            "expert all-to-all", "pipeline traffic")
-
-    def total(s):
-        return s["forward"] + s["backward"] + s["recomputation"] + s["_comm"]
-
-    # A middle stage exists from p = 3, a last one apart from the first from p = 2.
-    exists = np.stack(np.broadcast_arrays(True, pp >= 3, pp >= 2), axis=-1)
-    stage_s = np.where(exists, np.stack(np.broadcast_arrays(total(first), total(middle), total(last)), axis=-1),
-                       np.nan)
-    slowest = np.argmax(np.where(exists, stage_s, -np.inf), axis=-1)
-    stages = (first, middle, last)
-    if np.ndim(slowest) == 0:  # one scenario point: the slowest stage's own figures
-        pick = lambda key: np.asarray(stages[int(slowest)][key])  # noqa: E731
-    else:
-        pick = lambda key: np.choose(slowest, np.broadcast_arrays(*(s[key] for s in stages)))  # noqa: E731
-    mean_stage_s = np.where(single, stage_s[..., 0], (stage_s[..., 0] + np.nan_to_num(stage_s[..., 2])
-                                                      + np.maximum(pp - 2, 0) * np.nan_to_num(stage_s[..., 1]))
-                            / np.maximum(pp, 1))
-    step_parts = {key: micro_batches * pick(key) for key in keys}
+    traffic = _layer_traffic_s(model, layout, ops, tp_link, cp_link, ep_link)
+    stage_s, pick, mean_stage_s = _slowest(_stages(model, layout, device, ops, pp, virtual_stages, pp_link, traffic),
+                                           pp)
+    step_parts = {key: micro_batches * pick(key) for key in STAGE_PARTS}
     step_parts["pipeline bubble"] = (pp - 1) / virtual_stages * mean_stage_s
     local_params = optimizer_shards["dense"] + optimizer_shards["experts"]
     accumulate = np.where(grad_accumulation_fused, 0.0, local_params * (WGRAD_BYTES + 2 * grad_bytes)

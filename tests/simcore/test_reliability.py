@@ -239,7 +239,7 @@ def test_the_effective_restart_matches_restarts_of_mixed_kinds_simulated():
 
 
 def test_a_plan_whose_rates_are_all_zero_has_an_ettr_of_one_everywhere():
-    from simcore.scenario import curves
+    from simcore.charts import curves
 
     rates = {c.key: 0.0 for c in fire_flyer_categories()}
     document = {"cluster": {**FF_2ZONE, "reliability": {"category_rates": rates}},

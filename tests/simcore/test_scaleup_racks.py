@@ -6,7 +6,7 @@ import pytest
 from simcore import ScenarioError, evaluate
 from simcore.collectives import nccl_allreduce
 from simcore.references import GB200_TRAY, NVL72_RACKS
-from simcore.scenario import domain_io, node_io
+from simcore.node import domain_io, node_io
 from simcore.document import parse
 
 MOE = {"kind": "transformer", "layers": 8, "hidden": 4096, "heads": 32, "vocab": 32000, "seq_len": 4096,

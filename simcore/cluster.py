@@ -1,0 +1,203 @@
+"""The cluster's stages: compute, fabric, power and racks, cost, storage and collectives, each
+turning the scenario's cluster fields into its section of the result (formulas and sources in
+:mod:`simcore.compute`, :mod:`simcore.topology`, :mod:`simcore.power`, :mod:`simcore.cost`,
+:mod:`simcore.storage` and :mod:`simcore.collectives`)."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore import collectives, compute, cost, power, storage, topology
+from simcore.arrays import label
+from simcore.node import collective_json, domain_io
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The accelerator as it runs: its family's constants, the sustained clock and achieved GEMMs."""
+
+    family: object
+    clock: np.ndarray
+    full_clock_w: np.ndarray
+    gemm_tflops: dict
+
+
+def hardware(acc, params) -> Hardware:
+    """Achieved GEMM per precision at the sustained clock (:func:`simcore.compute.gemm_tflops`)."""
+    full_clock_w = np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
+    clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
+    family = params.families[acc["family"]]
+    gemm = {name: compute.gemm_tflops(acc[key], acc["tdp_w"], full_clock_w,
+                                      family.fp8_gemm_fraction if name == "fp8" else family.gemm_fraction,
+                                      params.compute)
+            for name, key in (("tf32", "peak_tf32_tflops"), ("fp16", "peak_fp16_tflops"),
+                              ("fp8", "peak_fp8_tflops"))}
+    return Hardware(family, clock, full_clock_w, gemm)
+
+
+def compute_section(hw: Hardware, gpus) -> dict:
+    return {
+        "sustained_clock_factor": hw.clock,
+        "gemm_tf32_tflops": hw.gemm_tflops["tf32"],
+        "gemm_fp16_tflops": hw.gemm_tflops["fp16"],
+        "gemm_fp8_tflops": hw.gemm_tflops["fp8"],
+        "cluster_fp16_pflops": hw.gemm_tflops["fp16"] * gpus / 1000,
+    }
+
+
+@dataclass(frozen=True)
+class Fabrics:
+    """The compute fabric (with storage on it, or not), the storage plane, and both together."""
+
+    main: topology.FabricCounts
+    storage_plane: topology.FabricCounts
+    total: topology.FabricCounts
+    storage_endpoints: np.ndarray
+
+
+def fabrics(c) -> Fabrics:
+    """Storage shares the computation fabric (FF: the compute NIC carries storage traffic too, so a
+    node's own storage NICs stay unused) or has its own plane, which the compute nodes' storage NICs
+    and the storage nodes join (the Ascend talk's separate sample/data plane)."""
+    node, fab, sto, nodes = c["node"], c["fabric"], c["storage"], c["node_count"]
+    compute_endpoints = nodes * node["compute_nics"]
+    separate = fab["storage_network"] == "separate"
+    storage_endpoints = sto["nodes"] * sto["nics"] + (nodes * node["storage_nics"] if separate else 0)
+    fabric_kwargs = dict(radix=fab["switch_radix"], oversubscription=fab["oversubscription"],
+                         core_pods=fab["core_pods"])
+    main = topology.fat_tree(compute_endpoints + (0 if separate else storage_endpoints),
+                             layers=fab["layers"], zones=fab["zones"], planes=fab["planes"], rails=fab["rails"],
+                             interzone_switches=fab["interzone_switches"], **fabric_kwargs)
+    plane_endpoints = storage_endpoints if separate else np.zeros_like(storage_endpoints)
+    plane_layers = np.where(plane_endpoints <= topology.max_endpoints(fab["switch_radix"], 2, 1,
+                                                                      fab["oversubscription"]), 2, 3)
+    storage_plane = topology.fat_tree(plane_endpoints, layers=plane_layers, **fabric_kwargs)
+    return Fabrics(main, storage_plane, main + storage_plane, storage_endpoints)
+
+
+def fabric_section(f: Fabrics, c) -> dict:
+    total, main = f.total, f.main
+    return {
+        "switches": total.switches,
+        "leaf_switches": total.leaf_switches,
+        "spine_switches": total.spine_switches,
+        "core_switches": total.core_switches,
+        "interzone_switches": total.interzone_switches,
+        "compute_fabric_switches": main.switches,
+        "compute_fabric_leaf_switches": main.leaf_switches,
+        "compute_fabric_links": main.endpoint_links + main.switch_links,
+        "storage_plane_switches": f.storage_plane.switches,
+        "endpoints": total.endpoints,
+        "capacity_endpoints": main.capacity_endpoints,
+        "fits": main.fits & f.storage_plane.fits,
+        "compute_nics": c["node_count"] * c["node"]["compute_nics"],
+        "storage_nics": f.storage_endpoints,
+        "endpoint_cables": total.endpoint_links,
+        "switch_links": total.switch_links,
+        "transceivers": total.transceivers,
+        "fibers": total.switch_links,
+    }
+
+
+def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, dict]:
+    """IT power by part, racks under their power limit, facility power through the PUE (the
+    price book's, else the cooling's): the power and racks sections."""
+    node, acc, fab, sto, rack = c["node"], c["node"]["accelerator"], c["fabric"], c["storage"], c["rack"]
+    nodes, g = c["node_count"], node["gpus"]
+    node_w = power.node_power_w(node["power_w"], g, acc["tdp_w"], node["cpus"], node["cpu_tdp_w"], params.power)
+    switch_w = power.switch_power_w(fab["switch_power_w"], fab["switch_radix"], fab["switch_gbit_s"], params.power)
+    storage_w = power.storage_node_power_w(sto["power_w"], sto["ssds"], sto["cpu_tdp_w"], params.power)
+    it_power = {"compute_nodes_w": nodes * node_w, "switches_w": f.total.switches * switch_w,
+                "storage_nodes_w": sto["nodes"] * storage_w}
+    per_rack, racks, rack_w = power.rack_layout(nodes, node_w, domain / g, rack["nodes_per_rack"],
+                                                rack["power_limit_w"], rack["extra_w"])
+    it_power["rack_extra_w"] = racks * rack["extra_w"]
+    it_total_w = sum(it_power.values())
+    gemm_w, idle_w = compute.accelerator_power_w(acc["tdp_w"], hw.full_clock_w, params.compute)
+    pue = np.where(np.isnan(c["prices"]["pue"]), power.COOLING_PUE[rack["cooling"]], c["prices"]["pue"])
+    facility_w = it_total_w * pue
+    section = {
+        "accelerator_gemm_w": gemm_w, "accelerator_idle_w": idle_w, "node_w": node_w, "switch_w": switch_w,
+        "storage_node_w": storage_w, **it_power, "it_total_w": it_total_w, "facility_w": facility_w, "pue": pue,
+        "energy_per_year_kwh": power.energy_per_year_kwh(it_total_w, pue),
+        "fp16_tflops_per_kw": hw.gemm_tflops["fp16"] * nodes * g / (facility_w / 1000),
+    }
+    racks_section = {"count": racks, "nodes_per_rack": per_rack, "gpus_per_rack": per_rack * g, "power_w": rack_w,
+                     "cooling": rack["cooling"],
+                     "within_power_limit": np.where(np.isnan(rack["power_limit_w"]), True,
+                                                    rack_w <= rack["power_limit_w"])}
+    return section, racks_section
+
+
+def cost_section(c, f: Fabrics, power_out: dict, hw: Hardware) -> dict:
+    """Capital cost by part from the price book (unpriced parts named), the network's share, the
+    yearly energy bill and capex per PFLOPS."""
+    prices, gpus = c["prices"], c["node_count"] * c["node"]["gpus"]
+    counts = {"compute_nodes": c["node_count"], "storage_nodes": c["storage"]["nodes"], "switches": f.total.switches,
+              "transceivers": f.total.transceivers, "fibers": f.total.switch_links,
+              "endpoint_cables": f.total.endpoint_links}
+    unit_prices = {"compute_nodes": prices["node"], "storage_nodes": prices["storage_node"],
+                   "switches": prices["switch"], "transceivers": prices["transceiver"],
+                   "fibers": prices["fiber"], "endpoint_cables": prices["endpoint_cable"]}
+    capex_lines, capex_total, unpriced = cost.capex(counts, unit_prices)
+    return {
+        "currency": prices["currency"],
+        **capex_lines,
+        "network": cost.priced_sum([capex_lines[k] for k in ("switches", "transceivers", "fibers", "endpoint_cables")]),
+        "capex_total": capex_total,
+        "unpriced": unpriced,
+        "unpriced_count": sum((np.asarray(counts[k]) > 0) & np.isnan(unit_prices[k]) for k in counts).astype(float),
+        "energy_per_year": cost.energy_cost_per_year(power_out["it_total_w"], power_out["pue"],
+                                                     prices["energy_per_kwh"]),
+        "capex_per_fp16_pflops": capex_total / (hw.gemm_tflops["fp16"] * gpus / 1000),
+    }
+
+
+def storage_section(c) -> tuple[dict, dict]:
+    """Aggregate read and write throughput with what bounds each, and capacity; also the rates
+    checkpoints read and write at (unbounded without storage nodes)."""
+    node, sto, nodes = c["node"], c["storage"], c["node_count"]
+    client_nic_gbyte_s = np.where(node["storage_nics"] > 0, node["storage_nics"] * node["storage_nic_gbit_s"],
+                                  node["compute_nics"] * node["compute_nic_gbit_s"]) / 8
+    read, read_bound = storage.storage_throughput_gbyte_s(
+        sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_read_gbyte_s"], nodes, client_nic_gbyte_s)
+    write, write_bound = storage.storage_throughput_gbyte_s(
+        sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_write_gbyte_s"], nodes, client_nic_gbyte_s)
+    rates = {"read": np.where(sto["nodes"] > 0, read, np.inf), "write": np.where(sto["nodes"] > 0, write, np.inf)}
+    return {
+        "aggregate_read_gbyte_s": read,
+        "read_bound": label(storage.STORAGE_LABELS, read_bound),
+        "aggregate_write_gbyte_s": write,
+        "write_bound": label(storage.STORAGE_LABELS, write_bound),
+        "capacity_tb": sto["nodes"] * sto["ssds"] * sto["ssd_tb"],
+    }, rates
+
+
+def collectives_section(c, io, domain, message_bytes, params) -> dict:
+    """HFReduce (with NVLink pairs where the node has them) and NCCL across the whole cluster at the
+    report's message size."""
+    node, nodes, g = c["node"], c["node_count"], c["node"]["gpus"]
+    report = {
+        "message_bytes": message_bytes,
+        "hfreduce": collective_json(collectives.hfreduce(message_bytes, nodes, io, params=params.collectives)),
+        "nccl": collective_json(collectives.nccl_allreduce(
+            message_bytes, np.ceil(nodes * g / domain), domain_io(io, g, domain),
+            nvlink_all_to_all=node["nvlink_topology"] == "all-to-all", params=params.collectives)),
+    }
+    if node["nvlink_topology"] == "pairs":
+        report["hfreduce_nvlink"] = collective_json(
+            collectives.hfreduce(message_bytes, nodes, io, nvlink=True, params=params.collectives))
+    return report
+
+
+def constraints(f: Fabrics, unpriced) -> list[str]:
+    """Why the build cannot exist as given, or what its price leaves out."""
+    out = []
+    if not np.all(f.main.fits):
+        out.append(f"fabric: {int(np.max(f.main.endpoints))} endpoints exceed what the fabric holds "
+                   f"({int(np.min(f.main.capacity_endpoints))}); add layers, planes or zones, or use a larger radix")
+    if not np.all(f.storage_plane.fits):
+        out.append(f"storage plane: {int(np.max(f.storage_plane.endpoints))} endpoints exceed a three-layer "
+                   "fat-tree of this switch")
+    if unpriced:
+        out.append(f"cost: not priced in this price book: {', '.join(unpriced)}")
+    return out

@@ -1,0 +1,187 @@
+"""The reliability stage: failure categories for the scenario, cluster-wide rates, a job's
+interruptions, checkpoints, restarts and ETTR, and the Monte Carlo check (formulas and sources in
+:mod:`simcore.reliability` and :mod:`simcore.storage`)."""
+import numpy as np
+
+from simcore import budget, reliability, storage
+from simcore.arrays import label
+from simcore.errors import ScenarioError
+from simcore.reliability import SECONDS_PER_DAY
+
+
+def failure_categories(rel, spans_nodes=False):
+    """The profile's categories (with the scale-up domain's own where it spans nodes), with any
+    rate the scenario replaces (``category_rates``)."""
+    rate = None
+    if rel["profile"] == "per-node-rate":
+        rate = rel["failures_per_1000_node_days"]
+        if np.any(np.isnan(rate)):
+            raise ScenarioError("cluster.reliability.failures_per_1000_node_days",
+                                "is required by the per-node-rate profile")
+        if rate.ndim:
+            raise ScenarioError("cluster.reliability.failures_per_1000_node_days", "takes one value")
+        rate = float(rate)
+    return reliability.build_categories(rel["profile"], failures_per_1000_node_days=rate, rates=rel["category_rates"],
+                                        flap_share=float(rel["link_flap_share"]), flap_s=float(rel["link_flap_s"]),
+                                        domain_spans_nodes=spans_nodes, field="cluster.reliability.category_rates")
+
+
+def reliability_cluster(categories, units):
+    """Cluster-wide event rates (job-caused ones at the measured fleet rate), the platform faults
+    that would stop a job spanning the cluster, the fabric's share of them and of repair work,
+    node availability and MTTR."""
+    def per_day(weight, job_fault_factor=1.0):
+        return reliability.rate_per_hour(categories, units, weight, job_fault_factor) * 24
+
+    platform_stops = per_day(lambda c: c.interrupts_job and c.cause == reliability.PLATFORM)
+    fabric_stops = per_day(lambda c: c.interrupts_job and c.fabric)
+    repair_h = per_day(lambda c: c.repair_h)
+    fabric_repair_h = per_day(lambda c: c.repair_h * c.fabric)
+    availability, mttr_h = node_availability(categories, units)
+    return {
+        "events_per_day": per_day(lambda c: 1.0),
+        "platform_interruptions_per_day": platform_stops,
+        "fabric_interruptions_per_day": fabric_stops,
+        "fabric_interruption_share": np.where(platform_stops > 0, fabric_stops / np.where(platform_stops > 0,
+                                                                                          platform_stops, 1), 0.0),
+        "repair_hours_per_day": repair_h,
+        "fabric_repair_hours_per_day": fabric_repair_h,
+        "fabric_repair_share": np.where(repair_h > 0, fabric_repair_h / np.where(repair_h > 0, repair_h, 1), 0.0),
+        "node_availability": availability,
+        "node_mttr_h": mttr_h,
+        "by_category_per_day": {key: rate * 24 for key, rate in reliability.category_rates(categories, units).items()},
+        "categories": [{"key": c.key, "label": c.label, "unit": c.unit, "cause": c.cause, "detection": c.detection,
+                        "interrupts_job": c.interrupts_job} for c in categories],  # sources: describe_profiles()
+    }
+
+
+def node_availability(categories, units):
+    """A node's steady-state availability and MTTR from the faults that take it out of service:
+    its GPUs', its own, its NICs' and their links' (one link per NIC) and its scale-up domain's
+    (platform faults only, a job's own faults leave the hardware up)."""
+    node_units = {**units, "link": units["nic"], "domain": units["node"]}  # each node shares its domain's fate
+    node_level = lambda c: c.unit in ("gpu", "node", "nic", "link", "domain")  # noqa: E731
+    down_per_node = reliability.rate_per_hour(categories, node_units, lambda c: node_level(c) and c.repair_h > 0,
+                                              0.0) / units["node"]
+    repair_hours_per_node = reliability.rate_per_hour(categories, node_units, lambda c: c.repair_h * node_level(c),
+                                                      0.0) / units["node"]
+    mttr_h = np.where(down_per_node > 0, repair_hours_per_node / np.where(down_per_node > 0, down_per_node, 1), 0.0)
+    return reliability.node_availability(down_per_node, mttr_h), mttr_h
+
+
+def _checkpoint_policy(rel, job, node, sto, storage_rates) -> dict:
+    """Checkpoint write and load times (the storage model, or peer host memory over the compute NICs
+    for in-memory copies); an asynchronous checkpoint stalls the job only for the snapshot to host
+    memory over PCIe, and its write lags behind."""
+    per_node = sto["checkpoint_write_gbyte_s_per_node"]
+    write_s, write_bound = storage.checkpoint_time_s(job["checkpoint_bytes"], job["nodes"], per_node,
+                                                     storage_rates["write"])
+    load_s, load_bound = storage.checkpoint_time_s(job["checkpoint_bytes"], job["nodes"], per_node,
+                                                   storage_rates["read"])
+    peer_s = job["checkpoint_bytes"] / job["nodes"] / (node["compute_nics"] * node["compute_nic_gbit_s"] / 8 * 1e9)
+    in_memory = rel["checkpoint_in_memory"]
+    asynchronous = rel["checkpoint_mode"] == "async"
+    snapshot_s = job["checkpoint_bytes"] / job["gpus"] / (node["pcie_bw_gbyte_s"] * 1e9)
+    return {"write_s": write_s, "write_bound": write_bound, "load_s": np.where(in_memory, peer_s, load_s),
+            "load_bound": load_bound, "in_memory": in_memory, "asynchronous": asynchronous,
+            "stall_s": np.where(asynchronous, snapshot_s, write_s), "lag_s": np.where(asynchronous, write_s, 0.0)}
+
+
+def _checked_interval(rel, asynchronous, write_s, optimal):
+    """The plan's checkpoint interval, or the optimum; an asynchronous one shorter than its write is bad input."""
+    given = rel["checkpoint_interval_s"]
+    too_short = np.broadcast_to(asynchronous & (given < write_s), np.broadcast(given, write_s).shape)
+    if np.any(too_short):
+        first = np.flatnonzero(too_short.ravel())[0]
+        raise ScenarioError("cluster.reliability.checkpoint_interval_s",
+                            f"{float(np.broadcast_to(given, too_short.shape).ravel()[first]):.3g} s is shorter than "
+                            f"the asynchronous checkpoint write "
+                            f"({float(np.broadcast_to(write_s, too_short.shape).ravel()[first]):.3g} s): "
+                            "a snapshot cannot start before the previous one is written")
+    return np.where(np.isnan(given), optimal, given)
+
+
+def reliability_job(p, categories, job, node, sto, storage_rates):
+    """The job's interruptions (platform faults on its parts, its own faults at its stated rate),
+    checkpoint policy, restart time in parts, interval and ETTR (reliability module docstring)."""
+    rel = p["cluster"]["reliability"]
+    units, factor = job["units"], job["job_fault_factor"]
+    ckpt = _checkpoint_policy(rel, job, node, sto, storage_rates)
+    write_s, load_s, stall_s, asynchronous = ckpt["write_s"], ckpt["load_s"], ckpt["stall_s"], ckpt["asynchronous"]
+    timing = reliability.restart_timing(rel["restart_profile"],
+                                        **{name: rel[name] for name in reliability.RESTART_TIMING_FIELDS})
+    kinds, restart_s, parts, by_kind = reliability.job_interruptions(categories, units, factor, timing, job["gpus"],
+                                                                     load_s, ckpt["lag_s"])
+    rate_h = sum(kinds.values())
+    rate_s = rate_h / 3600
+    given_restart = ~np.isnan(rel["restart_s"])
+    restart_s = np.where(given_restart, rel["restart_s"], restart_s)
+    by_kind = {kind: np.where(given_restart, rel["restart_s"], seconds) for kind, seconds in by_kind.items()}
+    optimal = reliability.optimal_interval_s(stall_s, rate_s)
+    optimal = np.where(asynchronous, np.maximum(optimal, write_s), optimal)
+    interval = _checked_interval(rel, asynchronous, write_s, optimal)
+    spares = reliability.spares_needed(job["nodes"], node_availability(categories, units)[0],
+                                       rel["spare_confidence"])
+    flap_stall = reliability.flap_stall_fraction(categories, units, rel["link_flap_s"])
+    with np.errstate(divide="ignore"):
+        mtbi_h = 1 / rate_h
+    return {
+        "job_interruptions_per_day": rate_h * 24,
+        "job_mtbi_h": mtbi_h,
+        "job_by_category_per_day": {key: rate * 24 for key, rate in reliability.category_rates(
+            categories, units, factor, lambda c: c.interrupts_job).items()},
+        "job_caused_interruptions_per_day": (kinds[(reliability.JOB, reliability.CRASH)]
+                                             + kinds[(reliability.JOB, reliability.HANG)]) * 24,
+        "checkpoint_mode": rel["checkpoint_mode"],
+        "checkpoint_time_s": stall_s,
+        "checkpoint_write_time_s": write_s,
+        "checkpoint_bound": label(storage.CHECKPOINT_LABELS, ckpt["write_bound"]),
+        "checkpoint_load_time_s": load_s,
+        "checkpoint_load_bound": np.where(ckpt["in_memory"], "peer host memory over the compute NICs",
+                                          label(storage.CHECKPOINT_LABELS, ckpt["load_bound"])),
+        "restart_profile": rel["restart_profile"],
+        "restart_time_s": restart_s,
+        "restart_parts_s": parts,
+        "restart_given": given_restart,
+        "restart_by_kind_s": by_kind,
+        "checkpoint_interval_s": interval,
+        "optimal_interval_s": optimal,
+        "young_interval_s": reliability.young_interval_s(stall_s, rate_s),
+        "daly_interval_s": reliability.daly_interval_s(stall_s, rate_s),
+        "link_flap_stall_fraction": flap_stall,
+        "ettr": reliability.ettr_closed_form(interval, stall_s, restart_s, rate_s) * (1 - flap_stall),
+        "ettr_at_optimum": reliability.ettr_closed_form(optimal, stall_s, restart_s, rate_s) * (1 - flap_stall),
+        "spare_nodes": spares,
+    }
+
+
+def monte_carlo(p, categories, units, result, points, work_budget_s):
+    """Monte Carlo event counts for the whole cluster over the horizon and, with a workload, ETTR;
+    refused first if its estimated work is over ``work_budget_s``."""
+    opts = p["options"]
+    replicas = int(opts["monte_carlo_replicas"])
+    hours = opts["monte_carlo_horizon_h"]
+    rel = result["reliability"]
+    simulate_ettr = "ettr" in rel and np.any(result["training"]["feasible"])
+    if simulate_ettr:
+        segment = rel["checkpoint_interval_s"] + rel["checkpoint_time_s"]
+        segments = int(np.clip(np.min(hours * 3600 / segment), 1, 1_000_000))
+        rate_s = rel["job_interruptions_per_day"] / SECONDS_PER_DAY
+    draws = budget.ettr_failure_draws(segments, segment, rel["restart_time_s"], rate_s) if simulate_ettr else 0.0
+    budget.check("options.monte_carlo_replicas", budget.monte_carlo_s(replicas, points, len(categories), draws),
+                 work_budget_s, f"{replicas:,} replicas over {hours:g} h; fewer replicas or a shorter horizon")
+    rng = np.random.default_rng(int(opts["seed"]))
+    counts = reliability.sample_category_counts(categories, units, hours, replicas, rng)
+    out = {
+        "replicas": replicas,
+        "horizon_h": hours,
+        "events_mean": {c.key: counts[..., i].mean(axis=0) for i, c in enumerate(categories)},
+    }
+    if simulate_ettr:
+        ettr = reliability.ettr_monte_carlo(rel["checkpoint_interval_s"], rel["checkpoint_time_s"],
+                                            rel["restart_time_s"], rate_s, segments=segments, replicas=replicas,
+                                            rng=rng)
+        ettr = ettr * (1 - rel["link_flap_stall_fraction"])
+        out["ettr_mean"] = ettr.mean(axis=0)
+        out["ettr_p05"] = np.quantile(ettr, 0.05, axis=0)
+    return out

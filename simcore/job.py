@@ -1,0 +1,370 @@
+"""The training stage: a workload's layout checked against the cluster, its step layer by layer
+(or a CNN's from its FLOPs), data parallelism, memory, speed, and time and cost to train (formulas
+and sources in :mod:`simcore.transformer`, :mod:`simcore.training` and :mod:`simcore.collectives`)."""
+import numpy as np
+
+from simcore import collectives, training, transformer
+from simcore.arrays import label
+from simcore.collectives import CollectiveParams
+from simcore.errors import ScenarioError
+from simcore.node import domain_io, nccl_domain, scaleup_domain_gpus
+from simcore.power import HOURS_PER_YEAR
+from simcore.reliability import SECONDS_PER_DAY
+
+PRECISION_PEAK = {"tf32": "peak_tf32_tflops", "fp16": "peak_fp16_tflops", "bf16": "peak_fp16_tflops",
+                  "fp8": "peak_fp8_tflops"}
+INFEASIBLE_REASONS = (
+    "",
+    "the job needs more GPUs than the cluster has",
+    "TP x PP x CP does not divide the job's GPUs",
+    "EP does not divide the data-parallel degree",
+    "the global batch is smaller than one micro-batch per data-parallel rank",
+    "the global batch does not split evenly into micro-batches",
+    "TP is larger than a scale-up domain (a node, or the NVLink rack it belongs to)",
+    "PP exceeds the layers (a stage needs a layer)",
+    "TP does not divide the attention heads",
+    "CP does not divide the sequence",
+    "EP does not divide the routed experts (or the model has none)",
+    "interleaving needs PP > 1 and layers divisible by PP x virtual stages",
+    "a CNN trains data-parallel only (TP, PP and CP apply to transformers)",
+    "does not fit in HBM",
+)
+MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
+PLACEMENTS = ("none", "scale-up", "PCIe", "network")  # where a parallel group's traffic runs
+
+
+def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches):
+    """Per-point layout problems as codes into ``INFEASIBLE_REASONS`` (0 = none). A layout that
+    cannot suit the model (TP not dividing the heads, CP the sequence, EP the experts, ...) is bad
+    input when its fields hold one value each (not a sweep axis): it raises naming the field."""
+    transformer = w["kind"] == "transformer"
+    heads = w["heads"] if transformer else np.array(np.nan)
+    experts = w["experts"]
+    rules = (  # (the field to name when it alone is wrong, the problem per point)
+        (None, job_gpus > nodes * g),
+        (None, dp != np.floor(dp)),
+        (None, (np.floor(dp) % w["ep"]) != 0),
+        (None, micro_batches < 1),
+        (None, micro_batches != np.floor(micro_batches)),
+        (None, (w["tp"] > domain) & (w["tp"] > 1)),
+        ("pp", transformer & (w["pp"] > np.nan_to_num(w["layers"], nan=np.inf))),
+        ("tp", transformer & (np.nan_to_num(heads % w["tp"]) != 0)),
+        ("cp", transformer & ((w["seq_len"] * w["resolution_scale"] ** 2) % w["cp"] != 0)),
+        ("ep", (w["ep"] > 1) & ((experts < 1) | (experts % w["ep"] != 0))),
+        ("virtual_stages", (w["virtual_stages"] > 1) & ((w["pp"] < 2) | (np.nan_to_num(w["layers"])
+                                                                         % (w["pp"] * w["virtual_stages"]) != 0))),
+        ("tp", (not transformer) & ((w["tp"] > 1) | (w["pp"] > 1) | (w["cp"] > 1))),
+    )
+    shape = np.broadcast_shapes(*(np.shape(a) for a in (job_gpus, dp, micro_batches, nodes, w["tp"], w["cp"])))
+    reason = np.zeros(shape, np.intp)
+    for code, (name, bad) in enumerate(rules, start=1):
+        if name is not None and np.ndim(bad) == 0 and bool(bad):
+            raise ScenarioError(f"workload.{name}", INFEASIBLE_REASONS[code])
+        reason = np.where(bad & (reason == 0), code, reason)
+    return reason
+
+
+def transformer_model(w) -> transformer.Model:
+    """The workload's transformer with defaults filled (kv heads = heads, head dim = h / a, ...)."""
+    heads = w["heads"]
+    ffn = np.where(np.isnan(w["ffn_hidden"]), 4 * w["hidden"], w["ffn_hidden"])
+    experts = w["experts"]
+    return transformer.Model(
+        layers=w["layers"], hidden=w["hidden"], heads=heads,
+        kv_heads=np.where(np.isnan(w["kv_heads"]), heads, w["kv_heads"]),
+        head_dim=np.where(np.isnan(w["head_dim"]), w["hidden"] / heads, w["head_dim"]),
+        ffn=ffn, gated=np.array(w["gated_mlp"]), vocab=w["vocab"], tied=np.array(w["tied_embeddings"]),
+        seq=w["seq_len"] * w["resolution_scale"] ** 2, causal=np.array(w["causal"]),
+        experts=experts, top_k=np.where(experts > 0, w["moe_top_k"], 0.0),
+        expert_ffn=np.where(experts > 0, np.where(np.isnan(w["expert_ffn_hidden"]), ffn, w["expert_ffn_hidden"]), 0.0),
+        shared_experts=np.where(experts > 0, w["shared_experts"], 0.0),
+        dense_layers=np.where(experts > 0, w["dense_layers"], 0.0), imbalance=w["moe_imbalance"],
+    )
+
+
+def parallel_links(node, io, family, w, g, dp, params: CollectiveParams):
+    """Where each parallel group runs: the scale-up link (achievable bus bandwidth from the family's
+    nccl-tests share), the PCIe path through the host (half the host link each way), or the
+    network (the node's NICs shared by its GPUs). Returns links and their placement labels."""
+    nvlink = w["use_nvlink"]
+    topology = node["nvlink_topology"]
+    domain = scaleup_domain_gpus(node) if topology == "all-to-all" else (2.0 if topology == "pairs" else 1.0)
+    domain = np.where(nvlink & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0), domain, 1.0)
+    scaleup = training.Link(io.scaleup_bw_gbyte_s * family.scaleup_fraction, params.scaleup_latency_s)
+    pcie = training.Link(io.pcie_bw_gbyte_s / 2, params.hop_latency_s)
+    network = training.Link(io.nic_bw_gbyte_s / g, params.hop_latency_s)
+    tp, cp, ep = w["tp"], w["cp"], w["ep"]
+    # NVLink SHARP reduces in the switches: TP's allreduces (not SP's reduce-scatter and allgather) gain.
+    switched = topology == "all-to-all" and node["nvlink_sharp"] and not np.isnan(family.nvls_allreduce_gain)
+    sharp_gain = family.nvls_allreduce_gain if switched else 1.0
+    tp_scaleup = training.Link(scaleup.bw_gbyte_s * np.where(w["sequence_parallel"], 1.0, sharp_gain),
+                               scaleup.latency_s)
+
+    def place(span, stride, on_scaleup=scaleup):
+        """Group of ``span`` GPUs ``stride`` apart: the first link that holds it."""
+        reach = span * stride
+        in_domain = reach <= domain
+        in_node = reach <= g
+        link = training.pick_link(in_domain, on_scaleup, training.pick_link(in_node, pcie, network))
+        code = np.where(span <= 1, 0, np.where(in_domain, 1, np.where(in_node, 2, 3)))
+        return link, label(PLACEMENTS, code)
+
+    tp_link, tp_where = place(tp, 1, tp_scaleup)
+    cp_link, cp_where = place(cp, tp)
+    ep_link, ep_where = place(ep, tp * cp)
+    stride = tp * cp * np.floor(dp)
+    pp_link, pp_where = place(np.where(w["pp"] > 1, 2.0, 1.0), stride)
+    links = {"tp": tp_link, "cp": cp_link, "ep": ep_link, "pp": pp_link}
+    return links, {"tp": tp_where, "cp": cp_where, "ep": ep_where, "pp": pp_where}
+
+
+def _device(acc, family, clock, precision) -> tuple[transformer.Device, np.ndarray]:
+    """The accelerator at the workload's GEMM precision (clock-derated peaks, the family's shares)
+    and that precision's peak in TFLOPS."""
+    peak_tflops = acc[PRECISION_PEAK[precision]]
+    if np.any(np.isnan(peak_tflops)):
+        raise ScenarioError("workload.precision", f"the accelerator has no {precision} peak in the catalogue")
+    gemm_fraction = family.fp8_gemm_fraction if precision == "fp8" else family.gemm_fraction
+    if np.isnan(gemm_fraction):
+        raise ScenarioError("workload.precision", f"no measured {precision} GEMM share for the {family.name} family")
+    attention_peak = acc["peak_fp16_tflops"] if precision == "fp8" else peak_tflops
+    hbm = np.where(np.isnan(acc["memory_bandwidth_gbyte_s"]), family.reference_hbm_gbyte_s,
+                   acc["memory_bandwidth_gbyte_s"])
+    device = transformer.Device(
+        peak_flops=peak_tflops * 1e12 * clock, attention_peak_flops=attention_peak * 1e12 * clock,
+        sm_count=np.where(np.isnan(acc["sm_count"]), family.reference_sm_count, acc["sm_count"]),
+        gemm_fraction=np.asarray(gemm_fraction), attention_gemm_fraction=np.asarray(family.gemm_fraction),
+        attention_fraction=np.asarray(family.attention_fraction),
+        gemm_operand_bytes=np.asarray({"tf32": 4.0, "fp8": 1.0}.get(precision, 2.0)),
+        hbm_bytes_s=hbm * 1e9 * family.hbm_fraction)
+    return device, peak_tflops
+
+
+def _transformer_step(w, device, links, dp_ranks, m) -> dict:
+    """A transformer's parameters, FLOPs per token and step parts, layer by layer
+    (:func:`simcore.training.transformer_step`)."""
+    tp_, pp_, ep_, cp_ = w["tp"], w["pp"], w["ep"], w["cp"]
+    model = transformer_model(w)
+    recompute = np.asarray(float(training.RECOMPUTE.index(w["recompute"])))
+    layout = transformer.Layout(tp=tp_, sp=np.asarray(w["sequence_parallel"]), cp=cp_, ep=ep_,
+                                micro_batch=w["micro_batch"], recompute=recompute,
+                                flash=np.asarray(w["flash_attention"]),
+                                act_bytes=np.asarray(4.0 if w["precision"] == "tf32" else 2.0),
+                                fused=np.asarray(w["fused_kernels"]))
+    counts = transformer.parameter_counts(model)
+    scale = np.where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
+    total_params, expert_params = counts["total"] * scale, counts["experts"] * scale
+    model_per_token = transformer.model_flops_per_token(model)
+    dense = total_params - expert_params
+    zero = w["zero_stage"] >= 1
+    shards = {"dense": dense / (tp_ * pp_), "experts": expert_params / (tp_ * pp_ * ep_),
+              "dense_shards": np.where(zero, dp_ranks, 1.0),
+              "expert_shards": np.where(zero, np.maximum(dp_ranks / ep_, 1.0), 1.0)}
+    step = training.transformer_step(
+        model=model, layout=layout, device=device, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=m,
+        tp_link=links["tp"], cp_link=links["cp"], ep_link=links["ep"], pp_link=links["pp"],
+        optimizer_shards=shards,
+        grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"])
+    return {"total_params": total_params, "active": counts["active"] * scale, "expert_params": expert_params,
+            "dense": dense, "local_params": shards["dense"] + shards["experts"],
+            "tokens_per_step": w["global_batch"] * model.seq, "model_per_token": model_per_token,
+            "hw_per_token": model_per_token + transformer.recompute_flops_per_token(model, recompute, model_per_token),
+            "parts": step["parts"], "compute_s": step["compute_s"], "backward_window": step["backward_s"],
+            "activations": training.activation_bytes_first_stage(model, layout, pp_, w["virtual_stages"], m),
+            "stage_s": step["stage_s"]}
+
+
+def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
+    """A CNN's step parts from its forward time (data-parallel only: the layout checks refuse TP,
+    PP and CP); a full recomputation is one more forward of the three passes."""
+    total_params = w["params"]
+    recompute_share = np.where(w["recompute"] == "full", 1 / 3, 0.0)
+    forward_s = _cnn_forward_s(w, family, device, job_gpus)
+    parts = {"forward": forward_s, "backward": 2 * forward_s, "recomputation": forward_s * recompute_share * 3,
+             "optimizer": total_params * training.ADAM_BYTES_PER_PARAM / np.where(
+                 w["zero_stage"] >= 1, dp_ranks, 1.0) / device.hbm_bytes_s}
+    model_per_token = 3 * w["flops_per_sample_forward"]
+    return {"total_params": total_params, "active": total_params, "expert_params": np.array(0.0),
+            "dense": total_params, "local_params": total_params, "tokens_per_step": w["global_batch"],
+            "model_per_token": model_per_token, "hw_per_token": model_per_token * (1 + recompute_share),
+            "parts": parts, "compute_s": parts["forward"] + parts["backward"] + parts["recomputation"],
+            "backward_window": parts["backward"] / m,
+            "activations": w["activation_bytes_per_sample"] * w["micro_batch"], "stage_s": None}
+
+
+def _data_parallel(w, node, io, g, dp_ranks, step, m, params) -> tuple[np.ndarray, object, np.ndarray]:
+    """Gradient reduction over the DP (x CP) group by HFReduce or NCCL, the ZeRO-3 weight traffic,
+    and what of it the step's compute does not hide: (reduction time, its result, exposed time)."""
+    tp_, cp_ = w["tp"], w["cp"]
+    grad_bytes_per_gpu = step["local_params"] * w["grad_bytes"]
+    reduce_ranks = dp_ranks * cp_
+    hfreduce = w["collective"] == "hfreduce"
+    all_ok = node["nvlink_topology"] == "all-to-all"
+    # NCCL over an all-to-all scale-up domain larger than a node treats the domain as the node.
+    unit = g if hfreduce else nccl_domain(node, w, g)
+    unit_io = domain_io(io, g, unit)
+    dp_per_node = np.minimum(reduce_ranks, unit / tp_)
+    shards_per_node = unit / np.maximum(dp_per_node, 1)
+    dp_nodes = np.ceil(reduce_ranks / np.maximum(dp_per_node, 1))
+    dp_io = collectives.NodeIO(
+        gpus_per_node=np.maximum(dp_per_node, 1), nic_bw_gbyte_s=unit_io.nic_bw_gbyte_s / shards_per_node,
+        host_mem_bw_gbyte_s=unit_io.host_mem_bw_gbyte_s / shards_per_node, pcie_bw_gbyte_s=io.pcie_bw_gbyte_s,
+        root_port_bw_gbyte_s=io.root_port_bw_gbyte_s, shared_root_ports=io.shared_root_ports,
+        p2p_bw_gbyte_s=io.p2p_bw_gbyte_s, scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains)
+    if hfreduce:
+        # HFReduce sums an NVLink pair first only if both GPUs hold the same gradients (no TP).
+        pair_reduce = (node["nvlink_topology"] == "pairs") & w["use_nvlink"] & (tp_ == 1)
+        ar = collectives.hfreduce(grad_bytes_per_gpu, dp_nodes, dp_io, nvlink=pair_reduce,
+                                  cross_zone=w["cross_zone"], params=params.collectives)
+    else:
+        ar = collectives.nccl_allreduce(grad_bytes_per_gpu, dp_nodes, dp_io,
+                                        nvlink_all_to_all=all_ok & w["use_nvlink"], params=params.collectives)
+    dp_s = np.where(reduce_ranks > 1, ar.time_s, 0.0)
+    # ZeRO-3 / FSDP: every micro-batch allgathers the weights for forward and again for backward (and
+    # for a fully recomputed forward) and reduce-scatters the gradients, all of which can hide behind the
+    # whole step's compute instead of the last backward alone. With NCCL each moves half an allreduce's
+    # traffic; HFReduce has only the allreduce (every GPU's whole buffer down to the host and back), so
+    # each gather or reduce-scatter built on it costs a whole allreduce.
+    fsdp = w["zero_stage"] >= 3
+    gathers = 2 + (w["recompute"] == "full")
+    per_collective = 1.0 if hfreduce else 0.5
+    dp_s = np.where(fsdp, m * per_collective * dp_s * (1 + gathers * w["weight_bytes"] / w["grad_bytes"]), dp_s)
+    window_s = np.where(fsdp, step["compute_s"], np.where(w["overlap_grad_reduce"], step["backward_window"], 0.0))
+    return dp_s, ar, training.exposed_dp_s(dp_s, window_s, hfreduce, params.training)
+
+
+def _preprocessing_s(w, node, job_nodes):
+    """Host-side preprocessing (video/diffusion workloads): CPU-seconds per sample over the cores."""
+    samples_per_node = w["global_batch"] / job_nodes
+    preprocessing = (w["preprocess_s_per_sample"] > 0) & (not w["preprocess_cached"])
+    if np.any(preprocessing & np.isnan(node["cpu_cores"])):
+        raise ScenarioError("cluster.node.cpu_cores", "is needed when the workload preprocesses on the host")
+    return np.where(preprocessing, samples_per_node * w["preprocess_s_per_sample"] / node["cpu_cores"], 0.0)
+
+
+def train(p, params, family, clock, io, node, acc, g, nodes):
+    """The job's step: a transformer layer by layer (simcore.training.transformer_step), a CNN from
+    its FLOPs at the family's convolution share (or a measured forward time); then data
+    parallelism, memory, MFU and HFU. Returns the result's training section and the job's figures
+    for the reliability and cost stages."""
+    w = p["workload"]
+    job_gpus = np.where(np.isnan(w["gpus"]), nodes * g, w["gpus"])
+    job_nodes = np.ceil(job_gpus / g)
+    dp = job_gpus / (w["tp"] * w["pp"] * w["cp"])
+    dp_ranks = np.maximum(np.floor(dp), 1)
+    micro_batches = w["global_batch"] / (dp_ranks * w["micro_batch"])
+    reason = layout_checks(w, job_gpus, nodes, g, nccl_domain(node, w, g), dp, micro_batches)
+    m = np.maximum(np.floor(micro_batches), 1)
+    device, peak_tflops = _device(acc, family, clock, w["precision"])
+    links, placement = parallel_links(node, io, family, w, g, dp, params.collectives)
+    if w["kind"] == "transformer":
+        step = _transformer_step(w, device, links, dp_ranks, m)
+    else:
+        step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
+    dp_s, ar, exposed_dp = _data_parallel(w, node, io, g, dp_ranks, step, m, params)
+    step_s, stacked, step_bound = training.assemble_step(step["parts"], exposed_dp,
+                                                          _preprocessing_s(w, node, job_nodes))
+    terms = training.memory_per_gpu_bytes(
+        dense_params=step["dense"], expert_params=step["expert_params"], tp=w["tp"], pp=w["pp"], ep=w["ep"],
+        dp=dp_ranks, zero_stage=w["zero_stage"], weight_bytes=w["weight_bytes"], grad_bytes=w["grad_bytes"],
+        optimizer_bytes_per_param=w["optimizer_bytes_per_param"], activation_bytes=step["activations"])
+    hbm_gb = acc["memory_gb"]
+    fits, mem_total, dominant = training.memory_verdict(terms, np.where(np.isnan(hbm_gb), np.inf, hbm_gb),
+                                                        params.training)
+    feasible = (reason == 0) & fits
+    out = {
+        "feasible": feasible,
+        "infeasible_reason": label(INFEASIBLE_REASONS, np.where((reason == 0) & ~fits, MEMORY_REASON, reason)),
+        "gpus": job_gpus, "nodes": job_nodes, "dp": np.floor(dp), "micro_batches": micro_batches,
+        **_speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops),
+        "dp_allreduce_s": dp_s,
+        "dp_allreduce_bound": ar.binding,
+        "memory": {
+            "fits": fits,
+            "per_gpu_gb": mem_total / 1e9,
+            "hbm_gb": hbm_gb,
+            **{f"{name.replace(' ', '_')}_gb": terms[..., i] / 1e9 for i, name in enumerate(training.MEMORY_TERMS)},
+            "dominant_term": label(training.MEMORY_TERMS, dominant),
+        },
+    }
+    if step["stage_s"] is not None:  # a transformer: its stages, where its groups run, its FLOPs per token
+        out["stage_time_s"] = {name: np.where(feasible, step["stage_s"][..., i], np.nan)
+                               for i, name in enumerate(("first", "middle", "last"))}
+        out["placement"] = placement
+        out["flops_per_token"] = step["model_per_token"]
+    checkpoint_bytes = np.where(np.isnan(w["checkpoint_bytes"]),
+                                step["total_params"] * (w["weight_bytes"] + w["optimizer_bytes_per_param"]),
+                                w["checkpoint_bytes"])
+    job = {"gpus": job_gpus, "nodes": job_nodes, "step_s": step_s, "tokens_per_step": step["tokens_per_step"],
+           "checkpoint_bytes": checkpoint_bytes, "feasible": feasible, "job_fault_factor": w["job_fault_factor"]}
+    return out, job
+
+
+def _speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops) -> dict:
+    """Parameters, FLOPs per step, step time and its parts, MFU, HFU, TFLOPS per GPU and tokens per
+    second (NaN where the job cannot run)."""
+    model_flops = step["model_per_token"] * step["tokens_per_step"]
+    hw_flops = step["hw_per_token"] * step["tokens_per_step"]
+    nan_if_infeasible = lambda a: np.where(feasible, a, np.nan)  # noqa: E731
+    parts_masked = np.where(np.asarray(feasible)[..., None], stacked, np.nan)
+    peak = peak_tflops * 1e12
+    return {
+        "params": step["total_params"],
+        "active_params": step["active"],
+        "expert_params": step["expert_params"],
+        "model_flops_per_step": model_flops,
+        "hardware_flops_per_step": hw_flops,
+        "step_time_s": nan_if_infeasible(step_s),
+        "step_parts_s": {name: parts_masked[..., i] for i, name in enumerate(training.STEP_LABELS)},
+        "step_bound": label(training.STEP_LABELS, step_bound),
+        "mfu": nan_if_infeasible(model_flops / (step_s * job_gpus * peak)),
+        "hfu": nan_if_infeasible(hw_flops / (step_s * job_gpus * peak)),
+        "model_tflops_per_gpu": nan_if_infeasible(model_flops / (step_s * job_gpus) / 1e12),
+        "hardware_tflops_per_gpu": nan_if_infeasible(hw_flops / (step_s * job_gpus) / 1e12),
+        "tokens_per_s": nan_if_infeasible(step["tokens_per_step"] / step_s),
+    }
+
+
+def _cnn_forward_s(w, family, device, job_gpus):
+    """A CNN's forward time per step on one GPU: the measured time per sample, or its FLOPs at the
+    family's convolution share of the (clock-derated) peak."""
+    samples_per_gpu = w["global_batch"] / job_gpus
+    measured = w["forward_s_per_sample"]
+    if np.any(np.isnan(measured)) and np.isnan(family.conv_fraction):
+        raise ScenarioError("workload.forward_s_per_sample",
+                            f"is needed: no measured convolution share for the {family.name} family")
+    from_flops = w["flops_per_sample_forward"] / (device.peak_flops * family.conv_fraction)
+    return samples_per_gpu * np.where(np.isnan(measured), from_flops, measured)
+
+
+def time_and_cost_to_train(result, p, job, facility_w, capex_total, prices):
+    """Steps to train ``tokens_to_train``, wall time through ETTR, and the job's share of energy and
+    amortized capital."""
+    tokens = p["workload"]["tokens_to_train"]
+    training_out = result["training"]
+    if np.all(np.isnan(tokens)):
+        return
+    steps = np.ceil(tokens / job["tokens_per_step"])
+    ideal_s = steps * training_out["step_time_s"]
+    wall_s = ideal_s / result["reliability"]["ettr"]
+    job_share = job["gpus"] / result["cluster"]["gpus"]
+    energy_cost = facility_w * job_share * wall_s / 3.6e6 * prices["energy_per_kwh"]
+    capex_share = capex_total * job_share * wall_s / (prices["amortization_years"] * HOURS_PER_YEAR * 3600)
+    training_out.update({
+        "steps_to_train": steps,
+        "time_to_train_days": wall_s / SECONDS_PER_DAY,
+        "time_to_train_ideal_days": ideal_s / SECONDS_PER_DAY,
+        "energy_cost_to_train": energy_cost,
+        "capex_share_to_train": capex_share,
+        "cost_to_train": energy_cost + capex_share,
+        "cost_per_million_tokens": (energy_cost + capex_share) / tokens * 1e6,
+    })
+
+
+def explain_training(result):
+    """A one-point infeasible job's reason among the result's constraints."""
+    t = result["training"]
+    if np.ndim(t["feasible"]) == 0 and not bool(t["feasible"]):
+        result["constraints"].append(f"training: infeasible: {t['infeasible_reason']}"
+                                     + (f" (dominant term: {t['memory']['dominant_term']})"
+                                        if t["infeasible_reason"] == "does not fit in HBM" else ""))

@@ -1,0 +1,61 @@
+"""A node (or a scale-up domain of nodes) as the collectives and parallel groups see it."""
+import numpy as np
+
+from simcore import collectives
+from simcore.collectives import CollectiveParams
+from simcore.errors import ScenarioError
+
+
+def collective_json(result: collectives.CollectiveResult) -> dict:
+    return {"algbw_gbyte_s": result.algbw_gbyte_s, "time_s": result.time_s, "bound": result.binding,
+            "bounds_gbyte_s": result.bounds_gbyte_s}
+
+
+def node_io(node, acc, g, params: CollectiveParams = CollectiveParams()) -> collectives.NodeIO:
+    """What a node offers collectives, from the scenario's node fields (NaN = not a limit).
+
+    Host memory: the measured practical rate, else the peak x ``host_memory_efficiency``."""
+    inf_if_nan = lambda a: np.where(np.isnan(a), np.inf, a)  # noqa: E731
+    derated_peak = node["host_memory_peak_bw_gbyte_s"] * params.host_memory_efficiency
+    host_memory = np.where(np.isnan(node["host_memory_bw_gbyte_s"]), derated_peak, node["host_memory_bw_gbyte_s"])
+    return collectives.NodeIO(
+        gpus_per_node=g,
+        nic_bw_gbyte_s=node["compute_nics"] * node["compute_nic_gbit_s"] / 8,
+        host_mem_bw_gbyte_s=inf_if_nan(host_memory),
+        pcie_bw_gbyte_s=node["pcie_bw_gbyte_s"],
+        root_port_bw_gbyte_s=inf_if_nan(node["root_port_bw_gbyte_s"]),
+        shared_root_ports=node["shared_root_ports"],
+        p2p_bw_gbyte_s=inf_if_nan(node["p2p_limit_gbyte_s"]),
+        scaleup_bw_gbyte_s=np.where(acc["scaleup_bw_gbyte_s"] > 0, acc["scaleup_bw_gbyte_s"] / 2, np.inf),
+        numa_domains=np.maximum(node["cpus"], 1),
+    )
+
+
+def scaleup_domain_gpus(node):
+    """GPUs on one all-to-all scale-up fabric: the node's, or a rack's or supernode's (a whole
+    number of nodes) where the scenario says so."""
+    g, domain = node["gpus"], node["scaleup_domain_gpus"]
+    given = ~np.isnan(domain)
+    if np.any(given & (node["nvlink_topology"] != "all-to-all")):
+        raise ScenarioError("cluster.node.scaleup_domain_gpus", "needs an all-to-all scale-up fabric (nvlink_topology)")
+    if np.any(given & ((domain < g) | (domain % g != 0))):
+        raise ScenarioError("cluster.node.scaleup_domain_gpus", "must be a whole number of nodes' GPUs")
+    return np.where(given, domain, g)
+
+
+def nccl_domain(node, w, g):
+    """The GPUs a job's NCCL collectives and TP groups see as one scale-up domain: the fabric's
+    where the job uses an all-to-all NVLink with bandwidth, else the node."""
+    usable = (node["nvlink_topology"] == "all-to-all") & w["use_nvlink"] & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0)
+    return np.where(usable, scaleup_domain_gpus(node), g)
+
+
+def domain_io(io: collectives.NodeIO, g, domain) -> collectives.NodeIO:
+    """A scale-up domain seen by collectives as one node: its nodes' NICs, host memory and
+    sockets together, every GPU on the scale-up fabric."""
+    k = domain / g
+    return collectives.NodeIO(
+        gpus_per_node=domain, nic_bw_gbyte_s=io.nic_bw_gbyte_s * k, host_mem_bw_gbyte_s=io.host_mem_bw_gbyte_s * k,
+        pcie_bw_gbyte_s=io.pcie_bw_gbyte_s, root_port_bw_gbyte_s=io.root_port_bw_gbyte_s,
+        shared_root_ports=io.shared_root_ports * k, p2p_bw_gbyte_s=io.p2p_bw_gbyte_s,
+        scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains * k)
