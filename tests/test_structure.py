@@ -104,7 +104,7 @@ def test_only_url_modules_import_view_modules():
     assert {module: targets for module, targets in offenders.items() if targets} == {}
 
 
-def test_simcore_imports_no_django():
+def test_simcore_imports_no_other_project_package():
     for module, targets in _graph().items():
         if module.startswith("simcore"):
             assert not {t for t in targets if not t.startswith("simcore")}, module
