@@ -189,15 +189,28 @@ def collectives_section(c, io, domain, message_bytes, params) -> dict:
     return report
 
 
-def constraints(f: Fabrics, unpriced) -> list[str]:
+FABRIC_OVERFLOW = "fabric.overflow"
+STORAGE_PLANE_OVERFLOW = "storage_plane.overflow"
+COST_UNPRICED = "cost.unpriced"
+# Constraints that mean the build cannot exist as given (the others are caveats on its figures).
+BUILD_BLOCKERS = (FABRIC_OVERFLOW, STORAGE_PLANE_OVERFLOW)
+
+
+def constraint(code: str, message: str) -> dict:
+    """A constraint of the result: a stable code to act on and a sentence to show."""
+    return {"code": code, "message": message}
+
+
+def constraints(f: Fabrics, unpriced) -> list[dict]:
     """Why the build cannot exist as given, or what its price leaves out."""
     out = []
     if not np.all(f.main.fits):
-        out.append(f"fabric: {int(np.max(f.main.endpoints))} endpoints exceed what the fabric holds "
-                   f"({int(np.min(f.main.capacity_endpoints))}); add layers, planes or zones, or use a larger radix")
+        out.append(constraint(FABRIC_OVERFLOW, f"fabric: {int(np.max(f.main.endpoints))} endpoints exceed what the "
+                              f"fabric holds ({int(np.min(f.main.capacity_endpoints))}); add layers, planes or "
+                              "zones, or use a larger radix"))
     if not np.all(f.storage_plane.fits):
-        out.append(f"storage plane: {int(np.max(f.storage_plane.endpoints))} endpoints exceed a three-layer "
-                   "fat-tree of this switch")
+        out.append(constraint(STORAGE_PLANE_OVERFLOW, f"storage plane: {int(np.max(f.storage_plane.endpoints))} "
+                              "endpoints exceed a three-layer fat-tree of this switch"))
     if unpriced:
-        out.append(f"cost: not priced in this price book: {', '.join(unpriced)}")
+        out.append(constraint(COST_UNPRICED, f"cost: not priced in this price book: {', '.join(unpriced)}"))
     return out

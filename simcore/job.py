@@ -5,6 +5,7 @@ import numpy as np
 
 from simcore import collectives, training, transformer
 from simcore.arrays import label
+from simcore.cluster import constraint
 from simcore.collectives import CollectiveParams
 from simcore.errors import ScenarioError
 from simcore.node import domain_io, nccl_domain, scaleup_domain_gpus
@@ -361,10 +362,14 @@ def time_and_cost_to_train(result, p, job, facility_w, capex_total, prices):
     })
 
 
+TRAINING_INFEASIBLE = "training.infeasible"
+
+
 def explain_training(result):
     """A one-point infeasible job's reason among the result's constraints."""
     t = result["training"]
     if np.ndim(t["feasible"]) == 0 and not bool(t["feasible"]):
-        result["constraints"].append(f"training: infeasible: {t['infeasible_reason']}"
-                                     + (f" (dominant term: {t['memory']['dominant_term']})"
-                                        if t["infeasible_reason"] == "does not fit in HBM" else ""))
+        dominant = (f" (dominant term: {t['memory']['dominant_term']})"
+                    if t["infeasible_reason"] == INFEASIBLE_REASONS[MEMORY_REASON] else "")
+        result["constraints"].append(constraint(TRAINING_INFEASIBLE,
+                                                f"training: infeasible: {t['infeasible_reason']}{dominant}"))

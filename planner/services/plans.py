@@ -54,13 +54,11 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
     """
     document = document or scenario_document(plan, workload, options)
     result = memoized("evaluation", document, lambda: simcore.evaluate(document, work_budget_s=work_budget_s))
-    reasons = []
-    if not result["fabric"]["fits"]:
-        reasons += [c for c in result["constraints"] if c.startswith(("fabric", "storage plane"))]
+    reasons = [c["message"] for c in result["constraints"] if c["code"] in simcore.cluster.BUILD_BLOCKERS]
     training = result.get("training")
     if training is not None and not training["feasible"]:
         reason = training["infeasible_reason"]
-        if reason == "does not fit in HBM":
+        if reason == simcore.job.INFEASIBLE_REASONS[simcore.job.MEMORY_REASON]:
             memory = training["memory"]
             reason += (f": {memory['per_gpu_gb']:.1f} GB per GPU against {memory['hbm_gb']:g} GB of HBM, "
                        f"mostly {memory['dominant_term']}")

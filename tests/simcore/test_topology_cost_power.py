@@ -122,3 +122,14 @@ def test_oversubscribed_three_layer_pods_have_fewer_spines():
     assert tree.switch_links == 100 * 10 + 50 * 20
     with pytest.raises(ScenarioError, match="at least one endpoint and one uplink"):
         fat_tree(100, 40, oversubscription=1e17)
+
+
+def test_constraints_carry_a_code_to_act_on_and_a_sentence_to_show(ff_cluster):
+    from simcore import evaluate
+
+    overflowing = {**ff_cluster, "node_count": 5000, "prices": {**ff_cluster["prices"], "switch": None}}
+    codes = {c["code"]: c["message"] for c in evaluate({"cluster": overflowing})["constraints"]}
+    assert set(codes) == {"fabric.overflow", "cost.unpriced"}
+    # 5,000 nodes' compute NICs and the storage nodes' NICs on a fabric that holds 1,600.
+    assert codes["fabric.overflow"].startswith("fabric: 5360 endpoints exceed what the fabric holds (1600)")
+    assert [c["code"] for c in evaluate({"cluster": ff_cluster})["constraints"]] == ["cost.unpriced"]

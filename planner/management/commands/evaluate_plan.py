@@ -66,4 +66,4 @@ class Command(BaseCommand):
                 unit = currency if unit == "currency" else unit
                 self.stdout.write(f"  {label:28} {value:>14,.4g} {unit}")
             for constraint in result["constraints"]:
-                self.stdout.write(f"  note: {constraint}")
+                self.stdout.write(f"  note: {constraint['message']}")

@@ -29,7 +29,7 @@ export function headline(result) {
 
 export function constraintsList(result) {
   if (!result.constraints?.length) return null;
-  return el("ul", { class: "notes", "aria-label": "constraints and caveats" }, result.constraints.map((c) => el("li", {}, c)));
+  return el("ul", { class: "notes", "aria-label": "constraints and caveats" }, result.constraints.map((c) => el("li", { "data-code": c.code }, c.message)));
 }
 
 function costSection(result) {
