@@ -64,7 +64,8 @@ FIELD_LABELS = {"pue": "PUE (empty: the price book's)", "checkpoint_interval_s":
                 "restart_s": "restart time (s, empty: from its parts)",
                 "category_rates": "failure-rate overrides (JSON: category key -> events per unit-hour)",
                 "collective_timeout_s": "collective timeout (s)", "link_flap_share": "link flap share",
-                "link_flap_s": "link flap length (s)", "job_fault_factor": "job-caused fault factor", "failures_per_1000_node_days": "failures per 1,000 node-days",
+                "link_flap_s": "link flap length (s)", "job_fault_factor": "job-caused fault factor",
+                "failures_per_1000_node_days": "failures per 1,000 node-days",
                 "oversubscription": "oversubscription (down:up)", "tp": "TP (tensor parallel)",
                 "cp": "CP (context parallel)", "pp": "PP (pipeline parallel)", "ep": "EP (expert parallel)",
                 "moe_top_k": "experts per token", "kv_heads": "key/value heads", "ffn_hidden": "MLP width"}
@@ -172,7 +173,8 @@ def _form_fields(model, field_groups):
                 "json" if isinstance(field, models.JSONField) else
                 "number" if isinstance(field, models.IntegerField | models.FloatField) else "text")
             fields.append({
-                "name": name, "label": FIELD_LABELS.get(name, field.verbose_name), "kind": kind, "choices": _choices(field),
+                "name": name, "label": FIELD_LABELS.get(name, field.verbose_name), "kind": kind,
+                "choices": _choices(field),
                 "optional": field.null or field.blank or field.has_default(), "help": field.help_text,
                 "step": "1" if isinstance(field, models.IntegerField) else "any",
             })

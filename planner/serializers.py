@@ -25,7 +25,8 @@ from planner.models import (
 def as_drf_validation_error(error: DjangoValidationError) -> serializers.ValidationError:
     """Turn a model ``ValidationError`` into DRF's, keeping the field names."""
     if hasattr(error, "error_dict"):
-        return serializers.ValidationError({field: [str(m) for m in msgs] for field, msgs in error.message_dict.items()})
+        return serializers.ValidationError(
+            {field: [str(m) for m in msgs] for field, msgs in error.message_dict.items()})
     return serializers.ValidationError({"non_field_errors": error.messages})
 
 

@@ -46,8 +46,8 @@ def main() -> int:
             assert response.status_code == 200
         times_ms.sort()
         p95 = times_ms[int(0.95 * (len(times_ms) - 1))]
-        print(f"POST {url} {body or ''} ({label}): {args.requests} requests, median {statistics.median(times_ms):.1f} ms, "
-              f"p95 {p95:.1f} ms, max {times_ms[-1]:.1f} ms")
+        print(f"POST {url} {body or ''} ({label}): {args.requests} requests, "
+              f"median {statistics.median(times_ms):.1f} ms, p95 {p95:.1f} ms, max {times_ms[-1]:.1f} ms")
     return 0
 
 

@@ -237,7 +237,8 @@ def main():
     for kind, messages in tally.errors.items():
         print(f"  first {kind} error: {messages[0]}")
     if latencies:
-        print(f"websocket viewers: {len(latencies):,} deltas, latency p50 {1000 * statistics.median(latencies):.0f} ms, "
+        print(f"websocket viewers: {len(latencies):,} deltas, "
+              f"latency p50 {1000 * statistics.median(latencies):.0f} ms, "
               f"p99 {1000 * percentile(latencies, 0.99):.0f} ms, errors {len(viewer_errors)}")
     else:
         print(f"websocket viewers: no deltas received, errors {len(viewer_errors)} {viewer_errors[:1]}")

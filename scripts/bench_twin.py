@@ -23,6 +23,7 @@ import threading
 import time
 
 from benchsetup import ROOT, bench_user
+
 PORT = 8799
 
 

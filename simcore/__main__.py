@@ -82,7 +82,8 @@ def _validate(as_json: bool) -> int:
         print()
         print("calibrated accelerator-family constants (each from a microbenchmark, never a training run):")
         for row in constants:
-            print(f"  {row['family']:10} {row['constant']:20} {row['value']:8.4f}  {row['confidence']:9}  {row['source']}")
+            print(f"  {row['family']:10} {row['constant']:20} {row['value']:8.4f}  {row['confidence']:9}  "
+                  f"{row['source']}")
     return 0
 
 

@@ -67,7 +67,8 @@ def bench_monte_carlo(gpus: int = 10_000, nodes: int = 1_250, years: float = 1.0
         counts = reliability.sample_category_counts(categories, units, hours, replicas, rng)
         interval = reliability.optimal_interval_s(60.0, rate_s)
         segments = int(hours * 3600 / (interval + 60.0))
-        ettr = reliability.ettr_monte_carlo(interval, 60.0, 600.0, rate_s, segments=segments, replicas=replicas, rng=rng)
+        ettr = reliability.ettr_monte_carlo(interval, 60.0, 600.0, rate_s, segments=segments, replicas=replicas,
+                                            rng=rng)
         best = min(best, time.perf_counter() - start)
     gpu_years = gpus * years * replicas
     return {"gpus": gpus, "years": years, "replicas": replicas, "seconds": best,

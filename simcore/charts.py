@@ -88,9 +88,9 @@ def _scaling(document, parsed, params):
     per_gpu_batch = float(np.max(w["global_batch"])) / job
     weak_batches = np.maximum(np.round(per_gpu_batch * counts / np.max(w["micro_batch"])), 1) * np.max(w["micro_batch"])
     # Strong (global batch fixed) and weak (batch per GPU fixed) points in one vectorized call.
+    strong_batches = np.broadcast_to(np.max(w["global_batch"]), counts.shape)
     both = {**document, "workload": {**document["workload"], "gpus": np.concatenate([counts, counts]).tolist(),
-                                     "global_batch": np.concatenate([np.broadcast_to(np.max(w["global_batch"]),
-                                                                                     counts.shape), weak_batches]).tolist()}}
+                                     "global_batch": np.concatenate([strong_batches, weak_batches]).tolist()}}
     step_both = evaluate_parsed(parse(both), params)["training"]["step_time_s"]
     step, weak_step = step_both[:counts.size], step_both[counts.size:]
     feasible = np.flatnonzero(np.isfinite(step))

@@ -64,12 +64,14 @@ FAMILIES = {
         reference_sm_count=108, reference_hbm_gbyte_s=2039,
         basis={
             "gemm_fraction": ("measured", "FF Table II: DGX-A100 large GEMM 263 of 312 TFLOPS FP16 (131 of 156 TF32)"),
-            "hbm_fraction": ("measured", f"{AZURE}, ND_A100_v4 results: STREAM triad 1.70 TB/s on A100 80GB (2.039 peak)"),
+            "hbm_fraction": ("measured",
+                             f"{AZURE}, ND_A100_v4 results: STREAM triad 1.70 TB/s on A100 80GB (2.039 peak)"),
             "attention_fraction": ("secondary", "Dao, FlashAttention-2 (arXiv:2307.08691): 50-73% of A100 peak across "
                                                 "settings, forward at the top; 0.6 for forward and backward together"),
             "scaleup_fraction": ("measured", f"{AZURE}, ND_A100_v4: 8-GPU allreduce bus bandwidth 231.6 GB/s at 8 GB "
                                              "over 300 GB/s one-way NVLink 3"),
-            "conv_fraction": ("measured", "LambdaColdStorage/lambda-tensorflow-benchmark, tf-train-throughput-fp32.csv: "
+            "conv_fraction": ("measured",
+                              "LambdaColdStorage/lambda-tensorflow-benchmark, tf-train-throughput-fp32.csv: "
                                           "VGG16 504 images/s (batch 224) on A100 PCIe 40GB, 46.8 TFLOP/s of 156 TF32, "
                                           "over the engine's sustained clock factor for the 250-W card"),
         },

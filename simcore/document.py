@@ -216,7 +216,8 @@ SPEC: dict[str, Any] = {
         "precision": Choice(("tf32", "fp16", "bf16", "fp8"), "bf16", doc="GEMM precision (fp8: bf16 elsewhere)"),
         "gpus": opt(integer=True, nullable=True, doc="GPUs the job uses; null: all"),
         "tp": opt(default=1, integer=True),
-        "sequence_parallel": Flag(False, doc="split norms and dropouts over the TP ranks (reduce-scatter + all-gather)"),
+        "sequence_parallel": Flag(False,
+                                  doc="split norms and dropouts over the TP ranks (reduce-scatter + all-gather)"),
         "cp": opt(default=1, integer=True, doc="context-parallel degree (splits the sequence)"),
         "pp": opt(default=1, integer=True),
         "ep": opt(default=1, integer=True, doc="expert-parallel degree, within the data-parallel ranks"),
@@ -403,7 +404,8 @@ def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
 
 
 SECTION_TITLES = {
-    "cluster": "Cluster", "cluster.node": "Compute node", "cluster.rack": "Racks", "cluster.fabric": "Fabric", "cluster.storage": "Storage",
+    "cluster": "Cluster", "cluster.node": "Compute node", "cluster.rack": "Racks", "cluster.fabric": "Fabric",
+    "cluster.storage": "Storage",
     "cluster.prices": "Prices (from a price book)", "cluster.reliability": "Reliability", "workload": "Workload",
     "options": "Options",
 }

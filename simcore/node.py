@@ -46,7 +46,8 @@ def scaleup_domain_gpus(node):
 def nccl_domain(node, w, g):
     """The GPUs a job's NCCL collectives and TP groups see as one scale-up domain: the fabric's
     where the job uses an all-to-all NVLink with bandwidth, else the node."""
-    usable = (node["nvlink_topology"] == "all-to-all") & w["use_nvlink"] & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0)
+    has_bandwidth = node["accelerator"]["scaleup_bw_gbyte_s"] > 0
+    usable = (node["nvlink_topology"] == "all-to-all") & w["use_nvlink"] & has_bandwidth
     return np.where(usable, scaleup_domain_gpus(node), g)
 
 

@@ -20,6 +20,7 @@ and NCCL constants, the FF Fig. 8 NCCL series for ``sm_collective_overlap``).
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -241,8 +242,9 @@ def _topology_and_cost_cases() -> list[ReferenceCase]:
         return lambda p: float(run(cluster, params=p)["fabric"]["switches"])
 
     add(ReferenceCase("ft2-40port-capacity", "topology", "endpoints of a two-layer 40-port fat-tree", "endpoints",
-                      800, "FF III-B", lambda p: float(run({**FF_2ZONE, "node_count": 1, "storage": {},
-                                                            "fabric": QM8700}, params=p)["fabric"]["capacity_endpoints"]),
+                      800, "FF III-B",
+                      lambda p: float(run({**FF_2ZONE, "node_count": 1, "storage": {}, "fabric": QM8700},
+                                          params=p)["fabric"]["capacity_endpoints"]),
                       rel_tolerance=0.0))
     for key, cluster, published in (("ff-2zone", FF_2ZONE, 122), ("pcie-3layer", FF_3LAYER, 200),
                                     ("dgx-3layer", DGX_3LAYER, 1320)):
@@ -268,6 +270,7 @@ def _compute_cases() -> list[ReferenceCase]:
     """GEMM throughput and the PCIe node against DGX-A100 (FF Table II)."""
     cases = []
     add = cases.append
+
     def gemm(node, precision):
         return lambda p: float(run({**FF_2ZONE, "node": node}, params=p)["compute"][f"gemm_{precision}_tflops"])
 
@@ -289,7 +292,8 @@ def _compute_cases() -> list[ReferenceCase]:
                       0.83, "FF Table II", table2_relative_performance, rel_tolerance=0.03))
     add(ReferenceCase("cost-performance", "cost", "PCIe node cost-performance relative to DGX-A100", "ratio",
                       1.38, "FF Table II",
-                      lambda p: table2_relative_performance(p) / (FF_2ZONE["prices"]["node"] / DGX_3LAYER["prices"]["node"]),
+                      lambda p: table2_relative_performance(p) / (FF_2ZONE["prices"]["node"]
+                                                                  / DGX_3LAYER["prices"]["node"]),
                       rel_tolerance=0.05))
     return cases
 
@@ -341,6 +345,7 @@ def _fire_flyer_training_cases() -> list[ReferenceCase]:
     """Fire-Flyer training steps: VGG16 and GPT2-medium weak scaling, LLaMa-13B strong scaling (FF Fig. 8, 9)."""
     cases = []
     add = cases.append
+
     def step(workload, per_gpu_batch, library):
         def predict(p, gpus):
             batch = {"global_batch": per_gpu_batch * gpus} if per_gpu_batch else {}
@@ -348,7 +353,8 @@ def _fire_flyer_training_cases() -> list[ReferenceCase]:
         return predict
 
     for name, workload, per_gpu, series, source in (
-        ("vgg16", VGG16, 50, {"hfreduce": (0.13, 0.133, 0.139, 0.149, 0.15), "nccl": (0.27, 0.271, 0.279, 0.287, 0.288)},
+        ("vgg16", VGG16, 50, {"hfreduce": (0.13, 0.133, 0.139, 0.149, 0.15), "nccl": (0.27, 0.271, 0.279, 0.287,
+                                                                                      0.288)},
          "FF Fig. 8a (weak scaling, 32-512 GPUs)"),
         ("gpt2-medium", GPT2_MEDIUM, 32, {"hfreduce": (0.57, 0.58, 0.598, 0.595), "nccl": (0.84, 0.875, 0.985, 0.99)},
          "FF Fig. 8b (weak scaling, 16-128 GPUs)"),
@@ -358,7 +364,7 @@ def _fire_flyer_training_cases() -> list[ReferenceCase]:
             for i, value in enumerate(published):
                 gpus = first * 2**i
                 add(ReferenceCase(f"{name}-{library}-{gpus}", "training", f"{name} step, {library}, {gpus} GPUs", "s",
-                                  value, source, lambda p, g=gpus, f=step(workload, per_gpu, library): f(p, g),
+                                  value, source, partial(step(workload, per_gpu, library), gpus=gpus),
                                   rel_tolerance=0.15, calibration=library == "nccl"))
     for gpus, value in zip((64, 128, 256, 512), (64.118, 32.508, 17.448, 9.717)):
         add(ReferenceCase(f"llama-13b-{gpus}", "training", f"LLaMa-13B step, {gpus} GPUs", "s", value,
@@ -372,13 +378,15 @@ def _megatron_cases() -> list[ReferenceCase]:
     """Megatron-LM runs on Selene: SC21 Tables 1 and 2, Korthikanti 2022, SC21's operator fusion."""
     cases = []
     add = cases.append
+
     def megatron(workload):
         return lambda p: float(run(SELENE, {**SC21_GPT, **workload}, params=p)["training"]["hardware_tflops_per_gpu"])
 
     for billions, heads, hidden, layers, tp, pp, gpus, batch, published in SC21_TABLE1:
         shape = {"heads": heads, "hidden": hidden, "layers": layers, "tp": tp, "pp": pp, "gpus": gpus,
                  "global_batch": batch}
-        add(ReferenceCase(f"sc21-t1-{billions:g}b", "training: SC21 Table 1", f"{billions:g}B, TP {tp} x PP {pp}, {gpus} GPUs",
+        add(ReferenceCase(f"sc21-t1-{billions:g}b", "training: SC21 Table 1",
+                          f"{billions:g}B, TP {tp} x PP {pp}, {gpus} GPUs",
                           "TFLOPS/GPU", published, "SC21 Table 1", megatron(shape), rel_tolerance=0.10))
     for model, scheme, tp, pp, gpus, batch, micro_batch, published in SC21_TABLE2:
         heads, hidden, layers = SC21_MODELS[model]
@@ -396,7 +404,8 @@ def _megatron_cases() -> list[ReferenceCase]:
                  "global_batch": batch, **SP_SELECTIVE}
         add(ReferenceCase(f"korthikanti-{name.lower()}-mfu", "training: Korthikanti 2022",
                           f"{name}, SP + selective recomputation, {gpus} GPUs", "MFU", published,
-                          "Korthikanti et al. 2022 Table 3; Megatron-LM README", megatron_mfu(shape), rel_tolerance=0.10))
+                          "Korthikanti et al. 2022 Table 3; Megatron-LM README", megatron_mfu(shape),
+                          rel_tolerance=0.10))
     big = {"heads": 128, "hidden": 20480, "layers": 105, "tp": 8, "pp": 35, "gpus": 2240, "global_batch": 2240}
     for key, layout, published in (("sp-selective", SP_SELECTIVE, 0.542), ("full-recompute", {}, 0.421)):
         add(ReferenceCase(f"korthikanti-530b-2240-{key}", "training: Korthikanti 2022",
@@ -468,7 +477,8 @@ def _rack_scale_cases() -> list[ReferenceCase]:
     add = cases.append
     nvl72 = lambda p: run(NVL72_RACKS, params=p)  # noqa: E731
     add(ReferenceCase("gb200-nvl72-domain-gpus", "rack-scale systems", "GPUs in one GB200 NVL72 NVLink domain",
-                      "GPUs", 72, "NVIDIA GB200 NVL72 specifications (the catalogue's tray sets it: a consistency check)",
+                      "GPUs", 72,
+                      "NVIDIA GB200 NVL72 specifications (the catalogue's tray sets it: a consistency check)",
                       lambda p: float(nvl72(p)["cluster"]["scaleup_domain_gpus"]), rel_tolerance=0.0, calibration=True))
     add(ReferenceCase("gb200-nvl72-nvlink-tb-s", "rack-scale systems", "NVLink bandwidth of one NVL72 domain",
                       "TB/s", 130, "NVIDIA GB200 NVL72 specifications: 130 TB/s (72 GPUs x 1.8 TB/s)",
@@ -476,8 +486,8 @@ def _rack_scale_cases() -> list[ReferenceCase]:
                                       ["scaleup_domain_gpus"]) / 1000, rel_tolerance=0.01))
     add(ReferenceCase("gb200-nvl72-fp16-pflops", "rack-scale systems", "dense FP16 peak of one NVL72 rack", "PFLOPS",
                       180, "NVIDIA GB200 NVL72 specifications: 180 PFLOPS FP16/BF16 dense",
-                      lambda p: float(nvl72(p)["racks"]["gpus_per_rack"]) * GB200_TRAY["accelerator"]["peak_fp16_tflops"]
-                      / 1000, rel_tolerance=0.01))
+                      lambda p: float(nvl72(p)["racks"]["gpus_per_rack"])
+                      * GB200_TRAY["accelerator"]["peak_fp16_tflops"] / 1000, rel_tolerance=0.01))
     add(ReferenceCase("gb200-nvl72-rack-power", "rack-scale systems", "NVL72 rack power under training load", "kW", 120,
                       "about 120 kW a rack (secondary reports)",
                       lambda p: float(nvl72(p)["racks"]["power_w"]) / 1000, rel_tolerance=0.15))
@@ -485,7 +495,9 @@ def _rack_scale_cases() -> list[ReferenceCase]:
 
 
 def _cases() -> list[ReferenceCase]:
-    return [case for group in (_topology_and_cost_cases(), _compute_cases(), _collective_cases(), _fire_flyer_training_cases(), _megatron_cases(), _power_storage_reliability_cases(), _rack_scale_cases()) for case in group]
+    groups = (_topology_and_cost_cases, _compute_cases, _collective_cases, _fire_flyer_training_cases,
+              _megatron_cases, _power_storage_reliability_cases, _rack_scale_cases)
+    return [case for group in groups for case in group()]
 
 
 CASES = _cases()
@@ -501,7 +513,8 @@ def validate(params: EngineParams | None = None) -> tuple[list[dict], dict[str, 
         rows.append({
             "key": case.key, "model": case.model, "quantity": case.quantity, "unit": case.unit,
             "published": case.published, "predicted": predicted, "error": error,
-            "criterion": (f"within {case.within[0]}-{case.within[1]}" if case.within else f"+/-{case.rel_tolerance:.0%}"),
+            "criterion": (f"within {case.within[0]}-{case.within[1]}" if case.within
+                          else f"+/-{case.rel_tolerance:.0%}"),
             "passes": case.passes(predicted), "source": case.source, "calibration": case.calibration,
         })
     summary = {}

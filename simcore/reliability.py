@@ -228,7 +228,8 @@ def describe_profiles() -> dict:
     return {
         "failure_profiles": [{"key": key, "categories": [category(c) for c in profile_categories(key, 6.50)]}
                              for key in FAILURE_PROFILES],
-        "restart_profiles": [{"key": p.key, "label": p.label, **{name: getattr(p, name) for name in RESTART_TIMING_FIELDS},
+        "restart_profiles": [{"key": p.key, "label": p.label, **{name: getattr(p,
+                                                                               name) for name in RESTART_TIMING_FIELDS},
                               "source": p.source, "confidence": p.confidence} for p in RESTART_PROFILES.values()],
         "repair_basis": REPAIR_BASIS,
     }
@@ -245,8 +246,8 @@ def with_rates(categories: list[FailureCategory], rates: dict, profile: str, fie
 
 
 TRANSPORT_RETRY_WINDOW_S = 7.0  # NCCL over InfiniBand: NCCL_IB_TIMEOUT with its retries, about 7 s
-TRANSPORT_RETRY_BASIS = ("Databricks GPU reliability write-up (2026), as summarised by sysdesign-wiki: NCCL_IB_TIMEOUT's "
-                         "effective default with retries is about 7 s (secondary)")
+TRANSPORT_RETRY_BASIS = ("Databricks GPU reliability write-up (2026), as summarised by sysdesign-wiki: "
+                         "NCCL_IB_TIMEOUT's effective default with retries is about 7 s (secondary)")
 
 
 def with_flaps(categories: list[FailureCategory], flap_share: float, flap_s: float,

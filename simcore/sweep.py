@@ -75,7 +75,8 @@ def parse_axis(path: str, spec) -> Axis:
         raise ScenarioError(where, "must be a list of values or an object with values or a range")
     unknown = set(spec) - {"values", "start", "stop", "steps", "step"}
     if unknown:
-        raise ScenarioError(f"{where}.{sorted(unknown)[0]}", "unknown field (use values, or start/stop with steps or step)")
+        raise ScenarioError(f"{where}.{sorted(unknown)[0]}",
+                            "unknown field (use values, or start/stop with steps or step)")
     if "values" in spec:
         values = spec["values"]
         if not isinstance(values, list) or not values:
@@ -105,7 +106,8 @@ def parse_axis(path: str, spec) -> Axis:
                 raise ScenarioError(f"{where}.step", "must be a number greater than zero")
             span = np.floor((stop - start) / step + 1e-9) + 1
             if not np.isfinite(span) or span > MAX_AXIS_VALUES:
-                raise ScenarioError(where, f"gives more than {MAX_AXIS_VALUES:,} values; at most {MAX_AXIS_VALUES:,} per axis")
+                raise ScenarioError(where,
+                                    f"gives more than {MAX_AXIS_VALUES:,} values; at most {MAX_AXIS_VALUES:,} per axis")
             count = int(span)
             if count < 1:
                 raise ScenarioError(where, "stop is below start: the range is empty")
@@ -199,7 +201,8 @@ class Constraint:
     def describe(self) -> str:
         if self.low is not None and self.high is not None:
             return f"{self.low:g} <= {self.metric} <= {self.high:g}"
-        return f"{self.metric} {'>=' if self.low is not None else '<='} {self.low if self.low is not None else self.high:g}"
+        sense, bound = (">=", self.low) if self.low is not None else ("<=", self.high)
+        return f"{self.metric} {sense} {bound:g}"
 
     def satisfied(self, values: np.ndarray) -> np.ndarray:
         ok = np.isfinite(values)

@@ -11,8 +11,9 @@ oversubscription of r (down:up) gives down = floor(k r / (1 + r)).
   ceil(E / down), pods = ceil(leaves / (k/2)), spines = pods x up, and each core switch has one
   port per pod, so at most k pods. The core is provisioned for ``core_pods`` pods: the exact pod
   count, or (default, as FF Table III counts it) the next power of two up to k, leaving room to
-  add pods without recabling the core: cores = core_pods x up x (k/2) / k. FF: 1,600 access points -> 4 pods -> 40 core +
-  80 spine + 80 leaf = 200; DGX-A100, 10,000 -> 25 pods, core for 32 -> 320 + 500 + 500 = 1,320.
+  add pods without recabling the core: cores = core_pods x up x (k/2) / k. FF: 1,600 access points
+  -> 4 pods -> 40 core + 80 spine + 80 leaf = 200; DGX-A100, 10,000 -> 25 pods, core for 32
+  -> 320 + 500 + 500 = 1,320.
 * Zones: Z fabrics each holding ceil(E/Z) endpoints, joined by ``interzone_switches``.
 * Planes: P independent fabrics, one NIC port per node per plane, each holding ceil(E/P).
 * Rails: endpoints split into R rails at the leaf level (GPU i of every node on rail i); leaves

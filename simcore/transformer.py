@@ -87,7 +87,8 @@ def gemm_time_s(m, n, k, device: Device, batch=1.0, attention=False):
     flops = 2 * m * n * k * batch
     efficiency = gemm_efficiency(m, n, device.sm_count, fraction, batch)
     moved = operand_bytes * (m * k + k * n + m * n) * batch
-    compute_s = np.divide(flops, peak * efficiency, out=np.zeros(np.broadcast_shapes(np.shape(flops), np.shape(efficiency),
+    compute_s = np.divide(flops, peak * efficiency, out=np.zeros(np.broadcast_shapes(np.shape(flops),
+                                                                                     np.shape(efficiency),
                                                                                   np.shape(peak))),
                           where=flops > 0)
     return np.maximum(compute_s, moved / device.hbm_bytes_s)
@@ -163,7 +164,8 @@ def parameter_counts(model: Model) -> dict:
     dense_layers = model.layers - model.moe_layers
     embedding = model.vocab * h * np.where(model.tied, 1.0, 2.0) + np.where(model.gated, 0.0, model.seq * h)
     routed = model.moe_layers * model.experts * expert
-    total = embedding + model.layers * (attention + norms_biases) + dense_layers * dense_mlp + model.moe_layers * moe_mlp
+    total = (embedding + model.layers * (attention + norms_biases) + dense_layers * dense_mlp
+             + model.moe_layers * moe_mlp)
     active = total - model.moe_layers * (model.experts - model.top_k) * expert
     return {"total": total, "active": active, "experts": routed, "embedding": embedding}
 
@@ -175,7 +177,8 @@ def model_flops_per_token(model: Model) -> np.ndarray:
     h = model.hidden
     attention_gemms = 2 * (h * (model.heads + 2 * model.kv_heads) * model.head_dim + model.heads * model.head_dim * h)
     dense_mlp = 2 * model.mlp_matrices * h * model.ffn
-    moe_mlp = 2 * model.mlp_matrices * h * model.expert_ffn * (model.top_k + model.shared_experts) + 2 * h * model.experts
+    moe_mlp = (2 * model.mlp_matrices * h * model.expert_ffn * (model.top_k + model.shared_experts)
+               + 2 * h * model.experts)
     scores = 4 * model.seq * model.heads * model.head_dim
     per_layer = attention_gemms + scores
     forward = (model.layers * per_layer + (model.layers - model.moe_layers) * dense_mlp

@@ -508,5 +508,6 @@ class Twin:
             meta = json.loads(str(npz["meta"]))
         rng = np.random.default_rng()
         rng.bit_generator.state = meta["rng"]
-        return cls(nodes=nodes, gpus_per_node=gpus_per_node, jobs=jobs, categories=categories or fire_flyer_categories(),
+        return cls(nodes=nodes, gpus_per_node=gpus_per_node, jobs=jobs,
+                   categories=categories or fire_flyer_categories(),
                    fabric=fabric or Fabric(), exclude_after=exclude_after, time_s=meta["time_s"], rng=rng, **arrays)

@@ -9,9 +9,9 @@ def django_db_setup(django_db_setup, django_db_blocker):
     """Load the seed catalogue once into the test database, as ``manage.py load_catalog`` does.
 
     Each test runs in a transaction that is rolled back, so tests see the seed as loaded."""
-    from planner.services.catalog import catalog_load
-
     from django.db import connection
+
+    from planner.services.catalog import catalog_load
 
     with django_db_blocker.unblock():
         catalog_load()

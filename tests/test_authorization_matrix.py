@@ -203,7 +203,8 @@ def test_a_viewer_may_watch_a_shared_twin(world):
         await communicator.disconnect()
         return connected, code, snapshot
 
-    connected, _, snapshot = async_to_sync(attempt)(f"/ws/twins/{ids['shared_twin']}/", session_headers(users["other_user"]))
+    connected, _, snapshot = async_to_sync(attempt)(f"/ws/twins/{ids['shared_twin']}/",
+                                                    session_headers(users["other_user"]))
     assert connected and snapshot["type"] == "snapshot" and snapshot["twin"] == ids["shared_twin"]
     refused = async_to_sync(attempt)(f"/ws/twins/{ids['twin']}/", session_headers(users["other_user"]))
     assert refused[:2] == (False, 4403)

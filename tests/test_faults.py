@@ -25,7 +25,8 @@ from tests.stack import ARTIFACTS, Stack, free_port, wait_until
 
 pytestmark = [
     pytest.mark.services,
-    pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres") or not shutil.which("redis-server"),
+    pytest.mark.skipif(not os.environ.get("DATABASE_URL",
+                                          "").startswith("postgres") or not shutil.which("redis-server"),
                        reason="needs a PostgreSQL DATABASE_URL and redis-server (CI has both)"),
 ]
 USER, PASSWORD = "operator", "pw-operator-faults-1234"
@@ -67,7 +68,8 @@ class Client:
 
     def __init__(self, base):
         self.base = base
-        self.token = self.call("POST", "/api/auth/token/", {"username": USER, "password": PASSWORD}, auth=False)[1]["token"]
+        self.token = self.call("POST", "/api/auth/token/", {"username": USER, "password": PASSWORD},
+                               auth=False)[1]["token"]
 
     def call(self, method, path, body=None, auth=True):
         request = urllib.request.Request(self.base + path, method=method,
@@ -159,7 +161,8 @@ def test_redis_stopped_during_a_sweep(stack, redis_server):
     stopped_at = sweep_of(client, sweep["id"])["completed_chunks"]
     assert stopped_at < sweep["chunk_count"], "the sweep finished before Redis stopped; make it longer"
 
-    status, body = client.call("POST", "/api/sweeps/", {"plan": "ff2-pcie-2zone", "axes": {"cluster.node_count": [8, 16]}})
+    status, body = client.call("POST", "/api/sweeps/", {"plan": "ff2-pcie-2zone", "axes": {"cluster.node_count": [8,
+                                                                                                                  16]}})
     assert status == 503
     assert "task queue (Redis) is unreachable" in body["detail"] and "nothing of it was saved" in body["detail"]
     status, listing = client.call("GET", "/api/sweeps/")
@@ -181,7 +184,7 @@ def test_postgresql_connections_dropped_during_a_sweep(stack):
     sweep = submit(client)
     dbname = stack.env["DATABASE_URL"].rsplit("/", 1)[1]
     for threshold in (5, 30):
-        wait_until(lambda: sweep_of(client, sweep["id"])["completed_chunks"] >= threshold, 60,
+        wait_until(lambda at_least=threshold: sweep_of(client, sweep["id"])["completed_chunks"] >= at_least, 60,
                    what=f"{threshold} chunks stored")
         with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as admin:
             # The worker holds a connection while it runs a chunk; keep cutting until one was cut.

@@ -36,7 +36,8 @@ def _admin_login(client, password, username="victim"):
 
 
 def _token_login(client, password, username="victim"):
-    return client.post("/api/auth/token/", {"username": username, "password": password}, content_type="application/json")
+    return client.post("/api/auth/token/", {"username": username, "password": password},
+                       content_type="application/json")
 
 
 def _logged_in(path, response):
@@ -289,12 +290,13 @@ def test_every_response_and_log_line_carries_the_request_id(reader_client, caplo
 
 
 def test_log_lines_are_json_with_the_request_id():
+    import pythonjsonlogger.json
     from django.conf import settings
 
     from config.observability import RequestIdFilter, request_id_var
-    import pythonjsonlogger.json
 
-    options = {("fmt" if k == "format" else k): v for k, v in settings.LOGGING["formatters"]["json"].items() if k != "()"}
+    configured = settings.LOGGING["formatters"]["json"]
+    options = {("fmt" if k == "format" else k): v for k, v in configured.items() if k != "()"}
     formatter = pythonjsonlogger.json.JsonFormatter(**options)
     record = logging.LogRecord("planner", logging.WARNING, __file__, 1, "disk %s", ("full",), None)
     token = request_id_var.set("abc123")

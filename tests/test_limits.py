@@ -30,9 +30,11 @@ def test_oversized_bodies_answer_413_before_being_read(catalog, reader_client, s
     body = json.dumps({"cluster": {"node_count": 8}, "padding": "x" * 20_000})
     response = reader_client.post("/api/evaluate/", body, content_type="application/json")
     assert response.status_code == 413
-    assert response.json() == {"detail": f"request body of {len(body):,} bytes; at most 10,000 bytes (API_MAX_BODY_BYTES)"}
+    detail = f"request body of {len(body):,} bytes; at most 10,000 bytes (API_MAX_BODY_BYTES)"
+    assert response.json() == {"detail": detail}
     small = reader_client.post("/api/evaluate/", {"cluster": {"node_count": 8}}, format="json")
-    assert small.status_code == 400 and small.json() == {"cluster.node": ["is required"]}  # read, answered on its merits
+    # Read, and answered on its merits.
+    assert small.status_code == 400 and small.json() == {"cluster.node": ["is required"]}
 
 
 def test_page_size_over_the_cap_is_refused_with_the_limit(catalog, reader_client):

@@ -226,7 +226,8 @@ def _save(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: 
 
 
 def _sample(metrics: dict) -> dict:
-    return {k: metrics[k] for k in ("time_s", "utilization", "goodput_gpu_hours", "lost_gpu_hours", "interruptions")} | {
+    return {k: metrics[k] for k in ("time_s", "utilization", "goodput_gpu_hours", "lost_gpu_hours",
+                                    "interruptions")} | {
         "ettr": [job["ettr"] for job in metrics["jobs"]]}
 
 
@@ -360,7 +361,8 @@ def parse_xid_line(twin: Twin, line: str) -> tuple[int, int]:
         raise TwinInputError({"line": ["not an 'NVRM: Xid (PCI:dddd:bb:dd[.f]): <code>, ...' kernel-log line"]})
     bus = _bus(match["bus"])
     if bus not in twin.pci_bus_ids:
-        raise TwinInputError({"line": [f"PCI bus {bus} is not one of this twin's GPUs ({', '.join(twin.pci_bus_ids)})"]})
+        known = ", ".join(twin.pci_bus_ids)
+        raise TwinInputError({"line": [f"PCI bus {bus} is not one of this twin's GPUs ({known})"]})
     return twin.pci_bus_ids.index(bus), int(match["xid"])
 
 

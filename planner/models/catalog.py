@@ -216,8 +216,9 @@ class ComputeNodeType(CatalogEntry):
         help_text="GPUs on one all-to-all scale-up fabric when it spans nodes (a GB200 NVL72 rack: 72); "
                   "empty: the node's GPUs.")
     nodes_per_rack = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Nodes in one rack when the system fixes it (a rack-scale system); empty: "
-                                         "as the plan's rack power limit allows, else one per scale-up domain.")
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Nodes in one rack when the system fixes it (a rack-scale system); empty: "
+                  "as the plan's rack power limit allows, else one per scale-up domain.")
     rack_extra_power_w = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0.0)],
         help_text="Power of a rack's parts outside its nodes (NVLink switch trays, power shelves).")

@@ -210,7 +210,8 @@ class ClusterPlan(OwnedEntry):
         node = self.node_type if self.node_type_id else None
         spans_nodes = bool(node and node.scaleup_domain_gpus and node.scaleup_domain_gpus > node.accelerators_per_node)
         try:
-            reliability.build_categories(self.failure_profile, failures_per_1000_node_days=self.failures_per_1000_node_days,
+            reliability.build_categories(self.failure_profile,
+                                         failures_per_1000_node_days=self.failures_per_1000_node_days,
                                          rates=rates, domain_spans_nodes=spans_nodes)
         except ScenarioError as error:
             return {"category_rates": error.reason}

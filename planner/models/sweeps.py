@@ -35,7 +35,8 @@ class Sweep(models.Model):
     engine_version = models.CharField(max_length=32)
     input_hash = models.CharField(max_length=64, db_index=True)
     reused_from = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="reused_by",
-                                    help_text="An identical earlier sweep of the same owner whose results this one shows.")
+                                    help_text="An identical earlier sweep of the same owner whose results this "
+                                              "one shows.")
     goal_result = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -84,7 +84,8 @@ class Page:
 
     def _console(self, message):
         if message.type == "error" and message.text != EXPECTED_CONSOLE:
-            self.problems.append(f"console error on {self.page.url}: {message.text} ({message.location.get('url', '')})")
+            source = message.location.get("url", "")
+            self.problems.append(f"console error on {self.page.url}: {message.text} ({source})")
 
     def _response(self, response):
         """Names the address of a failed response (the console error that goes with it does not)."""
@@ -118,7 +119,7 @@ def open_tab(browser, live_server_url, request):
         return tab
 
     yield open_tab
-    for context, tab in tabs:
+    for context, _ in tabs:
         context.close()
     problems = [problem for _, tab in tabs for problem in tab.problems]
     assert not problems, f"browser console errors: {problems}"

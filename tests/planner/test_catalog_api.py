@@ -301,13 +301,15 @@ BAD_INPUT = [
     ("pricebook", {"currency": "usd"}, "currency", "upper-case"),
     (
         "pricebook",
-        {"items": [{"part_kind": "switch", "part_slug": "no-such-switch", "unit_price": "1", "basis": "x", "confidence": "estimate"}]},
+        {"items": [{"part_kind": "switch", "part_slug": "no-such-switch", "unit_price": "1", "basis": "x",
+                    "confidence": "estimate"}]},
         "items",
         "no switch with slug 'no-such-switch'",
     ),
     (
         "pricebook",
-        {"items": [{"part_kind": "switch", "part_slug": "qm8700", "unit_price": "-5", "basis": "x", "confidence": "estimate"}]},
+        {"items": [{"part_kind": "switch", "part_slug": "qm8700", "unit_price": "-5", "basis": "x",
+                    "confidence": "estimate"}]},
         "items",
         "zero or more",
     ),
@@ -315,8 +317,10 @@ BAD_INPUT = [
         "pricebook",
         {
             "items": [
-                {"part_kind": "switch", "part_slug": "qm8700", "unit_price": "1", "basis": "x", "confidence": "estimate"},
-                {"part_kind": "switch", "part_slug": "qm8700", "unit_price": "2", "basis": "y", "confidence": "estimate"},
+                {"part_kind": "switch", "part_slug": "qm8700", "unit_price": "1", "basis": "x",
+                 "confidence": "estimate"},
+                {"part_kind": "switch", "part_slug": "qm8700", "unit_price": "2", "basis": "y",
+                 "confidence": "estimate"},
             ]
         },
         "items",
@@ -363,7 +367,8 @@ def test_deleting_a_part_in_use_answers_409_and_keeps_it(catalog, editor_client)
 
 def test_price_book_update_replaces_items_atomically(catalog, editor_client):
     url = detail_url("pricebook", "fire-flyer-relative")
-    items = [{"part_kind": "switch", "part_slug": "qm9700", "unit_price": "4.5", "basis": "b", "confidence": "estimate"}]
+    items = [{"part_kind": "switch", "part_slug": "qm9700", "unit_price": "4.5", "basis": "b",
+              "confidence": "estimate"}]
     response = editor_client.patch(url, {"items": items}, format="json")
     assert response.status_code == 200
     stored = models.PriceBook.objects.get(slug="fire-flyer-relative").items.get()

@@ -416,7 +416,8 @@ def test_private_workloads_are_hidden_from_others(catalog, reader_client, other_
     assert "my-workload" not in [w["slug"] for w in other_client.get("/api/workloads/", {"page_size": 100}).json()
                                  ["results"]]
     evaluated = other_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "my-workload"}, format="json")
-    assert evaluated.status_code == 400 and evaluated.json()["workload"] == ["no workload 'my-workload' is visible to you"]
+    assert evaluated.status_code == 400
+    assert evaluated.json()["workload"] == ["no workload 'my-workload' is visible to you"]
     assert other_client.get("/api/plans/compare/", {"ids": f"{FF},{FF3}", "workload": "my-workload"}).status_code == 400
 
 
@@ -496,7 +497,8 @@ def test_evaluations_are_memoized_per_document(catalog, reader_client, monkeypat
 
     calls = []
     real = simcore.evaluate
-    monkeypatch.setattr("planner.services.plans.simcore.evaluate", lambda document, **kw: calls.append(1) or real(document, **kw))
+    monkeypatch.setattr("planner.services.plans.simcore.evaluate", lambda document,
+                        **kw: calls.append(1) or real(document, **kw))
     first = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
     again = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
     assert first == again and len(calls) == 1

@@ -97,10 +97,9 @@ def test_bad_reliability_input_names_the_field_and_changes_nothing(change, field
 
 
 def test_overrides_change_the_evaluation(catalog, reader_client):
-    response = reader_client.post("/api/plans/", {"slug": "no-nvlink-errors", "name": "x", "node_type": "ff-pcie-a100",
-                                                  "node_count": 64, "switch": "qm8700", "price_book": "fire-flyer-relative",
-                                                  "category_rates": {"xid-74": 0.0}, "collective_timeout_s": 120},
-                                  format="json")
+    plan = {"slug": "no-nvlink-errors", "name": "x", "node_type": "ff-pcie-a100", "node_count": 64, "switch": "qm8700",
+            "price_book": "fire-flyer-relative", "category_rates": {"xid-74": 0.0}, "collective_timeout_s": 120}
+    response = reader_client.post("/api/plans/", plan, format="json")
     assert response.status_code == 201, response.json()
     reliability = evaluate(reader_client, "no-nvlink-errors", "llama-13b-512")["result"]["reliability"]
     assert reliability["by_category_per_day"]["xid-74"] == 0

@@ -56,7 +56,8 @@ def test_invalid_points_are_recorded_with_their_reason(catalog, reader_client, e
     reasons = {row["invalid_reason"] for row in invalid["results"]}
     assert "TP x PP x CP does not divide the job's GPUs" in reasons  # 300 GPUs / (2 x 4)
     assert any(row["axes"]["workload.gpus"] == 300 for row in invalid["results"])
-    too_big = [row for row in invalid["results"] if row["axes"]["cluster.node_count"] * 8 < row["axes"]["workload.gpus"]]
+    too_big = [row for row in invalid["results"]
+               if row["axes"]["cluster.node_count"] * 8 < row["axes"]["workload.gpus"]]
     assert all(row["invalid_reason"] == "the job needs more GPUs than the cluster has" for row in too_big)
 
 
@@ -112,7 +113,8 @@ def test_a_chunk_is_stored_once(catalog, reader_client, eager_celery):
     ({"axes": {"cluster.colour": [1, 2]}}, "axes.cluster.colour", "unknown field"),
     ({"axes": {}}, "axes", "at least one axis"),
     ({"axes": {"cluster.node_count": []}}, "axes.cluster.node_count", "non-empty"),
-    ({"axes": {"cluster.node_count": {"start": 1, "stop": 5, "steps": 0}}}, "axes.cluster.node_count.steps", "at least 1"),
+    ({"axes": {"cluster.node_count": {"start": 1, "stop": 5, "steps": 0}}}, "axes.cluster.node_count.steps",
+     "at least 1"),
     ({"axes": {"cluster.node_count": [-1, 4]}}, "axes.cluster.node_count", "greater than zero"),
     ({"axes": {"workload.tp": [3, 5]}}, "axes", "every point of the grid is invalid"),
     ({"axes": {"cluster.node_count": ["many"]}}, "axes.cluster.node_count", "takes numbers"),

@@ -1,14 +1,13 @@
 """Sweeps on a real Celery worker over this machine's Redis and PostgreSQL (CI sets REDIS_URL and
 DATABASE_URL): results match direct evaluation, a SIGKILLed worker loses and duplicates nothing,
 cancel stops the work, and websocket viewers see progress rise to 100%."""
+import copy
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-import copy
 
 import numpy as np
 import pytest
@@ -17,11 +16,11 @@ from channels.testing import WebsocketCommunicator
 from django.db import connection
 from rest_framework.test import APIClient
 
-from planner.models import Sweep, SweepChunk
 import simcore
+from planner.models import Sweep, SweepChunk
 from planner.services import sweeps as services
-from tests.helpers import ANONYMOUS, session_headers
 from simcore.sweep import dig, set_path
+from tests.helpers import ANONYMOUS, session_headers
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [

@@ -46,9 +46,11 @@ def test_parameter_and_flop_counts_match_megatron_and_llama():
                   "tp": 8, "pp": 12})
     assert gpt3["params"] == pytest.approx(174.6e9, rel=0.002)
     # SC21: F = 96 B s l h^2 (1 + s / (6 h) + V / (16 l h)) with full recomputation.
-    b, s, l, h, v = 1536, 2048, 96, 12288, 51200
-    assert gpt3["hardware_flops_per_step"] == pytest.approx(96 * b * s * l * h**2 * (1 + s / (6 * h) + v / (16 * l * h)))
-    assert gpt3["model_flops_per_step"] == pytest.approx(72 * b * s * l * h**2 * (1 + s / (6 * h) + v / (12 * l * h)))
+    b, s, layers, h, v = 1536, 2048, 96, 12288, 51200
+    narayanan = 96 * b * s * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h))
+    assert gpt3["hardware_flops_per_step"] == pytest.approx(narayanan)
+    model_flops = 72 * b * s * layers * h**2 * (1 + s / (6 * h) + v / (12 * layers * h))
+    assert gpt3["model_flops_per_step"] == pytest.approx(model_flops)
     llama = train(DENSE)
     assert llama["params"] == pytest.approx(8.03e9, rel=0.01)  # Llama 3 8B
     moe = train(MOE)
@@ -60,7 +62,8 @@ def test_sequence_parallelism_keeps_tp_traffic_and_cuts_activations_by_the_publi
     base = {**SC21_GPT, "heads": 48, "hidden": 6144, "layers": 40, "global_batch": 64, "gpus": 64,
             "tp": 8, "pp": 8, "recompute": "selective"}
     plain, sp = train(base), train(base, sequence_parallel=True)
-    assert sp["step_parts_s"]["tensor-parallel traffic"] == pytest.approx(plain["step_parts_s"]["tensor-parallel traffic"])
+    tp_traffic = "tensor-parallel traffic"
+    assert sp["step_parts_s"][tp_traffic] == pytest.approx(plain["step_parts_s"][tp_traffic])
     # Korthikanti 2022, selective recomputation: s b h (10 + 24 / t) without SP, s b h 34 / t with it.
     assert sp["memory"]["activations_gb"] / plain["memory"]["activations_gb"] == pytest.approx((34 / 8) / (10 + 24 / 8))
 
@@ -77,7 +80,8 @@ def test_selective_recomputation_costs_less_time_and_saves_less_memory_than_full
 def test_doubling_context_parallelism_halves_attention_work_per_gpu():
     one = train(DENSE, gpus=256, cp=2)
     two = train(DENSE, gpus=512, cp=4)
-    assert two["hardware_flops_per_step"] / two["gpus"] == pytest.approx(one["hardware_flops_per_step"] / one["gpus"] / 2)
+    per_gpu = lambda r: r["hardware_flops_per_step"] / r["gpus"]  # noqa: E731
+    assert per_gpu(two) == pytest.approx(per_gpu(one) / 2)
     assert two["step_parts_s"]["forward"] < one["step_parts_s"]["forward"]
     assert two["placement"]["cp"] == "network" and one["placement"]["cp"] == "scale-up"
 
@@ -89,7 +93,8 @@ def test_interleaving_shrinks_the_bubble_and_grows_first_stage_memory():
                                                                           rel=0.05)
     # Korthikanti 2022: the first stage holds (1 + (p - 1) / (p v)) x the activations.
     assert interleaved["memory"]["activations_gb"] / plain["memory"]["activations_gb"] == pytest.approx(1 + 3 / 8)
-    assert interleaved["step_parts_s"]["pipeline traffic"] == pytest.approx(2 * plain["step_parts_s"]["pipeline traffic"])
+    pp_traffic = "pipeline traffic"
+    assert interleaved["step_parts_s"][pp_traffic] == pytest.approx(2 * plain["step_parts_s"][pp_traffic])
 
 
 def test_fp8_gemms_run_faster_but_the_step_gains_less_than_twice():
@@ -142,7 +147,8 @@ def sc21_table1_rows():
 def test_sc21_table1_grows_with_model_size_as_published():
     rows = sc21_table1_rows()
     assert len(rows) == 10
-    assert min(rows["sc21-t1-529.6b"]["predicted"], rows["sc21-t1-1008b"]["predicted"]) > rows["sc21-t1-1.7b"]["predicted"]
+    assert min(rows["sc21-t1-529.6b"]["predicted"],
+               rows["sc21-t1-1008b"]["predicted"]) > rows["sc21-t1-1.7b"]["predicted"]
 
 
 @pytest.mark.xfail(strict=True, reason="measured mean |error| 5.4% against the 5% target (docs/engine.md)")

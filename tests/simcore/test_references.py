@@ -8,7 +8,8 @@ from simcore.references import CASES, validate
 KNOWN_MISSES = {
     "gb200-nvl72-rack-power": "the trays' average under training load alone: the NVLink switch trays' power is "
                               "unpublished and uncounted",
-    **{key: "predicted 1.5-3.7x faster than published: DeepSpeed ZeRO-3 (2021) moved weights far slower than NCCL allows"
+    **{key: "predicted 1.5-3.7x faster than published: DeepSpeed ZeRO-3 (2021) moved weights far slower than "
+            "NCCL allows"
        for key in ("sc21-t2-174.6b-zero3-384", "sc21-t2-174.6b-zero3-768", "sc21-t2-174.6b-zero3-1536",
                    "sc21-t2-529.6b-zero3-640", "sc21-t2-529.6b-zero3-1120", "sc21-t2-529.6b-zero3-2240")},
     **{f"vgg16-nccl-{gpus}": "Torch DDP with NCCL on PCIe nodes loses more than the standalone NCCL bandwidth explains"

@@ -5,9 +5,9 @@ import pytest
 
 from simcore import ScenarioError, evaluate
 from simcore.collectives import nccl_allreduce
-from simcore.references import GB200_TRAY, NVL72_RACKS
-from simcore.node import domain_io, node_io
 from simcore.document import parse
+from simcore.node import domain_io, node_io
+from simcore.references import GB200_TRAY, NVL72_RACKS
 
 MOE = {"kind": "transformer", "layers": 8, "hidden": 4096, "heads": 32, "vocab": 32000, "seq_len": 4096,
        "experts": 64, "moe_top_k": 8, "expert_ffn_hidden": 1536, "gated_mlp": True, "global_batch": 256,
@@ -89,11 +89,13 @@ def test_nvlink_sharp_speeds_tp_allreduces_by_the_measured_share_but_not_sp_or_a
     assert 1.1 < plain / sharp["tensor-parallel traffic"] <= gain  # the latency part does not gain
     big = {**dense, "micro_batch": 16, "global_batch": 2048}  # 0.5 GB messages: bandwidth-bound
     ratio = (run(HGX_NODE, 128, big, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
-             / run({**HGX_NODE, "nvlink_sharp": True}, 128, big, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"])
+             / run({**HGX_NODE, "nvlink_sharp": True}, 128, big,
+                   rack={})["training"]["step_parts_s"]["tensor-parallel traffic"])
     assert ratio == pytest.approx(gain, rel=0.03)
     sp = {**dense, "sequence_parallel": True}
     assert run({**HGX_NODE, "nvlink_sharp": True}, 128, sp, rack={})["training"]["step_parts_s"][
-        "tensor-parallel traffic"] == run(HGX_NODE, 128, sp, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
+        "tensor-parallel traffic"] == run(HGX_NODE, 128, sp,
+                                          rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
     assert np.isnan(FAMILIES["ampere"].nvls_allreduce_gain)
 
 

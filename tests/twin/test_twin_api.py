@@ -49,7 +49,8 @@ def test_a_year_of_the_fire_flyer_twin_has_the_published_xid_mix_and_ettr(catalo
     software Xids (job-caused) never stop it, and its ETTR is the closed form's."""
     twin = create(owner_client)
     job = twin.jobs[0]
-    assert job["fault_factor"] == 0 and twin.fabric == {"nics_per_node": 1, "links": 3280, "leaves": 80, "switches": 122,
+    assert job["fault_factor"] == 0 and twin.fabric == {"nics_per_node": 1, "links": 3280, "leaves": 80,
+                                                        "switches": 122,
                                                         "domain_nodes": 1}
     for _ in range(365):
         services.twin_advance(twin=twin, sim_seconds=86400.0)
@@ -252,7 +253,8 @@ def test_only_the_owner_controls_a_shared_twin(catalog, owner_client, django_use
     other.force_authenticate(django_user_model.objects.create_user("viewer", password="pw-viewer-1234"))
     assert other.get(f"/api/twins/{twin.pk}/state/").status_code == 200
     assert other.post(f"/api/twins/{twin.pk}/pause/").status_code == 403
-    assert other.post(f"/api/twins/{twin.pk}/inject/", {"category": "xid-74", "gpu": 0}, format="json").status_code == 403
+    assert other.post(f"/api/twins/{twin.pk}/inject/", {"category": "xid-74", "gpu": 0},
+                      format="json").status_code == 403
     Twin.objects.filter(pk=twin.pk).update(visibility="private")
     assert other.get(f"/api/twins/{twin.pk}/state/").status_code == 404
 

@@ -9,4 +9,5 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         removed = retention_enforce()
-        self.stdout.write(", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in removed.items()) + " removed")
+        counts = ", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in removed.items())
+        self.stdout.write(f"{counts} removed")

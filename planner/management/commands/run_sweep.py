@@ -45,7 +45,8 @@ class Command(BaseCommand):
         try:
             sweep = sweep_create(owner=owner, plan=plan, workload=workload, spec=spec, name=request.get("name", ""))
         except SweepInputError as error:
-            raise CommandError("; ".join(f"{field}: {' '.join(reasons)}" for field, reasons in error.errors.items()))
+            raise CommandError("; ".join(f"{field}: {' '.join(reasons)}"
+                                         for field, reasons in error.errors.items())) from error
         if sweep.status != Sweep.Status.DONE:
             try:
                 sweep_enqueue(sweep)
