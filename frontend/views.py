@@ -22,8 +22,8 @@ from planner.services.sweeps import CATEGORICAL_AXES
 from simcore.devices import constant_rows
 from simcore.document import field_docs
 from simcore.errors import ScenarioError
+from simcore.outputs import by_path, sweep_defaults
 from simcore.reliability import describe_profiles
-from simcore.sweep import DEFAULT_OUTPUTS, TRAINING_OUTPUTS
 from twin.models import Twin
 from twin.services import twin_categories
 
@@ -282,7 +282,7 @@ def sweep_list(request):
         "sweeps": Sweep.objects.filter(owner=request.user).select_related("plan", "workload").order_by("-created_at"),
         "plans": _visible_plans(request.user), "workloads": _visible_workloads(request.user),
         "plan": request.GET.get("plan", ""), "axis_paths": [*CATEGORICAL_AXES, *numeric_axes],
-        "metrics": [*DEFAULT_OUTPUTS, *TRAINING_OUTPUTS],
+        "metrics": [by_path()[path] for path in sweep_defaults(True)],
     })
 
 

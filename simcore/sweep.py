@@ -17,43 +17,10 @@ import numpy as np
 
 from simcore.document import parse
 from simcore.errors import ScenarioError
+from simcore.outputs import dig
 from simcore.scenario import EngineParams, evaluate_parsed
 
 MAX_AXIS_VALUES = 100_000
-
-# Metrics a sweep stores for every point when the request names none (paths into the result).
-DEFAULT_OUTPUTS = (
-    "cluster.gpus",
-    "fabric.switches",
-    "fabric.fits",
-    "cost.capex_total",
-    "cost.unpriced_count",
-    "cost.energy_per_year",
-    "power.it_total_w",
-    "power.facility_w",
-    "compute.cluster_fp16_pflops",
-    "collectives.hfreduce.algbw_gbyte_s",
-    "collectives.nccl.algbw_gbyte_s",
-    "reliability.platform_interruptions_per_day",
-    "reliability.fabric_interruption_share",
-    "reliability.repair_hours_per_day",
-)
-TRAINING_OUTPUTS = (
-    "training.feasible",
-    "training.step_time_s",
-    "training.mfu",
-    "training.hfu",
-    "training.hardware_tflops_per_gpu",
-    "training.tokens_per_s",
-    "training.memory.fits",
-    "training.memory.per_gpu_gb",
-    "training.time_to_train_days",
-    "training.cost_to_train",
-    "reliability.ettr",
-    "reliability.job_interruptions_per_day",
-    "reliability.restart_time_s",
-)
-
 
 @dataclass(frozen=True)
 class Axis:
@@ -145,20 +112,6 @@ def set_path(document: dict, path: str, value):
         node = child
     node[leaf] = value
 
-
-_RAISE = object()
-
-
-def dig(result: dict, path: str, missing=_RAISE):
-    """The value at a dotted result path; where there is none, ``missing`` (or a field error)."""
-    value = result
-    for key in path.split("."):
-        if not isinstance(value, dict) or key not in value:
-            if missing is _RAISE:
-                raise ScenarioError(path, "is not a result metric")
-            return missing
-        value = value[key]
-    return value
 
 
 def evaluate_points(base_document: dict, numeric_axes: list[Axis], indices: list[np.ndarray], outputs,

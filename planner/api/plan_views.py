@@ -275,7 +275,9 @@ class EvaluateScenarioView(APIView):
     @extend_schema(tags=["evaluate"], request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
                    examples=[SCENARIO_EXAMPLE],
                    description="Any number field may be a list: the result then has one value per point "
-                               "(at most API_MAX_SCENARIO_POINTS; submit a sweep for more).")
+                               "(at most API_MAX_SCENARIO_POINTS; submit a sweep for more). The registered metrics "
+                               "(GET /api/outputs/ gives each one's label, unit and better direction): "
+                               + ", ".join(f"`{o.path}`" for o in simcore.outputs.OUTPUTS if o.path) + ".")
     def post(self, request):
         try:
             enforce_engine_limits(request.data)
@@ -295,6 +297,18 @@ class ReliabilityProfilesView(APIView):
     @extend_schema(tags=["catalogue"], responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         return Response(simcore.reliability.describe_profiles())
+
+
+class OutputsView(APIView):
+    """The output registry: every metric the product names (comparisons, sweeps, the CLI table, the
+    pages), with its path into an evaluation's result, label, unit and which way is better."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(tags=["evaluate"], responses={200: api.OutputSerializer(many=True)})
+    def get(self, request):
+        rows = [{**o.describe(), "compare": o.compare, "sweep": o.sweep} for o in simcore.outputs.OUTPUTS]
+        return Response(api.OutputSerializer(rows, many=True).data)
 
 
 class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,

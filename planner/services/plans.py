@@ -12,7 +12,7 @@ import simcore
 from config import observability as metrics
 from planner.adapters import price_index, scenario_document
 from planner.models import ClusterPlan, PriceItem, Workload
-from simcore.sweep import dig
+from simcore import outputs
 
 
 class PlanInfeasible(Exception):
@@ -147,74 +147,6 @@ def bom_csv(bom: dict) -> str:
     return out.getvalue()
 
 
-def _gemm_mean(result):
-    tf32, fp16 = result["compute"]["gemm_tf32_tflops"], result["compute"]["gemm_fp16_tflops"]
-    known = [v for v in (tf32, fp16) if v is not None]
-    return sum(known) / len(known) if known else None
-
-
-def _node_price(result):
-    price = result["cost"]["compute_nodes"]
-    return None if price is None else price / result["cluster"]["nodes"]
-
-
-def _per_node_price(result):
-    gemm, price = _gemm_mean(result), _node_price(result)
-    return None if gemm is None or not price else gemm / price
-
-
-# (key, label, unit, how to read it from a result): the metrics a comparison lines up.
-COMPARE_METRICS = [
-    ("gpus", "GPUs", "GPUs", "cluster.gpus"),
-    ("nodes", "compute nodes", "nodes", "cluster.nodes"),
-    ("switches", "switches", "switches", "fabric.switches"),
-    ("compute_fabric_switches", "switches, computation fabric", "switches", "fabric.compute_fabric_switches"),
-    ("transceivers", "optical transceivers", "modules", "fabric.transceivers"),
-    ("network_cost", "network price", "currency", "cost.network"),
-    ("capex_total", "total price", "currency", "cost.capex_total"),
-    ("node_price", "price per compute node", "currency", _node_price),
-    ("energy_cost_per_year", "energy per year", "currency", "cost.energy_per_year"),
-    ("node_power_w", "power per compute node", "W", "power.node_w"),
-    ("scaleup_domain_gpus", "GPUs per NVLink domain", "GPUs", "cluster.scaleup_domain_gpus"),
-    ("racks", "racks", "racks", "racks.count"),
-    ("gpus_per_rack", "GPUs per rack", "GPUs", "racks.gpus_per_rack"),
-    ("rack_power_w", "power per rack", "W", "racks.power_w"),
-    ("pue", "facility PUE", "ratio", "power.pue"),
-    ("it_power_w", "cluster IT power", "W", "power.it_total_w"),
-    ("facility_power_w", "facility power", "W", "power.facility_w"),
-    ("gemm_tf32_tflops", "TF32 GEMM per GPU", "TFLOPS", "compute.gemm_tf32_tflops"),
-    ("gemm_fp16_tflops", "FP16 GEMM per GPU", "TFLOPS", "compute.gemm_fp16_tflops"),
-    ("gemm_mean_tflops", "GEMM per GPU, mean of TF32 and FP16", "TFLOPS", _gemm_mean),
-    ("gemm_per_node_price", "GEMM per unit of node price", "TFLOPS/currency", _per_node_price),
-    ("cluster_fp16_pflops", "cluster FP16 GEMM", "PFLOPS", "compute.cluster_fp16_pflops"),
-    ("hfreduce_gbyte_s", "HFReduce across the cluster", "GB/s", "collectives.hfreduce.algbw_gbyte_s"),
-    ("nccl_gbyte_s", "NCCL across the cluster", "GB/s", "collectives.nccl.algbw_gbyte_s"),
-    ("interruptions_per_day", "platform interruptions per day, whole cluster", "1/day",
-     "reliability.platform_interruptions_per_day"),
-    ("fabric_interruption_share", "fabric share of interruptions", "fraction", "reliability.fabric_interruption_share"),
-    ("fabric_interruptions_per_day", "fabric interruptions per day", "1/day",
-     "reliability.fabric_interruptions_per_day"),
-    ("repair_hours_per_day", "repair hours per day", "h/day", "reliability.repair_hours_per_day"),
-    ("fabric_repair_hours_per_day", "fabric repair hours per day", "h/day", "reliability.fabric_repair_hours_per_day"),
-    ("node_availability", "node availability", "fraction", "reliability.node_availability"),
-    ("step_time_s", "training step", "s", "training.step_time_s"),
-    ("mfu", "MFU", "fraction", "training.mfu"),
-    ("hfu", "HFU (with recomputation)", "fraction", "training.hfu"),
-    ("hardware_tflops_per_gpu", "hardware TFLOPS per GPU", "TFLOPS", "training.hardware_tflops_per_gpu"),
-    ("tokens_per_s", "tokens per second", "tokens/s", "training.tokens_per_s"),
-    ("pipeline_bubble_s", "step: pipeline bubble", "s", "training.step_parts_s.pipeline bubble"),
-    ("tp_traffic_s", "step: tensor-parallel traffic", "s", "training.step_parts_s.tensor-parallel traffic"),
-    ("ep_traffic_s", "step: expert all-to-all", "s", "training.step_parts_s.expert all-to-all"),
-    ("dp_traffic_s", "step: exposed data-parallel traffic", "s", "training.step_parts_s.exposed data-parallel traffic"),
-    ("time_to_train_days", "time to train", "days", "training.time_to_train_days"),
-    ("cost_to_train", "cost to train", "currency", "training.cost_to_train"),
-    ("cost_per_million_tokens", "cost per million trained tokens", "currency", "training.cost_per_million_tokens"),
-    ("job_interruptions_per_day", "job interruptions per day", "1/day", "reliability.job_interruptions_per_day"),
-    ("restart_time_s", "restart time", "s", "reliability.restart_time_s"),
-    ("ettr", "effective training time ratio", "fraction", "reliability.ettr"),
-]
-
-
 COMPARE_PLANS = (2, 4)
 
 
@@ -240,14 +172,13 @@ def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, 
             infeasible[plan.slug] = error.reasons
             evaluations.append(None)
     metrics = []
-    for key, label, unit, path in COMPARE_METRICS:
-        read = path if callable(path) else (lambda r, p=path: dig(r, p, missing=None))
-        values = [None if r is None else read(r) for r in evaluations]
+    for output in outputs.selected("compare"):
+        values = [None if r is None else output.read(r) for r in evaluations]
         if all(v is None for v in values):
             continue
         first = values[0]
         metrics.append({
-            "key": key, "label": label, "unit": unit, "values": values,
+            **output.describe(), "values": values,
             "ratio_to_first": [None if v is None or not first else v / first for v in values],
             "delta_to_first": [None if v is None or first is None else v - first for v in values],
         })

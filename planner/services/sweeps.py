@@ -26,6 +26,7 @@ from planner.adapters import scenario_document
 from planner.events import publish_sweep_state
 from planner.models import ClusterPlan, ComputeNodeType, Sweep, SweepChunk, Switch, Workload
 from simcore import sweep as engine
+from simcore.outputs import sweep_defaults
 
 # Axes that swap a catalogue part of the plan: path -> (model, plan field).
 CATEGORICAL_AXES = {
@@ -81,7 +82,7 @@ def parse_spec(spec: dict, has_workload: bool):
         raise SweepInputError({"axes": [f"{combinations} combinations of catalogue parts; at most {MAX_COMBINATIONS}"]})
     outputs = spec.get("outputs")
     if outputs is None:
-        outputs = list(engine.DEFAULT_OUTPUTS) + (list(engine.TRAINING_OUTPUTS) if has_workload else [])
+        outputs = sweep_defaults(has_workload)
         outputs = [path for path in outputs if path not in OPTIONAL_OUTPUTS]
     if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs) or not outputs:
         raise SweepInputError({"outputs": ["must be a non-empty list of result metric paths"]})

@@ -324,7 +324,7 @@ def test_tokens_endpoint(catalog, reader_client, user):
 def test_commands_evaluate_and_compare(catalog, capsys):
     call_command("evaluate_plan", FF, "--workload", "llama-13b-512")
     table = capsys.readouterr().out
-    assert "switches" in table and "122" in table and "step time" in table
+    assert "switches" in table and "122" in table and "training step" in table
     call_command("evaluate_plan", FF, "--format", "csv")
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("part,part_kind,slug,quantity") and lines[-1].startswith("total")

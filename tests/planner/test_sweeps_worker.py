@@ -19,7 +19,8 @@ from rest_framework.test import APIClient
 import simcore
 from planner.models import Sweep, SweepChunk
 from planner.services import sweeps as services
-from simcore.sweep import dig, set_path
+from simcore.outputs import dig
+from simcore.sweep import set_path
 from tests.helpers import ANONYMOUS, session_headers
 
 ROOT = Path(__file__).resolve().parents[2]

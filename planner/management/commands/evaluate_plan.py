@@ -5,26 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 import simcore
 from planner.models import ClusterPlan, Workload
 from planner.services.plans import PlanInfeasible, bom_csv, plan_bom, plan_evaluate
-from simcore.sweep import dig
-
-TABLE_ROWS = [
-    ("GPUs", "cluster.gpus", ""),
-    ("switches", "fabric.switches", ""),
-    ("total price", "cost.capex_total", "currency"),
-    ("network price", "cost.network", "currency"),
-    ("IT power", "power.it_total_w", "W"),
-    ("TF32 GEMM per GPU", "compute.gemm_tf32_tflops", "TFLOPS"),
-    ("FP16 GEMM per GPU", "compute.gemm_fp16_tflops", "TFLOPS"),
-    ("HFReduce, whole cluster", "collectives.hfreduce.algbw_gbyte_s", "GB/s"),
-    ("NCCL, whole cluster", "collectives.nccl.algbw_gbyte_s", "GB/s"),
-    ("platform interruptions per day", "reliability.platform_interruptions_per_day", ""),
-    ("fabric share of interruptions", "reliability.fabric_interruption_share", ""),
-    ("step time", "training.step_time_s", "s"),
-    ("MFU", "training.mfu", ""),
-    ("time to train", "training.time_to_train_days", "days"),
-    ("restart time", "reliability.restart_time_s", "s"),
-    ("ETTR", "reliability.ettr", ""),
-]
+from simcore import outputs
 
 
 class Command(BaseCommand):
@@ -59,11 +40,11 @@ class Command(BaseCommand):
             result = evaluation["result"]
             self.stdout.write(f"{plan_row.name} (engine {evaluation['engine_version']})")
             currency = result["cost"]["currency"]
-            for label, path, unit in TABLE_ROWS:
-                value = dig(result, path, missing=None)
+            for output in outputs.selected("table"):
+                value = output.read(result)
                 if value is None:
                     continue
-                unit = currency if unit == "currency" else unit
-                self.stdout.write(f"  {label:28} {value:>14,.4g} {unit}")
+                unit = currency if output.unit == "currency" else output.unit
+                self.stdout.write(f"  {output.label:28} {value:>14,.4g} {unit}")
             for constraint in result["constraints"]:
                 self.stdout.write(f"  note: {constraint['message']}")

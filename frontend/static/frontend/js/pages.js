@@ -2,14 +2,11 @@
 import { api, el, errorLines } from "./api.js";
 import { barChart } from "./charts.js";
 
-const CHARTED = ["switches", "capex_total", "facility_power_w", "rack_power_w", "gemm_per_node_price", "hfreduce_gbyte_s",
-  "step_time_s", "ep_traffic_s", "time_to_train_days", "cost_per_million_tokens", "interruptions_per_day"];
-
+// The metrics to chart are marked in the engine's output registry (simcore/outputs.py).
 export function comparePage(comparison, charts) {
-  const byKey = Object.fromEntries(comparison.metrics.map((m) => [m.key, m]));
-  for (const key of CHARTED) {
-    const metric = byKey[key];
-    if (!metric || metric.values.every((v) => v === null)) continue;
+  for (const metric of comparison.metrics.filter((m) => m.chart)) {
+    const key = metric.key;
+    if (metric.values.every((v) => v === null)) continue;
     const unit = metric.unit === "currency" ? comparison.currency || "price" : metric.unit;
     const fig = el("figure", { class: "chart-box", "data-metric": key });
     charts.append(fig);

@@ -1,0 +1,160 @@
+"""The output registry: every metric the product names, with its path into the result, label, unit
+and which way is better, mirroring the input field spec (:mod:`simcore.document`).
+
+Comparisons, the ``evaluate_plan`` table, a sweep's default outputs, the pages and the API's
+description all read this one list, so a new metric is one entry here. ``unit`` "currency" means the
+price book's currency. A metric marked ``workload`` exists only when a workload is trained.
+"""
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from simcore.errors import ScenarioError
+
+LOWER, HIGHER, NEITHER = "lower", "higher", ""
+
+
+_RAISE = object()
+
+
+def dig(result: dict, path: str, missing=_RAISE):
+    """The value at a dotted result path; where there is none, ``missing`` (or a field error)."""
+    value = result
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            if missing is _RAISE:
+                raise ScenarioError(path, "is not a result metric")
+            return missing
+        value = value[key]
+    return value
+
+
+def _gemm_mean(result):
+    tf32, fp16 = result["compute"]["gemm_tf32_tflops"], result["compute"]["gemm_fp16_tflops"]
+    known = [v for v in (tf32, fp16) if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _node_price(result):
+    """The price book's price of one compute node (the compute-node line over the node count)."""
+    price = result["cost"]["compute_nodes"]
+    return None if price is None else price / result["cluster"]["nodes"]
+
+
+def _per_node_price(result):
+    gemm, price = _gemm_mean(result), _node_price(result)
+    return None if gemm is None or not price else gemm / price
+
+
+@dataclass(frozen=True)
+class Output:
+    key: str
+    path: str  # a dotted path into the result; "" where ``derive`` computes the value
+    label: str
+    unit: str
+    better: str = NEITHER
+    workload: bool = False
+    compare: bool = True  # lined up in comparisons
+    chart: bool = False  # charted on the comparison page
+    table: bool = False  # printed by manage.py evaluate_plan
+    sweep: bool = False  # stored by a sweep that names no outputs
+    derive: Callable | None = None
+
+    def read(self, result: dict):
+        """The metric from one evaluation (None where the result lacks it)."""
+        return self.derive(result) if self.derive is not None else dig(result, self.path, missing=None)
+
+    def describe(self) -> dict:
+        return {"key": self.key, "path": self.path or None, "label": self.label, "unit": self.unit,
+                "better": self.better, "workload": self.workload, "chart": self.chart}
+
+
+OUTPUTS: list[Output] = [
+    Output("gpus", "cluster.gpus", "GPUs", "GPUs", table=True, sweep=True),
+    Output("nodes", "cluster.nodes", "compute nodes", "nodes"),
+    Output("switches", "fabric.switches", "switches", "switches", LOWER, chart=True, table=True, sweep=True),
+    Output("fabric_fits", "fabric.fits", "fabric holds the build", "yes/no", HIGHER, compare=False, sweep=True),
+    Output("compute_fabric_switches", "fabric.compute_fabric_switches", "switches, computation fabric", "switches",
+           LOWER),
+    Output("transceivers", "fabric.transceivers", "optical transceivers", "modules", LOWER),
+    Output("network_cost", "cost.network", "network price", "currency", LOWER, table=True),
+    Output("capex_total", "cost.capex_total", "total price", "currency", LOWER, chart=True, table=True, sweep=True),
+    Output("unpriced_count", "cost.unpriced_count", "parts without a price", "parts", LOWER, compare=False, sweep=True),
+    Output("node_price", "", "price per compute node", "currency", LOWER, derive=_node_price),
+    Output("energy_cost_per_year", "cost.energy_per_year", "energy per year", "currency", LOWER, sweep=True),
+    Output("node_power_w", "power.node_w", "power per compute node", "W", LOWER),
+    Output("scaleup_domain_gpus", "cluster.scaleup_domain_gpus", "GPUs per NVLink domain", "GPUs"),
+    Output("racks", "racks.count", "racks", "racks", LOWER),
+    Output("gpus_per_rack", "racks.gpus_per_rack", "GPUs per rack", "GPUs"),
+    Output("rack_power_w", "racks.power_w", "power per rack", "W", LOWER, chart=True),
+    Output("pue", "power.pue", "facility PUE", "ratio", LOWER),
+    Output("it_power_w", "power.it_total_w", "cluster IT power", "W", LOWER, table=True, sweep=True),
+    Output("facility_power_w", "power.facility_w", "facility power", "W", LOWER, chart=True, sweep=True),
+    Output("gemm_tf32_tflops", "compute.gemm_tf32_tflops", "TF32 GEMM per GPU", "TFLOPS", HIGHER, table=True),
+    Output("gemm_fp16_tflops", "compute.gemm_fp16_tflops", "FP16 GEMM per GPU", "TFLOPS", HIGHER, table=True),
+    Output("gemm_mean_tflops", "", "GEMM per GPU, mean of TF32 and FP16", "TFLOPS", HIGHER, derive=_gemm_mean),
+    Output("gemm_per_node_price", "", "GEMM per unit of node price", "TFLOPS/currency", HIGHER, chart=True,
+      derive=_per_node_price),
+    Output("cluster_fp16_pflops", "compute.cluster_fp16_pflops", "cluster FP16 GEMM", "PFLOPS", HIGHER, sweep=True),
+    Output("hfreduce_gbyte_s", "collectives.hfreduce.algbw_gbyte_s", "HFReduce across the cluster", "GB/s", HIGHER,
+      chart=True, table=True, sweep=True),
+    Output("nccl_gbyte_s", "collectives.nccl.algbw_gbyte_s", "NCCL across the cluster", "GB/s", HIGHER, table=True,
+      sweep=True),
+    Output("interruptions_per_day", "reliability.platform_interruptions_per_day",
+      "platform interruptions per day, whole cluster", "1/day", LOWER, chart=True, table=True, sweep=True),
+    Output("fabric_interruption_share", "reliability.fabric_interruption_share", "fabric share of interruptions",
+      "fraction", LOWER, table=True, sweep=True),
+    Output("fabric_interruptions_per_day", "reliability.fabric_interruptions_per_day", "fabric interruptions per day",
+      "1/day", LOWER),
+    Output("repair_hours_per_day", "reliability.repair_hours_per_day", "repair hours per day", "h/day", LOWER,
+      sweep=True),
+    Output("fabric_repair_hours_per_day", "reliability.fabric_repair_hours_per_day", "fabric repair hours per day",
+      "h/day", LOWER),
+    Output("node_availability", "reliability.node_availability", "node availability", "fraction", HIGHER),
+    Output("training_feasible", "training.feasible", "the job can run", "yes/no", HIGHER, workload=True, compare=False,
+      sweep=True),
+    Output("step_time_s", "training.step_time_s", "training step", "s", LOWER, workload=True, chart=True, table=True,
+      sweep=True),
+    Output("mfu", "training.mfu", "MFU", "fraction", HIGHER, workload=True, table=True, sweep=True),
+    Output("hfu", "training.hfu", "HFU (with recomputation)", "fraction", HIGHER, workload=True, sweep=True),
+    Output("hardware_tflops_per_gpu", "training.hardware_tflops_per_gpu", "hardware TFLOPS per GPU", "TFLOPS", HIGHER,
+      workload=True, sweep=True),
+    Output("tokens_per_s", "training.tokens_per_s", "tokens per second", "tokens/s", HIGHER, workload=True, sweep=True),
+    Output("memory_fits", "training.memory.fits", "fits in HBM", "yes/no", HIGHER, workload=True, compare=False,
+      sweep=True),
+    Output("memory_per_gpu_gb", "training.memory.per_gpu_gb", "memory per GPU", "GB", LOWER, workload=True,
+      compare=False, sweep=True),
+    Output("pipeline_bubble_s", "training.step_parts_s.pipeline bubble", "step: pipeline bubble", "s", LOWER,
+      workload=True),
+    Output("tp_traffic_s", "training.step_parts_s.tensor-parallel traffic", "step: tensor-parallel traffic", "s", LOWER,
+      workload=True),
+    Output("ep_traffic_s", "training.step_parts_s.expert all-to-all", "step: expert all-to-all", "s", LOWER,
+      workload=True, chart=True),
+    Output("dp_traffic_s", "training.step_parts_s.exposed data-parallel traffic", "step: exposed data-parallel traffic",
+      "s", LOWER, workload=True),
+    Output("time_to_train_days", "training.time_to_train_days", "time to train", "days", LOWER, workload=True,
+      chart=True, table=True, sweep=True),
+    Output("cost_to_train", "training.cost_to_train", "cost to train", "currency", LOWER, workload=True, sweep=True),
+    Output("cost_per_million_tokens", "training.cost_per_million_tokens", "cost per million trained tokens", "currency",
+      LOWER, workload=True, chart=True),
+    Output("ettr", "reliability.ettr", "effective training time ratio", "fraction", HIGHER, workload=True, table=True,
+      sweep=True),
+    Output("job_interruptions_per_day", "reliability.job_interruptions_per_day", "job interruptions per day", "1/day",
+      LOWER, workload=True, sweep=True),
+    Output("restart_time_s", "reliability.restart_time_s", "restart time", "s", LOWER, workload=True, table=True,
+      sweep=True),
+]
+
+
+def selected(flag: str, *, workload: bool | None = None) -> list[Output]:
+    """The registry's outputs with ``flag`` set (``compare``, ``chart``, ``table``, ``sweep``), in
+    registry order; ``workload`` False keeps only those every evaluation has."""
+    return [o for o in OUTPUTS if getattr(o, flag) and (workload is None or workload or not o.workload)]
+
+
+def sweep_defaults(has_workload: bool) -> list[str]:
+    """The result paths a sweep stores when the request names none."""
+    return [o.path for o in selected("sweep", workload=has_workload)]
+
+
+def by_path() -> dict[str, Output]:
+    return {o.path: o for o in OUTPUTS if o.path}
