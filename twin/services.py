@@ -15,6 +15,8 @@ import simcore
 from config import observability as metrics
 from planner.adapters import scenario_document
 from planner.events import send_to_group
+from planner.models import Visibility
+from planner.services.errors import InputError
 from simcore import reliability
 from simcore import twin as engine
 from twin.models import Twin, TwinEvent, TwinSample
@@ -36,10 +38,8 @@ class StaleTwin(RuntimeError):
     """The twin was changed by someone else (an injection) since this copy was loaded."""
 
 
-class TwinInputError(ValueError):
-    def __init__(self, errors: dict[str, list[str]]):
-        self.errors = errors
-        super().__init__(str(errors))
+class TwinInputError(InputError):
+    """Bad twin input: ``errors`` maps a field to its reasons (answered as HTTP 400)."""
 
 
 def twin_group(twin_id: int) -> str:
@@ -153,7 +153,7 @@ def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
 @transaction.atomic
 def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 3600.0, jobs=None,
                 pci_bus_ids=None, exclude_after: int = 3, spare_nodes: int | None = None,
-                work_budget_s: float | None = None) -> Twin:
+                visibility: str = Visibility.PRIVATE, work_budget_s: float | None = None) -> Twin:
     """A new twin of the plan, paused at time zero; ``work_budget_s`` (web requests) bounds the
     engine work of building it (simcore.budget)."""
     _check_speed(speed)
@@ -176,7 +176,7 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
         result = simcore.evaluate(scenario_document(plan), work_budget_s=work_budget_s)
     except simcore.ScenarioError as error:
         raise TwinInputError({error.field: [error.reason]}) from error
-    twin = Twin(owner=owner, plan=plan, name=name or f"{plan.name} twin", seed=seed, speed=speed,
+    twin = Twin(owner=owner, plan=plan, name=name or f"{plan.name} twin", seed=seed, speed=speed, visibility=visibility,
                 node_count=plan.node_count, gpus_per_node=gpus_per_node, failure_profile=plan.failure_profile,
                 failures_per_1000_node_days=_plan_rate(plan), category_rates=plan.category_rates,
                 link_flap_share=plan.link_flap_share, link_flap_s=plan.link_flap_s,
@@ -273,6 +273,12 @@ def twin_advance(*, twin: Twin, sim_seconds: float, sim: engine.Twin | None = No
 
 
 def twin_set_status(*, twin: Twin, status: str) -> Twin:
+    """Start, pause or resume a twin; starting one needs its owner under TWIN_MAX_RUNNING_PER_USER."""
+    if status == Twin.Status.RUNNING and twin.status != Twin.Status.RUNNING:
+        cap = settings.TWIN_MAX_RUNNING_PER_USER
+        if Twin.objects.filter(owner_id=twin.owner_id, status=Twin.Status.RUNNING).count() >= cap:
+            raise TwinInputError({"status": [
+                f"at most {cap} running twins per user (TWIN_MAX_RUNNING_PER_USER); pause one first"]})
     twin.status = status
     twin.error = ""
     twin.save(update_fields=["status", "error", "updated_at"])

@@ -1,11 +1,18 @@
-"""JSON errors for the API: field-level messages for bad input, 409 for protected deletes."""
+"""JSON errors for the API, in one place: field-level messages (400) for bad input (model
+validation, a service's InputError, the engine's ScenarioError), 400 with the reasons for an
+impossible plan, 503 when the task queue is down, 409 for protected deletes."""
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+import simcore
+from config import observability as metrics
 from planner.serializers import as_drf_validation_error
+from planner.services.errors import InputError
+from planner.services.plans import PlanInfeasible
+from planner.tasks import QueueUnavailable
 
 
 def _describe(obj) -> str:
@@ -19,6 +26,17 @@ def _describe(obj) -> str:
 def exception_handler(exc, context):
     if isinstance(exc, DjangoValidationError):
         exc = as_drf_validation_error(exc)
+    if isinstance(exc, InputError):
+        return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, simcore.ScenarioError):
+        if isinstance(exc, simcore.budget.WorkBudgetExceeded):
+            metrics.WORK_REFUSED.inc()
+        return Response({exc.field: [exc.reason]}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, PlanInfeasible):
+        return Response({"feasible": False, "reasons": exc.reasons, "details": exc.details},
+                        status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, QueueUnavailable):
+        return Response({"detail": QueueUnavailable.MESSAGE}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
     if isinstance(exc, ProtectedError):
         used_by = sorted(_describe(obj) for obj in exc.protected_objects)
         return Response(

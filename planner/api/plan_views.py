@@ -52,28 +52,13 @@ def enforce_engine_limits(document) -> None:
             "(submit a sweep for more)"]})
 
 
-def scenario_error_response(error: simcore.ScenarioError) -> Response:
-    if isinstance(error, simcore.budget.WorkBudgetExceeded):
-        metrics.WORK_REFUSED.inc()
-    return Response({error.field: [error.reason]}, status=status.HTTP_400_BAD_REQUEST)
-
-
-def infeasible_response(error: services.PlanInfeasible) -> Response:
-    return Response({"feasible": False, "reasons": error.reasons, "details": error.details},
-                    status=status.HTTP_400_BAD_REQUEST)
-
-
 def evaluation_response(plan, workload=None, options=None) -> Response:
-    """A plan's evaluation within the API's engine limits; bad options or an impossible build answer 400."""
-    try:
-        document = scenario_document(plan, workload, options)
-        enforce_engine_limits(document)
-        return Response(services.plan_evaluate(plan=plan, workload=workload, options=options, document=document,
-                                               work_budget_s=settings.API_WORK_BUDGET_S))
-    except simcore.ScenarioError as error:
-        return scenario_error_response(error)
-    except services.PlanInfeasible as error:
-        return infeasible_response(error)
+    """A plan's evaluation within the API's engine limits; bad options or an impossible build answer 400
+    (through the API's exception handler)."""
+    document = scenario_document(plan, workload, options)
+    enforce_engine_limits(document)
+    return Response(services.plan_evaluate(plan=plan, workload=workload, options=options, document=document,
+                                           work_budget_s=settings.API_WORK_BUDGET_S))
 
 
 class OwnedEntryViewSet(viewsets.ModelViewSet):
@@ -199,10 +184,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, CSVRenderer])
     def bom(self, request, slug=None):
         plan = self.get_object()
-        try:
-            bom = services.plan_bom(plan=plan)
-        except simcore.ScenarioError as error:
-            return scenario_error_response(error)
+        bom = services.plan_bom(plan=plan)
         if request.accepted_renderer.format == "csv":
             response = Response(services.bom_csv(bom))
             response["Content-Disposition"] = f'attachment; filename="{plan.slug}-bom.csv"'
@@ -279,13 +261,10 @@ class EvaluateScenarioView(APIView):
                                "(GET /api/outputs/ gives each one's label, unit and better direction): "
                                + ", ".join(f"`{o.path}`" for o in simcore.outputs.OUTPUTS if o.path) + ".")
     def post(self, request):
-        try:
-            enforce_engine_limits(request.data)
-            metrics.EVALUATIONS.labels("scenario").inc()
-            with metrics.EVALUATION_SECONDS.labels("scenario").time():
-                return Response(simcore.evaluate(request.data, work_budget_s=settings.API_WORK_BUDGET_S))
-        except simcore.ScenarioError as error:
-            return scenario_error_response(error)
+        enforce_engine_limits(request.data)
+        metrics.EVALUATIONS.labels("scenario").inc()
+        with metrics.EVALUATION_SECONDS.labels("scenario").time():
+            return Response(simcore.evaluate(request.data, work_budget_s=settings.API_WORK_BUDGET_S))
 
 
 class ReliabilityProfilesView(APIView):

@@ -95,17 +95,14 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
             if workload is None:
                 raise serializers.ValidationError({"workload": [f"no workload '{data['workload']}' is visible to you"]})
         spec = {key: data[key] for key in ("axes", "goal", "outputs") if data.get(key) is not None}
-        try:
-            sweep = services.sweep_create(owner=request.user, plan=plan, workload=workload, spec=spec,
-                                          name=data.get("name", ""))
-        except services.SweepInputError as error:
-            return Response(error.errors, status=status.HTTP_400_BAD_REQUEST)
+        sweep = services.sweep_create(owner=request.user, plan=plan, workload=workload, spec=spec,
+                                      name=data.get("name", ""))
         if sweep.status != Sweep.Status.DONE:
             try:
                 sweep_enqueue(sweep)
             except QueueUnavailable:
-                services.sweep_discard(sweep=sweep)
-                return Response({"detail": QueueUnavailable.MESSAGE}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+                services.sweep_discard(sweep=sweep)  # nothing of it stays; the handler answers 503
+                raise
             sweep.refresh_from_db()
         return Response(SweepSerializer(sweep).data, status=status.HTTP_201_CREATED)
 
@@ -142,12 +139,9 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
             if not sweep.goal_result:
                 raise serializers.ValidationError({"feasible": ["the sweep has no goal (or is not finished)"]})
             feasible_points = services.goal_feasible_points(sweep, columns)
-        try:
-            selection = services.sweep_select(columns, valid=bool_param(request, "valid"),
-                                              order_by=request.query_params.get("order_by"),
-                                              feasible_points=feasible_points)
-        except services.SweepInputError as error:
-            return Response(error.errors, status=status.HTTP_400_BAD_REQUEST)
+        selection = services.sweep_select(columns, valid=bool_param(request, "valid"),
+                                          order_by=request.query_params.get("order_by"),
+                                          feasible_points=feasible_points)
         rows = services.sweep_rows(columns, selection[(page - 1) * size: page * size])
         return Response({"count": int(selection.size), "page": page, "page_size": size,
                          "stored_points": int(columns["point"].size), "results": rows})

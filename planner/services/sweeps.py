@@ -25,6 +25,7 @@ from config import observability as metrics
 from planner.adapters import scenario_document
 from planner.events import publish_sweep_state
 from planner.models import ClusterPlan, ComputeNodeType, Sweep, SweepChunk, Switch, Workload
+from planner.services.errors import InputError
 from simcore import sweep as engine
 from simcore.outputs import sweep_defaults
 
@@ -40,12 +41,8 @@ MAX_COMBINATIONS = 64
 OPTIONAL_OUTPUTS = {"training.time_to_train_days", "training.cost_to_train"}
 
 
-class SweepInputError(ValueError):
+class SweepInputError(InputError):
     """Bad sweep input: ``errors`` maps a field to its reasons (answered as HTTP 400)."""
-
-    def __init__(self, errors: dict[str, list[str]]):
-        self.errors = errors
-        super().__init__(json.dumps(errors))
 
 
 def _field_error(error: simcore.ScenarioError) -> SweepInputError:

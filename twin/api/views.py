@@ -62,10 +62,6 @@ class OwnerControls(BasePermission):
         return request.method in SAFE_METHODS or obj.owner_id == request.user.id or request.user.is_staff
 
 
-def input_error(error: services.TwinInputError) -> Response:
-    return Response(error.errors, status=status.HTTP_400_BAD_REQUEST)
-
-
 def body(request) -> dict:
     if not isinstance(request.data, dict):
         raise serializers.ValidationError({"(body)": ["must be a JSON object"]})
@@ -102,26 +98,14 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         plan = ClusterPlan.objects.visible_to(request.user).filter(slug=data["plan"]).first()
         if plan is None:
             raise serializers.ValidationError({"plan": [f"no plan '{data['plan']}' is visible to you"]})
-        try:
-            twin = services.twin_create(owner=request.user, plan=plan, name=data.get("name", ""), seed=data["seed"],
-                                        speed=data["speed"], jobs=data.get("jobs"), pci_bus_ids=data.get("pci_bus_ids"),
-                                        exclude_after=data["exclude_after"], spare_nodes=data.get("spare_nodes"),
-                                        work_budget_s=settings.API_WORK_BUDGET_S)
-        except services.TwinInputError as error:
-            return input_error(error)
-        if data["visibility"] != twin.visibility:
-            twin.visibility = data["visibility"]
-            twin.save(update_fields=["visibility"])
+        twin = services.twin_create(owner=request.user, plan=plan, name=data.get("name", ""), seed=data["seed"],
+                                    speed=data["speed"], jobs=data.get("jobs"), pci_bus_ids=data.get("pci_bus_ids"),
+                                    exclude_after=data["exclude_after"], spare_nodes=data.get("spare_nodes"),
+                                    visibility=data["visibility"], work_budget_s=settings.API_WORK_BUDGET_S)
         return Response(TwinSerializer(twin).data, status=status.HTTP_201_CREATED)
 
     def _status(self, new_status):
-        twin = self.get_object()
-        if new_status == Twin.Status.RUNNING and twin.status != Twin.Status.RUNNING:
-            cap = settings.TWIN_MAX_RUNNING_PER_USER
-            if Twin.objects.filter(owner_id=twin.owner_id, status=Twin.Status.RUNNING).count() >= cap:
-                raise serializers.ValidationError({"status": [
-                    f"at most {cap} running twins per user (TWIN_MAX_RUNNING_PER_USER); pause one first"]})
-        services.twin_set_status(twin=twin, status=new_status)
+        twin = services.twin_set_status(twin=self.get_object(), status=new_status)
         if new_status == Twin.Status.RUNNING:
             ensure_local_driver()
         return Response(TwinSerializer(twin).data)
@@ -146,10 +130,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     @action(detail=True, methods=["post"])
     def speed(self, request, pk=None):
         twin = self.get_object()
-        try:
-            services.twin_set_speed(twin=twin, speed=body(request).get("speed"))
-        except services.TwinInputError as error:
-            return input_error(error)
+        services.twin_set_speed(twin=twin, speed=body(request).get("speed"))
         return Response(TwinSerializer(twin).data)
 
     @extend_schema(request=InjectSerializer, responses={201: OpenApiTypes.OBJECT})
@@ -158,10 +139,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         twin = self.get_object()
         request_body = InjectSerializer(data=request.data)
         request_body.is_valid(raise_exception=True)
-        try:
-            rows = services.twin_inject(twin=twin, **request_body.validated_data)
-        except services.TwinInputError as error:
-            return input_error(error)
+        rows = services.twin_inject(twin=twin, **request_body.validated_data)
         return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}, examples=[INGEST_EXAMPLE],
@@ -170,10 +148,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     @action(detail=True, methods=["post"])
     def ingest(self, request, pk=None):
         twin = self.get_object()
-        try:
-            rows = services.twin_ingest(twin=twin, payload=request.data)
-        except services.TwinInputError as error:
-            return input_error(error)
+        rows = services.twin_ingest(twin=twin, payload=request.data)
         return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT},
@@ -186,10 +161,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         drained = data.get("drained", True)
         if not isinstance(drained, bool):
             return Response({"drained": ["must be true or false"]}, status=status.HTTP_400_BAD_REQUEST)
-        try:
-            rows = services.twin_drain(twin=twin, node=data.get("node"), drained=drained)
-        except services.TwinInputError as error:
-            return input_error(error)
+        rows = services.twin_drain(twin=twin, node=data.get("node"), drained=drained)
         return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="Component states, metrics, latest events.")
