@@ -27,7 +27,7 @@ def fuzz_token(catalog, django_user_model, monkeypatch):
 
     from planner.services.accounts import token_issue
 
-    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
     monkeypatch.setattr("twin.api.views.ensure_local_driver", lambda: None)
     user = django_user_model.objects.create_user("fuzzer", password="pw-fuzzer-1234")
     # Requests run inside the test's transaction, so the connection must outlive each of them (as

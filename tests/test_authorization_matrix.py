@@ -73,7 +73,7 @@ SHARED_MATRIX = [
 
 @pytest.fixture
 def world(catalog, django_user_model, monkeypatch):
-    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
     owner = django_user_model.objects.create_user("owner", password="pw-owner-1234")
     other = django_user_model.objects.create_user("other", password="pw-other-1234")
     staff = django_user_model.objects.create_user("staff", password="pw-staff-1234", is_staff=True)

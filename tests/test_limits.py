@@ -60,7 +60,7 @@ def test_twin_creation_is_throttled(catalog, reader_client, tight_rates):
 
 
 def test_sweep_submission_is_throttled(catalog, reader_client, tight_rates, monkeypatch):
-    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
     tight_rates("sweep", "2/minute")
     body = {"plan": FF, "axes": {"cluster.node_count": [8, 16]}}
     codes = [reader_client.post("/api/sweeps/", {**body, "name": str(i)}, format="json").status_code for i in range(3)]

@@ -13,7 +13,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import sweeps as services
-from planner.tasks import QueueUnavailable, sweep_enqueue
+from planner.services.submission import sweep_submit
 
 SWEEP_EXAMPLE = OpenApiExample(
     "Cheapest Fire-Flyer variant that trains LLaMa-13B steps under 20 s",
@@ -95,15 +95,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
             if workload is None:
                 raise serializers.ValidationError({"workload": [f"no workload '{data['workload']}' is visible to you"]})
         spec = {key: data[key] for key in ("axes", "goal", "outputs") if data.get(key) is not None}
-        sweep = services.sweep_create(owner=request.user, plan=plan, workload=workload, spec=spec,
-                                      name=data.get("name", ""))
-        if sweep.status != Sweep.Status.DONE:
-            try:
-                sweep_enqueue(sweep)
-            except QueueUnavailable:
-                services.sweep_discard(sweep=sweep)  # nothing of it stays; the handler answers 503
-                raise
-            sweep.refresh_from_db()
+        sweep = sweep_submit(owner=request.user, plan=plan, workload=workload, spec=spec, name=data.get("name", ""))
         return Response(SweepSerializer(sweep).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: SweepSerializer})

@@ -89,7 +89,7 @@ def test_identical_sweeps_reuse_results(catalog, reader_client, eager_celery):
 
 
 def test_cancel_stops_pending_chunks(catalog, reader_client, small_chunks, monkeypatch):
-    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)  # nothing runs yet
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)  # nothing runs yet
     sweep = Sweep.objects.get(pk=create(reader_client).json()["id"])
     assert sweep.status == "pending"
     assert sweep_run_chunk(sweep_id=sweep.pk, index=0)
@@ -229,7 +229,7 @@ def test_more_bad_sweeps_answer_400(body, field, catalog, reader_client):
 
 
 def test_a_redelivered_chunk_still_records_progress(catalog, reader_client, small_chunks, monkeypatch):
-    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
     sweep = Sweep.objects.get(pk=create(reader_client).json()["id"])
     assert sweep_run_chunk(sweep_id=sweep.pk, index=0)
     Sweep.objects.filter(pk=sweep.pk).update(completed_chunks=0)  # as if the worker died before recording
@@ -262,7 +262,7 @@ def test_stalled_sweeps_are_found_and_settled(catalog, reader_client, small_chun
     """What the workers' lost-chunk watch relies on (tests/planner/test_sweeps_worker.py runs it):
     a sweep is stalled once it has stored nothing for the idle time; settling it names the chunks
     still to compute, or, with every chunk stored but not recorded, finishes it."""
-    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
     sweep = Sweep.objects.get(pk=create(reader_client).json()["id"])
     assert list(stalled_sweeps(idle_s=3600)) == []  # submitted just now
     assert [s.pk for s in stalled_sweeps(idle_s=0)] == [sweep.pk]

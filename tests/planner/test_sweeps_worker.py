@@ -199,7 +199,7 @@ def test_a_chunk_lost_in_flight_is_queued_again(api, settings, workers, monkeypa
     empty, queues the missing chunk again, and the sweep completes exactly."""
     from planner import tasks
 
-    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
     sweep = submit(api, settings, chunk_points=500)
     tasks.sweep_enqueue(sweep, [index for index in range(sweep.chunk_count) if index != 3])
     worker = workers()
@@ -227,7 +227,7 @@ def test_websocket_viewer_sees_progress_rise_to_100_percent(api, owner, settings
     from config.asgi import application
     from planner import tasks
 
-    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
     sweep = submit(api, settings, chunk_points=150)
     headers = session_headers(owner)
 
@@ -253,7 +253,7 @@ def test_websocket_viewer_sees_progress_rise_to_100_percent(api, owner, settings
 def test_websockets_refuse_strangers_and_foreign_origins(api, owner, settings, django_user_model, monkeypatch):
     from config.asgi import application
 
-    monkeypatch.setattr("planner.api.sweep_views.sweep_enqueue", lambda sweep: None)
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
     sweep = submit(api, settings, chunk_points=1000)
     stranger = django_user_model.objects.create_user("stranger", password="pw-stranger-1234")
 

@@ -5,8 +5,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from planner.models import ClusterPlan, Sweep, Workload
-from planner.services.sweeps import SweepInputError, sweep_create, sweep_discard
-from planner.tasks import QueueUnavailable, sweep_enqueue
+from planner.services.submission import sweep_submit
+from planner.services.sweeps import SweepInputError
+from planner.tasks import QueueUnavailable
 
 
 class Command(BaseCommand):
@@ -43,16 +44,11 @@ class Command(BaseCommand):
         if unknown:
             raise CommandError(f"{sorted(unknown)[0]}: unknown field")
         try:
-            sweep = sweep_create(owner=owner, plan=plan, workload=workload, spec=spec, name=request.get("name", ""))
+            sweep = sweep_submit(owner=owner, plan=plan, workload=workload, spec=spec, name=request.get("name", ""))
         except SweepInputError as error:
-            raise CommandError("; ".join(f"{field}: {' '.join(reasons)}"
-                                         for field, reasons in error.errors.items())) from error
-        if sweep.status != Sweep.Status.DONE:
-            try:
-                sweep_enqueue(sweep)
-            except QueueUnavailable as error:
-                sweep_discard(sweep=sweep)
-                raise CommandError(QueueUnavailable.MESSAGE) from error
+            raise CommandError(str(error)) from error
+        except QueueUnavailable as error:
+            raise CommandError(QueueUnavailable.MESSAGE) from error
         self.stdout.write(f"sweep {sweep.pk}: {sweep.total_points:,} points in {sweep.chunk_count} chunks"
                           + (f" (reusing sweep {sweep.reused_from_id})" if sweep.reused_from_id else ""))
         if not wait:
