@@ -55,21 +55,29 @@ class Fabrics:
 
 
 def fabrics(c) -> Fabrics:
-    """Storage shares the computation fabric (FF: the compute NIC carries storage traffic too, so a
-    node's own storage NICs stay unused) or has its own plane, which the compute nodes' storage NICs
-    and the storage nodes join (the Ascend talk's separate sample/data plane)."""
-    node, fab, sto, nodes = c["node"], c["fabric"], c["storage"], c["node_count"]
-    compute_endpoints = nodes * node["compute_nics"]
-    separate = fab["storage_network"] == "separate"
-    storage_endpoints = sto["nodes"] * sto["nics"] + (nodes * node["storage_nics"] if separate else 0)
-    fabric_kwargs = dict(radix=fab["switch_radix"], oversubscription=fab["oversubscription"],
-                         core_pods=fab["core_pods"])
-    main = topology.fat_tree(compute_endpoints + (0 if separate else storage_endpoints),
-                             layers=fab["layers"], zones=fab["zones"], planes=fab["planes"], rails=fab["rails"],
-                             interzone_switches=fab["interzone_switches"], **fabric_kwargs)
-    plane_endpoints = storage_endpoints if separate else np.zeros_like(storage_endpoints)
-    plane_layers = np.where(plane_endpoints <= topology.max_endpoints(fab["switch_radix"], 2, 1,
-                                                                      fab["oversubscription"]), 2, 3)
+    """The scenario's fabrics (:func:`fabric_trees` on its cluster fields)."""
+    node, fab, sto = c["node"], c["fabric"], c["storage"]
+    return fabric_trees(c["node_count"], node["compute_nics"], node["storage_nics"], sto["nodes"], sto["nics"],
+                        storage_network=fab["storage_network"], radix=fab["switch_radix"], layers=fab["layers"],
+                        zones=fab["zones"], planes=fab["planes"], rails=fab["rails"],
+                        oversubscription=fab["oversubscription"], interzone_switches=fab["interzone_switches"],
+                        core_pods=fab["core_pods"])
+
+
+def fabric_trees(nodes, compute_nics, node_storage_nics, storage_nodes, storage_nics, *, storage_network, radix,
+                 layers, zones, planes, rails, oversubscription, interzone_switches, core_pods) -> Fabrics:
+    """The one fabric-fit decision, for the engine and for a plan's validation alike. Storage shares the
+    computation fabric (FF: the compute NIC carries storage traffic too, so a node's own storage NICs
+    stay unused) or has its own plane, which the compute nodes' storage NICs and the storage nodes
+    join (the Ascend talk's separate sample/data plane)."""
+    separate = storage_network == "separate"
+    storage_endpoints = storage_nodes * storage_nics + (nodes * node_storage_nics if separate else 0)
+    fabric_kwargs = dict(radix=radix, oversubscription=oversubscription, core_pods=core_pods)
+    main = topology.fat_tree(nodes * compute_nics + (0 if separate else storage_endpoints), layers=layers,
+                             zones=zones, planes=planes, rails=rails, interzone_switches=interzone_switches,
+                             **fabric_kwargs)
+    plane_endpoints = storage_endpoints if separate else np.zeros_like(np.asarray(storage_endpoints, float))
+    plane_layers = np.where(plane_endpoints <= topology.max_endpoints(radix, 2, 1, oversubscription), 2, 3)
     storage_plane = topology.fat_tree(plane_endpoints, layers=plane_layers, **fabric_kwargs)
     return Fabrics(main, storage_plane, main + storage_plane, storage_endpoints)
 

@@ -20,7 +20,7 @@ from planner.models.catalog import (
     Switch,
     validate_positive,
 )
-from simcore import ScenarioError, reliability, topology
+from simcore import ScenarioError, cluster, reliability, topology
 from simcore.reliability import DEFAULT_RESTART_PROFILE, RESTART_PROFILES
 
 
@@ -242,18 +242,23 @@ class ClusterPlan(OwnedEntry):
             errors["rails"] = f"{self.rails} rails need leaves with at least that many endpoint ports"
         if errors:
             return errors
-        endpoints = self.node_count * nics
-        if self.storage_network == self.StorageNetwork.SHARED and self.storage_node_type_id:
-            endpoints += self.storage_node_count * self.storage_node_type.nics_per_node
-        tree = topology.fat_tree(endpoints, switch.radix, layers=self.fabric_layers, zones=self.zones,
-                                 planes=self.planes, rails=self.rails, oversubscription=self.oversubscription,
-                                 interzone_switches=self.interzone_switches, core_pods=self.core_pods)
-        if not bool(tree.fits):
+        storage = self.storage_node_type if self.storage_node_type_id else None
+        trees = cluster.fabric_trees(
+            self.node_count, nics, node.storage_nics_per_node, self.storage_node_count if storage else 0,
+            storage.nics_per_node if storage else 0, storage_network=self.storage_network, radix=switch.radix,
+            layers=self.fabric_layers, zones=self.zones, planes=self.planes, rails=self.rails,
+            oversubscription=self.oversubscription, interzone_switches=self.interzone_switches,
+            core_pods=self.core_pods)
+        if not bool(trees.main.fits):
             errors["node_count"] = (
-                f"{endpoints} endpoints do not fit a {self.fabric_layers}-layer fat-tree of {switch.radix}-port "
-                f"switches with {self.zones} zone(s) and {self.planes} plane(s), which holds "
-                f"{int(tree.capacity_endpoints)}"
+                f"{int(trees.main.endpoints)} endpoints do not fit a {self.fabric_layers}-layer fat-tree of "
+                f"{switch.radix}-port switches with {self.zones} zone(s) and {self.planes} plane(s), which holds "
+                f"{int(trees.main.capacity_endpoints)}"
             )
+        if not bool(trees.storage_plane.fits):
+            errors["storage_node_count"] = (
+                f"{int(trees.storage_plane.endpoints)} endpoints do not fit a separate storage plane of "
+                f"{switch.radix}-port switches (three layers at most)")
         return errors
 
 

@@ -560,3 +560,23 @@ def test_the_deepseekmoe_preset_evaluates_from_its_shape_with_its_breakdown(cata
     assert sum(parts.values()) == pytest.approx(training["step_time_s"])
     assert training["placement"]["ep"] == "PCIe" and training["placement"]["pp"] == "network"
     assert set(training["stage_time_s"]) == {"first", "middle", "last"}
+
+
+def test_the_plan_check_and_the_engine_make_one_fabric_decision(catalog):
+    """A plan is refused exactly when the engine would find its fabric overflowing: both call
+    simcore.cluster.fabric_trees, the storage plane included."""
+    from django.core.exceptions import ValidationError
+
+    import simcore
+    from planner.adapters import scenario_document
+
+    plan = ClusterPlan.objects.get(slug=FF)
+    plan.storage_network, plan.storage_node_count = "separate", 20_000
+    with pytest.raises(ValidationError) as refused:
+        plan.full_clean()
+    assert "do not fit a separate storage plane" in refused.value.message_dict["storage_node_count"][0]
+    engine = simcore.evaluate(scenario_document(plan))
+    assert [c["code"] for c in engine["constraints"]][:1] == ["storage_plane.overflow"]
+    plan.storage_node_count = 180
+    plan.full_clean()
+    assert simcore.evaluate(scenario_document(plan))["fabric"]["fits"]
