@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.templatetags.static import static
 
 from planner.choices import Confidence
+from planner.filtersets import FILTERSETS
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.services import plans as plan_services
@@ -115,18 +116,12 @@ def catalog(request):
     table_name = request.GET.get("table", "")
     tables = [CATALOG_TABLES[table_name]] if table_name in CATALOG_TABLES else list(CATALOG_TABLES.values())
     vendor, confidence, text = (request.GET.get(k, "").strip() for k in ("vendor", "confidence", "q"))
+    chosen = {key: value for key, value in (("vendor", vendor), ("confidence", confidence), ("q", text)) if value}
     sections, vendors = [], set()
-    for table in tables:
+    for table in tables:  # the API's filter sets: the same filters mean the same thing on both
         entries = table.model.objects.all().order_by("slug")
         vendors.update(entries.values_list("vendor", flat=True))
-        if vendor:
-            entries = entries.filter(vendor__iexact=vendor)
-        if confidence:
-            entries = entries.filter(confidence=confidence)
-        if text:
-            entries = entries.filter(models.Q(name__icontains=text) | models.Q(slug__icontains=text)
-                                     | models.Q(notes__icontains=text))
-        sections.append({"table": table, "entries": list(entries)})
+        sections.append({"table": table, "entries": list(FILTERSETS[table.model](chosen, queryset=entries).qs)})
     return render(request, "frontend/catalog.html", {
         "sections": sections, "tables": CATALOG_TABLES.values(), "vendors": sorted(vendors),
         "confidences": Confidence.values,

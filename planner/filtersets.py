@@ -1,5 +1,6 @@
-"""Catalogue filters: every list filters by slug, vendor (case-insensitive), confidence and a
-free-text ``q`` over name and slug, plus the fields that say what kind of part an entry is."""
+"""Catalogue filters, for the API's lists and the catalogue page alike: slug, vendor
+(case-insensitive), confidence and a free-text ``q`` over name, slug and notes, plus the fields that
+say what kind of part an entry is."""
 import django_filters
 from django.db.models import Q
 
@@ -9,10 +10,10 @@ from planner import models
 class CatalogFilterSet(django_filters.FilterSet):
     slug = django_filters.CharFilter()
     vendor = django_filters.CharFilter(lookup_expr="iexact")
-    q = django_filters.CharFilter(method="filter_text", label="Text in name or slug")
+    q = django_filters.CharFilter(method="filter_text", label="Text in name, slug or notes")
 
     def filter_text(self, queryset, name, value):
-        return queryset.filter(Q(name__icontains=value) | Q(slug__icontains=value))
+        return queryset.filter(Q(name__icontains=value) | Q(slug__icontains=value) | Q(notes__icontains=value))
 
 
 def catalog_filterset(model, kind_fields: list[str]) -> type[CatalogFilterSet]:

@@ -308,6 +308,8 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # django-axes logs every login at INFO; its lockouts and repeated failures are warnings.
+    "loggers": {"axes": {"level": "WARNING"}},
 }
 
 # Who may read /metrics/ without logging in: the Prometheus scraper's addresses.

@@ -45,6 +45,14 @@ def test_catalogue_filters_and_entry_shows_every_field_with_its_source(catalog, 
     assert signed_in.get("/catalog/switches/nope/").status_code == 404
 
 
+@pytest.mark.parametrize("query", ["q=RoCE", "q=ndr&vendor=nvidia", "confidence=secondary"])
+def test_the_catalogue_page_and_the_api_filter_alike(catalog, signed_in, query):
+    page = signed_in.get(f"/catalog/?table=nics&{query}").content.decode()
+    shown = set(re.findall(r'href="/catalog/nics/([^/"]+)/"', page))
+    listed = {row["slug"] for row in signed_in.get(f"/api/catalog/nics/?{query}&page_size=500").json()["results"]}
+    assert shown == listed and listed  # not two empty lists
+
+
 def test_validation_page_shows_every_reference_case(catalog, signed_in):
     from simcore.references import CASES
 
