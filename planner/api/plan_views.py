@@ -113,10 +113,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     def _workload(self, slug):
         if not slug:
             return None
-        workload = Workload.objects.visible_to(self.request.user).filter(slug=slug).first()
-        if workload is None:
-            raise serializers.ValidationError({"workload": [f"no workload '{slug}' is visible to you"]})
-        return workload
+        return Workload.objects.visible_slug(self.request.user, slug, field="workload")
 
     @extend_schema(
         tags=PLAN_TAG, request=api.EvaluateRequestSerializer, examples=[EVALUATE_EXAMPLE],
@@ -229,10 +226,7 @@ class WorkloadViewSet(OwnedEntryViewSet):
         body = api.WorkloadPreviewSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         fields = dict(body.validated_data)
-        slug = fields.pop("plan")
-        plan = ClusterPlan.objects.visible_to(request.user).filter(slug=slug).first()
-        if plan is None:
-            raise serializers.ValidationError({"plan": [f"no plan '{slug}' is visible to you"]})
+        plan = ClusterPlan.objects.visible_slug(request.user, fields.pop("plan"), field="plan")
         return evaluation_response(plan, Workload(slug="preview", name="preview", **fields))
 
 

@@ -86,14 +86,10 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         body = SweepCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        plan = ClusterPlan.objects.visible_to(request.user).filter(slug=data["plan"]).first()
-        if plan is None:
-            raise serializers.ValidationError({"plan": [f"no plan '{data['plan']}' is visible to you"]})
+        plan = ClusterPlan.objects.visible_slug(request.user, data["plan"], field="plan")
         workload = None
         if data.get("workload"):
-            workload = Workload.objects.visible_to(request.user).filter(slug=data["workload"]).first()
-            if workload is None:
-                raise serializers.ValidationError({"workload": [f"no workload '{data['workload']}' is visible to you"]})
+            workload = Workload.objects.visible_slug(request.user, data["workload"], field="workload")
         spec = {key: data[key] for key in ("axes", "goal", "outputs") if data.get(key) is not None}
         sweep = sweep_submit(owner=request.user, plan=plan, workload=workload, spec=spec, name=data.get("name", ""))
         return Response(SweepSerializer(sweep).data, status=status.HTTP_201_CREATED)

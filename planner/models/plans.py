@@ -20,6 +20,7 @@ from planner.models.catalog import (
     Switch,
     validate_positive,
 )
+from planner.services.errors import InputError
 from simcore import ScenarioError, cluster, reliability, topology
 from simcore.reliability import DEFAULT_RESTART_PROFILE, RESTART_PROFILES
 
@@ -46,6 +47,13 @@ class VisibleQuerySet(models.QuerySet):
         if fields["owner"].null:
             rule |= models.Q(owner__isnull=True)
         return self.filter(rule)
+
+    def visible_slug(self, user, slug: str, *, field: str):
+        """The entry ``slug`` if ``user`` may see it, else an input error naming ``field``."""
+        entry = self.visible_to(user).filter(slug=slug).first()
+        if entry is None:
+            raise InputError({field: [f"no {field} '{slug}' is visible to you"]})
+        return entry
 
 
 class OwnedEntry(models.Model):

@@ -95,9 +95,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         request_body = TwinCreateSerializer(data=request.data)
         request_body.is_valid(raise_exception=True)
         data = request_body.validated_data
-        plan = ClusterPlan.objects.visible_to(request.user).filter(slug=data["plan"]).first()
-        if plan is None:
-            raise serializers.ValidationError({"plan": [f"no plan '{data['plan']}' is visible to you"]})
+        plan = ClusterPlan.objects.visible_slug(request.user, data["plan"], field="plan")
         twin = services.twin_create(owner=request.user, plan=plan, name=data.get("name", ""), seed=data["seed"],
                                     speed=data["speed"], jobs=data.get("jobs"), pci_bus_ids=data.get("pci_bus_ids"),
                                     exclude_after=data["exclude_after"], spare_nodes=data.get("spare_nodes"),
