@@ -19,7 +19,7 @@ from planner.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.services import plans as plan_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
-from planner.services.sweeps import CATEGORICAL_AXES
+from planner.services.sweep_spec import CATEGORICAL_AXES
 from simcore.devices import constant_rows
 from simcore.document import field_docs
 from simcore.errors import ScenarioError

@@ -9,7 +9,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from planner.events import sweep_group
 from planner.models import Sweep
-from planner.services.sweeps import sweep_state
+from planner.services.sweep_results import sweep_state
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403

@@ -11,6 +11,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from config.retention import retention_enforce
 from planner.services import sweeps
+from planner.services.sweep_store import pending_chunks
 
 logger = logging.getLogger(__name__)
 TRANSIENT = (OSError, OperationalError)  # broker or database connection trouble: retry
@@ -45,7 +46,7 @@ def sweep_enqueue(sweep, indices: list[int] | None = None) -> None:
     are harmless (a chunk of a sweep that no longer exists is skipped, and a stored one is never
     stored twice)."""
     try:
-        for index in sweeps.pending_chunks(sweep) if indices is None else indices:
+        for index in pending_chunks(sweep) if indices is None else indices:
             run_sweep_chunk.apply_async(args=(sweep.pk, index), queue="sim")
     except (BrokerError, RedisConnectionError, OSError) as error:
         raise QueueUnavailable(str(error)) from error

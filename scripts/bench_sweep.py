@@ -30,7 +30,7 @@ def main() -> int:
 
     from config.celery import app
     from planner.models import ClusterPlan, Sweep, Workload
-    from planner.services import sweeps
+    from planner.services import sweep_spec, sweeps
     from planner.tasks import sweep_enqueue
 
     plan = ClusterPlan.objects.get(slug="ff2-pcie-2zone")
@@ -45,11 +45,11 @@ def main() -> int:
                          "workload.moe_imbalance": [1.0 + 1e-6 * run]}}
 
     probe = sweeps.sweep_create(owner=owner, plan=plan, workload=workload, spec=spec(0), name="bench probe")
-    axes, _, outputs = sweeps.sweep_axes(probe)
+    axes, _, outputs = sweep_spec.sweep_axes(probe)
     points = probe.total_points
     start = time.perf_counter()
     for first in range(0, points, probe.chunk_size):
-        sweeps.evaluate_chunk(probe.base_document, axes, outputs,
+        sweep_spec.evaluate_chunk(probe.base_document, axes, outputs,
                               np.arange(first, min(first + probe.chunk_size, points)))
     direct_s = time.perf_counter() - start
     probe.delete()

@@ -14,6 +14,8 @@ from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import sweeps as services
 from planner.services.submission import sweep_submit
+from planner.services.sweep_results import goal_feasible_points, sweep_csv, sweep_npz, sweep_rows, sweep_select
+from planner.services.sweep_store import sweep_columns
 
 SWEEP_EXAMPLE = OpenApiExample(
     "Cheapest Fire-Flyer variant that trains LLaMa-13B steps under 20 s",
@@ -115,22 +117,22 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         unfiltered = not any(request.query_params.get(k) for k in ("valid", "feasible", "order_by"))
         if unfiltered:  # read only the chunks that hold this page
             first = (page - 1) * size
-            columns = services.sweep_columns(sweep, range(first, first + size))
+            columns = sweep_columns(sweep, range(first, first + size))
             stored = sweep.results_sweep.chunks.aggregate(n=Sum(F("stop") - F("start")))["n"] or 0
             chosen = np.flatnonzero((columns["point"] >= first) & (columns["point"] < first + size))
             return Response({"count": stored, "page": page, "page_size": size, "stored_points": stored,
-                             "results": services.sweep_rows(columns, chosen)})
-        columns = services.sweep_columns(sweep)
+                             "results": sweep_rows(columns, chosen)})
+        columns = sweep_columns(sweep)
         feasible = bool_param(request, "feasible")
         feasible_points = None
         if feasible:
             if not sweep.goal_result:
                 raise serializers.ValidationError({"feasible": ["the sweep has no goal (or is not finished)"]})
-            feasible_points = services.goal_feasible_points(sweep, columns)
-        selection = services.sweep_select(columns, valid=bool_param(request, "valid"),
+            feasible_points = goal_feasible_points(sweep, columns)
+        selection = sweep_select(columns, valid=bool_param(request, "valid"),
                                           order_by=request.query_params.get("order_by"),
                                           feasible_points=feasible_points)
-        rows = services.sweep_rows(columns, selection[(page - 1) * size: page * size])
+        rows = sweep_rows(columns, selection[(page - 1) * size: page * size])
         return Response({"count": int(selection.size), "page": page, "page_size": size,
                          "stored_points": int(columns["point"].size), "results": rows})
 
@@ -154,10 +156,10 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         kind = request.query_params.get("file")
         if kind not in ("csv", "npz"):
             raise serializers.ValidationError({"file": ["csv or npz"]})
-        columns = services.sweep_columns(sweep)
+        columns = sweep_columns(sweep)
         if kind == "csv":
-            response = HttpResponse(services.sweep_csv(columns), content_type="text/csv")
+            response = HttpResponse(sweep_csv(columns), content_type="text/csv")
         else:
-            response = HttpResponse(services.sweep_npz(columns), content_type="application/octet-stream")
+            response = HttpResponse(sweep_npz(columns), content_type="application/octet-stream")
         response["Content-Disposition"] = f'attachment; filename="sweep-{sweep.pk}.{kind}"'
         return response

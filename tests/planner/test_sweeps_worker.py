@@ -18,9 +18,9 @@ from rest_framework.test import APIClient
 
 import simcore
 from planner.models import Sweep, SweepChunk
-from planner.services import sweeps as services
+from planner.services import sweep_spec, sweep_store
 from simcore.outputs import dig
-from simcore.sweep import set_path
+from simcore.sweep import grid_shape, set_path
 from tests.helpers import ANONYMOUS, session_headers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,17 +143,17 @@ def submit(api, settings, chunk_points, **extra):
 def assert_complete_and_exact(sweep: Sweep):
     indices = list(SweepChunk.objects.filter(sweep=sweep).values_list("index", flat=True))
     assert sorted(indices) == list(range(sweep.chunk_count))  # none missing, none twice
-    columns = services.sweep_columns(sweep)
+    columns = sweep_store.sweep_columns(sweep)
     assert columns["point"].tolist() == list(range(sweep.total_points))
-    axes, _, outputs = services.sweep_axes(sweep)
-    direct = services.evaluate_chunk(sweep.base_document, axes, outputs, np.arange(sweep.total_points))
+    axes, _, outputs = sweep_spec.sweep_axes(sweep)
+    direct = sweep_spec.evaluate_chunk(sweep.base_document, axes, outputs, np.arange(sweep.total_points))
     for path in outputs:
         assert np.array_equal(columns[path], direct[path], equal_nan=True), path
     assert np.array_equal(columns["valid"], direct["valid"])
     # And point by point against plain simcore.evaluate of each point's own scenario document.
     for point in np.linspace(0, sweep.total_points - 1, 25).astype(int):
         document = copy.deepcopy(sweep.base_document["documents"][0])
-        for axis, index in zip(axes, np.unravel_index(point, services.engine.grid_shape(axes))):
+        for axis, index in zip(axes, np.unravel_index(point, grid_shape(axes))):
             set_path(document, axis.path, float(axis.values[index]))
         result = simcore.evaluate(document)
         for path in ("fabric.switches", "cost.capex_total", "training.step_time_s"):

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services.submission import sweep_submit
-from planner.services.sweeps import SweepInputError
+from planner.services.sweep_spec import SweepInputError
 from planner.tasks import QueueUnavailable
 
 

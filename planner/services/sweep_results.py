@@ -1,0 +1,89 @@
+"""A sweep's results as rows, selections, exports (CSV, NPZ) and the state its viewers are sent."""
+import csv
+import io
+
+import numpy as np
+
+from planner.models import Sweep
+from planner.services.sweep_spec import SweepInputError, sweep_axes
+from simcore import sweep as engine
+
+
+def sweep_state(sweep: Sweep) -> dict:
+    return {
+        "id": sweep.pk,
+        "status": sweep.status,
+        "progress": round(sweep.progress, 6),
+        "completed_chunks": sweep.completed_chunks,
+        "chunk_count": sweep.chunk_count,
+        "total_points": sweep.total_points,
+        "error": sweep.error,
+    }
+
+
+def _json_value(value):
+    if isinstance(value, float | np.floating):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def sweep_rows(columns: dict, selection: np.ndarray) -> list[dict]:
+    axis_keys = [k for k in columns if k.startswith("axis:")]
+    metric_keys = [k for k in columns if k not in {"point", "valid", "invalid_reason", *axis_keys}]
+    rows = []
+    for i in selection:
+        rows.append({
+            "point": int(columns["point"][i]),
+            "axes": {k[5:]: _json_value(columns[k][i]) for k in axis_keys},
+            "valid": bool(columns["valid"][i]),
+            "invalid_reason": str(columns["invalid_reason"][i]),
+            "outputs": {k: _json_value(columns[k][i]) for k in metric_keys},
+        })
+    return rows
+
+
+def sweep_select(columns: dict, *, valid: bool | None = None, order_by: str | None = None,
+                 feasible_points: list[int] | None = None) -> np.ndarray:
+    """Row positions that pass the filters, in the requested order (vectorized)."""
+    keep = np.ones(len(columns["point"]), dtype=bool)
+    if valid is not None:
+        keep &= columns["valid"].astype(bool) == valid
+    if feasible_points is not None:
+        keep &= np.isin(columns["point"], feasible_points)
+    selection = np.flatnonzero(keep)
+    if order_by:
+        key = order_by.lstrip("-")
+        if key not in columns or columns[key].dtype == object:
+            raise SweepInputError({"order_by": [f"'{key}' is not a stored numeric output or axis"]})
+        values = columns[key][selection].astype(float)
+        order = np.argsort(np.where(np.isnan(values), np.inf, -values if order_by.startswith("-") else values),
+                           kind="stable")
+        selection = selection[order]
+    return selection
+
+
+def sweep_csv(columns: dict) -> str:
+    out = io.StringIO()
+    keys = ["point", *[k for k in columns if k.startswith("axis:")],
+            *[k for k in columns if k not in ("point", "valid", "invalid_reason") and not k.startswith("axis:")],
+            "valid", "invalid_reason"]
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([k.removeprefix("axis:") for k in keys])
+    for i in range(len(columns["point"])):
+        writer.writerow(["" if _json_value(columns[k][i]) is None else _json_value(columns[k][i]) for k in keys])
+    return out.getvalue()
+
+
+def sweep_npz(columns: dict) -> bytes:
+    buffer = io.BytesIO()
+    arrays = {k.replace(":", "__"): (v.astype(str) if v.dtype == object else v) for k, v in columns.items()}
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def goal_feasible_points(sweep: Sweep, columns: dict) -> list[int]:
+    """Grid points meeting the goal, judged exactly as ``goal_seek`` judged them."""
+    _, goal, _ = sweep_axes(sweep.results_sweep)
+    return columns["point"][engine.feasibility(columns, goal)[3]].tolist()

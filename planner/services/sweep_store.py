@@ -1,0 +1,50 @@
+"""How a sweep's results are stored and read back: each chunk's output columns as a compressed
+NPZ blob, read back for a range of points or the whole sweep."""
+import io
+
+import numpy as np
+
+from planner.models import Sweep
+from planner.services.sweep_spec import sweep_axes
+from simcore import sweep as engine
+
+
+def pack_columns(columns: dict) -> tuple[bytes, int]:
+    reasons, codes = np.unique(columns["invalid_reason"].astype(str), return_inverse=True)
+    arrays = {k: v for k, v in columns.items() if k != "invalid_reason"}
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays, reason_code=codes.astype(np.int32), reasons=reasons.astype(str))
+    return buffer.getvalue(), int((columns["valid"] == 0).sum())
+
+
+def unpack_columns(data: bytes) -> dict:
+    with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["invalid_reason"] = arrays.pop("reasons")[arrays.pop("reason_code")]
+    return arrays
+
+
+def pending_chunks(sweep: Sweep) -> list[int]:
+    done = set(sweep.chunks.values_list("index", flat=True))
+    return [i for i in range(sweep.chunk_count) if i not in done]
+
+
+def sweep_columns(sweep: Sweep, points: range | None = None) -> dict[str, np.ndarray]:
+    """Every stored point's outputs, axis values and validity, in grid order; with ``points``,
+    only the chunks that hold those grid points are read (a page without filters)."""
+    source = sweep.results_sweep
+    chunks = source.chunks.order_by("index")
+    if points is not None:
+        chunks = chunks.filter(stop__gt=points.start, start__lt=points.stop)
+    chunks = list(chunks.values_list("start", "data"))
+    axes, _, outputs = sweep_axes(source)
+    if not chunks:
+        return {"point": np.zeros(0, dtype=np.int64), **{p: np.zeros(0) for p in outputs},
+                "valid": np.zeros(0), "invalid_reason": np.zeros(0, dtype=object)}
+    parts = [unpack_columns(data) for _, data in chunks]
+    columns = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    points = np.concatenate([np.arange(start, start + len(p["valid"])) for (start, _), p in zip(chunks, parts)])
+    columns["point"] = points
+    for axis, index in zip(axes, np.unravel_index(points, engine.grid_shape(axes))):
+        columns[f"axis:{axis.path}"] = axis.values[index]
+    return columns
