@@ -242,13 +242,18 @@ PLAN_RULES = [
 ]
 
 
-@pytest.mark.parametrize("change,field,words", PLAN_RULES)
-def test_plan_rules_answer_400_naming_the_field(change, field, words, catalog, reader_client):
-    before = ClusterPlan.objects.count()
-    response = reader_client.post("/api/plans/", {**NEW_PLAN, **change}, format="json")
+def _refused_naming(client, url, model, body, field, words):
+    """The write answers 400 with ``words`` under ``field``, and nothing is stored."""
+    before = model.objects.count()
+    response = client.post(url, body, format="json")
     assert response.status_code == 400
     assert words in str(response.json().get(field)), response.json()
-    assert ClusterPlan.objects.count() == before
+    assert model.objects.count() == before
+
+
+@pytest.mark.parametrize("change,field,words", PLAN_RULES)
+def test_plan_rules_answer_400_naming_the_field(change, field, words, catalog, reader_client):
+    _refused_naming(reader_client, "/api/plans/", ClusterPlan, {**NEW_PLAN, **change}, field, words)
 
 
 WORKLOAD_RULES = [
@@ -279,11 +284,7 @@ WORKLOAD_RULES = [
 
 @pytest.mark.parametrize("change,field,words", WORKLOAD_RULES)
 def test_workload_rules_answer_400_naming_the_field(change, field, words, catalog, reader_client):
-    before = Workload.objects.count()
-    response = reader_client.post("/api/workloads/", {**NEW_WORKLOAD, **change}, format="json")
-    assert response.status_code == 400
-    assert words in str(response.json().get(field)), response.json()
-    assert Workload.objects.count() == before
+    _refused_naming(reader_client, "/api/workloads/", Workload, {**NEW_WORKLOAD, **change}, field, words)
 
 
 def test_a_bad_update_leaves_the_plan_as_it_was(my_plan, reader_client):

@@ -21,7 +21,7 @@ from planner.models import Sweep, SweepChunk
 from planner.services import sweep_spec, sweep_store
 from simcore.outputs import dig
 from simcore.sweep import grid_shape, set_path
-from tests.helpers import ANONYMOUS, session_headers
+from tests.helpers import ANONYMOUS, connect_attempt, session_headers
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -257,14 +257,11 @@ def test_websockets_refuse_strangers_and_foreign_origins(api, owner, settings, d
     sweep = submit(api, settings, chunk_points=1000)
     stranger = django_user_model.objects.create_user("stranger", password="pw-stranger-1234")
 
-    async def attempt(headers):
-        communicator = WebsocketCommunicator(application, f"/ws/sweeps/{sweep.pk}/", headers=headers)
-        connected, code = await communicator.connect()
-        await communicator.disconnect()
-        return connected, code
+    def attempt(headers):
+        return connect_attempt(application, f"/ws/sweeps/{sweep.pk}/", headers)
 
-    assert async_to_sync(attempt)(ANONYMOUS) == (False, 4401)
-    assert async_to_sync(attempt)(session_headers(stranger)) == (False, 4403)
+    assert attempt(ANONYMOUS) == (False, 4401)
+    assert attempt(session_headers(stranger)) == (False, 4403)
     foreign = session_headers(owner, b"http://evil.example")
-    assert async_to_sync(attempt)(foreign)[0] is False
-    assert async_to_sync(attempt)(session_headers(owner))[0] is True
+    assert attempt(foreign)[0] is False
+    assert attempt(session_headers(owner))[0] is True

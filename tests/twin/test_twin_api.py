@@ -14,7 +14,7 @@ from simcore.reliability import (
     interruption_rate_per_hour,
     unit_counts,
 )
-from tests.helpers import ANONYMOUS, session_headers
+from tests.helpers import ANONYMOUS, connect_attempt, session_headers
 from twin import services
 from twin.models import Twin, TwinEvent
 
@@ -114,6 +114,11 @@ def test_controls_through_the_api(catalog, owner_client):
         "target.part": ["must be a link index below 3280"]}
     events = owner_client.get(f"{url}events/", {"kind": "injected"}).json()["events"]
     assert [e["category"] for e in events] == ["xid-79"]
+    everything = owner_client.get(f"{url}events/").json()["events"]
+    later = owner_client.get(f"{url}events/", {"since_seq": everything[0]["seq"], "limit": 2}).json()["events"]
+    assert [e["seq"] for e in later] == [e["seq"] for e in everything[1:3]]
+    assert owner_client.get(f"{url}events/", {"node": 2}).json()["events"]
+    assert set(owner_client.get(f"{url}events/", {"limit": 0, "node": "x"}).json()) == {"limit", "node"}
 
 
 def test_driver_ticks_advance_by_speed_and_a_restart_neither_loses_nor_replays(catalog, owner_client):
@@ -207,17 +212,14 @@ def test_websockets_refuse_strangers_and_foreign_origins(catalog, owner_client, 
     twin = create(owner_client)
     stranger = django_user_model.objects.create_user("stranger", password="pw-stranger-1234")
 
-    async def attempt(headers):
-        communicator = WebsocketCommunicator(application, f"/ws/twins/{twin.pk}/", headers=headers)
-        connected, code = await communicator.connect()
-        await communicator.disconnect()
-        return connected, code
+    def attempt(headers):
+        return connect_attempt(application, f"/ws/twins/{twin.pk}/", headers)
 
-    assert async_to_sync(attempt)(ANONYMOUS) == (False, 4401)
-    assert async_to_sync(attempt)(session_headers(stranger)) == (False, 4403)
-    assert async_to_sync(attempt)(session_headers(user, b"http://evil.example"))[0] is False
+    assert attempt(ANONYMOUS) == (False, 4401)
+    assert attempt(session_headers(stranger)) == (False, 4403)
+    assert attempt(session_headers(user, b"http://evil.example"))[0] is False
     Twin.objects.filter(pk=twin.pk).update(visibility="shared")
-    assert async_to_sync(attempt)(session_headers(stranger))[0] is True
+    assert attempt(session_headers(stranger))[0] is True
 
 
 @WEBSOCKET_DB

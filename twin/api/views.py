@@ -11,6 +11,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Visibility
 from twin import services
+from twin.filtersets import TwinEventFilterSet
 from twin.local import ensure_local_driver
 from twin.models import Twin, TwinEvent, TwinSample
 
@@ -174,23 +175,10 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
     def events(self, request, pk=None):
-        twin = self.get_object()
-        events = TwinEvent.objects.filter(twin=twin)
-        params = request.query_params
-        for key in ("kind", "category"):
-            if params.get(key):
-                events = events.filter(**{key: params[key]})
-        try:
-            if params.get("since_seq"):
-                events = events.filter(seq__gt=int(params["since_seq"]))
-            if params.get("node"):
-                events = events.filter(node=int(params["node"]))
-            limit = int(params.get("limit", 200))
-        except ValueError:
-            raise serializers.ValidationError({"since_seq": ["since_seq, node and limit are whole numbers"]}) from None
-        if not 1 <= limit <= 1000:
-            raise serializers.ValidationError({"limit": ["between 1 and 1000"]})
-        return Response({"events": [services.event_json(e) for e in events.order_by("seq")[:limit]]})
+        found = TwinEventFilterSet(request.query_params, queryset=TwinEvent.objects.filter(twin=self.get_object()))
+        if not found.is_valid():
+            raise serializers.ValidationError(found.errors)
+        return Response({"events": [services.event_json(e) for e in found.qs]})
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="Hourly samples of the headline metrics.")
     @action(detail=True, methods=["get"])
