@@ -406,6 +406,37 @@ def twin_ingest(*, twin: Twin, payload: dict) -> list[TwinEvent]:
     return twin_inject(twin=twin, category=category, gpu=node * gpus_per_node + local, kind="ingested", note=note)
 
 
+XID_MARKER = "NVRM: Xid"
+MAX_LOG_LINES = 100_000
+
+
+@transaction.atomic
+def twin_ingest_log(*, twin: Twin, node, text) -> dict:
+    """A node's whole kernel log (``dmesg`` or ``journalctl -k`` output) applied in one transaction:
+    every line with an ``NVRM: Xid`` becomes an ingested event, the rest is skipped and counted, and
+    an Xid line that cannot be applied (not parseable, a bus the twin lacks, an unknown code) is
+    reported with its line number while the others still apply."""
+    if not isinstance(text, str):
+        raise TwinInputError({"log": ["give the kernel log's text"]})
+    if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node < twin.node_count:
+        raise TwinInputError({"node": [f"the node the log came from (0-{twin.node_count - 1})"]})
+    lines = text.splitlines()
+    if len(lines) > MAX_LOG_LINES:
+        raise TwinInputError({"log": [f"{len(lines):,} lines; at most {MAX_LOG_LINES:,} per upload"]})
+    events, malformed, xid_lines = [], [], 0
+    for number, line in enumerate(lines, start=1):
+        if XID_MARKER not in line:
+            continue
+        xid_lines += 1
+        try:
+            events += twin_ingest(twin=twin, payload={"node": node, "line": line})
+        except TwinInputError as error:
+            malformed.append({"line": number, "reason": "; ".join(r for reasons in error.errors.values()
+                                                                  for r in reasons)})
+    return {"lines": len(lines), "xid_lines": xid_lines, "skipped_lines": len(lines) - xid_lines,
+            "applied": xid_lines - len(malformed), "malformed": malformed,
+            "events": [event_json(e) for e in events]}
+
 class Driver:
     """Advances every running twin by speed x the wall time since its last tick, a few times a
     second. One driver per deployment: the ``run_twins`` command, or a thread in the web process

@@ -1,4 +1,6 @@
 """Twins through the API and websockets, driven tick by tick in the test process."""
+import io
+
 import numpy as np
 import pytest
 from asgiref.sync import async_to_sync
@@ -395,3 +397,53 @@ def test_running_twins_per_user_are_capped(catalog, owner_client, settings):
     assert owner_client.post(f"/api/twins/{first.pk}/resume/").status_code == 200  # already running: fine
     owner_client.post(f"/api/twins/{first.pk}/pause/")
     assert owner_client.post(f"/api/twins/{second.pk}/start/").status_code == 200
+
+
+def _kernel_log(buses: list[str]) -> tuple[str, list[int]]:
+    """1,000 lines of a node's kernel log: 37 Xid lines, of which two cannot be applied (a garbled
+    one and one from a bus the node lacks), among ordinary kernel messages."""
+    codes = [31, 63, 74, 43, 13, 45]
+    lines, bad = [], []
+    xid = 0
+    for number in range(1, 1001):
+        stamp = f"[{number * 37.25:12.6f}]"
+        if number % 27 == 0 and xid < 37:
+            xid += 1
+            if xid == 10:
+                lines.append(f"{stamp} NVRM: Xid (PCI:0000:07:00): garbled line")
+                bad.append(number)
+            elif xid == 20:
+                lines.append(f"{stamp} NVRM: Xid (PCI:0000:ee:00): 79, pid=4411, GPU has fallen off the bus.")
+                bad.append(number)
+            else:
+                bus = buses[xid % len(buses)][5:12]
+                lines.append(f"{stamp} NVRM: Xid (PCI:0000:{bus}): {codes[xid % len(codes)]}, pid={1000 + xid}, "
+                             "name=python, Ch 00000010")
+        else:
+            lines.append(f"{stamp} mlx5_core 0000:0{number % 8}:00.0: mlx5_cmd_out_err:838: QUERY_VPORT_COUNTER "
+                         "status ok" if number % 3 else f"{stamp} EXT4-fs (nvme0n1p2): re-mounted. Quota mode: none.")
+    return "\n".join(lines) + "\n", bad
+
+
+def test_a_whole_kernel_log_applies_its_xid_lines_and_names_the_bad_ones(catalog, owner_client):
+    twin = create(owner_client)
+    text, bad = _kernel_log(twin.pci_bus_ids)
+    assert len(text.splitlines()) == 1000 and text.count("NVRM: Xid") == 37
+    before = TwinEvent.objects.filter(twin=twin, kind="ingested").count()
+    response = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 3, "log": text}, format="json")
+    assert response.status_code == 201, response.json()
+    report = response.json()
+    assert (report["lines"], report["xid_lines"], report["skipped_lines"], report["applied"]) == (1000, 37, 963, 35)
+    assert [m["line"] for m in report["malformed"]] == bad
+    assert "PCI bus 0000:ee:00" in report["malformed"][1]["reason"]
+    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() - before == 35
+
+    upload = io.BytesIO(text.encode())
+    upload.name = "kern.log"
+    as_file = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 3, "file": upload}, format="multipart")
+    assert as_file.status_code == 201 and as_file.json()["applied"] == 35
+    assert owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 3}, format="json").json() == {
+        "log": ["give the log's text or a file, one of them"]}
+    refused = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 99_999, "log": text}, format="json")
+    assert refused.status_code == 400 and "node" in refused.json()
+    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() - before == 70  # the refusal stored nothing

@@ -63,6 +63,17 @@ class OwnerControls(BasePermission):
         return request.method in SAFE_METHODS or obj.owner_id == request.user.id or request.user.is_staff
 
 
+class KernelLogSerializer(serializers.Serializer):
+    node = serializers.IntegerField(min_value=0, help_text="The node the log came from.")
+    log = serializers.CharField(required=False, trim_whitespace=False, help_text="The log's text.")
+    file = serializers.FileField(required=False, help_text="The log as a file (multipart).")
+
+    def validate(self, data):
+        if ("log" in data) == ("file" in data):
+            raise serializers.ValidationError({"log": ["give the log's text or a file, one of them"]})
+        return data
+
+
 def body(request) -> dict:
     if not isinstance(request.data, dict):
         raise serializers.ValidationError({"(body)": ["must be a JSON object"]})
@@ -149,6 +160,21 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         twin = self.get_object()
         rows = services.twin_ingest(twin=twin, payload=request.data)
         return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=KernelLogSerializer, responses={201: OpenApiTypes.OBJECT},
+                   description="A node's whole kernel log (dmesg or journalctl -k output), as JSON {node, log} or a "
+                               "multipart upload (node, file): every 'NVRM: Xid' line becomes an ingested event in "
+                               "one transaction, other lines are skipped and counted, and Xid lines that cannot be "
+                               "applied are listed with their line numbers.")
+    @action(detail=True, methods=["post"], url_path="ingest-log")
+    def ingest_log(self, request, pk=None):
+        twin = self.get_object()
+        upload = KernelLogSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        data = upload.validated_data
+        text = data["log"] if "log" in data else data["file"].read().decode("utf-8", errors="replace")
+        return Response(services.twin_ingest_log(twin=twin, node=data["node"], text=text),
+                        status=status.HTTP_201_CREATED)
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT},
                    examples=[OpenApiExample("Drain node 12", value={"node": 12, "drained": True}, request_only=True)],
