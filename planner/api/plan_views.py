@@ -26,6 +26,7 @@ from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import AccessToken, ClusterPlan, ComputeNodeType, StorageNodeType, Workload
 from planner.services import plans as services
 from planner.services.accounts import token_issue
+from planner.services.spreadsheets import XLSX_MEDIA_TYPE, bom_xlsx, comparison_xlsx
 
 
 class CSVRenderer(BaseRenderer):
@@ -35,6 +36,24 @@ class CSVRenderer(BaseRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         return data if isinstance(data, str) else ""
+
+
+class XLSXRenderer(BaseRenderer):
+    """An Excel workbook the view has already built (bytes)."""
+
+    media_type = XLSX_MEDIA_TYPE
+    format = "xlsx"
+    charset = None
+    render_style = "binary"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, bytes) else b""
+
+
+def _attachment(content, filename: str) -> Response:
+    response = Response(content)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 def enforce_engine_limits(document) -> None:
@@ -155,11 +174,12 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
             OpenApiParameter("ids", str, required=True, description="2 to 4 plan slugs, comma-separated; the "
                              "first is the reference for ratios and differences."),
             OpenApiParameter("workload", str, description="A workload slug to train on every plan."),
+            OpenApiParameter("format", str, enum=["json", "xlsx"], description="xlsx for an Excel workbook"),
         ],
         responses={200: OpenApiTypes.OBJECT},
         description="Evaluate 2-4 plans and align their metrics, with ratios and differences to the first.",
     )
-    @action(detail=False, methods=["get"])
+    @action(detail=False, methods=["get"], renderer_classes=[JSONRenderer, XLSXRenderer])
     def compare(self, request):
         slugs = [s.strip() for s in request.query_params.get("ids", "").split(",") if s.strip()]
         problems = services.compare_choice_problems(slugs)
@@ -170,23 +190,27 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         if missing:
             raise serializers.ValidationError({"ids": [f"no plan '{slug}' is visible to you" for slug in missing]})
         workload = self._workload(request.query_params.get("workload"))
-        return Response(services.plan_compare(plans=[found[s] for s in slugs], workload=workload,
-                                              work_budget_s=settings.API_WORK_BUDGET_S))
+        comparison = services.plan_compare(plans=[found[s] for s in slugs], workload=workload,
+                                           work_budget_s=settings.API_WORK_BUDGET_S)
+        if request.accepted_renderer.format == "xlsx":
+            return _attachment(comparison_xlsx(comparison), f"comparison-{'-'.join(slugs)}.xlsx")
+        return Response(comparison)
 
     @extend_schema(
         tags=PLAN_TAG, responses={200: OpenApiTypes.OBJECT},
-        parameters=[OpenApiParameter("format", str, enum=["json", "csv"], description="csv for a spreadsheet")],
+        parameters=[OpenApiParameter("format", str, enum=["json", "csv", "xlsx"],
+                                     description="csv for a spreadsheet, xlsx for an Excel workbook (a sheet per "
+                                                 "part list)")],
         description="Bill of materials: part, slug, quantity, unit price, extended price and the price's source.",
     )
-    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, CSVRenderer])
+    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, CSVRenderer, XLSXRenderer])
     def bom(self, request, slug=None):
         plan = self.get_object()
         bom = services.plan_bom(plan=plan)
-        if request.accepted_renderer.format == "csv":
-            response = Response(services.bom_csv(bom))
-            response["Content-Disposition"] = f'attachment; filename="{plan.slug}-bom.csv"'
-            return response
-        return Response(bom)
+        export = {"csv": services.bom_csv, "xlsx": bom_xlsx}.get(request.accepted_renderer.format)
+        if export is None:
+            return Response(bom)
+        return _attachment(export(bom), f"{plan.slug}-bom.{request.accepted_renderer.format}")
 
     @extend_schema(tags=PLAN_TAG, request=api.CloneRequestSerializer, responses={201: api.ClusterPlanSerializer},
                    description="Copy a visible plan (for example a preset) into a private plan you own.")

@@ -581,3 +581,34 @@ def test_the_plan_check_and_the_engine_make_one_fabric_decision(catalog):
     plan.storage_node_count = 180
     plan.full_clean()
     assert simcore.evaluate(scenario_document(plan))["fabric"]["fits"]
+
+
+def test_bill_of_materials_and_comparison_as_excel_hold_the_json_numbers(catalog, reader_client):
+    import io
+
+    from openpyxl import load_workbook
+
+    bom = reader_client.get(f"/api/plans/{FF}/bom/").json()
+    response = reader_client.get(f"/api/plans/{FF}/bom/?format=xlsx")
+    assert response.status_code == 200 and response["Content-Type"].startswith("application/vnd.openxml")
+    assert f'filename="{FF}-bom.xlsx"' in response["Content-Disposition"]
+    book = load_workbook(io.BytesIO(response.content))
+    assert book.sheetnames[0] == "Summary" and "Switches" in book.sheetnames
+    rows = [row for name in book.sheetnames[1:] for row in book[name].iter_rows(min_row=2, values_only=True)]
+    assert [(r[1], r[2], r[4]) for r in rows] == [(line["slug"], line["quantity"], line["extended_price"])
+                                                    for line in bom["lines"]]
+    currency = bom["currency"]
+    assert book["Switches"]["D1"].value == f"unit price ({currency})"
+    summary = dict(book["Summary"].iter_rows(min_row=2, values_only=True))
+    assert summary[f"total ({currency})"] == bom["total"]
+
+    ids = f"{FF},dgx-a100-3layer"
+    comparison = reader_client.get(f"/api/plans/compare/?ids={ids}").json()
+    workbook = reader_client.get(f"/api/plans/compare/?ids={ids}&format=xlsx").content
+    sheet = load_workbook(io.BytesIO(workbook))["Comparison"]
+    header = [cell.value for cell in sheet[1]]
+    assert header[:4] == ["metric", "unit", FF, "dgx-a100-3layer"]
+    table = {row[0]: row for row in sheet.iter_rows(min_row=2, values_only=True)}
+    for metric in comparison["metrics"]:  # Excel keeps 15 significant digits
+        assert list(table[metric["label"]][2:4]) == pytest.approx(metric["values"], rel=1e-14)
+    assert table["switches"][2:4] == (122, 1320)

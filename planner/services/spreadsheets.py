@@ -1,0 +1,67 @@
+"""Excel (XLSX) workbooks of a bill of materials and of a comparison, with units in the headers and
+the same numbers as the JSON they come from (openpyxl)."""
+import io
+
+from openpyxl import Workbook
+from openpyxl.utils import get_column_letter
+
+XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+# One sheet per part list of a bill of materials, by the catalogue kind of its parts.
+BOM_SHEETS = (("Nodes", ("compute-node", "storage-node")), ("Switches", ("switch",)), ("NICs", ("nic",)),
+              ("Cables and optics", ("link-part",)))
+
+
+def _sheet(book: Workbook, title: str, header: list[str], rows: list[list]):
+    sheet = book.create_sheet(title)
+    sheet.append(header)
+    for row in rows:
+        sheet.append(row)
+    for index, name in enumerate(header, start=1):
+        sheet.column_dimensions[get_column_letter(index)].width = max(12, len(name) + 2)
+    sheet.freeze_panes = "A2"
+    return sheet
+
+
+def _bytes(book: Workbook) -> bytes:
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def bom_xlsx(bom: dict) -> bytes:
+    """A summary sheet (plan, price book, total, unpriced parts), then one sheet per part list."""
+    currency = bom["currency"]
+    book = Workbook()
+    book.remove(book.active)
+    _sheet(book, "Summary", ["item", "value"], [
+        ["plan", bom["plan"]], ["price book", bom["price_book"]], ["currency", currency],
+        [f"total ({currency})", bom["total"]], ["unpriced parts", ", ".join(bom["unpriced"]) or "none"]])
+    header = ["part", "catalogue slug", "quantity (units)", f"unit price ({currency})",
+              f"extended price ({currency})", "price source"]
+    for title, kinds in BOM_SHEETS:
+        lines = [line for line in bom["lines"] if line["part_kind"] in kinds]
+        if lines:
+            _sheet(book, title, header, [[line["part"], line["slug"], line["quantity"], line["unit_price"],
+                                          line["extended_price"], line["source"]] for line in lines])
+    return _bytes(book)
+
+
+def comparison_xlsx(comparison: dict) -> bytes:
+    """Every metric by plan with its unit, then its ratio and difference to the first plan; where the
+    plans train a workload, where each parallel group runs; and why a plan could not be evaluated."""
+    plans, currency = comparison["plans"], comparison["currency"] or "price"
+    book = Workbook()
+    book.remove(book.active)
+    unit = lambda metric: currency if metric["unit"] == "currency" else metric["unit"]  # noqa: E731
+    header = ["metric", "unit", *plans, *(f"ratio to {plans[0]}: {p}" for p in plans[1:]),
+              *(f"difference to {plans[0]}: {p}" for p in plans[1:])]
+    _sheet(book, "Comparison", header, [
+        [m["label"], unit(m), *m["values"], *m["ratio_to_first"][1:], *m["delta_to_first"][1:]]
+        for m in comparison["metrics"]])
+    if comparison["placements"]:
+        _sheet(book, "Placement", ["parallel group", *plans],
+               [[group.upper(), *where] for group, where in comparison["placements"].items()])
+    if comparison["infeasible"]:
+        _sheet(book, "Not evaluated", ["plan", "reasons"],
+               [[slug, "; ".join(reasons)] for slug, reasons in comparison["infeasible"].items()])
+    return _bytes(book)
