@@ -14,7 +14,15 @@ from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import sweeps as services
 from planner.services.submission import sweep_submit
-from planner.services.sweep_results import goal_feasible_points, sweep_csv, sweep_npz, sweep_rows, sweep_select
+from planner.services.sweep_results import (
+    MAX_CHART_SAMPLE,
+    goal_feasible_points,
+    sweep_csv,
+    sweep_npz,
+    sweep_rows,
+    sweep_sample,
+    sweep_select,
+)
 from planner.services.sweep_store import sweep_columns
 
 SWEEP_EXAMPLE = OpenApiExample(
@@ -135,6 +143,23 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         rows = sweep_rows(columns, selection[(page - 1) * size: page * size])
         return Response({"count": int(selection.size), "page": page, "page_size": size,
                          "stored_points": int(columns["point"].size), "results": rows})
+
+    @extend_schema(
+        parameters=[OpenApiParameter("points", int, description=f"how many to spread over the grid "
+                                                                 f"(1 to {MAX_CHART_SAMPLE:,}; default 5,000)")],
+        responses={200: OpenApiTypes.OBJECT},
+        description="Points spread evenly over the whole grid for a chart, plus, always, the goal's optimum "
+                    "and every point of its Pareto fronts; rows as in results.")
+    @action(detail=True, methods=["get"])
+    def sample(self, request, pk=None):
+        sweep = self.get_object()
+        try:
+            count = int(request.query_params.get("points", 5000))
+        except ValueError:
+            raise serializers.ValidationError({"points": ["a whole number"]}) from None
+        if not 1 <= count <= MAX_CHART_SAMPLE:
+            raise serializers.ValidationError({"points": [f"between 1 and {MAX_CHART_SAMPLE:,}"]})
+        return Response(sweep_sample(sweep, count))
 
     @staticmethod
     def _page(request):

@@ -6,6 +6,7 @@ import numpy as np
 
 from planner.models import Sweep
 from planner.services.sweep_spec import SweepInputError, sweep_axes
+from planner.services.sweep_store import sweep_columns
 from simcore import sweep as engine
 
 
@@ -87,3 +88,20 @@ def goal_feasible_points(sweep: Sweep, columns: dict) -> list[int]:
     """Grid points meeting the goal, judged exactly as ``goal_seek`` judged them."""
     _, goal, _ = sweep_axes(sweep.results_sweep)
     return columns["point"][engine.feasibility(columns, goal)[3]].tolist()
+
+
+MAX_CHART_SAMPLE = 10_000
+
+
+def sweep_sample(sweep: Sweep, count: int) -> dict:
+    """About ``count`` points spread evenly over the whole grid for the sweep chart, plus, always,
+    the goal's optimum and every point of its Pareto fronts; read chunk by chunk."""
+    total = int(sweep.total_points)
+    spread = np.unique(np.linspace(0, max(total - 1, 0), min(count, total)).astype(np.int64))
+    goal = sweep.results_sweep.goal_result or {}
+    always = sorted({int(p) for front in goal.get("pareto", []) for p in front["points"]}
+                    | ({int(goal["optimum"])} if goal.get("optimum") is not None else set()))
+    wanted = np.union1d(spread, np.asarray(always, dtype=np.int64))
+    columns = sweep_columns(sweep, only=wanted)
+    return {"total_points": total, "sampled": int(columns["point"].size), "always": always,
+            "results": sweep_rows(columns, np.arange(columns["point"].size))}

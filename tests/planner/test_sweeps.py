@@ -277,3 +277,19 @@ def test_stalled_sweeps_are_found_and_settled(catalog, reader_client, small_chun
     settled = Sweep.objects.get(pk=sweep.pk)
     assert settled.status == "done" and settled.completed_chunks == settled.chunk_count
     assert list(stalled_sweeps(idle_s=0)) == []
+
+
+def test_the_chart_sample_spans_the_whole_grid_and_keeps_the_goal_points(catalog, reader_client, eager_celery,
+                                                                        small_chunks):
+    goal = {"minimize": "cost.capex_total", "constraints": [{"metric": "training.step_time_s", "max": 20}],
+            "pareto": [["cost.capex_total", "training.step_time_s"]]}
+    sweep = create(reader_client, goal=goal).json()
+    result = Sweep.objects.get(pk=sweep["id"]).goal_result
+    must = {result["optimum"], *result["pareto"][0]["points"]}
+    sample = reader_client.get(f"/api/sweeps/{sweep['id']}/sample/", {"points": 10}).json()
+    points = [row["point"] for row in sample["results"]]
+    assert points == sorted(set(points)) and sample["total_points"] == 135
+    assert points[0] == 0 and points[-1] == 134  # spread to both ends, not the first ten
+    assert must <= set(points) and set(sample["always"]) == must
+    assert len(points) <= 10 + len(must)
+    assert reader_client.get(f"/api/sweeps/{sweep['id']}/sample/", {"points": 0}).status_code == 400

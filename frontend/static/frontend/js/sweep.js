@@ -4,7 +4,6 @@ import { scatterChart } from "./charts.js";
 import { num } from "./format.js";
 
 const MAX_CHART_POINTS = 10000;
-const PAGE = 500;
 const HIGHER_IS_BETTER = /(mfu|ettr|tflops|pflops|gbyte_s|availability|tokens_per_s|utilization|efficiency)$/;
 
 // "64, 128" -> list; "200..1240 step 40" -> {start, stop, step}; "1..4 n 7" -> {start, stop, steps}.
@@ -69,16 +68,11 @@ function paretoFront(points, xdir, ydir) {
   return front;
 }
 
-async function loadRows(id, total) {
-  const rows = [];
-  const pages = Math.ceil(Math.min(total, MAX_CHART_POINTS) / PAGE);
-  for (let page = 1; page <= pages; page++) {
-    const response = await api(`/api/sweeps/${id}/results/?page=${page}&page_size=${PAGE}`);
-    if (!response.ok) break;
-    rows.push(...response.data.results);
-    if (response.data.results.length < PAGE) break;
-  }
-  return rows;
+// The server spreads the chart's points over the whole grid and always adds the optimum and the
+// Pareto fronts (GET /api/sweeps/{id}/sample/).
+async function loadSample(id) {
+  const response = await api(`/api/sweeps/${id}/sample/?points=${MAX_CHART_POINTS}`);
+  return response.ok ? response.data : { results: [], total_points: 0 };
 }
 
 function goalSummary(container, goal) {
@@ -118,7 +112,8 @@ export function sweepPage(id) {
     if (shown) return;
     shown = true;
     const sweep = (await api(`/api/sweeps/${id}/`)).data;
-    const rows = await loadRows(id, sweep.total_points);
+    const sample = await loadSample(id);
+    const rows = sample.results;
     if (!rows.length) return;
     const section = document.getElementById("sweep-results");
     section.hidden = false;
@@ -138,7 +133,8 @@ export function sweepPage(id) {
       }
       const { front, valid } = chart(rows, controls, sweep.goal_result);
       document.getElementById("chart-note").textContent = `${num(valid)} valid points shown` +
-        (sweep.total_points > rows.length ? ` (the first ${num(rows.length)} of ${num(sweep.total_points)}; download for all)` : "") +
+        (sample.total_points > rows.length ? ` (a sample of ${num(rows.length)} spread over all ${num(sample.total_points)}, ` +
+          "the optimum and the Pareto fronts included; download for all)" : "") +
         `; ${front.size} on the Pareto front. Click a point for its values.`;
     };
     controls.xdir.addEventListener("change", () => { controls.xdir.dataset.touched = "1"; });
