@@ -1,7 +1,7 @@
 """Sweeps: submit a grid around a plan, follow its progress, read, filter and export its points."""
 import numpy as np
 from django.db.models import F, Sum
-from django.http import HttpResponse
+from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -15,10 +15,10 @@ from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import sweeps as services
 from planner.services.submission import sweep_submit
 from planner.services.sweep_results import (
+    EXPORT_TYPES,
     MAX_CHART_SAMPLE,
     goal_feasible_points,
-    sweep_csv,
-    sweep_npz,
+    sweep_export,
     sweep_rows,
     sweep_sample,
     sweep_select,
@@ -172,19 +172,16 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
             raise serializers.ValidationError({"page_size": ["page >= 1 and 1 <= page_size <= 500"]})
         return page, size
 
-    @extend_schema(parameters=[OpenApiParameter("file", str, enum=["csv", "npz"], required=True,
-                                                description="csv for a spreadsheet, npz for NumPy")],
+    @extend_schema(parameters=[OpenApiParameter("file", str, enum=list(EXPORT_TYPES), required=True,
+                                                description="csv for a spreadsheet, parquet for pandas, Polars "
+                                                            "or DuckDB (both streamed, any size), npz for NumPy")],
                    responses={200: OpenApiTypes.BINARY})
     @action(detail=True, methods=["get"], url_path="export")
     def export(self, request, pk=None):
         sweep = self.get_object()
         kind = request.query_params.get("file")
-        if kind not in ("csv", "npz"):
-            raise serializers.ValidationError({"file": ["csv or npz"]})
-        columns = sweep_columns(sweep)
-        if kind == "csv":
-            response = HttpResponse(sweep_csv(columns), content_type="text/csv")
-        else:
-            response = HttpResponse(sweep_npz(columns), content_type="application/octet-stream")
+        if kind not in EXPORT_TYPES:
+            raise serializers.ValidationError({"file": [" or ".join(EXPORT_TYPES)]})
+        response = FileResponse(sweep_export(sweep, kind), content_type=EXPORT_TYPES[kind])
         response["Content-Disposition"] = f'attachment; filename="sweep-{sweep.pk}.{kind}"'
         return response

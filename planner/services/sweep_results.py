@@ -1,12 +1,15 @@
 """A sweep's results as rows, selections, exports (CSV, NPZ) and the state its viewers are sent."""
-import csv
 import io
+import tempfile
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 from planner.models import Sweep
 from planner.services.sweep_spec import SweepInputError, sweep_axes
-from planner.services.sweep_store import sweep_columns
+from planner.services.sweep_store import chunk_columns, sweep_columns
 from simcore import sweep as engine
 
 
@@ -65,16 +68,43 @@ def sweep_select(columns: dict, *, valid: bool | None = None, order_by: str | No
     return selection
 
 
-def sweep_csv(columns: dict) -> str:
-    out = io.StringIO()
-    keys = ["point", *[k for k in columns if k.startswith("axis:")],
-            *[k for k in columns if k not in ("point", "valid", "invalid_reason") and not k.startswith("axis:")],
-            "valid", "invalid_reason"]
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([k.removeprefix("axis:") for k in keys])
-    for i in range(len(columns["point"])):
-        writer.writerow(["" if _json_value(columns[k][i]) is None else _json_value(columns[k][i]) for k in keys])
-    return out.getvalue()
+EXPORT_TYPES = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet", "npz": "application/octet-stream"}
+
+
+def _export_order(columns: dict) -> list[str]:
+    """Columns as exported: the point, the axes, the outputs, then validity and its reason."""
+    axes = [k for k in columns if k.startswith("axis:")]
+    outputs = [k for k in columns if k not in ("point", "valid", "invalid_reason") and k not in axes]
+    return ["point", *axes, *outputs, "valid", "invalid_reason"]
+
+
+def _table(columns: dict) -> pa.Table:
+    """One chunk as an Arrow table: NaN is a missing value, the axis prefix is dropped."""
+    keys = _export_order(columns)
+    arrays = [pa.array(columns[k].astype(str) if columns[k].dtype == object else columns[k], from_pandas=True)
+              for k in keys]
+    return pa.table(arrays, names=[k.removeprefix("axis:") for k in keys])
+
+
+def sweep_export(sweep: Sweep, kind: str):
+    """The sweep's points as a file (a temporary one, deleted when closed) written chunk by chunk,
+    so memory stays that of one chunk: CSV or Parquet (one row group a chunk); NPZ holds the whole
+    sweep in memory and suits smaller sweeps."""
+    out = tempfile.TemporaryFile()
+    if kind == "npz":
+        out.write(sweep_npz(sweep_columns(sweep)))
+    else:
+        writer = None
+        for part in chunk_columns(sweep):
+            table = _table(part)
+            if writer is None:
+                writer = (pa_csv.CSVWriter(out, table.schema) if kind == "csv"
+                          else pq.ParquetWriter(out, table.schema, compression="zstd"))
+            writer.write_table(table)
+        if writer is not None:
+            writer.close()
+    out.seek(0)
+    return out
 
 
 def sweep_npz(columns: dict) -> bytes:

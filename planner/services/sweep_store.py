@@ -29,30 +29,34 @@ def pending_chunks(sweep: Sweep) -> list[int]:
     return [i for i in range(sweep.chunk_count) if i not in done]
 
 
-def sweep_columns(sweep: Sweep, points: range | None = None, *,
-                  only: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Every stored point's outputs, axis values and validity, in grid order; with ``points``,
-    only the chunks that hold those grid points are read (a page without filters); with ``only``
-    (sorted grid points), every chunk is read one at a time and only those points are kept, so
-    memory stays that of one chunk however large the sweep."""
+def chunk_columns(sweep: Sweep, points: range | None = None, *, only: np.ndarray | None = None):
+    """The stored chunks one at a time, in grid order: each chunk's outputs, validity, grid point
+    and axis values; with ``points``, only the chunks that hold those grid points; with ``only``
+    (sorted grid points), only those points of each chunk. Memory stays that of one chunk."""
     source = sweep.results_sweep
     chunks = source.chunks.order_by("index")
     if points is not None:
         chunks = chunks.filter(stop__gt=points.start, start__lt=points.stop)
-    axes, _, outputs = sweep_axes(source)
-    parts = []
+    axes, _, _ = sweep_axes(source)
+    shape = engine.grid_shape(axes)
     for start, data in chunks.values_list("start", "data").iterator(chunk_size=4):
         part = unpack_columns(data)
         part["point"] = np.arange(start, start + len(part["valid"]))
         if only is not None:
             keep = np.isin(part["point"], only, assume_unique=True)
             part = {key: values[keep] for key, values in part.items()}
-        parts.append(part)
+        for axis, index in zip(axes, np.unravel_index(part["point"], shape)):
+            part[f"axis:{axis.path}"] = axis.values[index]
+        yield part
+
+
+def sweep_columns(sweep: Sweep, points: range | None = None, *,
+                  only: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Every stored point's outputs, axis values and validity, in grid order (``chunk_columns``
+    joined); with ``points`` or ``only``, the chunks or points ``chunk_columns`` keeps."""
+    parts = list(chunk_columns(sweep, points, only=only))
     if not parts:
+        _, _, outputs = sweep_axes(sweep.results_sweep)
         return {"point": np.zeros(0, dtype=np.int64), **{p: np.zeros(0) for p in outputs},
                 "valid": np.zeros(0), "invalid_reason": np.zeros(0, dtype=object)}
-    columns = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
-    points = columns["point"]
-    for axis, index in zip(axes, np.unravel_index(points, engine.grid_shape(axes))):
-        columns[f"axis:{axis.path}"] = axis.values[index]
-    return columns
+    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}

@@ -1,4 +1,5 @@
 """Sweeps through the API and the command line, with tasks run in process (the embedded default)."""
+import csv
 import io
 import json
 
@@ -152,12 +153,28 @@ def test_categorical_axes_swap_catalogue_parts(catalog, reader_client, eager_cel
     assert "RoCE" in by_switch[("tomahawk5-128x400g", 600)]["invalid_reason"]
 
 
-def test_export_csv_and_npz(catalog, reader_client, eager_celery):
+def _download(client, sweep, kind) -> bytes:
+    response = client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": kind})
+    assert response.status_code == 200 and f'sweep-{sweep["id"]}.{kind}' in response["Content-Disposition"]
+    return b"".join(response.streaming_content)
+
+
+def test_export_csv_parquet_and_npz(catalog, reader_client, eager_celery, small_chunks):
+    import pyarrow.parquet as pq
+
     sweep = create(reader_client).json()
-    csv_text = reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "csv"}).content.decode()
+    csv_text = _download(reader_client, sweep, "csv").decode()
     lines = csv_text.strip().splitlines()
-    assert lines[0].startswith("point,cluster.node_count,workload.gpus,") and len(lines) == 136
-    npz = np.load(io.BytesIO(reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "npz"}).content))
+    assert lines[0].startswith('"point","cluster.node_count","workload.gpus",') and len(lines) == 136
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    table = pq.read_table(io.BytesIO(_download(reader_client, sweep, "parquet")))
+    assert table.column("point").to_pylist() == list(range(135)) == [int(r["point"]) for r in rows]
+    switches = reader_client.get(f"/api/sweeps/{sweep['id']}/results/", {"page_size": 500}).json()["results"]
+    assert table.column("fabric.switches").to_pylist() == [r["outputs"]["fabric.switches"] for r in switches]
+    step = table.column("training.step_time_s").to_pylist()
+    assert [s is None for s in step] == [r["outputs"]["training.step_time_s"] is None for r in switches]
+    assert [r["training.step_time_s"] == "" for r in rows] == [s is None for s in step]  # missing, not NaN
+    npz = np.load(io.BytesIO(_download(reader_client, sweep, "npz")))
     assert npz["point"].tolist() == list(range(135))
     assert npz["fabric.switches"].shape == (135,)
     assert reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "xls"}).status_code == 400

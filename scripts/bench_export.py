@@ -1,0 +1,115 @@
+"""Benchmark: export a 5,000,000-point sweep as CSV and as Parquet, measuring the server's memory.
+
+A child process creates the sweep and runs its chunks in process (the engine's real outputs); this
+process, which has evaluated nothing, then exports it both ways through the service the API
+streams from, sampling its resident memory every 5 ms, and reads each file back with pyarrow to
+check that every point is there once. Uses DATABASE_URL when set, else the embedded SQLite file:
+  .venv/bin/python scripts/bench_export.py [--points 5000000]
+"""
+import argparse
+import subprocess
+import sys
+import threading
+import time
+
+from benchsetup import ROOT, bench_user
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+
+
+class PeakMemory:
+    """The highest resident memory seen while the block runs, sampled on a thread."""
+
+    def __enter__(self):
+        self.base = self.peak = rss_bytes()
+        self.running = True
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self):
+        while self.running:
+            self.peak = max(self.peak, rss_bytes())
+            time.sleep(0.005)
+
+    def __exit__(self, *exc):
+        self.running = False
+        self.thread.join()
+
+
+def create(points: int) -> int:
+    owner = bench_user()
+    from planner.models import ClusterPlan, Workload
+    from planner.services import sweeps
+
+    node_values = 1200
+    spec = {"axes": {"cluster.node_count": {"start": 40, "stop": 40 + node_values - 1, "step": 1},
+                     "workload.gpus": {"start": 8, "stop": 8 * max(1, points // node_values), "step": 8},
+                     "workload.moe_imbalance": [1.0 + time.time() % 1 * 1e-6]}}
+    sweep = sweeps.sweep_create(owner=owner, plan=ClusterPlan.objects.get(slug="ff2-pcie-2zone"),
+                                workload=Workload.objects.get(slug="llama-13b-512"), spec=spec, name="bench export")
+    for index in range(sweep.chunk_count):
+        sweeps.sweep_run_chunk(sweep_id=sweep.pk, index=index)
+    return sweep.pk
+
+
+def export(sweep_id: int, kind: str) -> str:
+    """Export in this fresh process, which has evaluated and read nothing, then read the file back."""
+    bench_user()
+    import numpy as np
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    from planner.models import Sweep
+    from planner.services.sweep_results import sweep_export
+
+    sweep = Sweep.objects.get(pk=sweep_id)
+    start = time.perf_counter()
+    with PeakMemory() as memory:
+        exported = sweep_export(sweep, kind)
+        size = 0
+        while block := exported.read(1 << 16):  # as FileResponse streams it
+            size += len(block)
+    seconds = time.perf_counter() - start
+    exported.seek(0)
+    table = pq.read_table(exported) if kind == "parquet" else pa_csv.read_csv(exported)
+    once = bool(np.array_equal(np.sort(table.column("point").to_numpy()), np.arange(sweep.total_points)))
+    return (f"{kind}: {sweep.total_points:,} points, {size / 1e6:,.0f} MB in {seconds:.1f} s; memory growth "
+            f"{(memory.peak - memory.base) / 1e6:,.0f} MB (from {memory.base / 1e6:,.0f} to {memory.peak / 1e6:,.0f} "
+            f"MB); read back: {table.num_rows:,} rows, every point once: {once}")
+
+
+def child(*args) -> str:
+    return subprocess.run([sys.executable, __file__, *map(str, args)], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout.strip().splitlines()[-1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--points", type=int, default=5_000_000)
+    parser.add_argument("--create", action="store_true", help="(internal) create the sweep and print its id")
+    parser.add_argument("--export", nargs=2, metavar=("SWEEP", "KIND"), help="(internal) export and measure")
+    args = parser.parse_args()
+    if args.create:
+        print(create(args.points))
+        return 0
+    if args.export:
+        print(export(int(args.export[0]), args.export[1]))
+        return 0
+    began = time.perf_counter()
+    sweep_id = int(child("--create", "--points", args.points))
+    print(f"sweep {sweep_id} created and run in {time.perf_counter() - began:.0f} s")
+    for kind in ("csv", "parquet"):
+        print(child("--export", sweep_id, kind))
+    bench_user()
+    from planner.models import Sweep
+
+    Sweep.objects.filter(pk=sweep_id).delete()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
