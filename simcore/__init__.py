@@ -19,6 +19,7 @@ from simcore.reliability import (
     spares_needed,
 )
 from simcore.scenario import EngineParams, evaluate
+from simcore.table import table, to_frame
 from simcore.topology import fat_tree
 from simcore.training import TrainingParams
 from simcore.transformer import gemm_efficiency
@@ -52,6 +53,8 @@ __all__ = [
     "nccl_allreduce",
     "optimal_interval_s",
     "spares_needed",
+    "table",
+    "to_frame",
     "sustained_clock_factor",
     "validate",
 ]
