@@ -3,7 +3,7 @@
 Everything takes arrays that broadcast over scenario points and returns arrays. The scenario
 document (docs/scenario-format.md) is the contract shared by the CLI, the REST API and sweeps.
 """
-from simcore import budget, cluster, job, outputs
+from simcore import budget, cluster, document, job, outputs
 from simcore.charts import curves
 from simcore.collectives import CollectiveParams, NodeIO, hfreduce, nccl_allreduce
 from simcore.compute import ComputeParams, gemm_tflops, sustained_clock_factor
@@ -28,6 +28,7 @@ from simcore.version import ENGINE_VERSION
 __all__ = [
     "budget",
     "cluster",
+    "document",
     "job",
     "outputs",
     "CASES",

@@ -424,3 +424,53 @@ def fields_markdown() -> str:
         out.extend(f"| `{path}` | {kind} | {default} | {doc} |" for path, kind, default, doc in rows)
         out.append("")
     return "\n".join(out)
+
+
+def json_schema(spec=SPEC) -> dict:
+    """The scenario document as a JSON Schema (2020-12), from the same field spec that validates it:
+    every field with its type, range, unit (``x-unit``) and default. A number field may also be a
+    list of numbers (one per scenario point) unless it takes one value."""
+    properties, required = {}, []
+    for key, rule in spec.items():
+        if isinstance(rule, dict):
+            properties[key] = json_schema(rule)
+        else:
+            properties[key] = _field_schema(rule)
+            if isinstance(rule, Num) and rule.required and rule.default is None:
+                required.append(key)
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    if spec is SPEC:
+        required.append("cluster")  # the workload and the options may be left out
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _field_schema(rule) -> dict:
+    if isinstance(rule, Num):
+        number = {"type": "integer" if rule.integer else "number"}
+        if rule.check == "positive":
+            number["exclusiveMinimum"] = 0
+        elif rule.check in ("non_negative", "fraction"):
+            number["minimum"] = 0
+        if rule.check == "fraction":
+            number["maximum"] = 1
+        if rule.at_most is not None:
+            number["maximum"] = rule.at_most
+        variants = [number] if rule.scalar else [number, {"type": "array", "items": number, "minItems": 1}]
+        if rule.nullable:
+            variants.append({"type": "null"})
+        schema = {"anyOf": variants} if len(variants) > 1 else number
+        if rule.unit:
+            schema["x-unit"] = rule.unit
+        if rule.default is not None:
+            schema["default"] = rule.default
+        schema["description"] = "; ".join(part for part in (rule.doc, rule.unit and f"unit: {rule.unit}") if part)
+        return schema
+    if isinstance(rule, Choice):
+        return {"enum": list(rule.options), "default": rule.default, "description": rule.doc}
+    if isinstance(rule, Text):
+        return {"type": "string", "pattern": rule.pattern, "default": rule.default, "description": rule.doc}
+    if isinstance(rule, Rates):
+        return {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}, "description": rule.doc}
+    return {"type": "boolean", "default": rule.default, "description": rule.doc}

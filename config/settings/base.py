@@ -281,6 +281,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # 3.1: JSON Schema 2020-12, which the scenario document's schema (simcore.document.json_schema) is.
+    "OAS_VERSION": "3.1.0",
     "ENUM_NAME_OVERRIDES": {
         "PcieGenerationEnum": "planner.models.catalog.PCIE_GENERATIONS",
         "PcieLanesEnum": "planner.models.catalog.PCIE_LANES",

@@ -263,6 +263,10 @@ SCENARIO_EXAMPLE = OpenApiExample(
 )
 
 
+# The scenario document's JSON Schema, generated from the engine's field spec (docs/scenario-format.md).
+SCENARIO_SCHEMA = simcore.document.json_schema()
+
+
 class EvaluateScenarioView(APIView):
     """Evaluate a full scenario document (docs/scenario-format.md) without saving anything;
     read-only tokens may use it."""
@@ -272,8 +276,8 @@ class EvaluateScenarioView(APIView):
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "evaluate"
 
-    @extend_schema(tags=["evaluate"], request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
-                   examples=[SCENARIO_EXAMPLE],
+    @extend_schema(tags=["evaluate"], request={"application/json": SCENARIO_SCHEMA},
+                   responses={200: OpenApiTypes.OBJECT}, examples=[SCENARIO_EXAMPLE],
                    description="Any number field may be a list: the result then has one value per point "
                                "(at most API_MAX_SCENARIO_POINTS; submit a sweep for more). The registered metrics "
                                "(GET /api/outputs/ gives each one's label, unit and better direction): "
