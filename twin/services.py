@@ -3,9 +3,12 @@
 Every change is saved as one transaction (new events, state, clock, metrics), then pushed to the
 Channels group ``twin.<id>`` as a delta. The API, the driver and the tests all come through here.
 """
+import csv
+import io
 import logging
 import re
 import time
+from collections.abc import Iterator
 
 import numpy as np
 from django.conf import settings
@@ -244,6 +247,24 @@ def _changes(old: np.ndarray, new: np.ndarray) -> list[list[int]]:
 def event_json(row: TwinEvent) -> dict:
     return {"seq": row.seq, "time_s": row.sim_time_s, "kind": row.kind, "category": row.category,
             "gpu": row.gpu, "node": row.node, "job": row.job, "message": row.message}
+
+
+EVENT_CSV_COLUMNS = ("seq", "time_s", "kind", "category", "gpu", "node", "job", "message")
+
+
+def events_csv(events) -> Iterator[str]:
+    """A twin's events as CSV text, a header then a block of rows at a time (for a streamed
+    download: the database is read in batches, never all at once)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=EVENT_CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for number, row in enumerate(events.order_by("seq").iterator(chunk_size=2000), start=1):
+        writer.writerow(event_json(row))
+        if number % 2000 == 0:
+            yield out.getvalue()
+            out.seek(0)
+            out.truncate()
+    yield out.getvalue()
 
 
 def publish(twin_id: int, delta: dict):

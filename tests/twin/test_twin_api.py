@@ -1,4 +1,5 @@
 """Twins through the API and websockets, driven tick by tick in the test process."""
+import csv
 import io
 
 import numpy as np
@@ -121,6 +122,13 @@ def test_controls_through_the_api(catalog, owner_client):
     assert [e["seq"] for e in later] == [e["seq"] for e in everything[1:3]]
     assert owner_client.get(f"{url}events/", {"node": 2}).json()["events"]
     assert set(owner_client.get(f"{url}events/", {"limit": 0, "node": "x"}).json()) == {"limit", "node"}
+    exported = owner_client.get(f"{url}events/export/")
+    assert exported.status_code == 200 and exported["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(exported.streaming_content).decode())))
+    assert [int(r["seq"]) for r in rows] == [e["seq"] for e in everything]
+    assert [r["category"] for r in rows] == [e["category"] for e in everything]
+    only = b"".join(owner_client.get(f"{url}events/export/", {"kind": "injected"}).streaming_content).decode()
+    assert [r["category"] for r in csv.DictReader(io.StringIO(only))] == ["xid-79"]
 
 
 def test_driver_ticks_advance_by_speed_and_a_restart_neither_loses_nor_replays(catalog, owner_client):

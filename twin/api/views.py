@@ -1,5 +1,6 @@
 """Twins: create from a plan, control, inject and ingest failures, read state, events and metrics."""
 from django.conf import settings
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -205,6 +206,21 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         if not found.is_valid():
             raise serializers.ValidationError(found.errors)
         return Response({"events": [services.event_json(e) for e in found.qs]})
+
+    @extend_schema(parameters=[OpenApiParameter("kind", str), OpenApiParameter("category", str),
+                               OpenApiParameter("node", int)],
+                   responses={(200, "text/csv"): OpenApiTypes.STR},
+                   description="Every event of the twin (or those of a kind, category or node) as CSV, streamed.")
+    @action(detail=True, methods=["get"], url_path="events/export")
+    def events_export(self, request, pk=None):
+        twin = self.get_object()
+        found = TwinEventFilterSet(request.query_params, queryset=TwinEvent.objects.filter(twin=twin))
+        if not found.is_valid():
+            raise serializers.ValidationError(found.errors)
+        response = StreamingHttpResponse(services.events_csv(found.filter_queryset(found.queryset)),
+                                         content_type="text/csv")
+        response["Content-Disposition"] = f'attachment; filename="twin-{twin.pk}-events.csv"'
+        return response
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="Hourly samples of the headline metrics.")
     @action(detail=True, methods=["get"])
