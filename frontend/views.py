@@ -20,10 +20,10 @@ from planner.services import plans as plan_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
 from planner.services.sweep_spec import CATEGORICAL_AXES
+from simcore import outputs
 from simcore.devices import constant_rows
 from simcore.document import field_docs
 from simcore.errors import ScenarioError
-from simcore.outputs import by_path, sweep_defaults
 from simcore.reliability import describe_profiles
 from twin.models import Twin
 from twin.services import twin_categories
@@ -277,7 +277,7 @@ def sweep_list(request):
         "sweeps": Sweep.objects.filter(owner=request.user).select_related("plan", "workload").order_by("-created_at"),
         "plans": _visible_plans(request.user), "workloads": _visible_workloads(request.user),
         "plan": request.GET.get("plan", ""), "axis_paths": [*CATEGORICAL_AXES, *numeric_axes],
-        "metrics": [by_path()[path] for path in sweep_defaults(True)],
+        "metrics": outputs.selected("sweep"),
     })
 
 

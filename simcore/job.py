@@ -193,7 +193,7 @@ def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
             "activations": w["activation_bytes_per_sample"] * w["micro_batch"], "stage_s": None}
 
 
-def _data_parallel(w, node, io, g, dp_ranks, step, m, params) -> tuple[np.ndarray, object, np.ndarray]:
+def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params) -> tuple[np.ndarray, object, np.ndarray]:
     """Gradient reduction over the DP (x CP) group by HFReduce or NCCL, the ZeRO-3 weight traffic,
     and what of it the step's compute does not hide: (reduction time, its result, exposed time)."""
     tp_, cp_ = w["tp"], w["cp"]
@@ -202,7 +202,7 @@ def _data_parallel(w, node, io, g, dp_ranks, step, m, params) -> tuple[np.ndarra
     hfreduce = w["collective"] == "hfreduce"
     all_ok = node["nvlink_topology"] == "all-to-all"
     # NCCL over an all-to-all scale-up domain larger than a node treats the domain as the node.
-    unit = g if hfreduce else nccl_domain(node, w, g)
+    unit = g if hfreduce else nccl_unit
     unit_io = domain_io(io, g, unit)
     dp_per_node = np.minimum(reduce_ranks, unit / tp_)
     shards_per_node = unit / np.maximum(dp_per_node, 1)
@@ -254,7 +254,8 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
     dp = job_gpus / (w["tp"] * w["pp"] * w["cp"])
     dp_ranks = np.maximum(np.floor(dp), 1)
     micro_batches = w["global_batch"] / (dp_ranks * w["micro_batch"])
-    reason = layout_checks(w, job_gpus, nodes, g, nccl_domain(node, w, g), dp, micro_batches)
+    nccl_unit = nccl_domain(node, w, g)
+    reason = layout_checks(w, job_gpus, nodes, g, nccl_unit, dp, micro_batches)
     m = np.maximum(np.floor(micro_batches), 1)
     device, peak_tflops = _device(acc, family, clock, w["precision"])
     links, placement = parallel_links(node, io, family, w, g, dp, params.collectives)
@@ -262,7 +263,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
         step = _transformer_step(w, device, links, dp_ranks, m)
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
-    dp_s, ar, exposed_dp = _data_parallel(w, node, io, g, dp_ranks, step, m, params)
+    dp_s, ar, exposed_dp = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params)
     step_s, stacked, step_bound = training.assemble_step(step["parts"], exposed_dp,
                                                           _preprocessing_s(w, node, job_nodes))
     terms = training.memory_per_gpu_bytes(

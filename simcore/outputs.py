@@ -154,7 +154,3 @@ def selected(flag: str, *, workload: bool | None = None) -> list[Output]:
 def sweep_defaults(has_workload: bool) -> list[str]:
     """The result paths a sweep stores when the request names none."""
     return [o.path for o in selected("sweep", workload=has_workload)]
-
-
-def by_path() -> dict[str, Output]:
-    return {o.path: o for o in OUTPUTS if o.path}

@@ -106,19 +106,18 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
                                             domain=np.where(domain > g, np.ceil(gpus / domain), 0.0))
     result["reliability"] = failures.reliability_cluster(categories, cluster_units)
     if p["has_workload"]:
-        _train(result, p, params, hw, io, fabrics.main, categories, storage_rates)
+        _train(result, p, params, hw, io, domain, fabrics.main, categories, storage_rates)
     if p["options"]["monte_carlo_replicas"] > 0:
         result["reliability"]["monte_carlo"] = failures.monte_carlo(p, categories, cluster_units, result,
                                                                     _points(p), work_budget_s)
     return result
 
 
-def _train(result, p, params, hw, io, main_fabric, categories, storage_rates):
+def _train(result, p, params, hw, io, domain, main_fabric, categories, storage_rates):
     """The training stage, then the job's reliability (on its own parts and its share of the compute
     fabric's links and switches) and its time and cost to train."""
     c = p["cluster"]
     node, nodes, g = c["node"], c["node_count"], c["node"]["gpus"]
-    domain = scaleup_domain_gpus(node)
     result["training"], train_job = job.train(p, params, hw.family, hw.clock, io, node, node["accelerator"], g, nodes)
     share = train_job["nodes"] / nodes
     train_job["units"] = reliability.unit_counts(

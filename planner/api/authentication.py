@@ -11,8 +11,6 @@ class AccessTokenAuthentication(TokenAuthentication):
     """``Authorization: Token <key>``, matched by the key's digest; records when each token was last
     used (at most once a minute)."""
 
-    model = AccessToken
-
     def authenticate_credentials(self, key):
         try:
             token = AccessToken.objects.select_related("user").get(key_digest=token_key_digest(key))

@@ -29,25 +29,24 @@ from planner.services.accounts import token_issue
 from planner.services.spreadsheets import XLSX_MEDIA_TYPE, bom_xlsx, comparison_xlsx
 
 
-class CSVRenderer(BaseRenderer):
+class FileRenderer(BaseRenderer):
+    """A file the view has already built (text or bytes), passed through as it is."""
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, str | bytes) else b""
+
+
+class CSVRenderer(FileRenderer):
     media_type = "text/csv"
     format = "csv"
     charset = "utf-8"
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data if isinstance(data, str) else ""
 
-
-class XLSXRenderer(BaseRenderer):
-    """An Excel workbook the view has already built (bytes)."""
-
+class XLSXRenderer(FileRenderer):
     media_type = XLSX_MEDIA_TYPE
     format = "xlsx"
     charset = None
     render_style = "binary"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data if isinstance(data, bytes) else b""
 
 
 def _attachment(content, filename: str) -> Response:

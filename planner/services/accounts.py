@@ -25,9 +25,9 @@ def demo_user_ensure(*, username: str, password: str | None = None):
         user.set_password(password)
         user.save()
     saved = credentials.read_text().split("\n") if credentials.exists() else []
-    if saved[:1] == [username]:
-        password = password or saved[1]
-    key = saved[2] if len(saved) > 2 and saved[0] == username else ""
+    mine = saved[:1] == [username]  # the file holds this user's password (and key)
+    password = password or (saved[1] if mine else None)
+    key = saved[2] if mine and len(saved) > 2 else ""
     if not AccessToken.objects.filter(user=user, name="default", key_digest=token_key_digest(key)).exists():
         key = token_issue(user)
     if password:

@@ -2,16 +2,25 @@
 the same numbers as the JSON they come from (openpyxl)."""
 import io
 
-from openpyxl import Workbook
-from openpyxl.utils import get_column_letter
-
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 # One sheet per part list of a bill of materials, by the catalogue kind of its parts.
 BOM_SHEETS = (("Nodes", ("compute-node", "storage-node")), ("Switches", ("switch",)), ("NICs", ("nic",)),
               ("Cables and optics", ("link-part",)))
 
 
-def _sheet(book: Workbook, title: str, header: list[str], rows: list[list]):
+def _workbook():
+    """An empty workbook. openpyxl is imported here, on first use: it takes about 0.2 s to load, which
+    every web and worker process would otherwise pay at start-up."""
+    from openpyxl import Workbook
+
+    book = Workbook()
+    book.remove(book.active)
+    return book
+
+
+def _sheet(book, title: str, header: list[str], rows: list[list]):
+    from openpyxl.utils import get_column_letter
+
     sheet = book.create_sheet(title)
     sheet.append(header)
     for row in rows:
@@ -22,7 +31,7 @@ def _sheet(book: Workbook, title: str, header: list[str], rows: list[list]):
     return sheet
 
 
-def _bytes(book: Workbook) -> bytes:
+def _bytes(book) -> bytes:
     out = io.BytesIO()
     book.save(out)
     return out.getvalue()
@@ -31,8 +40,7 @@ def _bytes(book: Workbook) -> bytes:
 def bom_xlsx(bom: dict) -> bytes:
     """A summary sheet (plan, price book, total, unpriced parts), then one sheet per part list."""
     currency = bom["currency"]
-    book = Workbook()
-    book.remove(book.active)
+    book = _workbook()
     _sheet(book, "Summary", ["item", "value"], [
         ["plan", bom["plan"]], ["price book", bom["price_book"]], ["currency", currency],
         [f"total ({currency})", bom["total"]], ["unpriced parts", ", ".join(bom["unpriced"]) or "none"]])
@@ -50,8 +58,7 @@ def comparison_xlsx(comparison: dict) -> bytes:
     """Every metric by plan with its unit, then its ratio and difference to the first plan; where the
     plans train a workload, where each parallel group runs; and why a plan could not be evaluated."""
     plans, currency = comparison["plans"], comparison["currency"] or "price"
-    book = Workbook()
-    book.remove(book.active)
+    book = _workbook()
     unit = lambda metric: currency if metric["unit"] == "currency" else metric["unit"]  # noqa: E731
     header = ["metric", "unit", *plans, *(f"ratio to {plans[0]}: {p}" for p in plans[1:]),
               *(f"difference to {plans[0]}: {p}" for p in plans[1:])]

@@ -3,9 +3,6 @@ import io
 import tempfile
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 
 from planner.models import Sweep
 from planner.services.sweep_spec import SweepInputError, sweep_axes
@@ -78,8 +75,10 @@ def _export_order(columns: dict) -> list[str]:
     return ["point", *axes, *outputs, "valid", "invalid_reason"]
 
 
-def _table(columns: dict) -> pa.Table:
+def _table(columns: dict):
     """One chunk as an Arrow table: NaN is a missing value, the axis prefix is dropped."""
+    import pyarrow as pa
+
     keys = _export_order(columns)
     arrays = [pa.array(columns[k].astype(str) if columns[k].dtype == object else columns[k], from_pandas=True)
               for k in keys]
@@ -90,6 +89,10 @@ def sweep_export(sweep: Sweep, kind: str):
     """The sweep's points as a file (a temporary one, deleted when closed) written chunk by chunk,
     so memory stays that of one chunk: CSV or Parquet (one row group a chunk); NPZ holds the whole
     sweep in memory and suits smaller sweeps."""
+    # pyarrow is imported on first export, not at every web and worker process's start-up (about 40 MB).
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
     out = tempfile.TemporaryFile()
     if kind == "npz":
         out.write(sweep_npz(sweep_columns(sweep)))

@@ -202,10 +202,14 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         responses={200: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["get"])
     def events(self, request, pk=None):
+        return Response({"events": [services.event_json(e) for e in self._event_filter(request).qs]})
+
+    def _event_filter(self, request) -> TwinEventFilterSet:
+        """The twin's events under the request's filters, or a field error naming a bad one."""
         found = TwinEventFilterSet(request.query_params, queryset=TwinEvent.objects.filter(twin=self.get_object()))
         if not found.is_valid():
             raise serializers.ValidationError(found.errors)
-        return Response({"events": [services.event_json(e) for e in found.qs]})
+        return found
 
     @extend_schema(parameters=[OpenApiParameter("kind", str), OpenApiParameter("category", str),
                                OpenApiParameter("node", int)],
@@ -213,13 +217,10 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
                    description="Every event of the twin (or those of a kind, category or node) as CSV, streamed.")
     @action(detail=True, methods=["get"], url_path="events/export")
     def events_export(self, request, pk=None):
-        twin = self.get_object()
-        found = TwinEventFilterSet(request.query_params, queryset=TwinEvent.objects.filter(twin=twin))
-        if not found.is_valid():
-            raise serializers.ValidationError(found.errors)
+        found = self._event_filter(request)
         response = StreamingHttpResponse(services.events_csv(found.filter_queryset(found.queryset)),
                                          content_type="text/csv")
-        response["Content-Disposition"] = f'attachment; filename="twin-{twin.pk}-events.csv"'
+        response["Content-Disposition"] = f'attachment; filename="twin-{pk}-events.csv"'
         return response
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="Hourly samples of the headline metrics.")
