@@ -5,7 +5,9 @@ and (later) sweeps and twins all come through here.
 """
 from decimal import Decimal
 
-from planner.models import ClusterPlan, PriceBook, Workload
+from django.db import models
+
+from planner.models import ClusterPlan, Measurement, PriceBook, Workload
 from simcore.compute import pcie_practical_gbyte_s
 
 
@@ -93,6 +95,26 @@ def prices_document(plan: ClusterPlan) -> dict:
     }
 
 
+def calibration(plan: ClusterPlan) -> dict[str, dict]:
+    """The measured constants that replace the family's for this plan: constant -> {value,
+    measurement, name, kind}. A measurement applies when it is marked as an override, was taken on
+    the plan's node type, and was uploaded against this plan or (against the node type alone) by
+    the plan's owner; a plan's own beats the node type's, and the newest wins."""
+    if plan.pk is None and plan.owner_id is None:
+        return {}  # an unsaved preview
+    scope = models.Q(plan__isnull=True, owner_id=plan.owner_id)
+    if plan.pk:
+        scope |= models.Q(plan_id=plan.pk)
+    found = Measurement.objects.filter(scope, use_as_override=True, node_type_id=plan.node_type_id).order_by(
+        models.F("plan_id").asc(nulls_first=True), "created_at", "id")
+    chosen = {}
+    for measurement in found:  # node-type ones first (plan_id null sorts first), each newer over the older
+        for constant, fit in measurement.fitted.items():
+            chosen[constant] = {"value": fit["value"], "measurement": measurement.pk, "name": measurement.name,
+                                "kind": measurement.kind}
+    return chosen
+
+
 def cluster_document(plan: ClusterPlan) -> dict:
     reliability = {"profile": plan.failure_profile, "checkpoint_interval_s": plan.checkpoint_interval_s,
                    "restart_profile": plan.restart_profile, "collective_timeout_s": plan.collective_timeout_s,
@@ -123,6 +145,7 @@ def cluster_document(plan: ClusterPlan) -> dict:
         "storage": storage_document(plan),
         "prices": prices_document(plan),
         "reliability": reliability,
+        "calibration": {constant: fit["value"] for constant, fit in calibration(plan).items()},
     }
 
 

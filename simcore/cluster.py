@@ -2,12 +2,13 @@
 turning the scenario's cluster fields into its section of the result (formulas and sources in
 :mod:`simcore.compute`, :mod:`simcore.topology`, :mod:`simcore.power`, :mod:`simcore.cost`,
 :mod:`simcore.storage` and :mod:`simcore.collectives`)."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from simcore import collectives, compute, cost, power, storage, topology
 from simcore.arrays import label
+from simcore.devices import DeviceFamily
 from simcore.node import collective_json, domain_io
 
 
@@ -15,17 +16,33 @@ from simcore.node import collective_json, domain_io
 class Hardware:
     """The accelerator as it runs: its family's constants, the sustained clock and achieved GEMMs."""
 
-    family: object
+    family: DeviceFamily
     clock: np.ndarray
     full_clock_w: np.ndarray
     gemm_tflops: dict
 
 
-def hardware(acc, params) -> Hardware:
-    """Achieved GEMM per precision at the sustained clock (:func:`simcore.compute.gemm_tflops`)."""
+CALIBRATED = ("gemm_fraction", "fp8_gemm_fraction", "scaleup_fraction")
+
+
+def calibrated_family(family: DeviceFamily, calibration) -> DeviceFamily:
+    """The family with each measured share the scenario's ``calibration`` gives in place of its own."""
+    measured = {name: float(calibration[name]) for name in CALIBRATED if not np.isnan(calibration[name])}
+    return replace(family, **measured) if measured else family
+
+
+def calibration_section(family: DeviceFamily, calibration) -> dict:
+    """Each constant a measurement may replace: the value used and where it came from."""
+    return {name: {"value": getattr(family, name),
+                   "source": "family" if np.isnan(calibration[name]) else "measured"} for name in CALIBRATED}
+
+
+def hardware(acc, calibration, params) -> Hardware:
+    """Achieved GEMM per precision at the sustained clock (:func:`simcore.compute.gemm_tflops`), with
+    the family's shares or the measured ones of ``calibration``."""
     full_clock_w = np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
     clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
-    family = params.families[acc["family"]]
+    family = calibrated_family(params.families[acc["family"]], calibration)
     gemm = {name: compute.gemm_tflops(acc[key], acc["tdp_w"], full_clock_w,
                                       family.fp8_gemm_fraction if name == "fp8" else family.gemm_fraction,
                                       params.compute)

@@ -183,6 +183,16 @@ SPEC: dict[str, Any] = {
                                         "switch), replacing the profile's measured rate"),
             "spare_confidence": opt(default=0.99, at_most=0.999999),
         },
+        "calibration": {
+            "gemm_fraction": opt(nullable=True, scalar=True, at_most=1.0,
+                                 doc="measured: the best large dense GEMM's share of the 16-bit (and TF32) peak at "
+                                     "full clock, replacing the accelerator family's; null: the family's"),
+            "fp8_gemm_fraction": opt(nullable=True, scalar=True, at_most=1.0,
+                                     doc="measured: the same share of the FP8 peak; null: the family's"),
+            "scaleup_fraction": opt(nullable=True, scalar=True, at_most=1.0,
+                                    doc="measured: ring-collective bus bandwidth inside the scale-up domain over the "
+                                        "per-GPU one-way scale-up bandwidth (nccl-tests); null: the family's"),
+        },
     },
     "workload": {
         "kind": Choice(("transformer", "cnn"), "transformer"),
@@ -346,6 +356,11 @@ def parse(document) -> dict:
     return parsed
 
 
+def parse_node(node: dict) -> dict:
+    """Validate a compute node's fields alone (``cluster.node`` of a scenario document)."""
+    return _walk(SPEC["cluster"]["node"], node, "cluster.node")
+
+
 def _require_workload_fields(w: dict):
     if w["kind"] == "transformer":
         for key in ("layers", "hidden", "heads"):
@@ -406,7 +421,8 @@ def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
 SECTION_TITLES = {
     "cluster": "Cluster", "cluster.node": "Compute node", "cluster.rack": "Racks", "cluster.fabric": "Fabric",
     "cluster.storage": "Storage",
-    "cluster.prices": "Prices (from a price book)", "cluster.reliability": "Reliability", "workload": "Workload",
+    "cluster.prices": "Prices (from a price book)", "cluster.reliability": "Reliability",
+    "cluster.calibration": "Calibration (measured constants)", "workload": "Workload",
     "options": "Options",
 }
 

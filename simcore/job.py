@@ -119,7 +119,7 @@ def parallel_links(node, io, family, w, g, dp, params: CollectiveParams):
     return links, {"tp": tp_where, "cp": cp_where, "ep": ep_where, "pp": pp_where}
 
 
-def _device(acc, family, clock, precision) -> tuple[transformer.Device, np.ndarray]:
+def device_at(acc, family, clock, precision) -> tuple[transformer.Device, np.ndarray]:
     """The accelerator at the workload's GEMM precision (clock-derated peaks, the family's shares)
     and that precision's peak in TFLOPS."""
     peak_tflops = acc[PRECISION_PEAK[precision]]
@@ -257,7 +257,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
     nccl_unit = nccl_domain(node, w, g)
     reason = layout_checks(w, job_gpus, nodes, g, nccl_unit, dp, micro_batches)
     m = np.maximum(np.floor(micro_batches), 1)
-    device, peak_tflops = _device(acc, family, clock, w["precision"])
+    device, peak_tflops = device_at(acc, family, clock, w["precision"])
     links, placement = parallel_links(node, io, family, w, g, dp, params.collectives)
     if w["kind"] == "transformer":
         step = _transformer_step(w, device, links, dp_ranks, m)

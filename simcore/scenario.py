@@ -80,7 +80,7 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
     node, nodes, g = c["node"], c["node_count"], c["node"]["gpus"]
     gpus = nodes * g
     domain = scaleup_domain_gpus(node)
-    hw = cluster.hardware(node["accelerator"], params)
+    hw = cluster.hardware(node["accelerator"], c["calibration"], params)
     fabrics = cluster.fabrics(c)
     power_out, racks = cluster.power_and_racks(c, fabrics, hw, domain, params)
     cost_out = cluster.cost_section(c, fabrics, power_out, hw)
@@ -92,6 +92,7 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
                     "scaleup_domains": np.ceil(gpus / domain)},
         "racks": racks,
         "compute": cluster.compute_section(hw, gpus),
+        "calibration": cluster.calibration_section(hw.family, c["calibration"]),
         "fabric": cluster.fabric_section(fabrics, c),
         "power": power_out,
         "cost": cost_out,

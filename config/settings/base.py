@@ -291,6 +291,9 @@ SPECTACULAR_SETTINGS = {
         "VisibilityEnum": "planner.models.plans.Visibility",
         "WorkloadKindEnum": "planner.models.plans.Workload.Kind",
         "LinkPartKindEnum": "planner.choices.LinkPartKind",
+        "MeasurementKindEnum": "planner.models.measurements.Measurement.Kind",
+        "MeasuredCollectiveEnum": "simcore.measurements.COLLECTIVES",
+        "GradientCollectiveEnum": "planner.models.plans.Workload.Collective",
     },
 }
 

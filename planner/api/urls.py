@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from planner.api import plan_views, sweep_views, views
+from planner.api import measurement_views, plan_views, sweep_views, views
 
 router = DefaultRouter()
 router.register("catalog/accelerators", views.AcceleratorViewSet, basename="accelerator")
@@ -16,6 +16,7 @@ router.register("plans", plan_views.ClusterPlanViewSet, basename="plan")
 router.register("workloads", plan_views.WorkloadViewSet, basename="workload")
 router.register("tokens", plan_views.TokenViewSet, basename="token")
 router.register("sweeps", sweep_views.SweepViewSet, basename="sweep")
+router.register("measurements", measurement_views.MeasurementViewSet, basename="measurement")
 
 urlpatterns = [
     path("evaluate/", plan_views.EvaluateScenarioView.as_view(), name="evaluate"),

@@ -10,6 +10,7 @@ from .catalog import (
     StorageNodeType,
     Switch,
 )
+from .measurements import Measurement
 from .plans import ClusterPlan, Visibility, VisibleQuerySet, Workload
 from .sweeps import Sweep, SweepChunk
 from .tokens import AccessToken
@@ -23,6 +24,7 @@ __all__ = [
     "ClusterPlan",
     "ComputeNodeType",
     "LinkPart",
+    "Measurement",
     "PriceBook",
     "PriceItem",
     "StorageNodeType",

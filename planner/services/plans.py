@@ -10,7 +10,7 @@ from django.db import transaction
 
 import simcore
 from config import observability as metrics
-from planner.adapters import price_index, scenario_document
+from planner.adapters import calibration, price_index, scenario_document
 from planner.models import ClusterPlan, PriceItem, Workload
 from simcore import outputs
 
@@ -69,6 +69,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "plan": plan.slug,
         "workload": workload.slug if workload else None,
         "engine_version": result["engine_version"],
+        "overrides": calibration(plan),
         "result": result,
         "curves": memoized("curves", document, lambda: simcore.curves(document, result=result)),
     }

@@ -1,0 +1,153 @@
+"""Measurements: upload nccl-tests output or a GEMM CSV, read it beside the engine's prediction, use it."""
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+
+from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
+from planner.models import ClusterPlan, ComputeNodeType, Measurement
+from planner.services import measurements as services
+from simcore.measurements import COLLECTIVES
+
+TAG = ["measurements"]
+
+
+class FittedSerializer(serializers.Serializer):
+    value = serializers.FloatField(help_text="The fitted share.")
+    family_value = serializers.FloatField(help_text="The accelerator family's share it would replace.")
+    rows = serializers.IntegerField(help_text="Rows the fit used.")
+
+
+class MeasurementSerializer(serializers.ModelSerializer):
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    node_type = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    fitted = serializers.DictField(child=FittedSerializer(), read_only=True,
+                                   help_text="Engine constant -> the value fitted from the rows.")
+    provenance = serializers.DictField(read_only=True, help_text="Hosts, devices, ranks, header line, digest.")
+
+    class Meta:
+        model = Measurement
+        fields = ["id", "name", "kind", "node_type", "plan", "collective", "filename", "note", "provenance",
+                  "fitted", "use_as_override", "owner", "created_at"]
+        read_only_fields = ["kind", "collective", "filename", "created_at"]
+
+
+class ComparisonRowSerializer(serializers.Serializer):
+    size_bytes = serializers.IntegerField(required=False, help_text="nccl-tests: message size")
+    time_us = serializers.FloatField(required=False)
+    algbw_gbyte_s = serializers.FloatField(required=False)
+    busbw_gbyte_s = serializers.FloatField(required=False, help_text="nccl-tests: measured bus bandwidth")
+    predicted_busbw_gbyte_s = serializers.FloatField(required=False)
+    m = serializers.IntegerField(required=False)
+    n = serializers.IntegerField(required=False)
+    k = serializers.IntegerField(required=False)
+    dtype = serializers.CharField(required=False)
+    tflops = serializers.FloatField(required=False, help_text="GEMM: measured TFLOPS")
+    predicted_tflops = serializers.FloatField(required=False)
+    compute_bound = serializers.BooleanField(required=False)
+    error_pct = serializers.FloatField(allow_null=True, help_text="(predicted - measured) / measured x 100")
+
+
+class ComparisonSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    family = serializers.CharField(help_text="The accelerator family whose shares made the prediction.")
+    collective = serializers.CharField(required=False)
+    ranks = serializers.IntegerField(required=False)
+    hosts = serializers.IntegerField(required=False)
+    link = serializers.CharField(required=False, help_text="scale-up, PCIe or network: the path the run took")
+    rows = ComparisonRowSerializer(many=True)
+    mean_abs_error_pct = serializers.FloatField(allow_null=True)
+    fitted = serializers.DictField(child=FittedSerializer())
+
+
+class MeasurementDetailSerializer(MeasurementSerializer):
+    comparison = serializers.SerializerMethodField()
+
+    class Meta(MeasurementSerializer.Meta):
+        fields = [*MeasurementSerializer.Meta.fields, "comparison"]
+
+    @extend_schema_field(ComparisonSerializer)
+    def get_comparison(self, measurement) -> dict:
+        return services.measurement_compare(measurement)
+
+
+class MeasurementUploadSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(Measurement.Kind.choices)
+    file = serializers.FileField(help_text="nccl-tests output as printed, or a CSV with header m,n,k,dtype,tflops.")
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    plan = serializers.SlugField(required=False, help_text="A plan of yours that the measurement is for.")
+    node_type = serializers.SlugField(required=False, help_text="Or the compute node type alone.")
+    collective = serializers.ChoiceField(COLLECTIVES, required=False,
+                                         help_text="nccl-tests: needed when the file does not name it.")
+    note = serializers.CharField(required=False, allow_blank=True, help_text="Where, when and how it was measured.")
+    use_as_override = serializers.BooleanField(default=False)
+
+
+class MeasurementChangeSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False, max_length=200)
+    note = serializers.CharField(required=False, allow_blank=True)
+    use_as_override = serializers.BooleanField(required=False)
+
+
+@extend_schema_view(
+    list=extend_schema(tags=TAG, description="Your measurements, and those of plans you may see."),
+    retrieve=extend_schema(tags=TAG, responses=MeasurementDetailSerializer,
+                           description="The measurement beside the engine's prediction, row by row."),
+    create=extend_schema(tags=TAG, request={"multipart/form-data": MeasurementUploadSerializer},
+                         responses={201: MeasurementDetailSerializer,
+                                    400: OpenApiResponse(description="a field error; a file error names its line")},
+                         description="Upload nccl-tests output or a GEMM CSV against your plan or a node type. "
+                                     "It is read, compared and stored in one step, or refused whole."),
+    partial_update=extend_schema(tags=TAG, request=MeasurementChangeSerializer,
+                                 responses=MeasurementDetailSerializer,
+                                 description="Rename, annotate, or mark as an override of the engine's constants."),
+    destroy=extend_schema(tags=TAG),
+)
+class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                         mixins.UpdateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    """Measured collectives and GEMMs: an override replaces the family's constants in the plan's
+    evaluations and sweeps (the evaluation lists it under ``overrides``)."""
+
+    permission_classes = [TokenScopePermission, OwnedEntryPermission]
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    filterset_fields = ["kind", "use_as_override"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return Measurement.objects.select_related("owner", "node_type", "plan").visible_to(self.request.user)
+
+    def get_serializer_class(self):
+        return MeasurementSerializer if self.action == "list" else MeasurementDetailSerializer
+
+    def create(self, request, *args, **kwargs):
+        upload = MeasurementUploadSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
+        data = dict(upload.validated_data)
+        plan = node_type = None
+        if data.get("plan"):
+            plan = ClusterPlan.objects.visible_slug(request.user, data["plan"], field="plan")
+            if plan.owner_id != request.user.id and not request.user.is_staff:
+                raise PermissionDenied("measurements change a plan's evaluations: upload only against your own plans")
+        if data.get("node_type"):
+            node_type = ComputeNodeType.objects.filter(slug=data["node_type"]).first()
+            if node_type is None:
+                raise serializers.ValidationError({"node_type": [f"no compute node type '{data['node_type']}'"]})
+        file = data["file"]
+        measurement = services.measurement_upload(
+            owner=request.user, kind=data["kind"], content=file.read(services.MAX_FILE_BYTES + 1),
+            filename=file.name, name=data.get("name", ""), plan=plan, node_type=node_type,
+            collective=data.get("collective", ""), note=data.get("note", ""),
+            use_as_override=data["use_as_override"])
+        return Response(MeasurementDetailSerializer(measurement).data, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request, *args, **kwargs):
+        measurement = self.get_object()
+        changes = MeasurementChangeSerializer(data=request.data)
+        changes.is_valid(raise_exception=True)
+        unknown = sorted(set(request.data) - set(changes.fields))
+        if unknown:
+            raise serializers.ValidationError({unknown[0]: ["cannot be changed: upload the file again instead"]})
+        services.measurement_update(measurement=measurement, changes=dict(changes.validated_data))
+        return Response(MeasurementDetailSerializer(measurement).data)

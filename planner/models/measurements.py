@@ -1,0 +1,54 @@
+"""Measurements uploaded from the user's own cluster: nccl-tests output and GEMM benchmark CSVs.
+
+A measurement is of a compute node type, uploaded against that node type or against a plan that
+uses it; its parsed rows, what the file says about where it ran, and the engine constants fitted
+from it are stored together. With ``use_as_override`` its fitted constants replace the accelerator
+family's in evaluations and sweeps: of the plan it was uploaded against, or (uploaded against the
+node type) of its owner's plans built from that node type (:func:`planner.adapters.calibration`).
+"""
+from django.conf import settings
+from django.db import models
+
+from planner.models.catalog import ComputeNodeType
+from planner.models.plans import ClusterPlan
+
+
+class MeasurementQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        """The owner's, and those uploaded against a plan the user may see; staff see all."""
+        if not user.is_authenticated:
+            return self.none()
+        if user.is_staff:
+            return self
+        return self.filter(models.Q(owner=user) | models.Q(plan__in=ClusterPlan.objects.visible_to(user)))
+
+
+class Measurement(models.Model):
+    class Kind(models.TextChoices):
+        NCCL_TESTS = "nccl-tests", "nccl-tests output"
+        GEMM = "gemm", "GEMM benchmark CSV"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    node_type = models.ForeignKey(ComputeNodeType, on_delete=models.PROTECT, related_name="measurements",
+                                  help_text="The node type measured.")
+    plan = models.ForeignKey(ClusterPlan, on_delete=models.CASCADE, null=True, blank=True,
+                             related_name="measurements", help_text="The plan it was uploaded against, if any.")
+    collective = models.CharField(max_length=20, blank=True, default="",
+                                  help_text="nccl-tests: all_reduce, all_gather, reduce_scatter or alltoall.")
+    filename = models.CharField(max_length=255)
+    note = models.TextField(blank=True, default="", help_text="Where and how it was measured (the uploader's words).")
+    provenance = models.JSONField(default=dict, help_text="What the file says: hosts, devices, ranks, its digest.")
+    rows = models.JSONField(help_text="The parsed rows.")
+    fitted = models.JSONField(default=dict, help_text="Engine constant -> fitted value, family value, rows used.")
+    use_as_override = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = MeasurementQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return self.name

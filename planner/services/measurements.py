@@ -1,0 +1,98 @@
+"""Measurement services: upload (parse, compare, fit, store in one step), compare, mark as override.
+
+The engine reads the files and predicts (:mod:`simcore.measurements`); this module stores what it
+read with its provenance. A file that does not read is refused with a field error naming the line,
+and nothing is stored.
+"""
+import hashlib
+
+import numpy as np
+from django.db import transaction
+
+from planner.adapters import node_document
+from planner.models import ClusterPlan, ComputeNodeType, Measurement
+from planner.services.errors import InputError
+from simcore import ScenarioError
+from simcore import measurements as engine
+
+MAX_FILE_BYTES = 2 * 2**20
+
+
+def _decode(content: bytes) -> str:
+    if len(content) > MAX_FILE_BYTES:
+        raise InputError({"file": [f"{len(content):,} bytes; at most {MAX_FILE_BYTES:,} per upload"]})
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError({"file": [f"is not UTF-8 text (byte {error.start})"]}) from None
+
+
+def _read(kind: str, text: str, node: dict, collective: str):
+    """(parsed rows, what the file says about the run, the comparison) for one file."""
+    if kind == Measurement.Kind.GEMM:
+        table = engine.parse_gemm_csv(text)
+        return table.rows(), {}, engine.compare_gemm(node, table)
+    run = engine.parse_nccl_tests(text)
+    collective = collective or run.collective
+    if not collective:
+        raise InputError({"collective": ["the file does not name its collective: give one of "
+                                         + ", ".join(engine.COLLECTIVES)]})
+    facts = {"ranks": run.ranks, "hosts": list(run.hosts), "devices": list(run.devices), "header": run.header}
+    return run.rows(), facts, engine.compare_nccl(node, run, collective)
+
+
+def measurement_upload(*, owner, kind: str, content: bytes, filename: str, name: str = "",
+                       plan: ClusterPlan | None = None, node_type: ComputeNodeType | None = None,
+                       collective: str = "", note: str = "", use_as_override: bool = False) -> Measurement:
+    """Read, compare and store one measurement file against a plan or a node type (one of them)."""
+    if kind not in Measurement.Kind.values:
+        raise InputError({"kind": [f"must be one of {', '.join(Measurement.Kind.values)}"]})
+    if (plan is None) == (node_type is None):
+        raise InputError({"plan": ["give the plan or the node type the measurement is of, one of them"]})
+    node_type = node_type or plan.node_type
+    text = _decode(content)
+    try:
+        rows, facts, comparison = _read(kind, text, node_document(node_type), collective)
+    except ScenarioError as error:
+        raise InputError({error.field: [error.reason]}) from None
+    if use_as_override and not comparison["fitted"]:
+        raise InputError({"use_as_override": [_no_fit_reason(comparison)]})
+    facts["sha256"] = hashlib.sha256(content).hexdigest()
+    facts["bytes"] = len(content)
+    with transaction.atomic():
+        return Measurement.objects.create(
+            owner=owner, name=name or filename, kind=kind, node_type=node_type, plan=plan,
+            collective=comparison.get("collective", ""), filename=filename, note=note, provenance=facts, rows=rows,
+            fitted=comparison["fitted"], use_as_override=use_as_override)
+
+
+def _no_fit_reason(comparison: dict) -> str:
+    if comparison["kind"] == "gemm":
+        return "no compute-bound 16-bit or FP8 rows: nothing to fit (TF32 rows are compared only)"
+    return f"this run crossed the {comparison['link']} path, not the scale-up link: nothing to fit"
+
+
+def measurement_compare(measurement: Measurement) -> dict:
+    """Measured against predicted for a stored measurement, on its node type as the catalogue has it now."""
+    node = node_document(measurement.node_type)
+    if measurement.kind == Measurement.Kind.GEMM:
+        rows = measurement.rows
+        table = engine.GemmTable(*(np.array([row[c] for row in rows]) for c in engine.GEMM_COLUMNS))
+        return engine.compare_gemm(node, table)
+    facts = measurement.provenance
+    columns = {c: np.array([row[c] for row in measurement.rows], float)
+               for c in ("size_bytes", "time_us", "algbw_gbyte_s", "busbw_gbyte_s")}
+    run = engine.NcclRun(measurement.collective, facts["ranks"], tuple(facts["hosts"]), tuple(facts["devices"]),
+                         header=facts.get("header", ""), **columns)
+    return engine.compare_nccl(node, run, measurement.collective)
+
+
+def measurement_update(*, measurement: Measurement, changes: dict) -> Measurement:
+    """Rename, annotate, or mark (or unmark) as an override; a measurement with nothing fitted cannot
+    be an override."""
+    if changes.get("use_as_override") and not measurement.fitted:
+        raise InputError({"use_as_override": [_no_fit_reason(measurement_compare(measurement))]})
+    for field, value in changes.items():
+        setattr(measurement, field, value)
+    measurement.save(update_fields=list(changes))
+    return measurement

@@ -1,0 +1,271 @@
+"""Measurements from the user's own cluster, read and set beside the engine's predictions.
+
+Two kinds of file:
+
+* **nccl-tests output** (NVIDIA/nccl-tests: ``all_reduce_perf``, ``all_gather_perf``,
+  ``reduce_scatter_perf``, ``alltoall_perf``), the text they print: ``#  Rank ...`` lines naming each
+  rank's host and device, then one row per message size: size (B), count, type, [redop], [root],
+  then time (us), algbw and busbw (GB/s, 10^9 bytes) and the error count, out of place and in place.
+  ``busbw = algbw x`` the collective's bus factor (nccl-tests doc/PERFORMANCE.md): ``2(n-1)/n`` for
+  allreduce, ``(n-1)/n`` for allgather, reduce-scatter and all-to-all. The out-of-place columns are
+  the measurement.
+* **A GEMM benchmark CSV** with the header ``m,n,k,dtype,tflops`` (dtype fp16, bf16, tf32 or fp8).
+
+The predictions are the engine's own, from the node's datasheet facts and its family's shares (any
+calibration in the node's scenario is ignored, so a measurement is always compared with the model):
+a GEMM through :func:`simcore.transformer.gemm_time_s`; a collective inside one scale-up domain as
+a ring over the link at the family's nccl-tests share (with NVLink SHARP's gain for an allreduce on
+switches that have it), inside a node without one over PCIe, and across nodes by
+:func:`simcore.collectives.nccl_allreduce` (the ring's bound for the other collectives).
+
+Fitting: predicted compute-bound GEMM time and large-message scale-up collective time are both
+inversely proportional to the family's share, so the measured share is the family's times the
+median measured / predicted ratio: over the compute-bound rows of the dtype (16-bit rows give
+``gemm_fraction``, FP8 rows ``fp8_gemm_fraction``), and over the messages of at least
+``FIT_MIN_BYTES`` (the largest alone when none is that big) for ``scaleup_fraction``.
+"""
+import csv
+import io
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore import collectives, job, transformer
+from simcore.collectives import CollectiveParams
+from simcore.compute import sustained_clock_factor
+from simcore.devices import FAMILIES
+from simcore.document import parse_node
+from simcore.errors import ScenarioError
+from simcore.node import domain_io, node_io, scaleup_domain_gpus
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
+FIT_MIN_BYTES = 64 * 2**20
+GEMM_COLUMNS = ("m", "n", "k", "dtype", "tflops")
+GEMM_DTYPES = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "fp8": "fp8"}
+FIT_BY_DTYPE = {"fp16": "gemm_fraction", "bf16": "gemm_fraction", "fp8": "fp8_gemm_fraction"}
+MAX_ROWS = 10_000
+
+_RANK_LINE = re.compile(r"^#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
+_STARTING = re.compile(r"^#\s*Collective test starting:\s*(\w+?)_perf(?:_mpi)?\s*$")
+
+
+def _error(line: int, message: str) -> ScenarioError:
+    return ScenarioError("file", f"line {line}: {message}")
+
+
+@dataclass(frozen=True)
+class NcclRun:
+    """One nccl-tests run: its collective, ranks, hosts and per-size out-of-place results."""
+
+    collective: str | None
+    ranks: int
+    hosts: tuple[str, ...]
+    devices: tuple[str, ...]
+    size_bytes: np.ndarray
+    time_us: np.ndarray
+    algbw_gbyte_s: np.ndarray
+    busbw_gbyte_s: np.ndarray
+    header: str
+
+    def rows(self) -> list[dict]:
+        return [{"size_bytes": int(s), "time_us": float(t), "algbw_gbyte_s": float(a), "busbw_gbyte_s": float(b)}
+                for s, t, a, b in zip(self.size_bytes, self.time_us, self.algbw_gbyte_s, self.busbw_gbyte_s)]
+
+
+def _float(token: str, line: int, what: str) -> float:
+    try:
+        value = float(token)
+    except ValueError:
+        raise _error(line, f"{what} '{token}' is not a number") from None
+    if not np.isfinite(value) or value < 0:
+        raise _error(line, f"{what} {token} must be a finite, non-negative number")
+    return value
+
+
+def parse_nccl_tests(text: str) -> NcclRun:
+    """Read the text nccl-tests prints. Lines that are neither comments nor result rows (MPI and NCCL
+    log lines) are skipped; a result row that does not read raises a field error with its line."""
+    collective, header = None, ""
+    ranks: dict[int, tuple[str, str]] = {}
+    rows = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("#"):
+            if match := _STARTING.match(line):
+                collective = match.group(1)
+            elif match := _RANK_LINE.match(line):
+                ranks[int(match.group(1))] = (match.group(2), match.group(3).strip())
+            elif line.startswith(("# nThread", "# nccl-tests version")):
+                header = f"{header}; {line.lstrip('# ')}" if header else line.lstrip("# ")
+            continue
+        tokens = line.split()
+        if not tokens or not tokens[0].isdigit():
+            continue
+        if len(tokens) < 11:
+            raise _error(number, f"a result row has {len(tokens)} columns; nccl-tests prints at least 11")
+        size = _float(tokens[0], number, "size")
+        time_us, algbw, busbw = (_float(t, number, name) for t, name in zip(tokens[-8:-5], ("time", "algbw", "busbw")))
+        rows.append((size, time_us, algbw, busbw))
+        if len(rows) > MAX_ROWS:
+            raise _error(number, f"more than {MAX_ROWS} result rows")
+    if not rows:
+        raise ScenarioError("file", "no result rows found: is this the output of an nccl-tests binary?")
+    if not ranks:
+        raise ScenarioError("file", "no '#  Rank ... on <host> device ...' lines: the run's ranks and hosts "
+                                    "are unknown")
+    if collective is not None and collective not in COLLECTIVES:
+        raise ScenarioError("file", f"the file is a {collective} test; supported: {', '.join(COLLECTIVES)}")
+    table = np.array(rows, float)
+    hosts = tuple(dict.fromkeys(host for host, _ in ranks.values()))
+    devices = tuple(dict.fromkeys(device for _, device in ranks.values()))
+    return NcclRun(collective, len(ranks), hosts, devices, table[:, 0], table[:, 1], table[:, 2], table[:, 3], header)
+
+
+@dataclass(frozen=True)
+class GemmTable:
+    m: np.ndarray
+    n: np.ndarray
+    k: np.ndarray
+    dtype: np.ndarray
+    tflops: np.ndarray
+
+    def rows(self) -> list[dict]:
+        return [{"m": int(m), "n": int(n), "k": int(k), "dtype": str(d), "tflops": float(t)}
+                for m, n, k, d, t in zip(self.m, self.n, self.k, self.dtype, self.tflops)]
+
+
+def parse_gemm_csv(text: str) -> GemmTable:
+    """Read a GEMM benchmark CSV (header ``m,n,k,dtype,tflops``, one row per shape)."""
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None or [h.strip().lower() for h in header] != list(GEMM_COLUMNS):
+        raise _error(1, f"the header must be {','.join(GEMM_COLUMNS)}")
+    rows = []
+    for row in reader:
+        number = reader.line_num
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(GEMM_COLUMNS):
+            raise _error(number, f"{len(row)} columns; expected {len(GEMM_COLUMNS)}")
+        dims = [_float(cell.strip(), number, name) for cell, name in zip(row[:3], GEMM_COLUMNS)]
+        if any(d < 1 or d != int(d) for d in dims):
+            raise _error(number, "m, n and k must be positive whole numbers")
+        dtype = GEMM_DTYPES.get(row[3].strip().lower())
+        if dtype is None:
+            raise _error(number, f"dtype '{row[3].strip()}' is not one of {', '.join(GEMM_DTYPES)}")
+        tflops = _float(row[4].strip(), number, "tflops")
+        if tflops == 0:
+            raise _error(number, "tflops must be positive")
+        rows.append((*dims, dtype, tflops))
+        if len(rows) > MAX_ROWS:
+            raise _error(number, f"more than {MAX_ROWS} rows")
+    if not rows:
+        raise ScenarioError("file", "the CSV has a header but no rows")
+    m, n, k, dtype, tflops = zip(*rows)
+    return GemmTable(np.array(m), np.array(n), np.array(k), np.array(dtype), np.array(tflops))
+
+
+def _node(node_document: dict):
+    """The node parsed with its calibration-free family: (parsed node, family, clock factor)."""
+    node = parse_node(node_document)
+    acc = node["accelerator"]
+    family = FAMILIES[acc["family"]]
+    full_w = np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
+    return node, family, sustained_clock_factor(acc["tdp_w"], full_w)
+
+
+def _errors_pct(measured_rate, predicted_rate):
+    """Per row (predicted - measured) / measured x 100 (NaN where the file's rate rounds to 0), and the
+    mean of its magnitude."""
+    error = np.divide(predicted_rate - measured_rate, measured_rate, out=np.full(np.shape(measured_rate), np.nan),
+                      where=measured_rate > 0) * 100
+    return error, float(np.nanmean(np.abs(error))) if np.isfinite(error).any() else None
+
+
+def compare_gemm(node_document: dict, table: GemmTable) -> dict:
+    """Measured against predicted TFLOPS per shape, and the measured shares fitted from the rows."""
+    node, family, clock = _node(node_document)
+    acc = node["accelerator"]
+    predicted = np.full(table.tflops.shape, np.nan)
+    compute_bound = np.zeros(table.tflops.shape, bool)
+    for dtype in np.unique(table.dtype):
+        rows = table.dtype == dtype
+        try:
+            device, _ = job.device_at(acc, family, clock, dtype)
+        except ScenarioError as error:
+            raise ScenarioError("file", f"{dtype} rows: {error.reason}") from None
+        m, n, k = table.m[rows], table.n[rows], table.k[rows]
+        time_s = transformer.gemm_time_s(m, n, k, device)
+        moved = device.gemm_operand_bytes * (m * k + k * n + m * n)
+        predicted[rows] = 2 * m * n * k / time_s / 1e12
+        compute_bound[rows] = time_s > moved / device.hbm_bytes_s
+    error, mean_abs = _errors_pct(table.tflops, predicted)
+    fitted = {}
+    for constant in dict.fromkeys(FIT_BY_DTYPE.values()):
+        use = np.isin(table.dtype, [d for d, c in FIT_BY_DTYPE.items() if c == constant]) & compute_bound
+        if use.any():
+            ratio = float(np.median(table.tflops[use] / predicted[use]))
+            fitted[constant] = {"value": min(getattr(family, constant) * ratio, 1.0),
+                                "family_value": getattr(family, constant), "rows": int(use.sum())}
+    rows = [{**row, "predicted_tflops": float(p), "error_pct": float(e), "compute_bound": bool(b)}
+            for row, p, e, b in zip(table.rows(), predicted, error, compute_bound)]
+    return {"kind": "gemm", "family": family.key, "rows": rows, "mean_abs_error_pct": mean_abs, "fitted": fitted}
+
+
+BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n}
+
+
+def _bus_factor(collective: str, n):
+    return BUS_FACTOR.get(collective, lambda n: (n - 1) / n)(n)
+
+
+def compare_nccl(node_document: dict, run: NcclRun, collective: str, params: CollectiveParams = CollectiveParams()):
+    """Measured against predicted bus bandwidth per message size for the run's ranks and hosts on
+    this node type, and the measured scale-up share when the run stayed on the scale-up link."""
+    if run.collective is not None and run.collective != collective:
+        raise ScenarioError("collective", f"the file is an {run.collective} test, not {collective}")
+    if collective not in COLLECTIVES:
+        raise ScenarioError("collective", f"must be one of {', '.join(COLLECTIVES)}")
+    node, family, _ = _node(node_document)
+    g, n, hosts = float(node["gpus"]), run.ranks, len(run.hosts)
+    if n > hosts * g:
+        raise ScenarioError("file", f"{n} ranks on {hosts} host(s) is more than this node type's {g:g} GPUs each")
+    size, topology, acc = run.size_bytes, node["nvlink_topology"], node["accelerator"]
+    all_to_all = topology == "all-to-all"
+    domain = float(scaleup_domain_gpus(node)) if all_to_all else (2.0 if topology == "pairs" else 1.0)
+    io = node_io(node, acc, np.asarray(g), params)
+    if n <= domain and float(acc["scaleup_bw_gbyte_s"]) > 0 and (hosts == 1 or domain > g):
+        link = "scale-up"
+        sharp = collective == "all_reduce" and all_to_all and node["nvlink_sharp"]
+        gain = family.nvls_allreduce_gain if sharp and not np.isnan(family.nvls_allreduce_gain) else 1.0
+        bw, latency = float(io.scaleup_bw_gbyte_s) * family.scaleup_fraction * gain, params.scaleup_latency_s
+    elif hosts == 1:
+        link, bw, latency = "PCIe", float(io.pcie_bw_gbyte_s) / 2, params.hop_latency_s
+    else:
+        link, latency = "network", params.hop_latency_s
+        units_gpus = domain if all_to_all else g
+        across = collectives.nccl_allreduce(size, np.asarray(np.ceil(n / units_gpus)),
+                                            domain_io(io, g, units_gpus), nvlink_all_to_all=all_to_all, params=params)
+        bw = min(float(np.min(across.bounds_gbyte_s[name])) for name in collectives.NCCL_LABELS
+                 if name.startswith("ring:"))
+    if link == "network" and collective == "all_reduce":
+        time_s = across.time_s
+    elif collective == "all_reduce":
+        time_s = collectives.ring_allreduce_time_s(size, n, bw, latency)
+    else:
+        time_s = collectives.ring_collective_time_s(size, n, bw, latency)
+    predicted = size / (time_s * 1e9) * _bus_factor(collective, n)
+    # Bus bandwidth is size / time x a constant: its error is the time's, which the file gives unrounded.
+    error, mean_abs = _errors_pct(1 / run.time_us, 1e-6 / time_s)
+    fitted = {}
+    if link == "scale-up":
+        use = size >= FIT_MIN_BYTES
+        use = use if use.any() else size == size.max()
+        ratio = float(np.median(time_s[use] * 1e6 / run.time_us[use]))
+        fitted["scaleup_fraction"] = {"value": min(family.scaleup_fraction * ratio, 1.0),
+                                      "family_value": family.scaleup_fraction, "rows": int(use.sum())}
+    rows = [{**row, "predicted_busbw_gbyte_s": float(p), "error_pct": float(e)}
+            for row, p, e in zip(run.rows(), predicted, error)]
+    return {"kind": "nccl-tests", "family": family.key, "collective": collective, "ranks": n, "hosts": hosts,
+            "link": link, "rows": rows, "mean_abs_error_pct": mean_abs, "fitted": fitted}
