@@ -16,6 +16,7 @@ from planner.choices import Confidence
 from planner.filtersets import FILTERSETS
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.serializers import ClusterPlanSerializer, WorkloadSerializer
+from planner.services import measurements as measurement_services
 from planner.services import plans as plan_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
@@ -24,6 +25,7 @@ from simcore import outputs
 from simcore.devices import constant_rows
 from simcore.document import field_docs
 from simcore.errors import ScenarioError
+from simcore.measurements import COLLECTIVES
 from simcore.reliability import describe_profiles
 from twin.models import Twin
 from twin.services import twin_categories
@@ -236,6 +238,8 @@ def plan_detail(request, slug):
         "plan": plan, "plan_json": ClusterPlanSerializer(plan).data, "workloads": _visible_workloads(request.user),
         "may_edit": plan.owner_id == request.user.id or request.user.is_staff,
         "compare_with": [p for p in _visible_plans(request.user) if p.pk != plan.pk][:12],
+        "measurements": measurement_services.plan_measurements(plan=plan, user=request.user),
+        "collectives": COLLECTIVES,
     })
 
 
@@ -313,7 +317,9 @@ def validation(request):
               for model in summary]
     return render(request, "frontend/validation.html", {"groups": groups, "total": len(rows),
                                                         "passing": sum(r["passes"] for r in rows),
-                                                        "constants": constant_rows()})
+                                                        "constants": constant_rows(),
+                                                        "measurements": measurement_services.user_measurements(
+                                                            user=request.user)})
 
 
 @login_required

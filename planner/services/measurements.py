@@ -7,9 +7,9 @@ and nothing is stored.
 import hashlib
 
 import numpy as np
-from django.db import transaction
+from django.db import models, transaction
 
-from planner.adapters import node_document
+from planner.adapters import calibration, node_document
 from planner.models import ClusterPlan, ComputeNodeType, Measurement
 from planner.services.errors import InputError
 from simcore import ScenarioError
@@ -96,3 +96,23 @@ def measurement_update(*, measurement: Measurement, changes: dict) -> Measuremen
         setattr(measurement, field, value)
     measurement.save(update_fields=list(changes))
     return measurement
+
+
+def _with_comparisons(found, applied=frozenset()) -> list[dict]:
+    return [{"measurement": m, "comparison": measurement_compare(m), "applied": m.pk in applied} for m in found]
+
+
+def plan_measurements(*, plan: ClusterPlan, user) -> list[dict]:
+    """A plan page's measurements: those uploaded against the plan and its owner's of its node type,
+    each with its comparison and whether it overrides the plan's constants now."""
+    applied = {fit["measurement"] for fit in calibration(plan).values()}
+    found = Measurement.objects.visible_to(user).select_related("node_type", "owner", "plan").filter(
+        models.Q(plan=plan) | models.Q(plan__isnull=True, owner_id=plan.owner_id, node_type_id=plan.node_type_id))
+    return _with_comparisons(found, applied)
+
+
+def user_measurements(*, user) -> list[dict]:
+    """Every measurement the user uploaded, with its comparison (the validation page)."""
+    if not user.is_authenticated:
+        return []
+    return _with_comparisons(Measurement.objects.filter(owner=user).select_related("node_type", "plan"))

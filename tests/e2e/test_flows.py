@@ -3,10 +3,13 @@
 Each test saves a screenshot of every page it visits under test-artifacts/, and the ``page``
 fixture fails the test if the browser logged a JavaScript error or an uncaught exception."""
 import re
+from pathlib import Path
 
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import VIEWER, VIEWER_PASSWORD
+
+DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 def test_login_is_required_and_every_page_renders(page):
@@ -222,3 +225,30 @@ def test_twin_shows_an_injected_xid_74_to_every_viewer(page, open_tab):
     expect(page.page.locator("#twin-events li[data-category=xid-31]").first).to_contain_text("in main")
     page.page.click("#twin-controls [data-action=pause]")
     expect(page.page.locator("#twin-status")).to_have_text("paused")
+
+
+def test_a_measurement_uploads_shows_measured_against_predicted_and_overrides(page):
+    page.login()
+    page.goto("/plans/new/?from=dgx-a100-3layer")
+    expect(page.page.locator("#preview-body .tiles")).to_contain_text("10,000")
+    page.page.fill("#f-slug", "my-measured-dgx")
+    page.page.fill("#f-name", "DGX-A100 with our own measurements")
+    page.page.click("#save-plan")
+    page.page.wait_for_url(re.compile(r"/plans/my-measured-dgx/$"))
+    form = page.page.locator("#measurement-form")
+    form.locator("select[name=kind]").select_option("gemm")
+    form.locator("input[name=file]").set_input_files(str(DATA / "gemm_dgx_a100.csv"))
+    form.locator("button[type=submit]").click()
+    measurement = page.page.locator("#measurements article.measurement")
+    expect(measurement).to_contain_text("16384 × 16384 × 16384")
+    expect(measurement).to_contain_text("251.8")  # measured, beside the prediction
+    expect(measurement).to_contain_text("262.5")
+    expect(measurement).to_contain_text("Fitted gemm_fraction")
+    measurement.get_by_role("button", name="Use as override").click()
+    expect(page.page.locator("#measurements .badge.override")).to_be_visible()
+    expect(page.page.locator("#plan-report .overrides")).to_contain_text("Overridden by measurement: gemm_fraction")
+    form.locator("input[name=file]").set_input_files(str(DATA / "gemm_dgx_a100.csv"))
+    form.locator("select[name=kind]").select_option("nccl-tests")
+    form.locator("button[type=submit]").click()
+    expect(page.page.locator("#measurement-errors")).to_contain_text("no result rows found")
+    page.shot("measurements")

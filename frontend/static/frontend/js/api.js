@@ -1,13 +1,15 @@
 // Calls to the REST API with the page's session and CSRF token; errors come back as data, not throws.
 const csrf = () => document.querySelector("meta[name=csrf-token]")?.content ?? "";
 
+// A FormData body goes as multipart (file uploads); anything else as JSON.
 export async function api(path, { method = "GET", body } = {}) {
   const headers = { Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const multipart = body instanceof FormData;
+  if (body !== undefined && !multipart) headers["Content-Type"] = "application/json";
   if (method !== "GET") headers["X-CSRFToken"] = csrf();
   const response = await fetch(path, {
     method, headers, credentials: "same-origin",
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined || multipart ? body : JSON.stringify(body),
   });
   let data = null;
   const type = response.headers.get("Content-Type") || "";

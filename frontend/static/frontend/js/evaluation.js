@@ -32,6 +32,15 @@ export function constraintsList(result) {
   return el("ul", { class: "notes", "aria-label": "constraints and caveats" }, result.constraints.map((c) => el("li", { "data-code": c.code }, c.message)));
 }
 
+// Measured constants that replaced the accelerator family's in this evaluation, each with its measurement.
+function overridesList(overrides) {
+  const entries = Object.entries(overrides ?? {});
+  if (!entries.length) return null;
+  return el("ul", { class: "notes overrides", "aria-label": "measured overrides" }, entries.map(([constant, o]) =>
+    el("li", { "data-constant": constant }, `Overridden by measurement: ${constant} = ${num(o.value, 4)} from `,
+      el("a", { href: `#measurement-${o.measurement}` }, o.name), ` (${o.kind}).`)));
+}
+
 function costSection(result) {
   const c = result.cost, currency = c.currency;
   const parts = [["compute nodes", c.compute_nodes], ["storage nodes", c.storage_nodes], ["switches", c.switches],
@@ -256,7 +265,7 @@ function topologySection(plan, result) {
 export function report(container, plan, evaluation, bom) {
   const { result, curves } = evaluation;
   container.replaceChildren(
-    headline(result), constraintsList(result) ?? "",
+    headline(result), overridesList(evaluation.overrides) ?? "", constraintsList(result) ?? "",
     el("div", { class: "grid2" }, costSection(result), powerSection(result)),
     bomSection(bom),
     el("div", { class: "grid2" }, performanceSection(result, curves), collectivesSection(result, curves)),

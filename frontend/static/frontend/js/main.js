@@ -14,9 +14,12 @@ const pages = {
     if (byId("comparison-data")) (await import("./pages.js")).comparePage(jsonOf("comparison-data"), byId("compare-charts"));
   },
   "plan-builder": async () => (await import("./builder.js")).builder(editorParts("plan-form", "initial-plan")),
-  "plan-detail": async () => (await import("./plan.js")).planPage({
-    plan: jsonOf("plan-data"), form: byId("plan-options"), output: byId("plan-report"), status: byId("plan-status"),
-  }),
+  "plan-detail": async () => {
+    (await import("./measurements.js")).measurements(byId("measurements"));
+    await (await import("./plan.js")).planPage({
+      plan: jsonOf("plan-data"), form: byId("plan-options"), output: byId("plan-report"), status: byId("plan-status"),
+    });
+  },
   "workload-editor": async () => (await import("./workload_editor.js")).workloadEditor(
     editorParts("workload-form", "initial-workload")),
   tokens: async () => (await import("./pages.js")).tokensPage({
