@@ -94,9 +94,34 @@ def fabric_trees(nodes, compute_nics, node_storage_nics, storage_nodes, storage_
                              zones=zones, planes=planes, rails=rails, interzone_switches=interzone_switches,
                              **fabric_kwargs)
     plane_endpoints = storage_endpoints if separate else np.zeros_like(np.asarray(storage_endpoints, float))
-    plane_layers = np.where(plane_endpoints <= topology.max_endpoints(radix, 2, 1, oversubscription), 2, 3)
-    storage_plane = topology.fat_tree(plane_endpoints, layers=plane_layers, **fabric_kwargs)
+    storage_plane = topology.fat_tree(plane_endpoints, layers=_plane_layers(plane_endpoints, radix, oversubscription),
+                                      **fabric_kwargs)
     return Fabrics(main, storage_plane, main + storage_plane, storage_endpoints)
+
+
+def _plane_layers(endpoints, radix, oversubscription):
+    """A storage plane is two layers where two hold it, else three."""
+    return np.where(endpoints <= topology.max_endpoints(radix, 2, 1, oversubscription), 2, 3)
+
+
+def fabric_wiring(nodes, compute_nics, node_storage_nics, storage_nodes, storage_nics, *, storage_network, radix,
+                  layers, zones, planes, rails, oversubscription, interzone_switches, core_pods):
+    """The wiring of one build's fabrics (:func:`simcore.topology.fat_tree_wiring`), the same trees
+    :func:`fabric_trees` counts. Returns (compute fabric, storage plane or None). The compute fabric's
+    endpoints are each compute node's NICs in order, then (storage shared) each storage node's; the
+    storage plane's are each storage node's NICs, then each compute node's storage NICs."""
+    separate = storage_network == "separate"
+    shared_storage = 0 if separate else storage_nodes * storage_nics
+    main = topology.fat_tree_wiring(nodes * compute_nics + shared_storage, radix, layers=layers, zones=zones,
+                                    planes=planes, rails=rails, oversubscription=oversubscription,
+                                    interzone_switches=interzone_switches, core_pods=core_pods)
+    plane_endpoints = storage_nodes * storage_nics + nodes * node_storage_nics if separate else 0
+    if not plane_endpoints:
+        return main, None
+    plane = topology.fat_tree_wiring(plane_endpoints, radix, layers=int(_plane_layers(plane_endpoints, radix,
+                                                                                        oversubscription)),
+                                     oversubscription=oversubscription, core_pods=core_pods)
+    return main, plane
 
 
 def fabric_section(f: Fabrics, c) -> dict:

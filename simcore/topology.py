@@ -141,3 +141,106 @@ def max_endpoints(radix, layers, planes=1, oversubscription=1.0):
     k = np.asarray(radix, float)
     down = leaf_down_ports(k, np.asarray(oversubscription, float))
     return np.where(np.asarray(layers) == 3, k * (k / 2) * down, k * down) * planes
+
+
+SWITCH_TIERS = ("leaf", "spine", "core", "interzone")
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """One buildable wiring of a fat-tree with the counts :func:`fat_tree` gives.
+
+    Switches are numbered globally; ``switch_tier`` indexes SWITCH_TIERS, ``switch_fabric`` is the
+    zone x plane fabric (planes of inter-zone switches for the inter-zone tier) and ``switch_index``
+    the switch's number within its tier and fabric. Endpoint ``e`` plugs into port
+    ``endpoint_port[e]`` of switch ``endpoint_switch[e]``; switch link ``l`` joins
+    ``(lower_switch[l], lower_port[l])`` to ``(upper_switch[l], upper_port[l])``.
+    """
+
+    switch_tier: np.ndarray
+    switch_fabric: np.ndarray
+    switch_index: np.ndarray
+    endpoint_switch: np.ndarray
+    endpoint_port: np.ndarray
+    lower_switch: np.ndarray
+    lower_port: np.ndarray
+    upper_switch: np.ndarray
+    upper_port: np.ndarray
+
+
+def _round_robin(lower_count, links_each, upper_count):
+    """Link ``u x lower_count + i`` (uplink u of lower switch i) to upper switch ``link mod upper``, each
+    upper switch's ports taken in order: a lower switch's uplinks go to different upper switches
+    first, and no upper switch takes more than ceil(links / upper) ports."""
+    link = np.arange(lower_count * links_each)
+    return link % lower_count, link // lower_count, link % upper_count, link // upper_count
+
+
+def fat_tree_wiring(endpoints: int, radix: int, *, layers=2, zones=1, planes=1, rails=1, oversubscription=1.0,
+                    interzone_switches=0, core_pods="power_of_two") -> Wiring:
+    """Who plugs into what, for one fat-tree (scalar inputs; vectorized over ports and links).
+
+    Endpoint ``e`` (in a node's NIC order, so NIC i of every node lands on plane ``i mod planes`` and
+    rail ``i mod rails``) joins plane ``e mod P`` as its ``q = e div P``-th endpoint, zone
+    ``q div n`` and position ``q mod n`` in that zone's fabric (n = ceil(E / (Z P))); position ``p``
+    is on rail ``p mod R``, leaf ``(p div R) div down`` of that rail. Two layers: every leaf's
+    uplinks are dealt round-robin over the spines. Three layers: leaf j of pod g has one uplink to
+    each of its pod's spines (spine port j); spine uplinks are dealt round-robin over the cores.
+    Inter-zone switches give their ports in turn to the zones' top-tier switches, round-robin.
+    """
+    counts = fat_tree(endpoints, radix, layers=layers, zones=zones, planes=planes, rails=rails,
+                      oversubscription=oversubscription, interzone_switches=interzone_switches, core_pods=core_pods)
+    if not counts.fits:
+        raise ScenarioError("fabric", f"{endpoints} endpoints do not fit this fat-tree: nothing to wire")
+    k, fabrics = int(radix), int(zones) * int(planes)
+    down = int(leaf_down_ports(k, oversubscription))
+    up = k - down
+    per_fabric = int(np.ceil(endpoints / fabrics))
+    leaves, spines, cores = (int(x) // fabrics for x in (counts.leaf_switches, counts.spine_switches,
+                                                         counts.core_switches))
+    iz = int(counts.interzone_switches)
+    per_tier = np.array([leaves, spines, cores], int)
+    first = np.concatenate([[0], np.cumsum(per_tier)])[:3]  # first id of each tier within a fabric
+    in_fabric = int(per_tier.sum())
+
+    def switch_id(fabric, tier, index):
+        return fabric * in_fabric + first[tier] + index
+
+    e = np.arange(int(endpoints))
+    plane, q = e % planes, e // planes
+    zone, position = q // per_fabric, q % per_fabric
+    fabric = zone * planes + plane
+    leaves_per_rail = leaves // rails
+    leaf = (position % rails) * leaves_per_rail + (position // rails) // down
+    endpoint_switch, endpoint_port = switch_id(fabric, 0, leaf), (position // rails) % down
+
+    links = [(np.zeros(0, int),) * 4]  # (lower ids, lower ports, upper ids, upper ports) per fabric and tier pair
+    for f in range(fabrics):
+        if layers == 2:
+            lo, u, hi, port = _round_robin(leaves, up, spines)
+            links.append((switch_id(f, 0, lo), down + u, switch_id(f, 1, hi), port))
+        else:
+            half = k // 2
+            pod, j = np.divmod(np.arange(leaves), half)
+            lo, u = np.repeat(np.arange(leaves), up), np.tile(np.arange(up), leaves)
+            links.append((switch_id(f, 0, lo), down + u, switch_id(f, 1, pod[lo] * up + u), j[lo]))
+            lo, u, hi, port = _round_robin(spines, half, cores)
+            links.append((switch_id(f, 1, lo), half + u, switch_id(f, 2, hi), port))
+    lower, lower_port, upper, upper_port = (np.concatenate([part[i] for part in links]) for i in range(4))
+    if iz:
+        top_tier, top_count = (2, cores) if layers == 3 else (1, spines)
+        taken = np.bincount(upper, minlength=fabrics * in_fabric)  # ports the tree already uses
+        per_plane = iz // planes
+        g = np.arange(iz * k)  # port g % k of inter-zone switch g // k
+        p, local = np.divmod(g, per_plane * k)  # its plane, and its place among the plane's ports
+        z, top = local % zones, (local // zones) % top_count
+        slot = local // (zones * top_count)
+        top_ids = switch_id(z * planes + p, top_tier, top)
+        lower, lower_port = np.concatenate([lower, top_ids]), np.concatenate([lower_port, taken[top_ids] + slot])
+        upper = np.concatenate([upper, fabrics * in_fabric + g // k])
+        upper_port = np.concatenate([upper_port, g % k])
+    tiers = np.concatenate([np.tile(np.repeat(np.arange(3), per_tier), fabrics), np.full(iz, 3)])
+    fabric_of = np.concatenate([np.repeat(np.arange(fabrics), in_fabric), np.arange(iz) // max(iz // planes, 1)])
+    index_of = np.concatenate([np.tile(np.concatenate([np.arange(n) for n in per_tier]), fabrics),
+                               np.arange(iz) % max(iz // planes, 1)])
+    return Wiring(tiers, fabric_of, index_of, endpoint_switch, endpoint_port, lower, lower_port, upper, upper_port)

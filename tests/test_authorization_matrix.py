@@ -10,6 +10,7 @@ from channels.testing import WebsocketCommunicator
 from rest_framework.test import APIClient
 
 from planner.models import AccessToken, ClusterPlan, Sweep, Workload
+from planner.services.measurements import measurement_upload
 from planner.services.sweeps import sweep_create
 from tests.helpers import ANONYMOUS, session_headers
 from twin.services import twin_create
@@ -31,6 +32,10 @@ MATRIX = [
     ("post", "/api/plans/{plan}/evaluate/", {}, (401, 200, 404, 200, 200)),
     ("get", "/api/plans/{plan}/bom/", None, (401, 200, 404, 200, 200)),
     ("post", "/api/plans/{plan}/clone/", {"slug": "matrix-copy"}, (401, 403, 404, 201, 201)),
+    ("get", "/api/plans/{plan}/netbox/?file=sites", None, (401, 200, 404, 200, 200)),
+    ("get", "/api/measurements/{measurement}/", None, (401, 200, 404, 200, 200)),
+    ("patch", "/api/measurements/{measurement}/", {"name": "renamed"}, (401, 403, 404, 200, 200)),
+    ("delete", "/api/measurements/{measurement}/", None, (401, 403, 404, 204, 204)),
     ("get", "/api/plans/compare/?ids={plan},ff2-pcie-2zone", None, (401, 200, 400, 200, 200)),
     ("patch", "/api/plans/ff2-pcie-2zone/", {"description": "changed"}, (401, 403, 403, 403, 200)),
     ("post", "/api/plans/", {"slug": "matrix-new", "name": "N", "node_type": "ff-pcie-a100", "node_count": 8,
@@ -63,6 +68,8 @@ SHARED_MATRIX = [
     ("get", "/api/plans/{shared_plan}/bom/", None, (401, 200, 200, 200, 200)),
     ("post", "/api/plans/{shared_plan}/clone/", {"slug": "viewer-copy"}, (401, 403, 201, 201, 201)),
     ("get", "/api/plans/compare/?ids={shared_plan},ff2-pcie-2zone", None, (401, 200, 200, 200, 200)),
+    ("get", "/api/measurements/{shared_measurement}/", None, (401, 200, 200, 200, 200)),
+    ("patch", "/api/measurements/{shared_measurement}/", {"use_as_override": True}, (401, 403, 403, 200, 200)),
     ("get", "/api/twins/{shared_twin}/state/", None, (401, 200, 200, 200, 200)),
     ("get", "/api/twins/{shared_twin}/events/", None, (401, 200, 200, 200, 200)),
     ("post", "/api/twins/{shared_twin}/inject/", {"category": "xid-74", "gpu": 0}, (401, 403, 403, 201, 201)),
@@ -100,8 +107,13 @@ def world(catalog, django_user_model, monkeypatch):
     read_only = AccessToken.objects.create(user=owner, name="ro", read_only=True)
     clients["read_only_token"] = APIClient()
     clients["read_only_token"].credentials(HTTP_AUTHORIZATION=f"Token {read_only.key}")
+    gemm = b"m,n,k,dtype,tflops\n8192,8192,8192,bf16,250\n"
+    measurement, shared_measurement = (
+        measurement_upload(owner=owner, kind="gemm", content=gemm, filename="gemm.csv", plan=on)
+        for on in (plan, shared))
     ids = {"plan": plan.slug, "workload": workload.slug, "sweep": sweep.pk, "twin": twin.pk,
-           "shared_plan": shared.slug, "shared_twin": shared_twin.pk}
+           "shared_plan": shared.slug, "shared_twin": shared_twin.pk, "measurement": measurement.pk,
+           "shared_measurement": shared_measurement.pk}
     return clients, ids, {"owner": owner, "other_user": other, "staff": staff}
 
 

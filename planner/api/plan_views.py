@@ -2,6 +2,7 @@
 from django.conf import settings
 from django.contrib.auth import authenticate
 from django.db.models import Prefetch
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -24,6 +25,7 @@ from planner import serializers as api
 from planner.adapters import scenario_document
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import AccessToken, ClusterPlan, ComputeNodeType, StorageNodeType, Workload
+from planner.services import netbox
 from planner.services import plans as services
 from planner.services.accounts import token_issue
 from planner.services.spreadsheets import XLSX_MEDIA_TYPE, bom_xlsx, comparison_xlsx
@@ -210,6 +212,32 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         if export is None:
             return Response(bom)
         return _attachment(export(bom), f"{plan.slug}-bom.{request.accepted_renderer.format}")
+
+    @extend_schema(
+        tags=PLAN_TAG,
+        parameters=[OpenApiParameter("file", str, enum=list(netbox.FILES),
+                                     description="one import file as CSV; without it, all of them in a ZIP archive")],
+        responses={(200, "application/zip"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.STR},
+        description="The plan's built fabric as NetBox bulk-import CSV files (manufacturers, device roles, site, "
+                    "device types, devices, interfaces, cables; import them in that order), everything 'planned'. "
+                    "Device, interface and cable counts equal the bill of materials.",
+    )
+    @action(detail=True, methods=["get"])
+    def netbox(self, request, slug=None):
+        """Files as they are (errors as JSON, through the API's renderers)."""
+        plan = self.get_object()
+        name = request.query_params.get("file")
+        if name is not None and name not in netbox.FILES:
+            raise serializers.ValidationError({"file": [f"must be one of {', '.join(netbox.FILES)}"]})
+        files = netbox.plan_netbox(plan=plan)
+        if name is None:
+            response = HttpResponse(netbox.netbox_zip(files, plan.slug), content_type="application/zip")
+            filename = f"{plan.slug}-netbox.zip"
+        else:
+            response = HttpResponse(netbox.netbox_csv(files, name), content_type="text/csv; charset=utf-8")
+            filename = f"{plan.slug}-netbox-{name}.csv"
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
 
     @extend_schema(tags=PLAN_TAG, request=api.CloneRequestSerializer, responses={201: api.ClusterPlanSerializer},
                    description="Copy a visible plan (for example a preset) into a private plan you own.")

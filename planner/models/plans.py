@@ -225,6 +225,19 @@ class ClusterPlan(OwnedEntry):
             return {"category_rates": error.reason}
         return {}
 
+    def fabric_arguments(self) -> tuple[tuple, dict]:
+        """The plan's fabrics as :func:`simcore.cluster.fabric_trees` and :func:`~simcore.cluster.fabric_wiring`
+        take them: (node count, compute NICs per node, storage NICs per node, storage nodes, NICs per
+        storage node) and the layout."""
+        node = self.node_type
+        storage = self.storage_node_type if self.storage_node_type_id else None
+        counts = (self.node_count, node.compute_nics_per_node, node.storage_nics_per_node,
+                  self.storage_node_count if storage else 0, storage.nics_per_node if storage else 0)
+        return counts, dict(storage_network=self.storage_network, radix=self.switch.radix, layers=self.fabric_layers,
+                            zones=self.zones, planes=self.planes, rails=self.rails,
+                            oversubscription=self.oversubscription, interzone_switches=self.interzone_switches,
+                            core_pods=self.core_pods)
+
     def _fabric_errors(self) -> dict[str, str]:
         node, switch = self.node_type, self.switch
         errors = {}
@@ -250,13 +263,8 @@ class ClusterPlan(OwnedEntry):
             errors["rails"] = f"{self.rails} rails need leaves with at least that many endpoint ports"
         if errors:
             return errors
-        storage = self.storage_node_type if self.storage_node_type_id else None
-        trees = cluster.fabric_trees(
-            self.node_count, nics, node.storage_nics_per_node, self.storage_node_count if storage else 0,
-            storage.nics_per_node if storage else 0, storage_network=self.storage_network, radix=switch.radix,
-            layers=self.fabric_layers, zones=self.zones, planes=self.planes, rails=self.rails,
-            oversubscription=self.oversubscription, interzone_switches=self.interzone_switches,
-            core_pods=self.core_pods)
+        counts, layout = self.fabric_arguments()
+        trees = cluster.fabric_trees(*counts, **layout)
         if not bool(trees.main.fits):
             errors["node_count"] = (
                 f"{int(trees.main.endpoints)} endpoints do not fit a {self.fabric_layers}-layer fat-tree of "

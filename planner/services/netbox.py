@@ -1,0 +1,140 @@
+"""A plan's built fabric as NetBox bulk-import CSV files, so that the plan can become the inventory.
+
+NetBox (netbox.readthedocs.io, "Bulk import") takes one CSV per object type, with a header row of
+field names, imported in dependency order: manufacturers (name, slug), device roles (name, slug,
+color), the site (name, slug, status), device types (manufacturer, model, slug), devices (name,
+role, manufacturer, device_type, site, status), interfaces (device, name, type) and cables
+(side_a_device, side_a_type, side_a_name, side_b_device, side_b_type, side_b_name, type, status).
+
+Everything is ``planned``. The wiring is :func:`simcore.cluster.fabric_wiring`, the same trees the
+bill of materials counts: one device per compute node, storage node and switch; one interface per
+NIC the bill lists and per switch port a cable uses; one cable per endpoint cable and per fibre.
+The catalogue has no rack heights, so the device types leave ``u_height`` to NetBox's default.
+"""
+import csv
+import io
+import zipfile
+
+import numpy as np
+
+from planner.models import ClusterPlan
+from simcore import cluster
+from simcore.topology import SWITCH_TIERS
+
+FILES = ("manufacturers", "device-roles", "sites", "device-types", "devices", "interfaces", "cables")
+INFINIBAND = {100: "infiniband-edr", 200: "infiniband-hdr", 400: "infiniband-ndr", 800: "infiniband-xdr"}
+ETHERNET = {100: "100gbase-x-qsfp28", 200: "200gbase-x-qsfp56", 400: "400gbase-x-osfp", 800: "800gbase-x-osfp"}
+CABLE_TYPES = {"dac": "dac-passive", "aoc": "aoc"}
+ROLES = {"gpu-node": "4caf50", "storage-node": "2196f3", "leaf-switch": "ff9800", "spine-switch": "ff5722",
+         "core-switch": "9c27b0", "interzone-switch": "607d8b"}
+
+
+def interface_type(protocol: str, gbit_s: float) -> str:
+    """NetBox's interface type for a port of this protocol and speed ("other" where it has none)."""
+    return (INFINIBAND if protocol == "ib" else ETHERNET).get(int(gbit_s), "other")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def _switch_names(prefix: str, wiring, fabric_label) -> list[str]:
+    return [f"{prefix}{fabric_label(tier, fabric)}{SWITCH_TIERS[tier]}{index + 1:04d}"
+            for tier, fabric, index in zip(wiring.switch_tier, wiring.switch_fabric, wiring.switch_index)]
+
+
+def plan_netbox(*, plan: ClusterPlan) -> dict[str, list[list]]:
+    """Each NetBox import file's rows (the header first), from the plan's fabric wiring."""
+    counts, layout = plan.fabric_arguments()
+    node_count, compute_nics, node_storage_nics, storage_nodes, storage_nics = counts
+    main, plane = cluster.fabric_wiring(*counts, **layout)
+    site, switch, node_type = plan.slug, plan.switch, plan.node_type
+    storage_type = plan.storage_node_type if storage_nodes else None
+    separate = layout["storage_network"] == "separate"
+
+    def fabric_label(tier, fabric):
+        if SWITCH_TIERS[tier] == "interzone":
+            return f"p{fabric + 1}-" if plan.planes > 1 else ""
+        zone, plane_index = divmod(int(fabric), plan.planes)
+        return (f"z{zone + 1}-" if plan.zones > 1 else "") + (f"p{plane_index + 1}-" if plan.planes > 1 else "")
+
+    nodes = [f"{site}-gpu{i + 1:05d}" for i in range(node_count)]
+    storage = [f"{site}-storage{i + 1:04d}" for i in range(storage_nodes)]
+    main_switches = _switch_names(f"{site}-", main, fabric_label)
+    plane_switches = _switch_names(f"{site}-storage-", plane, lambda tier, fabric: "") if plane else []
+    port_type = interface_type(switch.protocol, switch.port_speed_gbit_s)
+    nic_prefix = "ib" if switch.protocol == "ib" else "eth"
+
+    def nic_type(nic):
+        return interface_type(nic.protocol, nic.line_rate_gbit_s * nic.ports) if nic else port_type
+
+    # Each fabric's endpoints as (device, interface, its type), in fabric_wiring's order.
+    compute_type, node_storage_type = nic_type(node_type.compute_nic), nic_type(node_type.storage_nic)
+    storage_type_name = nic_type(storage_type.nic if storage_type else None)
+    compute_ends = [(nodes[i], f"{nic_prefix}{j}", compute_type) for i in range(node_count)
+                    for j in range(compute_nics)]
+    storage_ends = [(storage[i], f"{nic_prefix}{j}", storage_type_name) for i in range(storage_nodes)
+                    for j in range(storage_nics)]
+    node_storage_ends = [(nodes[i], f"storage{j}", node_storage_type) for i in range(node_count)
+                         for j in range(node_storage_nics)]
+    main_ends = compute_ends + ([] if separate else storage_ends)
+    plane_ends = (storage_ends + node_storage_ends) if separate else []
+    endpoint_cable = CABLE_TYPES.get(plan.endpoint_cable.kind, "") if plan.endpoint_cable else ""
+    fiber = plan.fiber
+    fiber_type = ("mmf" if "multimode" in fiber.name.lower() or "mmf" in fiber.slug else "smf") if fiber else ""
+
+    interfaces = [["device", "name", "type"]]
+    interfaces += [list(end) for end in main_ends + plane_ends]
+    cables = [["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
+               "type", "status"]]
+    for wiring, names, ends in ((main, main_switches, main_ends), (plane, plane_switches, plane_ends)):
+        if wiring is None:
+            continue
+        names = np.array(names, dtype=object)
+        used = [(names[wiring.endpoint_switch], wiring.endpoint_port),
+                (names[wiring.lower_switch], wiring.lower_port), (names[wiring.upper_switch], wiring.upper_port)]
+        interfaces += [[device, f"p{port + 1}", port_type] for devices, ports in used
+                       for device, port in zip(devices, ports)]
+        cables += [[device, "dcim.interface", name, switch_name, "dcim.interface", f"p{port + 1}", endpoint_cable,
+                    "planned"] for (device, name, _), switch_name, port in zip(ends, *used[0])]
+        cables += [[a, "dcim.interface", f"p{pa + 1}", b, "dcim.interface", f"p{pb + 1}", fiber_type, "planned"]
+                   for a, pa, b, pb in zip(*used[1], *used[2])]
+
+    types = [(node_type, "gpu-node", nodes), (storage_type, "storage-node", storage)]
+    parts = [part for part, _, members in types if part is not None and members] + [switch]
+    devices = [["name", "role", "manufacturer", "device_type", "site", "status"]]
+    for part, role, members in types:
+        devices += [[name, role, part.vendor, part.name, site, "planned"] for name in members]
+    for names, wiring in ((main_switches, main), (plane_switches, plane)):
+        if wiring is not None:
+            devices += [[name, f"{SWITCH_TIERS[tier]}-switch", switch.vendor, switch.name, site, "planned"]
+                        for name, tier in zip(names, wiring.switch_tier)]
+    used_roles = sorted({row[1] for row in devices[1:]})
+    return {
+        "manufacturers": [["name", "slug"]] + [[v, _slug(v)] for v in sorted({p.vendor for p in parts})],
+        "device-roles": [["name", "slug", "color"]] + [[role, role, ROLES[role]] for role in used_roles],
+        "sites": [["name", "slug", "status"], [site, site, "planned"]],
+        "device-types": [["manufacturer", "model", "slug"]] + [[p.vendor, p.name, _slug(p.slug)] for p in parts],
+        "devices": devices,
+        "interfaces": interfaces,
+        "cables": cables,
+    }
+
+
+def _csv(rows: list[list]) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue()
+
+
+def netbox_csv(files: dict[str, list[list]], name: str) -> str:
+    return _csv(files[name])
+
+
+def netbox_zip(files: dict[str, list[list]], plan_slug: str) -> bytes:
+    """Every file in import order, numbered, in one ZIP archive."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for number, name in enumerate(FILES, start=1):
+            archive.writestr(f"{plan_slug}-netbox/{number}-{name}.csv", _csv(files[name]))
+    return buffer.getvalue()

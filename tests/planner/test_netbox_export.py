@@ -1,0 +1,97 @@
+"""A plan's fabric as NetBox bulk-import CSVs: NetBox's columns, every reference resolvable in import
+order, and device, interface and cable counts equal to the bill of materials."""
+import csv
+import io
+import zipfile
+
+import pytest
+
+from planner.services.netbox import FILES
+
+COLUMNS = {  # as NetBox's bulk import documents them (dcim import forms)
+    "manufacturers": ["name", "slug"],
+    "device-roles": ["name", "slug", "color"],
+    "sites": ["name", "slug", "status"],
+    "device-types": ["manufacturer", "model", "slug"],
+    "devices": ["name", "role", "manufacturer", "device_type", "site", "status"],
+    "interfaces": ["device", "name", "type"],
+    "cables": ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type",
+               "status"],
+}
+
+
+def netbox_files(client, slug) -> dict[str, list[dict]]:
+    response = client.get(f"/api/plans/{slug}/netbox/")
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    archive = zipfile.ZipFile(io.BytesIO(response.content))
+    names = archive.namelist()
+    assert names == [f"{slug}-netbox/{n}-{name}.csv" for n, name in enumerate(FILES, start=1)]
+    files = {}
+    for name, path in zip(FILES, names):
+        reader = csv.DictReader(io.StringIO(archive.read(path).decode()))
+        assert reader.fieldnames == COLUMNS[name], name
+        files[name] = list(reader)
+    return files
+
+
+def bom_quantities(client, slug) -> dict[str, int]:
+    lines = client.get(f"/api/plans/{slug}/bom/").json()["lines"]
+    return {line["part"]: line["quantity"] for line in lines}
+
+
+@pytest.mark.parametrize("slug", ["ff2-pcie-2zone", "dgx-a100-3layer", "ascend-910b-multi-rail",
+                                  "deepseek-h800-8plane"])
+def test_counts_equal_the_bill_of_materials_and_every_reference_resolves(catalog, reader_client, slug):
+    files = netbox_files(reader_client, slug)
+    bom = bom_quantities(reader_client, slug)
+    devices, interfaces, cables = files["devices"], files["interfaces"], files["cables"]
+    switches = bom.get("switch, computation fabric", 0) + bom.get("switch, storage plane", 0)
+    assert len(devices) == bom["compute node"] + bom.get("storage node", 0) + switches
+    nics = sum(q for part, q in bom.items() if part.endswith("NIC"))
+    switch_ends = {d["name"] for d in devices if d["role"].endswith("-switch")}
+    fibres = sum(1 for c in cables if c["side_a_device"] in switch_ends)
+    endpoint_cables = len(cables) - fibres
+    # The bill lists cables where the plan names the part; its quantities are the evaluation's counts.
+    fabric = reader_client.post(f"/api/plans/{slug}/evaluate/", {}, format="json").json()["result"]["fabric"]
+    assert (endpoint_cables, fibres) == (fabric["endpoint_cables"], fabric["fibers"])
+    assert endpoint_cables == bom.get("endpoint cable", endpoint_cables) and fibres == bom.get("fibre", fibres)
+    assert 2 * fibres == bom.get("optical transceiver", 2 * fibres)
+    assert len(interfaces) == nics + endpoint_cables + 2 * fibres  # each NIC, and each switch port a cable uses
+
+    names = [d["name"] for d in devices]
+    assert len(set(names)) == len(names)
+    types = {(t["manufacturer"], t["model"]) for t in files["device-types"]}
+    assert {(d["manufacturer"], d["device_type"]) for d in devices} == types
+    assert {d["role"] for d in devices} == {r["slug"] for r in files["device-roles"]}
+    assert {t["manufacturer"] for t in files["device-types"]} == {m["name"] for m in files["manufacturers"]}
+    assert {d["site"] for d in devices} == {slug} and {d["status"] for d in devices} == {"planned"}
+    ports = {(i["device"], i["name"]) for i in interfaces}
+    assert len(ports) == len(interfaces) and set(names) >= {device for device, _ in ports}
+    ends = [(c[f"side_{s}_device"], c[f"side_{s}_name"]) for c in cables for s in "ab"]
+    assert len(set(ends)) == len(ends) == 2 * len(cables) and set(ends) == ports  # every port cabled once
+    assert {c["side_a_type"] for c in cables} == {c["side_b_type"] for c in cables} == {"dcim.interface"}
+
+
+def test_the_fire_flyer_fabric_is_wired_as_two_zones_joined_by_inter_zone_switches(catalog, reader_client):
+    files = netbox_files(reader_client, "ff2-pcie-2zone")
+    roles = {}
+    for device in files["devices"]:
+        roles[device["role"]] = roles.get(device["role"], 0) + 1
+    assert roles == {"gpu-node": 1240, "storage-node": 180, "leaf-switch": 80, "spine-switch": 40,
+                     "interzone-switch": 2}
+    node_ports = [i for i in files["interfaces"] if i["device"] == "ff2-pcie-2zone-gpu00001"]
+    assert node_ports == [{"device": "ff2-pcie-2zone-gpu00001", "name": "ib0", "type": "infiniband-hdr"}]
+    leaf = next(c for c in files["cables"] if c["side_a_device"] == "ff2-pcie-2zone-gpu00001")
+    assert leaf["side_b_device"] == "ff2-pcie-2zone-z1-leaf0001" and leaf["type"] == "dac-passive"
+    zones_reached = {c["side_a_device"].split("-")[3] for c in files["cables"]
+                     if c["side_b_device"].endswith("interzone0001")}
+    assert zones_reached == {"z1", "z2"}
+
+
+def test_one_file_as_csv_and_a_bad_file_name(catalog, reader_client):
+    response = reader_client.get("/api/plans/dgx-a100-3layer/netbox/", {"file": "devices"})
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    assert rows[0] == COLUMNS["devices"] and len(rows) == 1 + 1250 + 1320
+    bad = reader_client.get("/api/plans/dgx-a100-3layer/netbox/", {"file": "racks"})
+    assert bad.status_code == 400 and "must be one of" in bad.json()["file"][0]
