@@ -169,11 +169,12 @@ class Wiring:
 
 
 def _round_robin(lower_count, links_each, upper_count):
-    """Link ``u x lower_count + i`` (uplink u of lower switch i) to upper switch ``link mod upper``, each
-    upper switch's ports taken in order: a lower switch's uplinks go to different upper switches
-    first, and no upper switch takes more than ceil(links / upper) ports."""
+    """Deal the lower switches' uplinks, lower switch by lower switch, over the upper switches in turn:
+    link ``l`` (uplink ``l mod links_each`` of lower switch ``l div links_each``) goes to upper switch
+    ``l mod upper_count`` at its port ``l div upper_count``. A lower switch's uplinks reach different
+    upper switches (up to their number), and none takes more than ceil(links / upper) ports."""
     link = np.arange(lower_count * links_each)
-    return link % lower_count, link // lower_count, link % upper_count, link // upper_count
+    return link // links_each, link % links_each, link % upper_count, link // upper_count
 
 
 def fat_tree_wiring(endpoints: int, radix: int, *, layers=2, zones=1, planes=1, rails=1, oversubscription=1.0,
