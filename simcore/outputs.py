@@ -154,3 +154,45 @@ def selected(flag: str, *, workload: bool | None = None) -> list[Output]:
 def sweep_defaults(has_workload: bool) -> list[str]:
     """The result paths a sweep stores when the request names none."""
     return [o.path for o in selected("sweep", workload=has_workload)]
+
+
+RESULT_SECTIONS = {
+    "cluster": "nodes, GPUs and scale-up domains", "racks": "racks under their power limit",
+    "compute": "achieved GEMM TFLOPS per precision and the sustained clock",
+    "calibration": "each constant a measurement may replace: its value and source (family or measured)",
+    "fabric": "switches by layer, endpoints, capacity, NICs, cables, transceivers, fibres",
+    "power": "power per part, IT and facility watts, energy", "cost": "extended prices, capex, energy cost",
+    "storage": "aggregate storage bandwidth and its bound",
+    "collectives": "HFReduce and NCCL across the cluster: bandwidth, time, the binding constraint, every bound",
+    "reliability": "interruptions, repair, availability; with a workload the job's, checkpoints and ETTR",
+    "training": "with a workload: feasibility, step time and its parts, MFU, HFU, memory, time and cost to train",
+}
+_METRIC_VALUE = [{"type": "number"}, {"type": "boolean"}, {"type": "null"},
+                 {"type": "array", "items": {"type": ["number", "boolean", "null"]}}]
+
+
+def result_json_schema() -> dict:
+    """The engine's result document as a JSON Schema: every section, and in it every registered
+    metric with its label, unit (``x-unit``) and which way is better; a section's other figures are
+    allowed (docs/scenario-format.md names them). A metric is a number (or true/false), or a list
+    of them with one per scenario point."""
+    sections = {name: {"type": "object", "description": doc, "properties": {}, "additionalProperties": True}
+                for name, doc in RESULT_SECTIONS.items()}
+    for output in OUTPUTS:
+        if not output.path:
+            continue
+        section, *inner, leaf = output.path.split(".")
+        node = sections[section]
+        for key in inner:
+            node = node["properties"].setdefault(key, {"type": "object", "properties": {},
+                                                       "additionalProperties": True})
+        node["properties"][leaf] = {"anyOf": _METRIC_VALUE, "description": f"{output.label} ({output.unit})"
+                                    + (f", {output.better} is better" if output.better else ""),
+                                    "x-unit": output.unit}
+    constraint = {"type": "object", "required": ["code", "message"],
+                  "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}
+    return {"type": "object", "required": ["engine_version", "cluster", "compute", "fabric", "constraints"],
+            "properties": {"engine_version": {"type": "string"}, **sections,
+                           "constraints": {"type": "array", "items": constraint,
+                                           "description": "what limits the build, each with a stable code"}},
+            "additionalProperties": False}

@@ -34,7 +34,7 @@ class MeasurementSerializer(serializers.ModelSerializer):
         read_only_fields = ["kind", "collective", "filename", "created_at"]
 
 
-class ComparisonRowSerializer(serializers.Serializer):
+class MeasurementComparisonRowSerializer(serializers.Serializer):
     size_bytes = serializers.IntegerField(required=False, help_text="nccl-tests: message size")
     time_us = serializers.FloatField(required=False)
     algbw_gbyte_s = serializers.FloatField(required=False)
@@ -50,14 +50,14 @@ class ComparisonRowSerializer(serializers.Serializer):
     error_pct = serializers.FloatField(allow_null=True, help_text="(predicted - measured) / measured x 100")
 
 
-class ComparisonSerializer(serializers.Serializer):
+class MeasurementComparisonSerializer(serializers.Serializer):
     kind = serializers.CharField()
     family = serializers.CharField(help_text="The accelerator family whose shares made the prediction.")
     collective = serializers.CharField(required=False)
     ranks = serializers.IntegerField(required=False)
     hosts = serializers.IntegerField(required=False)
     link = serializers.CharField(required=False, help_text="scale-up, PCIe or network: the path the run took")
-    rows = ComparisonRowSerializer(many=True)
+    rows = MeasurementComparisonRowSerializer(many=True)
     mean_abs_error_pct = serializers.FloatField(allow_null=True)
     fitted = serializers.DictField(child=FittedSerializer())
 
@@ -68,7 +68,7 @@ class MeasurementDetailSerializer(MeasurementSerializer):
     class Meta(MeasurementSerializer.Meta):
         fields = [*MeasurementSerializer.Meta.fields, "comparison"]
 
-    @extend_schema_field(ComparisonSerializer)
+    @extend_schema_field(MeasurementComparisonSerializer)
     def get_comparison(self, measurement) -> dict:
         return services.measurement_compare(measurement)
 

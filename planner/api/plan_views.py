@@ -23,6 +23,7 @@ import simcore
 from config import observability as metrics
 from planner import serializers as api
 from planner.adapters import scenario_document
+from planner.api import bodies
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import AccessToken, ClusterPlan, ComputeNodeType, StorageNodeType, Workload
 from planner.services import netbox
@@ -137,7 +138,8 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
 
     @extend_schema(
         tags=PLAN_TAG, request=api.EvaluateRequestSerializer, examples=[EVALUATE_EXAMPLE],
-        responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="bad options or an impossible plan")},
+        responses={200: bodies.EvaluationSerializer,
+                   400: OpenApiResponse(description="bad options or an impossible plan")},
         description="Evaluate the plan, optionally training a workload: cost, power, performance, collectives, "
                     "reliability, with units in every name and the binding constraint of each bound. An impossible "
                     "plan answers 400 with the reasons instead of numbers.",
@@ -155,7 +157,8 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
 
     @extend_schema(
         tags=PLAN_TAG, request=api.PlanPreviewSerializer,
-        responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="field errors or an impossible plan")},
+        responses={200: bodies.EvaluationSerializer,
+                   400: OpenApiResponse(description="field errors or an impossible plan")},
         description="Check and evaluate a would-be plan without saving it (the plan builder's live preview): "
                     "the same fields as creating a plan, slug and name optional, plus an optional workload. "
                     "Bad fields answer 400 naming them; an impossible build answers 400 with the reasons.",
@@ -177,7 +180,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
             OpenApiParameter("workload", str, description="A workload slug to train on every plan."),
             OpenApiParameter("format", str, enum=["json", "xlsx"], description="xlsx for an Excel workbook"),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={(200, "application/json"): bodies.ComparisonSerializer, (200, XLSX_MEDIA_TYPE): OpenApiTypes.BINARY},
         description="Evaluate 2-4 plans and align their metrics, with ratios and differences to the first.",
     )
     @action(detail=False, methods=["get"], renderer_classes=[JSONRenderer, XLSXRenderer])
@@ -198,7 +201,8 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         return Response(comparison)
 
     @extend_schema(
-        tags=PLAN_TAG, responses={200: OpenApiTypes.OBJECT},
+        tags=PLAN_TAG, responses={(200, "application/json"): bodies.BomSerializer, (200, "text/csv"): OpenApiTypes.STR,
+                                  (200, XLSX_MEDIA_TYPE): OpenApiTypes.BINARY},
         parameters=[OpenApiParameter("format", str, enum=["json", "csv", "xlsx"],
                                      description="csv for a spreadsheet, xlsx for an Excel workbook (a sheet per "
                                                  "part list)")],
@@ -266,7 +270,8 @@ class WorkloadViewSet(OwnedEntryViewSet):
 
     @extend_schema(
         tags=["workloads"], request=api.WorkloadPreviewSerializer,
-        responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="field errors or an impossible layout")},
+        responses={200: bodies.EvaluationSerializer,
+                   400: OpenApiResponse(description="field errors or an impossible layout")},
         description="Check and evaluate a would-be workload on a plan without saving it (the workload editor's "
                     "live preview): the same fields as creating a workload, slug and name optional, plus the "
                     "plan's slug. Bad fields answer 400 naming them.",
@@ -304,7 +309,7 @@ class EvaluateScenarioView(APIView):
     throttle_scope = "evaluate"
 
     @extend_schema(tags=["evaluate"], request={"application/json": SCENARIO_SCHEMA},
-                   responses={200: OpenApiTypes.OBJECT}, examples=[SCENARIO_EXAMPLE],
+                   responses={200: bodies.RESULT_SCHEMA}, examples=[SCENARIO_EXAMPLE],
                    description="Any number field may be a list: the result then has one value per point "
                                "(at most API_MAX_SCENARIO_POINTS; submit a sweep for more). The registered metrics "
                                "(GET /api/outputs/ gives each one's label, unit and better direction): "
@@ -322,7 +327,7 @@ class ReliabilityProfilesView(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(tags=["catalogue"], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(tags=["catalogue"], responses={200: bodies.ReliabilityProfilesSerializer})
     def get(self, request):
         return Response(simcore.reliability.describe_profiles())
 
@@ -379,7 +384,7 @@ class ObtainTokenView(APIView):
     throttle_scope = "login"
 
     @extend_schema(tags=["tokens"], request=ObtainTokenSerializer,
-                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="wrong credentials"),
+                   responses={200: bodies.TokenIssuedSerializer, 400: OpenApiResponse(description="wrong credentials"),
                               429: OpenApiResponse(description="too many failed logins: locked out")})
     def post(self, request):
         body = ObtainTokenSerializer(data=request.data)

@@ -10,6 +10,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
+from planner.api import bodies
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import sweeps as services
@@ -116,7 +117,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
             OpenApiParameter("order_by", str, description="an output or axis:<path>; prefix - for descending"),
             OpenApiParameter("page", int), OpenApiParameter("page_size", int, description="at most 500"),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: bodies.SweepResultsSerializer},
     )
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None):
@@ -147,7 +148,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     @extend_schema(
         parameters=[OpenApiParameter("points", int, description=f"how many to spread over the grid "
                                                                  f"(1 to {MAX_CHART_SAMPLE:,}; default 5,000)")],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: bodies.SweepSampleSerializer},
         description="Points spread evenly over the whole grid for a chart, plus, always, the goal's optimum "
                     "and every point of its Pareto fronts; rows as in results.")
     @action(detail=True, methods=["get"])

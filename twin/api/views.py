@@ -12,6 +12,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Visibility
 from twin import services
+from twin.api import bodies
 from twin.filtersets import TwinEventFilterSet
 from twin.local import ensure_local_driver
 from twin.models import Twin, TwinEvent, TwinSample
@@ -136,7 +137,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     def resume(self, request, pk=None):
         return self._status(Twin.Status.RUNNING)
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: TwinSerializer},
+    @extend_schema(request=bodies.SpeedSerializer, responses={200: TwinSerializer},
                    examples=[OpenApiExample("Ten simulated hours a second", value={"speed": 36000}, request_only=True)])
     @action(detail=True, methods=["post"])
     def speed(self, request, pk=None):
@@ -144,7 +145,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         services.twin_set_speed(twin=twin, speed=body(request).get("speed"))
         return Response(TwinSerializer(twin).data)
 
-    @extend_schema(request=InjectSerializer, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=InjectSerializer, responses={201: bodies.EventsSerializer})
     @action(detail=True, methods=["post"])
     def inject(self, request, pk=None):
         twin = self.get_object()
@@ -153,7 +154,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         rows = services.twin_inject(twin=twin, **request_body.validated_data)
         return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT}, examples=[INGEST_EXAMPLE],
+    @extend_schema(request=bodies.IngestSerializer, responses={201: bodies.EventsSerializer}, examples=[INGEST_EXAMPLE],
                    description="A real event: {node, line} with an 'NVRM: Xid' kernel-log line, {node, gpu, xid} "
                                "or {node, category}. Unknown Xid codes and unparseable lines answer 400.")
     @action(detail=True, methods=["post"])
@@ -162,7 +163,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         rows = services.twin_ingest(twin=twin, payload=request.data)
         return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=KernelLogSerializer, responses={201: OpenApiTypes.OBJECT},
+    @extend_schema(request=KernelLogSerializer, responses={201: bodies.IngestLogResultSerializer},
                    description="A node's whole kernel log (dmesg or journalctl -k output), as JSON {node, log} or a "
                                "multipart upload (node, file): every 'NVRM: Xid' line becomes an ingested event in "
                                "one transaction, other lines are skipped and counted, and Xid lines that cannot be "
@@ -177,7 +178,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         return Response(services.twin_ingest_log(twin=twin, node=data["node"], text=text),
                         status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT},
+    @extend_schema(request=bodies.DrainSerializer, responses={201: bodies.EventsSerializer},
                    examples=[OpenApiExample("Drain node 12", value={"node": 12, "drained": True}, request_only=True)],
                    description="Take a node out of service (drained: true; its job restarts on a spare) or back.")
     @action(detail=True, methods=["post"])
@@ -190,7 +191,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         rows = services.twin_drain(twin=twin, node=data.get("node"), drained=drained)
         return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="Component states, metrics, latest events.")
+    @extend_schema(responses={200: bodies.TwinStateSerializer}, description="Component states, metrics, latest events.")
     @action(detail=True, methods=["get"])
     def state(self, request, pk=None):
         return Response(services.snapshot(self.get_object()))
@@ -199,7 +200,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         OpenApiParameter("kind", str), OpenApiParameter("category", str),
         OpenApiParameter("since_seq", int, description="only events after this sequence number"),
         OpenApiParameter("node", int), OpenApiParameter("limit", int, description="at most 1000")],
-        responses={200: OpenApiTypes.OBJECT})
+        responses={200: bodies.EventsSerializer})
     @action(detail=True, methods=["get"])
     def events(self, request, pk=None):
         return Response({"events": [services.event_json(e) for e in self._event_filter(request).qs]})
@@ -223,7 +224,8 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         response["Content-Disposition"] = f'attachment; filename="twin-{pk}-events.csv"'
         return response
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, description="Hourly samples of the headline metrics.")
+    @extend_schema(responses={200: bodies.TwinMetricsHistorySerializer},
+                   description="Hourly samples of the headline metrics.")
     @action(detail=True, methods=["get"])
     def metrics(self, request, pk=None):
         twin = self.get_object()

@@ -1,0 +1,187 @@
+"""Typed descriptions of the API's response bodies, for the OpenAPI schema: each operation's answer
+with its fields, the engine's result through its JSON Schema (from the output registry) and the
+scenario document's through its field spec. The views build the bodies; these say what is in them."""
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from simcore.outputs import result_json_schema
+
+RESULT_SCHEMA = result_json_schema()
+
+
+def numbers(help_text=""):
+    return serializers.ListField(child=serializers.FloatField(allow_null=True), help_text=help_text)
+
+
+@extend_schema_field(RESULT_SCHEMA)
+class EngineResultField(serializers.JSONField):
+    """The engine's result document (docs/scenario-format.md)."""
+
+
+class TokenIssuedSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="The new key of your default token, shown this once.")
+
+
+class OverrideSerializer(serializers.Serializer):
+    value = serializers.FloatField(help_text="The measured value used instead of the family's.")
+    measurement = serializers.IntegerField(help_text="The measurement's id (/api/measurements/{id}/).")
+    name = serializers.CharField()
+    kind = serializers.CharField(help_text="nccl-tests or gemm")
+
+
+class AllreduceCurveSerializer(serializers.Serializer):
+    gpus = serializers.JSONField(help_text="GPU counts (against GPUs), or the cluster's GPUs (against size)")
+    message_bytes = serializers.JSONField(help_text="message sizes (against size), or the one size (against GPUs)")
+    hfreduce = numbers("HFReduce algorithm bandwidth, GB/s")
+    nccl = numbers("NCCL algorithm bandwidth, GB/s")
+    hfreduce_nvlink = numbers("HFReduce with NVLink pairs, GB/s (nodes with bridged pairs)")
+
+
+class ScalingCurveSerializer(serializers.Serializer):
+    gpus = numbers()
+    strong_step_time_s = numbers("step time with the global batch fixed, s")
+    strong_efficiency = numbers("T(n0) / T(n)")
+    weak_global_batch = numbers()
+    weak_step_time_s = numbers("step time with the batch per GPU fixed, s")
+    weak_efficiency = numbers("n0 T(n0) / (n T(n))")
+
+
+class EttrIntervalCurveSerializer(serializers.Serializer):
+    interval_s = numbers()
+    ettr = numbers()
+    optimal_interval_s = serializers.FloatField()
+    ettr_at_optimum = serializers.FloatField()
+    plan_interval_s = serializers.FloatField()
+    plan_ettr = serializers.FloatField()
+
+
+class EttrRestartCurveSerializer(serializers.Serializer):
+    restart_s = numbers()
+    ettr = numbers()
+    interval_s = serializers.FloatField()
+    plan_restart_s = serializers.FloatField()
+    plan_ettr = serializers.FloatField()
+
+
+class CurvesSerializer(serializers.Serializer):
+    allreduce_vs_gpus = AllreduceCurveSerializer()
+    allreduce_vs_size = AllreduceCurveSerializer()
+    scaling = ScalingCurveSerializer(required=False, help_text="with a workload")
+    ettr_vs_interval = EttrIntervalCurveSerializer(required=False, help_text="with a workload")
+    ettr_vs_restart = EttrRestartCurveSerializer(required=False, help_text="with a workload")
+
+
+class EvaluationSerializer(serializers.Serializer):
+    plan = serializers.CharField()
+    workload = serializers.CharField(allow_null=True)
+    engine_version = serializers.CharField()
+    overrides = serializers.DictField(child=OverrideSerializer(),
+                                      help_text="engine constant -> the measurement that replaced it")
+    result = EngineResultField()
+    curves = CurvesSerializer()
+
+
+class BomLineSerializer(serializers.Serializer):
+    part = serializers.CharField()
+    part_kind = serializers.CharField()
+    slug = serializers.CharField()
+    quantity = serializers.IntegerField()
+    unit_price = serializers.FloatField(allow_null=True)
+    extended_price = serializers.FloatField(allow_null=True)
+    source = serializers.CharField(help_text="the price's basis, or why it has none")
+
+
+class BomSerializer(serializers.Serializer):
+    plan = serializers.CharField()
+    price_book = serializers.CharField()
+    currency = serializers.CharField()
+    lines = BomLineSerializer(many=True)
+    total = serializers.FloatField()
+    unpriced = serializers.ListField(child=serializers.CharField(), help_text="parts with no price")
+
+
+class ComparedMetricSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    path = serializers.CharField(allow_null=True)
+    label = serializers.CharField()
+    unit = serializers.CharField()
+    better = serializers.CharField(help_text="lower, higher or empty")
+    workload = serializers.BooleanField()
+    chart = serializers.BooleanField()
+    values = numbers("one per plan, in order")
+    ratio_to_first = numbers()
+    delta_to_first = numbers()
+
+
+class ComparisonSerializer(serializers.Serializer):
+    plans = serializers.ListField(child=serializers.CharField())
+    workload = serializers.CharField(allow_null=True)
+    engine_version = serializers.CharField()
+    currency = serializers.CharField(allow_null=True, help_text="null when the plans' price books differ")
+    metrics = ComparedMetricSerializer(many=True)
+    placements = serializers.DictField(child=serializers.ListField(child=serializers.CharField(allow_null=True)),
+                                       help_text="tp, cp, ep, pp -> where each plan runs that traffic")
+    infeasible = serializers.DictField(child=serializers.ListField(child=serializers.CharField()),
+                                       help_text="plan -> why it could not be evaluated")
+
+
+class FailureCategorySerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    unit = serializers.CharField(help_text="what fails: GPU, node, NIC, link or switch")
+    rate_per_unit_hour = serializers.FloatField()
+    per_1000_unit_days = serializers.FloatField()
+    cause = serializers.CharField()
+    detection = serializers.CharField()
+    interrupts_job = serializers.BooleanField()
+    action = serializers.CharField()
+    repair_h = serializers.FloatField()
+    source = serializers.CharField()
+
+
+class FailureProfileSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    categories = FailureCategorySerializer(many=True)
+
+
+class RestartProfileSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    crash_detection_s = serializers.FloatField()
+    collective_timeout_s = serializers.FloatField()
+    reschedule_s = serializers.FloatField()
+    init_base_s = serializers.FloatField()
+    init_s_per_rank = serializers.FloatField()
+    warmup_s = serializers.FloatField()
+    source = serializers.CharField()
+    confidence = serializers.CharField()
+
+
+class ReliabilityProfilesSerializer(serializers.Serializer):
+    failure_profiles = FailureProfileSerializer(many=True)
+    restart_profiles = RestartProfileSerializer(many=True)
+    repair_basis = serializers.CharField()
+
+
+class SweepRowSerializer(serializers.Serializer):
+    point = serializers.IntegerField(help_text="the point's index in the grid")
+    axes = serializers.DictField(child=serializers.JSONField(), help_text="axis path -> this point's value")
+    valid = serializers.BooleanField()
+    invalid_reason = serializers.CharField()
+    outputs = serializers.DictField(child=serializers.JSONField(), help_text="metric path -> value")
+
+
+class SweepResultsSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="points that pass the filters")
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    stored_points = serializers.IntegerField()
+    results = SweepRowSerializer(many=True)
+
+
+class SweepSampleSerializer(serializers.Serializer):
+    total_points = serializers.IntegerField()
+    sampled = serializers.IntegerField()
+    always = serializers.ListField(child=serializers.IntegerField(),
+                                   help_text="the optimum's and the Pareto fronts' points, always included")
+    results = SweepRowSerializer(many=True)

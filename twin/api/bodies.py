@@ -1,0 +1,107 @@
+"""Typed descriptions of the twin API's request and response bodies, for the OpenAPI schema (the
+services validate every request themselves and answer 400 naming the field)."""
+from rest_framework import serializers
+
+from simcore.twin import JOB_STATE_NAMES, STATE_NAMES
+
+
+class SpeedSerializer(serializers.Serializer):
+    speed = serializers.FloatField(help_text="simulated seconds per wall-clock second")
+
+
+class DrainSerializer(serializers.Serializer):
+    node = serializers.IntegerField(min_value=0)
+    drained = serializers.BooleanField(default=True, help_text="true takes the node out of service, false back")
+
+
+class IngestSerializer(serializers.Serializer):
+    node = serializers.IntegerField(min_value=0, help_text="the node the event came from")
+    line = serializers.CharField(required=False, help_text="an 'NVRM: Xid' kernel-log line")
+    gpu = serializers.IntegerField(required=False, min_value=0, help_text="with xid: the GPU's index in its node")
+    xid = serializers.IntegerField(required=False, help_text="an Xid code, with gpu")
+    category = serializers.CharField(required=False, help_text="a failure category key")
+
+
+class EventSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    time_s = serializers.FloatField(help_text="simulated time")
+    kind = serializers.CharField()
+    category = serializers.CharField()
+    gpu = serializers.IntegerField(allow_null=True)
+    node = serializers.IntegerField(allow_null=True)
+    job = serializers.IntegerField(allow_null=True)
+    message = serializers.CharField()
+
+
+class EventsSerializer(serializers.Serializer):
+    events = EventSerializer(many=True)
+
+
+class MalformedLineSerializer(serializers.Serializer):
+    line = serializers.IntegerField(help_text="its line number in the upload")
+    reason = serializers.CharField()
+
+
+class IngestLogResultSerializer(EventsSerializer):
+    lines = serializers.IntegerField()
+    xid_lines = serializers.IntegerField()
+    skipped_lines = serializers.IntegerField(help_text="lines without an Xid")
+    applied = serializers.IntegerField()
+    malformed = MalformedLineSerializer(many=True)
+
+
+def _by_state():
+    return serializers.DictField(child=serializers.IntegerField(),
+                                 help_text=f"state ({', '.join(STATE_NAMES)}) -> count")
+
+
+class TwinJobSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    state = serializers.ChoiceField(JOB_STATE_NAMES)
+    nodes = serializers.IntegerField()
+    progress = serializers.FloatField()
+    ettr = serializers.FloatField()
+    ettr_closed_form = serializers.FloatField()
+    interruptions = serializers.IntegerField()
+    goodput_gpu_hours = serializers.FloatField()
+    forecast_remaining_s = serializers.FloatField(allow_null=True)
+
+
+class TwinMetricsSerializer(serializers.Serializer):
+    time_s = serializers.FloatField()
+    gpus = serializers.IntegerField()
+    gpus_by_state = _by_state()
+    nodes_by_state = _by_state()
+    leaf_switches_down = serializers.IntegerField()
+    utilization = serializers.FloatField()
+    goodput_gpu_hours = serializers.FloatField()
+    lost_gpu_hours = serializers.FloatField()
+    interruptions = serializers.IntegerField()
+    jobs = TwinJobSerializer(many=True)
+
+
+class TwinSampleSerializer(serializers.Serializer):
+    time_s = serializers.FloatField()
+    utilization = serializers.FloatField()
+    goodput_gpu_hours = serializers.FloatField()
+    lost_gpu_hours = serializers.FloatField()
+    interruptions = serializers.IntegerField()
+    ettr = serializers.ListField(child=serializers.FloatField(), help_text="each job's")
+
+
+class TwinMetricsHistorySerializer(serializers.Serializer):
+    samples = TwinSampleSerializer(many=True)
+    current = TwinMetricsSerializer()
+
+
+class TwinStateSerializer(EventsSerializer):
+    twin = serializers.IntegerField()
+    status = serializers.CharField()
+    speed = serializers.FloatField()
+    time_s = serializers.FloatField()
+    last_seq = serializers.IntegerField()
+    gpus_per_node = serializers.IntegerField()
+    gpu_state = serializers.ListField(child=serializers.IntegerField(), help_text="each GPU's index into state_names")
+    node_state = serializers.ListField(child=serializers.IntegerField())
+    state_names = serializers.ListField(child=serializers.CharField())
+    metrics = TwinMetricsSerializer()
