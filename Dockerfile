@@ -1,8 +1,8 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PLANNER_VAR_DIR=/app/var
 WORKDIR /app
-COPY requirements.txt .
-RUN pip install --no-cache-dir -r requirements.txt
+COPY requirements.lock .
+RUN pip install --no-cache-dir --require-hashes -r requirements.lock
 COPY . .
 # collectstatic needs settings but no database; a throwaway key is enough at build time.
 RUN SECRET_KEY=build-only-key-build-only-key-build-only-key-build-only \

@@ -1,10 +1,12 @@
 """Deployment files: production settings pass ``check --deploy``; compose and Dockerfile hang together."""
 import os
+import re
 import secrets
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,9 +86,9 @@ def test_docker_compose_services():
     assert set(compose["volumes"]) >= {"pgdata", "redis-data", "metrics"}
 
 
-def test_dockerfile_installs_the_pinned_requirements():
+def test_dockerfile_installs_the_locked_requirements_with_hash_checking():
     dockerfile = (ROOT / "Dockerfile").read_text()
-    assert "requirements.txt" in dockerfile
+    assert "pip install --no-cache-dir --require-hashes -r requirements.lock" in dockerfile
     assert "collectstatic" in dockerfile
     assert dockerfile.splitlines()[0].startswith("FROM python:3.11")
 
@@ -95,3 +97,27 @@ def test_healthz_reports_the_database(client, db):
     response = client.get("/healthz/")
     assert response.status_code == 200
     assert response.json()["checks"]["database"]["status"] == "ok"
+
+
+def _pins(path: Path) -> dict[str, str]:
+    """name -> version of every ``name==version`` line (extras dropped, names normalised)."""
+    pins = {}
+    for line in path.read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s;\\]+)", line)
+        if match:
+            pins[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(3)
+    return pins
+
+
+@pytest.mark.parametrize("pinned,lock", [("requirements.txt", "requirements.lock"),
+                                         ("requirements-dev.txt", "requirements-dev.lock")])
+def test_the_lock_holds_every_pin_at_its_version_and_every_package_with_hashes(pinned, lock):
+    direct = _pins(ROOT / pinned) if pinned == "requirements.txt" else {**_pins(ROOT / "requirements.txt"),
+                                                                        **_pins(ROOT / pinned)}
+    locked = _pins(ROOT / lock)
+    assert {name: locked.get(name) for name in direct} == direct  # bin/lock after changing a pin
+    assert len(locked) > len(direct)  # what the pins pull in is pinned too
+    entries = re.split(r"\n(?=[A-Za-z0-9])", (ROOT / lock).read_text())
+    packages = [e for e in entries if "==" in e.split("\n", 1)[0]]
+    assert len(packages) == len(locked) and all("--hash=sha256:" in e for e in packages)
+    assert "--require-hashes" in (ROOT / "bin" / "setup").read_text()
