@@ -67,25 +67,25 @@ class TwinJobSerializer(serializers.Serializer):
     forecast_remaining_s = serializers.FloatField(allow_null=True)
 
 
-class TwinMetricsSerializer(serializers.Serializer):
+class HeadlineSerializer(serializers.Serializer):
+    """The figures an hourly sample keeps and the current metrics carry too."""
+
     time_s = serializers.FloatField()
+    utilization = serializers.FloatField()
+    goodput_gpu_hours = serializers.FloatField()
+    lost_gpu_hours = serializers.FloatField()
+    interruptions = serializers.IntegerField()
+
+
+class TwinMetricsSerializer(HeadlineSerializer):
     gpus = serializers.IntegerField()
     gpus_by_state = _by_state()
     nodes_by_state = _by_state()
     leaf_switches_down = serializers.IntegerField()
-    utilization = serializers.FloatField()
-    goodput_gpu_hours = serializers.FloatField()
-    lost_gpu_hours = serializers.FloatField()
-    interruptions = serializers.IntegerField()
     jobs = TwinJobSerializer(many=True)
 
 
-class TwinSampleSerializer(serializers.Serializer):
-    time_s = serializers.FloatField()
-    utilization = serializers.FloatField()
-    goodput_gpu_hours = serializers.FloatField()
-    lost_gpu_hours = serializers.FloatField()
-    interruptions = serializers.IntegerField()
+class TwinSampleSerializer(HeadlineSerializer):
     ettr = serializers.ListField(child=serializers.FloatField(), help_text="each job's")
 
 
