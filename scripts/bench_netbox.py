@@ -1,0 +1,27 @@
+"""Benchmark: the NetBox import files of every preset plan, with their sizes and the time to build
+them (wiring, rows and the ZIP archive), through the service the API serves them from. Uses
+DATABASE_URL when set, else the embedded SQLite file:
+  .venv/bin/python scripts/bench_netbox.py
+"""
+import time
+
+from benchsetup import bench_user
+
+
+def main() -> None:
+    bench_user()
+    from planner.models import ClusterPlan
+    from planner.services import netbox
+
+    for plan in ClusterPlan.objects.filter(owner__isnull=True).order_by("slug"):
+        start = time.perf_counter()
+        files = netbox.plan_netbox(plan=plan)
+        archive = netbox.netbox_zip(files, plan.slug)
+        elapsed = time.perf_counter() - start
+        counts = {name: len(files[name]) - 1 for name in ("devices", "interfaces", "cables")}
+        print(f"{plan.slug:28s} {counts['devices']:7,} devices {counts['interfaces']:9,} interfaces "
+              f"{counts['cables']:8,} cables  {elapsed * 1000:7.0f} ms  ZIP {len(archive) / 1e6:5.2f} MB")
+
+
+if __name__ == "__main__":
+    main()
