@@ -109,12 +109,22 @@ def fabric_wiring(nodes, compute_nics, node_storage_nics, storage_nodes, storage
     """The wiring of one build's fabrics (:func:`simcore.topology.fat_tree_wiring`), the same trees
     :func:`fabric_trees` counts. Returns (compute fabric, storage plane or None). The compute fabric's
     endpoints are each compute node's NICs in order, then (storage shared) each storage node's; the
-    storage plane's are each storage node's NICs, then each compute node's storage NICs."""
+    storage plane's are each storage node's NICs, then each compute node's storage NICs.
+
+    With zones, the compute nodes are split into as many runs of whole nodes; a storage node with a
+    NIC per zone (a multiple of the zones) has NIC t in zone t mod Z (FF: a 3FS node on both zones),
+    other storage nodes are split like the compute nodes."""
     separate = storage_network == "separate"
     shared_storage = 0 if separate else storage_nodes * storage_nics
+    compute_zone = np.repeat(np.arange(nodes) * zones // max(nodes, 1), compute_nics)
+    if storage_nics % zones == 0:
+        storage_zone = np.tile(np.arange(storage_nics) % zones, storage_nodes)
+    else:
+        storage_zone = np.repeat(np.arange(storage_nodes) * zones // max(storage_nodes, 1), storage_nics)
+    zone = np.concatenate([compute_zone, storage_zone[:shared_storage]])
     main = topology.fat_tree_wiring(nodes * compute_nics + shared_storage, radix, layers=layers, zones=zones,
                                     planes=planes, rails=rails, oversubscription=oversubscription,
-                                    interzone_switches=interzone_switches, core_pods=core_pods)
+                                    interzone_switches=interzone_switches, core_pods=core_pods, endpoint_zone=zone)
     plane_endpoints = storage_nodes * storage_nics + nodes * node_storage_nics if separate else 0
     if not plane_endpoints:
         return main, None

@@ -42,7 +42,7 @@ from simcore.node import domain_io, node_io, scaleup_domain_gpus
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 FIT_MIN_BYTES = 64 * 2**20
 GEMM_COLUMNS = ("m", "n", "k", "dtype", "tflops")
-GEMM_DTYPES = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "fp8": "fp8"}
+GEMM_DTYPES = ("fp16", "bf16", "tf32", "fp8")
 FIT_BY_DTYPE = {"fp16": "gemm_fraction", "bf16": "gemm_fraction", "fp8": "fp8_gemm_fraction"}
 MAX_ROWS = 10_000
 
@@ -84,28 +84,39 @@ def _float(token: str, line: int, what: str) -> float:
 
 
 def parse_nccl_tests(text: str) -> NcclRun:
-    """Read the text nccl-tests prints. Lines that are neither comments nor result rows (MPI and NCCL
-    log lines) are skipped; a result row that does not read raises a field error with its line."""
-    collective, header = None, ""
+    """Read the text nccl-tests prints. The columns are found from its header line (``#  size count
+    type [redop] [root] time algbw busbw #wrong time ...``; the first time, algbw and busbw are the
+    out-of-place ones), so optional columns before or after them do not matter. Lines that are
+    neither comments nor result rows (MPI and NCCL log lines) are skipped; a result row that does
+    not read raises a field error with its line."""
+    collective, header, columns = None, "", None
     ranks: dict[int, tuple[str, str]] = {}
     rows = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if line.startswith("#"):
+            names = line.lstrip("#").split()
             if match := _STARTING.match(line):
                 collective = match.group(1)
             elif match := _RANK_LINE.match(line):
                 ranks[int(match.group(1))] = (match.group(2), match.group(3).strip())
             elif line.startswith(("# nThread", "# nccl-tests version")):
                 header = f"{header}; {line.lstrip('# ')}" if header else line.lstrip("# ")
+            elif names[:2] == ["size", "count"] and {"time", "algbw", "busbw"} <= set(names):
+                columns = [names.index(name) for name in ("size", "time", "algbw", "busbw")]
             continue
         tokens = line.split()
         if not tokens or not tokens[0].isdigit():
             continue
-        if len(tokens) < 11:
-            raise _error(number, f"a result row has {len(tokens)} columns; nccl-tests prints at least 11")
-        size = _float(tokens[0], number, "size")
-        time_us, algbw, busbw = (_float(t, number, name) for t, name in zip(tokens[-8:-5], ("time", "algbw", "busbw")))
+        if columns is None:
+            raise _error(number, "a result row before the '#  size  count  type ...' header that names the columns")
+        if len(tokens) <= max(columns):
+            raise _error(number, f"a result row has {len(tokens)} columns; the header names {max(columns) + 1} "
+                                 "or more")
+        size, time_us, algbw, busbw = (_float(tokens[i], number, name)
+                                       for i, name in zip(columns, ("size", "time", "algbw", "busbw")))
+        if time_us <= 0:
+            raise _error(number, f"time {tokens[columns[1]]} us must be positive")
         rows.append((size, time_us, algbw, busbw))
         if len(rows) > MAX_ROWS:
             raise _error(number, f"more than {MAX_ROWS} result rows")
@@ -151,8 +162,8 @@ def parse_gemm_csv(text: str) -> GemmTable:
         dims = [_float(cell.strip(), number, name) for cell, name in zip(row[:3], GEMM_COLUMNS)]
         if any(d < 1 or d != int(d) for d in dims):
             raise _error(number, "m, n and k must be positive whole numbers")
-        dtype = GEMM_DTYPES.get(row[3].strip().lower())
-        if dtype is None:
+        dtype = row[3].strip().lower()
+        if dtype not in GEMM_DTYPES:
             raise _error(number, f"dtype '{row[3].strip()}' is not one of {', '.join(GEMM_DTYPES)}")
         tflops = _float(row[4].strip(), number, "tflops")
         if tflops == 0:
@@ -243,10 +254,14 @@ def compare_nccl(node_document: dict, run: NcclRun, collective: str, params: Col
     elif hosts == 1:
         link, bw, latency = "PCIe", float(io.pcie_bw_gbyte_s) / 2, params.hop_latency_s
     else:
+        # Across nodes: the run's hosts (or scale-up domains) as its units, each with the GPUs the run
+        # used there and the NICs nearest those GPUs (the node's NICs in proportion).
         link, latency = "network", params.hop_latency_s
-        units_gpus = domain if all_to_all else g
-        across = collectives.nccl_allreduce(size, np.asarray(np.ceil(n / units_gpus)),
-                                            domain_io(io, g, units_gpus), nvlink_all_to_all=all_to_all, params=params)
+        units = max(float(np.ceil(n / domain)), 1.0) if all_to_all and domain > g else float(hosts)
+        per_unit = n / units
+        unit_io = domain_io(io, g, per_unit)
+        across = collectives.nccl_allreduce(size, np.asarray(units), unit_io, nvlink_all_to_all=all_to_all,
+                                            params=params)
         bw = min(float(np.min(across.bounds_gbyte_s[name])) for name in collectives.NCCL_LABELS
                  if name.startswith("ring:"))
     if link == "network" and collective == "all_reduce":

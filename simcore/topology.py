@@ -178,13 +178,15 @@ def _round_robin(lower_count, links_each, upper_count):
 
 
 def fat_tree_wiring(endpoints: int, radix: int, *, layers=2, zones=1, planes=1, rails=1, oversubscription=1.0,
-                    interzone_switches=0, core_pods="power_of_two") -> Wiring:
+                    interzone_switches=0, core_pods="power_of_two", endpoint_zone=None) -> Wiring:
     """Who plugs into what, for one fat-tree (scalar inputs; vectorized over ports and links).
 
-    Endpoint ``e`` (in a node's NIC order, so NIC i of every node lands on plane ``i mod planes`` and
-    rail ``i mod rails``) joins plane ``e mod P`` as its ``q = e div P``-th endpoint, zone
-    ``q div n`` and position ``q mod n`` in that zone's fabric (n = ceil(E / (Z P))); position ``p``
-    is on rail ``p mod R``, leaf ``(p div R) div down`` of that rail. Two layers: every leaf's
+    Endpoint ``e`` (in node order, each node's NICs in turn) joins plane ``e mod P``. Its zone is
+    ``endpoint_zone[e]`` where that is given and fills no zone's fabric past the n = ceil(E / (Z P))
+    endpoints the counts allow, else the ``q div n``-th for the plane's ``q = e div P``-th endpoint
+    (an even split in NIC order). Within its zone and plane an endpoint takes the next position
+    ``p``: rail ``p mod R``, leaf ``(p div R) div down`` of that rail. So NIC i of a node with a
+    multiple of P x R NICs is on plane ``i mod P`` and rail ``(i div P) mod R``. Two layers: every leaf's
     uplinks are dealt round-robin over the spines. Three layers: leaf j of pod g has one uplink to
     each of its pod's spines (spine port j); spine uplinks are dealt round-robin over the cores.
     Inter-zone switches give their ports in turn to the zones' top-tier switches, round-robin.
@@ -210,6 +212,15 @@ def fat_tree_wiring(endpoints: int, radix: int, *, layers=2, zones=1, planes=1, 
     e = np.arange(int(endpoints))
     plane, q = e % planes, e // planes
     zone, position = q // per_fabric, q % per_fabric
+    if endpoint_zone is not None:
+        chosen = np.asarray(endpoint_zone, int) * planes + plane
+        load = np.bincount(chosen, minlength=fabrics)
+        if load.size == fabrics and load.max(initial=0) <= per_fabric:
+            order = np.argsort(chosen, kind="stable")
+            group_start = np.concatenate([[0], np.cumsum(load)])[:-1]
+            position = np.empty_like(e)
+            position[order] = np.arange(e.size) - np.repeat(group_start, load)
+            zone = chosen // planes
     fabric = zone * planes + plane
     leaves_per_rail = leaves // rails
     leaf = (position % rails) * leaves_per_rail + (position // rails) // down

@@ -121,3 +121,9 @@ def test_the_lock_holds_every_pin_at_its_version_and_every_package_with_hashes(p
     packages = [e for e in entries if "==" in e.split("\n", 1)[0]]
     assert len(packages) == len(locked) and all("--hash=sha256:" in e for e in packages)
     assert "--require-hashes" in (ROOT / "bin" / "setup").read_text()
+
+
+def test_the_two_locks_agree_on_every_package_they_share():
+    runtime, dev = _pins(ROOT / "requirements.lock"), _pins(ROOT / "requirements-dev.lock")
+    assert set(runtime) <= set(dev)
+    assert {name: dev[name] for name in runtime} == runtime

@@ -24,8 +24,9 @@ class TokenIssuedSerializer(serializers.Serializer):
 
 class OverrideSerializer(serializers.Serializer):
     value = serializers.FloatField(help_text="The measured value used instead of the family's.")
-    measurement = serializers.IntegerField(help_text="The measurement's id (/api/measurements/{id}/).")
-    name = serializers.CharField()
+    measurement = serializers.IntegerField(allow_null=True, help_text="The measurement's id (/api/measurements/{id}/); "
+                                                                       "null when it is not yours to read")
+    name = serializers.CharField(allow_null=True)
     kind = serializers.CharField(help_text="nccl-tests or gemm")
 
 

@@ -29,6 +29,7 @@ from planner.models import AccessToken, ClusterPlan, ComputeNodeType, StorageNod
 from planner.services import netbox
 from planner.services import plans as services
 from planner.services.accounts import token_issue
+from planner.services.measurements import overrides_seen_by
 from planner.services.spreadsheets import XLSX_MEDIA_TYPE, bom_xlsx, comparison_xlsx
 
 
@@ -73,13 +74,14 @@ def enforce_engine_limits(document) -> None:
             "(submit a sweep for more)"]})
 
 
-def evaluation_response(plan, workload=None, options=None) -> Response:
-    """A plan's evaluation within the API's engine limits; bad options or an impossible build answer 400
-    (through the API's exception handler)."""
+def evaluation_response(request, plan, workload=None, options=None) -> Response:
+    """A plan's evaluation within the API's engine limits, its measured overrides as the caller may
+    see them; bad options or an impossible build answer 400 (through the API's exception handler)."""
     document = scenario_document(plan, workload, options)
     enforce_engine_limits(document)
-    return Response(services.plan_evaluate(plan=plan, workload=workload, options=options, document=document,
-                                           work_budget_s=settings.API_WORK_BUDGET_S))
+    evaluation = services.plan_evaluate(plan=plan, workload=workload, options=options, document=document,
+                                        work_budget_s=settings.API_WORK_BUDGET_S)
+    return Response({**evaluation, "overrides": overrides_seen_by(evaluation["overrides"], request.user)})
 
 
 class OwnedEntryViewSet(viewsets.ModelViewSet):
@@ -153,7 +155,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         body = api.EvaluateRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         workload = self._workload(body.validated_data.get("workload"))
-        return evaluation_response(plan, workload, body.validated_data.get("options"))
+        return evaluation_response(request, plan, workload, body.validated_data.get("options"))
 
     @extend_schema(
         tags=PLAN_TAG, request=api.PlanPreviewSerializer,
@@ -170,7 +172,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         body.is_valid(raise_exception=True)
         fields = dict(body.validated_data)
         workload = self._workload(fields.pop("workload", None))
-        return evaluation_response(ClusterPlan(slug="preview", name="preview", **fields), workload)
+        return evaluation_response(request, ClusterPlan(slug="preview", name="preview", **fields), workload)
 
     @extend_schema(
         tags=PLAN_TAG,
@@ -238,7 +240,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
             response = HttpResponse(netbox.netbox_zip(files, plan.slug), content_type="application/zip")
             filename = f"{plan.slug}-netbox.zip"
         else:
-            response = HttpResponse(netbox.netbox_csv(files, name), content_type="text/csv; charset=utf-8")
+            response = HttpResponse(netbox.netbox_csv(files[name]), content_type="text/csv; charset=utf-8")
             filename = f"{plan.slug}-netbox-{name}.csv"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
@@ -283,7 +285,7 @@ class WorkloadViewSet(OwnedEntryViewSet):
         body.is_valid(raise_exception=True)
         fields = dict(body.validated_data)
         plan = ClusterPlan.objects.visible_slug(request.user, fields.pop("plan"), field="plan")
-        return evaluation_response(plan, Workload(slug="preview", name="preview", **fields))
+        return evaluation_response(request, plan, Workload(slug="preview", name="preview", **fields))
 
 
 SCENARIO_EXAMPLE = OpenApiExample(

@@ -7,7 +7,7 @@ and nothing is stored.
 import hashlib
 
 import numpy as np
-from django.db import models, transaction
+from django.db import models
 
 from planner.adapters import calibration, node_document
 from planner.models import ClusterPlan, ComputeNodeType, Measurement
@@ -22,7 +22,7 @@ def _decode(content: bytes) -> str:
     if len(content) > MAX_FILE_BYTES:
         raise InputError({"file": [f"{len(content):,} bytes; at most {MAX_FILE_BYTES:,} per upload"]})
     try:
-        return content.decode("utf-8")
+        return content.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InputError({"file": [f"is not UTF-8 text (byte {error.start})"]}) from None
 
@@ -59,11 +59,10 @@ def measurement_upload(*, owner, kind: str, content: bytes, filename: str, name:
         raise InputError({"use_as_override": [_no_fit_reason(comparison)]})
     facts["sha256"] = hashlib.sha256(content).hexdigest()
     facts["bytes"] = len(content)
-    with transaction.atomic():
-        return Measurement.objects.create(
-            owner=owner, name=name or filename, kind=kind, node_type=node_type, plan=plan,
-            collective=comparison.get("collective", ""), filename=filename, note=note, provenance=facts, rows=rows,
-            fitted=comparison["fitted"], use_as_override=use_as_override)
+    return Measurement.objects.create(
+        owner=owner, name=name or filename, kind=kind, node_type=node_type, plan=plan,
+        collective=comparison.get("collective", ""), filename=filename, note=note, provenance=facts, rows=rows,
+        fitted=comparison["fitted"], use_as_override=use_as_override)
 
 
 def _no_fit_reason(comparison: dict) -> str:
@@ -98,15 +97,29 @@ def measurement_update(*, measurement: Measurement, changes: dict) -> Measuremen
     return measurement
 
 
+MEASURED_NODE = ("node_type__accelerator", "node_type__cpu", "node_type__compute_nic", "node_type__storage_nic",
+                 "owner", "plan")
+
+
 def _with_comparisons(found, applied=frozenset()) -> list[dict]:
-    return [{"measurement": m, "comparison": measurement_compare(m), "applied": m.pk in applied} for m in found]
+    """Each measurement with its comparison on the node type as the catalogue has it now (or why
+    there is none: the node type changed so that the engine refuses it)."""
+    rows = []
+    for measurement in found.select_related(*MEASURED_NODE):
+        try:
+            comparison, problem = measurement_compare(measurement), ""
+        except ScenarioError as error:
+            comparison, problem = None, f"{error.field}: {error.reason}"
+        rows.append({"measurement": measurement, "comparison": comparison, "problem": problem,
+                     "applied": measurement.pk in applied})
+    return rows
 
 
 def plan_measurements(*, plan: ClusterPlan, user) -> list[dict]:
     """A plan page's measurements: those uploaded against the plan and its owner's of its node type,
     each with its comparison and whether it overrides the plan's constants now."""
     applied = {fit["measurement"] for fit in calibration(plan).values()}
-    found = Measurement.objects.visible_to(user).select_related("node_type", "owner", "plan").filter(
+    found = Measurement.objects.visible_to(user).filter(
         models.Q(plan=plan) | models.Q(plan__isnull=True, owner_id=plan.owner_id, node_type_id=plan.node_type_id))
     return _with_comparisons(found, applied)
 
@@ -115,4 +128,13 @@ def user_measurements(*, user) -> list[dict]:
     """Every measurement the user uploaded, with its comparison (the validation page)."""
     if not user.is_authenticated:
         return []
-    return _with_comparisons(Measurement.objects.filter(owner=user).select_related("node_type", "plan"))
+    return _with_comparisons(Measurement.objects.filter(owner=user))
+
+
+def overrides_seen_by(overrides: dict[str, dict], user) -> dict[str, dict]:
+    """An evaluation's ``overrides`` as ``user`` may see them: a measurement the user cannot read
+    (another user's, uploaded against their node type alone) is named only by its kind."""
+    ids = [fit["measurement"] for fit in overrides.values()]
+    visible = set(Measurement.objects.visible_to(user).filter(pk__in=ids).values_list("pk", flat=True))
+    return {constant: fit if fit["measurement"] in visible else {**fit, "measurement": None, "name": None}
+            for constant, fit in overrides.items()}

@@ -121,14 +121,11 @@ def plan_netbox(*, plan: ClusterPlan) -> dict[str, list[list]]:
     }
 
 
-def _csv(rows: list[list]) -> str:
+def netbox_csv(rows: list[list]) -> str:
+    """One import file's rows as CSV text."""
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows(rows)
     return out.getvalue()
-
-
-def netbox_csv(files: dict[str, list[list]], name: str) -> str:
-    return _csv(files[name])
 
 
 def netbox_zip(files: dict[str, list[list]], plan_slug: str) -> bytes:
@@ -136,5 +133,5 @@ def netbox_zip(files: dict[str, list[list]], plan_slug: str) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for number, name in enumerate(FILES, start=1):
-            archive.writestr(f"{plan_slug}-netbox/{number}-{name}.csv", _csv(files[name]))
+            archive.writestr(f"{plan_slug}-netbox/{number}-{name}.csv", netbox_csv(files[name]))
     return buffer.getvalue()

@@ -152,3 +152,26 @@ def test_uploads_need_a_plan_of_your_own_and_a_collective_when_the_file_names_no
     assert client.patch(f"/api/measurements/{body['id']}/", {"name": "x"}, format="json").status_code == 404
     changed = reader_client.patch(f"/api/measurements/{body['id']}/", {"rows": []}, format="json")
     assert changed.status_code == 400 and "upload the file again" in changed.json()["rows"][0]
+
+
+def test_a_viewer_of_a_shared_plan_sees_that_a_constant_is_measured_but_not_the_owners_private_file(
+        reader_client, my_plan, django_user_model):
+    from rest_framework.test import APIClient
+
+    upload(reader_client, GEMM, "gemm", node_type="dgx-a100", use_as_override=True)
+    my_plan.visibility = "shared"
+    my_plan.save(update_fields=["visibility"])
+    viewer = APIClient()
+    viewer.force_authenticate(django_user_model.objects.create_user("viewer", password="pw-viewer-1234"))
+    seen = viewer.post(f"/api/plans/{my_plan.slug}/evaluate/", {}, format="json").json()["overrides"]
+    assert seen["gemm_fraction"]["measurement"] is None and seen["gemm_fraction"]["name"] is None
+    assert seen["gemm_fraction"]["kind"] == "gemm" and 0.75 < seen["gemm_fraction"]["value"] < 0.84
+    mine = reader_client.post(f"/api/plans/{my_plan.slug}/evaluate/", {}, format="json").json()["overrides"]
+    assert mine["gemm_fraction"]["name"] == "gemm_dgx_a100.csv"
+
+
+def test_a_csv_saved_by_excel_with_a_byte_order_mark_reads(reader_client, my_plan):
+    content = b"\xef\xbb\xbf" + GEMM.read_bytes()
+    response = reader_client.post("/api/measurements/", {"kind": "gemm", "plan": my_plan.slug,
+                                                         "file": file(GEMM, content)}, format="multipart")
+    assert response.status_code == 201 and len(response.json()["comparison"]["rows"]) == 11

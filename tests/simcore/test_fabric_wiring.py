@@ -1,9 +1,10 @@
 """A fat-tree's wiring: the counts fat_tree gives, every port used once, NIC i of each node on plane
-i mod P and rail i mod R, and a leaf's uplinks spread over the spines."""
+i mod P and rail (i div P) mod R, zones of whole nodes, and a leaf's uplinks spread over the spines."""
 import numpy as np
 import pytest
 
 from simcore import ScenarioError
+from simcore.cluster import fabric_wiring
 from simcore.topology import SWITCH_TIERS, fat_tree, fat_tree_wiring
 
 CASES = [
@@ -37,7 +38,7 @@ def test_the_wiring_has_the_counts_and_uses_each_port_once(case):
     assert (wiring.switch_tier[wiring.upper_switch] > wiring.switch_tier[wiring.lower_switch]).all()
 
 
-def test_nic_i_of_every_node_is_on_plane_and_rail_i():
+def test_nic_i_of_every_node_is_on_plane_i_mod_p_and_rail_i_div_p_mod_r():
     wiring = fat_tree_wiring(64 * 8, 64, layers=2, planes=2, rails=4)
     nic = np.arange(64 * 8) % 8
     plane = wiring.switch_fabric[wiring.endpoint_switch]
@@ -57,3 +58,20 @@ def test_a_leafs_uplinks_go_to_different_spines():
 def test_a_fabric_too_small_is_refused():
     with pytest.raises(ScenarioError, match="do not fit"):
         fat_tree_wiring(801, 40, layers=2)
+
+
+ZONED = dict(storage_network="shared", radix=40, layers=2, zones=2, planes=1, rails=1, oversubscription=1.0,
+             interzone_switches=2, core_pods="power_of_two")
+
+
+def test_zones_hold_whole_nodes_and_a_storage_node_has_a_nic_in_each():
+    main, plane = fabric_wiring(1240, 1, 0, 180, 2, **ZONED)  # Fire-Flyer 2: 1,240 nodes, 180 3FS nodes
+    zone = main.switch_fabric[main.endpoint_switch]
+    assert plane is None
+    assert np.bincount(zone[:1240]).tolist() == [620, 620] and (np.diff(zone[:1240]) >= 0).all()
+    assert (zone[1240::2] == 0).all() and (zone[1241::2] == 1).all()
+
+
+def test_zones_that_whole_nodes_would_overfill_are_split_evenly_instead():
+    main, _ = fabric_wiring(5, 8, 0, 0, 0, **ZONED)  # 3 whole nodes (24 NICs) would overfill a 20-NIC zone
+    assert np.bincount(main.switch_fabric[main.endpoint_switch]).tolist() == [20, 20]

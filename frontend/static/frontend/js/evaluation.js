@@ -38,7 +38,8 @@ function overridesList(overrides) {
   if (!entries.length) return null;
   return el("ul", { class: "notes overrides", "aria-label": "measured overrides" }, entries.map(([constant, o]) =>
     el("li", { "data-constant": constant }, `Overridden by measurement: ${constant} = ${num(o.value, 4)} from `,
-      el("a", { href: `#measurement-${o.measurement}` }, o.name), ` (${o.kind}).`)));
+      o.measurement === null ? "the plan owner's measurement" : el("a", { href: `#measurement-${o.measurement}` }, o.name),
+      ` (${o.kind}).`)));
 }
 
 function costSection(result) {
