@@ -1,4 +1,5 @@
 """Template filters that show a number the way its unit reads."""
+import json
 import math
 
 from django import template
@@ -26,3 +27,9 @@ def ratio(value):
     if value is None or not math.isfinite(value):
         return "–"
     return f"×{value:.3g}"
+
+
+@register.filter
+def json_attr(value):
+    """JSON for a data- attribute (the template's escaping makes it safe there; the page parses it)."""
+    return json.dumps(value, allow_nan=False)

@@ -111,8 +111,19 @@ def _with_comparisons(found, applied=frozenset()) -> list[dict]:
         except ScenarioError as error:
             comparison, problem = None, f"{error.field}: {error.reason}"
         rows.append({"measurement": measurement, "comparison": comparison, "problem": problem,
-                     "applied": measurement.pk in applied})
+                     "applied": measurement.pk in applied, "chart": _chart(comparison)})
     return rows
+
+
+def _chart(comparison: dict | None) -> dict | None:
+    """An nccl-tests comparison as the page charts it: bus bandwidth against message size, measured
+    and predicted (a GEMM comparison stays a table: its shapes do not order along one axis)."""
+    if comparison is None or comparison["kind"] != "nccl-tests":
+        return None
+    rows = comparison["rows"]
+    return {"x": [row["size_bytes"] for row in rows], "measured": [row["busbw_gbyte_s"] for row in rows],
+            "predicted": [row["predicted_busbw_gbyte_s"] for row in rows],
+            "title": f"{comparison['collective']} on {comparison['ranks']} ranks: bus bandwidth against size"}
 
 
 def plan_measurements(*, plan: ClusterPlan, user) -> list[dict]:

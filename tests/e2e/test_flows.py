@@ -251,4 +251,13 @@ def test_a_measurement_uploads_shows_measured_against_predicted_and_overrides(pa
     form.locator("select[name=kind]").select_option("nccl-tests")
     form.locator("button[type=submit]").click()
     expect(page.page.locator("#measurement-errors")).to_contain_text("no result rows found")
+    form.locator("input[name=file]").set_input_files(str(DATA / "nccl_all_reduce_dgx_a100_8gpu.txt"))
+    form.locator("button[type=submit]").click()
+    nccl = page.page.locator("#measurements article.measurement", has_text="all_reduce on 8 ranks")
+    expect(nccl.locator("figure.measurement-chart svg.chart path")).to_have_count(2)  # measured and engine
+    expect(nccl).to_contain_text("Fitted scaleup_fraction")
     page.shot("measurements")
+    page.goto("/validation/")
+    expect(page.page.locator("#measurements figure.measurement-chart svg.chart")).to_be_visible()
+    expect(page.page.locator("#measurements article.measurement")).to_have_count(2)
+    page.shot("validation-measurements")

@@ -1,9 +1,22 @@
 // A plan's measurements: upload a file (multipart to the API), mark one as an override or not, delete one.
 // The tables of measured against predicted are rendered by the server; each change reloads the page.
 import { api, el, errorLines } from "./api.js";
+import { lineChart } from "./charts.js";
+
+// Each nccl-tests measurement's bus bandwidth against message size, measured beside the engine's.
+export function measurementCharts(root) {
+  for (const figure of root?.querySelectorAll("figure[data-chart]") ?? []) {
+    const chart = JSON.parse(figure.dataset.chart);
+    lineChart(figure, {
+      series: [{ name: "measured", x: chart.x, y: chart.measured }, { name: "engine", x: chart.x, y: chart.predicted }],
+      xLabel: "message size (bytes)", yLabel: "bus bandwidth (GB/s)", xLog: true, title: chart.title,
+    });
+  }
+}
 
 export function measurements(section) {
   if (!section) return;
+  measurementCharts(section);
   const form = section.querySelector("#measurement-form");
   const errors = section.querySelector("#measurement-errors");
   const show = (data) => errors.replaceChildren(
