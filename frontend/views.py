@@ -4,6 +4,8 @@ Views here only gather what a page shows, through the planner's services and the
 visibility rules as the API; every number on a page comes from the catalogue, the engine or
 what the user typed.
 """
+from collections import Counter
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -288,7 +290,11 @@ def sweep_list(request):
 @login_required
 def sweep_detail(request, sweep_id):
     sweep = get_object_or_404(Sweep.objects.select_related("plan", "workload").visible_to(request.user), pk=sweep_id)
-    return render(request, "frontend/sweep_detail.html", {"sweep": sweep})
+    per_combination = sweep.calibration
+    found = Counter((constant, value) for calibration in per_combination for constant, value in calibration.items())
+    overrides = [(constant, value, 0 if count == len(per_combination) else count)
+                 for (constant, value), count in sorted(found.items())]
+    return render(request, "frontend/sweep_detail.html", {"sweep": sweep, "overrides": overrides})
 
 
 @login_required

@@ -53,12 +53,16 @@ class SweepSerializer(serializers.ModelSerializer):
     workload = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
     progress = serializers.FloatField(read_only=True)
+    calibration = serializers.ListField(
+        child=serializers.DictField(child=serializers.FloatField()), read_only=True,
+        help_text="per combination of swept catalogue parts (one entry when none is swept): engine constant -> the "
+                  "measured value that replaced the family's there (the plan's overrides at submission)")
 
     class Meta:
         model = Sweep
         fields = ["id", "name", "owner", "plan", "workload", "spec", "status", "progress", "total_points",
                   "chunk_size", "chunk_count", "completed_chunks", "error", "engine_version", "input_hash",
-                  "reused_from", "goal_result", "created_at", "started_at", "finished_at"]
+                  "reused_from", "goal_result", "calibration", "created_at", "started_at", "finished_at"]
 
 
 def bool_param(request, name):

@@ -44,6 +44,13 @@ class Sweep(models.Model):
 
     objects = VisibleQuerySet.as_manager()
 
+    @property
+    def calibration(self) -> list[dict[str, float]]:
+        """Per combination of catalogue parts (one entry when none is swept), the measured constants
+        that replaced the family's there: the plan's measurements marked as overrides at submission,
+        each applying only where the sweep keeps the node type it was taken on."""
+        return [document["cluster"].get("calibration", {}) for document in self.base_document["documents"]]
+
     class Meta:
         ordering = ["-created_at"]
 

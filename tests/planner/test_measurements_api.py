@@ -62,7 +62,7 @@ def test_a_multi_node_run_is_compared_over_the_network_with_nothing_to_fit(reade
     assert "network path" in refused.json()["use_as_override"][0]
 
 
-def test_a_gemm_override_changes_the_plans_evaluation_and_sweeps(reader_client, my_plan, eager_celery):
+def test_a_gemm_override_changes_the_plans_evaluation_and_sweeps(reader_client, my_plan, eager_celery, client, user):
     evaluate = lambda: reader_client.post(f"/api/plans/{my_plan.slug}/evaluate/",  # noqa: E731
                                           {"workload": "gpt2-medium-128"}, format="json").json()
     before = evaluate()
@@ -89,6 +89,10 @@ def test_a_gemm_override_changes_the_plans_evaluation_and_sweeps(reader_client, 
 
     sweep = reader_client.post("/api/sweeps/", {"plan": my_plan.slug, "axes": {"cluster.node_count": [16, 32]},
                                                 "outputs": ["compute.gemm_fp16_tflops"]}, format="json").json()
+    assert sweep["calibration"] == [{"gemm_fraction": fitted["value"]}]
+    client.force_login(user)
+    page = client.get(f"/sweeps/{sweep['id']}/")
+    assert b"Overridden by measurement at every point" in page.content and b"gemm_fraction" in page.content
     rows = reader_client.get(f"/api/sweeps/{sweep['id']}/results/").json()["results"]
     assert {row["outputs"]["compute.gemm_fp16_tflops"] for row in rows} == {
         after["result"]["compute"]["gemm_fp16_tflops"]}
