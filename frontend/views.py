@@ -141,8 +141,11 @@ def catalog_entry(request, table, slug):
     spec = CATALOG_TABLES[table]
     entry = get_object_or_404(spec.model, slug=slug)
     prices = entry.items.order_by("part_kind", "part_slug") if table == "price-books" else None
+    measured = (measurement_services.node_type_measurements(node_type=entry, user=request.user)
+                if table == "compute-node-types" else None)
     return render(request, "frontend/catalog_entry.html", {
-        "table": spec, "entry": entry, "rows": _field_rows(entry), "prices": prices,
+        "table": spec, "entry": entry, "rows": _field_rows(entry), "prices": prices, "measurements": measured,
+        "collectives": COLLECTIVES,
     })
 
 

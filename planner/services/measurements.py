@@ -135,6 +135,11 @@ def plan_measurements(*, plan: ClusterPlan, user) -> list[dict]:
     return _with_comparisons(found, applied)
 
 
+def node_type_measurements(*, node_type: ComputeNodeType, user) -> list[dict]:
+    """A node type's page: the measurements of it the user may see, with their comparisons."""
+    return _with_comparisons(Measurement.objects.visible_to(user).filter(node_type=node_type))
+
+
 def user_measurements(*, user) -> list[dict]:
     """Every measurement the user uploaded, with its comparison (the validation page)."""
     if not user.is_authenticated:
