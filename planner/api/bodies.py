@@ -47,21 +47,24 @@ class ScalingCurveSerializer(serializers.Serializer):
     weak_efficiency = numbers("n0 T(n0) / (n T(n))")
 
 
-class EttrIntervalCurveSerializer(serializers.Serializer):
-    interval_s = numbers()
+class EttrCurveSerializer(serializers.Serializer):
+    """What both ETTR curves carry: the ratio along the curve and the plan's own point."""
+
     ettr = numbers()
+    plan_ettr = serializers.FloatField()
+
+
+class EttrIntervalCurveSerializer(EttrCurveSerializer):
+    interval_s = numbers()
     optimal_interval_s = serializers.FloatField()
     ettr_at_optimum = serializers.FloatField()
     plan_interval_s = serializers.FloatField()
-    plan_ettr = serializers.FloatField()
 
 
-class EttrRestartCurveSerializer(serializers.Serializer):
+class EttrRestartCurveSerializer(EttrCurveSerializer):
     restart_s = numbers()
-    ettr = numbers()
     interval_s = serializers.FloatField()
     plan_restart_s = serializers.FloatField()
-    plan_ettr = serializers.FloatField()
 
 
 class CurvesSerializer(serializers.Serializer):
