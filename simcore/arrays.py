@@ -74,7 +74,11 @@ def label(labels: tuple[str, ...], index: np.ndarray):
     """Label(s) for binding-constraint indices: a string for a scalar, an array otherwise."""
     index = np.asarray(index)
     names = np.asarray(labels, dtype=object)
-    return str(names[index.item()]) if index.ndim == 0 else names[index]
+    if index.ndim == 0:
+        return str(names[index.item()])
+    if index.size == 0 or np.any(index != index.flat[0]):
+        return names[index]
+    return np.broadcast_to(np.array(names[index.flat[0]], dtype=object), index.shape)  # one label: a view
 
 
 def to_json(value):

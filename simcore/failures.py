@@ -49,7 +49,7 @@ def reliability_cluster(categories, units):
         "fabric_repair_share": np.where(repair_h > 0, fabric_repair_h / np.where(repair_h > 0, repair_h, 1), 0.0),
         "node_availability": availability,
         "node_mttr_h": mttr_h,
-        "by_category_per_day": {key: rate * 24 for key, rate in reliability.category_rates(categories, units).items()},
+        "by_category_per_day": reliability.category_rates(categories, units, hours=24),
         "categories": [{"key": c.key, "label": c.label, "unit": c.unit, "cause": c.cause, "detection": c.detection,
                         "interrupts_job": c.interrupts_job} for c in categories],  # sources: describe_profiles()
     }
@@ -128,8 +128,8 @@ def reliability_job(p, categories, job, node, sto, storage_rates):
     return {
         "job_interruptions_per_day": rate_h * 24,
         "job_mtbi_h": mtbi_h,
-        "job_by_category_per_day": {key: rate * 24 for key, rate in reliability.category_rates(
-            categories, units, factor, lambda c: c.interrupts_job).items()},
+        "job_by_category_per_day": reliability.category_rates(categories, units, factor, lambda c: c.interrupts_job,
+                                                              hours=24),
         "job_caused_interruptions_per_day": (kinds[(reliability.JOB, reliability.CRASH)]
                                              + kinds[(reliability.JOB, reliability.HANG)]) * 24,
         "checkpoint_mode": rel["checkpoint_mode"],

@@ -332,10 +332,12 @@ def interruption_rate_per_hour(categories, units: dict, job_fault_factor=0.0):
     return rate_per_hour(categories, units, lambda c: c.interrupts_job, job_fault_factor)
 
 
-def category_rates(categories, units: dict, job_fault_factor=1.0, weight=lambda c: True) -> dict:
-    """Events per hour of each category (``weight`` selects them) over ``units``: {key: array}."""
+def category_rates(categories, units: dict, job_fault_factor=1.0, weight=lambda c: True, hours=1.0) -> dict:
+    """Events per ``hours`` (1: per hour) of each category (``weight`` selects them) over ``units``:
+    {key: array}."""
     factor = np.asarray(job_fault_factor, float)
-    return {c.key: c.rate_per_unit_hour * np.asarray(units[c.unit], float) * (factor if c.cause == JOB else 1.0)
+    return {c.key: np.asarray(units[c.unit], float)
+            * (c.rate_per_unit_hour * hours * (factor if c.cause == JOB else 1.0))
             for c in categories if weight(c)}
 
 

@@ -110,7 +110,7 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
     pods = np.ceil(leaves / half)
     spines_3 = pods * up  # each leaf has one uplink to each spine of its pod
     if core_pods == "power_of_two":
-        pods_for_core = np.where(pods > 0, np.minimum(2 ** np.ceil(np.log2(np.maximum(pods, 1))), k), 0)
+        pods_for_core = np.where(pods > 0, np.minimum(np.exp2(np.ceil(np.log2(np.maximum(pods, 1)))), k), 0)
     else:
         pods_for_core = pods
     pods_for_core = np.maximum(pods_for_core, pods)

@@ -174,8 +174,9 @@ def _slowest(stages: tuple[dict, dict, dict], pp):
     exists = np.stack(np.broadcast_arrays(True, pp >= 3, pp >= 2), axis=-1)
     stage_s = np.where(exists, np.stack(np.broadcast_arrays(*(total(s) for s in stages)), axis=-1), np.nan)
     slowest = np.argmax(np.where(exists, stage_s, -np.inf), axis=-1)
-    if np.ndim(slowest) == 0:  # one scenario point: the slowest stage's own figures
-        pick = lambda key: np.asarray(stages[int(slowest)][key])  # noqa: E731
+    first = int(slowest.flat[0])
+    if np.ndim(slowest) == 0 or not np.any(slowest != first):  # one stage is the slowest everywhere
+        pick = lambda key: np.asarray(stages[first][key])  # noqa: E731
     else:
         pick = lambda key: np.choose(slowest, np.broadcast_arrays(*(s[key] for s in stages)))  # noqa: E731
     mean_stage_s = np.where(pp == 1, stage_s[..., 0], (stage_s[..., 0] + np.nan_to_num(stage_s[..., 2])
