@@ -1,8 +1,6 @@
 """The training stage: a workload's layout checked against the cluster, its step layer by layer
 (or a CNN's from its FLOPs), data parallelism, memory, speed, and time and cost to train (formulas
 and sources in :mod:`simcore.transformer`, :mod:`simcore.training` and :mod:`simcore.collectives`)."""
-from functools import partial
-
 import numpy as np
 
 from simcore import collectives, training, transformer
@@ -304,20 +302,22 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
     return out, job
 
 
-def _nan_where_not(keep, values):
-    """``values`` with NaN where ``keep`` is false, broadcast together (a view when every point keeps)."""
-    if np.all(keep):
-        return np.broadcast_to(values, np.broadcast_shapes(np.shape(values), np.shape(keep)))
-    return np.where(keep, values, np.nan)
-
-
 def _speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops) -> dict:
     """Parameters, FLOPs per step, step time and its parts, MFU, HFU, TFLOPS per GPU and tokens per
     second (NaN where the job cannot run)."""
     model_flops = step["model_per_token"] * step["tokens_per_step"]
     hw_flops = step["hw_per_token"] * step["tokens_per_step"]
-    nan_if_infeasible = partial(_nan_where_not, feasible)
-    parts_masked = _nan_where_not(np.asarray(feasible)[..., None], stacked)
+    everywhere = bool(np.all(feasible))
+
+    def nan_if_infeasible(values, keep=feasible):
+        """NaN where the job cannot run, broadcast with ``keep`` (``values`` itself when it runs everywhere)."""
+        if not everywhere:
+            return np.where(keep, values, np.nan)
+        if np.ndim(keep) == 0 or np.shape(keep) == np.shape(values):
+            return values
+        return np.broadcast_to(values, np.broadcast_shapes(np.shape(values), np.shape(keep)))
+
+    parts_masked = nan_if_infeasible(stacked, np.asarray(feasible)[..., None])
     peak = peak_tflops * 1e12
     return {
         "params": step["total_params"],

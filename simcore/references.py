@@ -156,14 +156,18 @@ SELENE_NODE = {
     "nvlink_topology": "all-to-all", "cpus": 2, "cpu_tdp_w": 225, "compute_nics": 8, "compute_nic_gbit_s": 200,
 }
 SELENE = {"node_count": 384, "node": SELENE_NODE, "fabric": {**QM8700, "layers": 3}, "prices": {"currency": "REL"}}
-# Megatron-LM as SC21 ran it (assumptions where the paper is silent, the same for every row):
-# GPT with vocabulary 51,200 and sequence 2,048, fp16 with fp32 main gradients, full recomputation,
-# micro-batch 1 (Table 2's PTD-P rows state it), the non-interleaved 1F1B schedule, no sequence
-# parallelism or FlashAttention (both came later), gradients reduced after the pipeline flush and
-# accumulated in a separate pass (no overlap or fusion in the 2021 code).
+# Megatron-LM as SC21 ran it. The authors' reproduction scripts (NVIDIA/Megatron-LM,
+# examples/sc21: CONFIG.sh and run_table_1.sh) give every Table 1 run's micro-batch, interleaving
+# and DDP implementation, and run them all with --fp16 and without
+# --accumulate-allreduce-grads-in-fp32, so gradients are accumulated and allreduced in fp16 (2 bytes;
+# Megatron-LM forces fp32 only for bf16) and gradient-accumulation fusion is off (it needs fp32
+# accumulation). Where the paper and the scripts are silent, the same for every row: GPT with
+# vocabulary 51,200 and sequence 2,048, full recomputation, micro-batch 1 (Table 2's PTD-P rows
+# state it), the 1F1B schedule, no sequence parallelism or FlashAttention (both came later).
 SC21_GPT = {
     "kind": "transformer", "vocab": 51200, "seq_len": 2048, "micro_batch": 1, "precision": "fp16",
     "recompute": "full", "flash_attention": False, "overlap_grad_reduce": False, "grad_accumulation_fusion": False,
+    "grad_bytes": 2,
 }
 SC21_TABLE1 = (  # billions of parameters, heads, hidden, layers, TP, PP, GPUs, batch, TFLOPS/GPU
     (1.7, 24, 2304, 24, 1, 1, 32, 512, 137), (3.6, 32, 3072, 30, 2, 1, 64, 512, 138),
@@ -172,6 +176,13 @@ SC21_TABLE1 = (  # billions of parameters, heads, hidden, layers, TP, PP, GPUs, 
     (145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148), (310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155),
     (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163), (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163),
 )
+# examples/sc21/run_table_1.sh per row: micro-batch, virtual stages (the layers per stage over
+# --num-layers-per-virtual-pipeline-stage) and whether gradients are reduced by PyTorch DDP
+# (--DDP-impl torch: bucketed, during backward) or Megatron's local DDP (after the pipeline flush).
+SC21_TABLE1_RUNS = {  # billions: (micro-batch, virtual stages, PyTorch DDP)
+    1.7: (16, 1, True), 3.6: (16, 1, True), 7.5: (16, 1, True), 18.4: (8, 1, True), 39.1: (4, 1, False),
+    76.1: (2, 3, False), 145.6: (2, 2, False), 310.1: (1, 2, False), 529.6: (1, 3, False), 1008.0: (1, 1, False),
+}
 SC21_MODELS = {"174.6B": (96, 12288, 96), "529.6B": (128, 20480, 105)}  # heads, hidden, layers
 SC21_TABLE2 = (  # model, scheme, TP, PP, GPUs, batch, micro-batch, TFLOPS/GPU
     ("174.6B", "zero3", 1, 1, 384, 1536, 4, 144), ("174.6B", "zero3", 1, 1, 768, 1536, 2, 88),
@@ -383,10 +394,14 @@ def _megatron_cases() -> list[ReferenceCase]:
         return lambda p: float(run(SELENE, {**SC21_GPT, **workload}, params=p)["training"]["hardware_tflops_per_gpu"])
 
     for billions, heads, hidden, layers, tp, pp, gpus, batch, published in SC21_TABLE1:
+        micro_batch, virtual_stages, torch_ddp = SC21_TABLE1_RUNS[billions]
         shape = {"heads": heads, "hidden": hidden, "layers": layers, "tp": tp, "pp": pp, "gpus": gpus,
-                 "global_batch": batch}
+                 "global_batch": batch, "micro_batch": micro_batch, "virtual_stages": virtual_stages,
+                 "overlap_grad_reduce": torch_ddp}
         add(ReferenceCase(f"sc21-t1-{billions:g}b", "training: SC21 Table 1",
-                          f"{billions:g}B, TP {tp} x PP {pp}, {gpus} GPUs",
+                          f"{billions:g}B, TP {tp} x PP {pp}, micro-batch {micro_batch}"
+                          + (f", {virtual_stages} virtual stages" if virtual_stages > 1 else "")
+                          + f", {'PyTorch' if torch_ddp else 'local'} DDP, {gpus} GPUs",
                           "TFLOPS/GPU", published, "SC21 Table 1", megatron(shape), rel_tolerance=0.10))
     for model, scheme, tp, pp, gpus, batch, micro_batch, published in SC21_TABLE2:
         heads, hidden, layers = SC21_MODELS[model]
