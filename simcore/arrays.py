@@ -61,6 +61,10 @@ def binding(labels: tuple[str, ...], *bounds) -> tuple[np.ndarray, np.ndarray]:
     Ties go to the earlier bound. The loop runs over the few constraints, never over scenarios.
     """
     shape = np.broadcast_shapes(*(np.shape(b) for b in bounds))
+    if not shape:  # one scenario point: the same rule on plain numbers
+        values = [float(b) for b in bounds]
+        position = min(range(len(values)), key=values.__getitem__)
+        return np.array(values[position]), np.array(position, np.intp)
     best = np.broadcast_to(np.asarray(bounds[0], float), shape)
     index = np.zeros(shape, np.intp)
     for position, bound in enumerate(bounds[1:], start=1):

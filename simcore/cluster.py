@@ -264,11 +264,11 @@ def constraint(code: str, message: str) -> dict:
 def constraints(f: Fabrics, unpriced) -> list[dict]:
     """Why the build cannot exist as given, or what its price leaves out."""
     out = []
-    if not np.all(f.main.fits):
+    if not f.main.fits.all():
         out.append(constraint(FABRIC_OVERFLOW, f"fabric: {int(np.max(f.main.endpoints))} endpoints exceed what the "
                               f"fabric holds ({int(np.min(f.main.capacity_endpoints))}); add layers, planes or "
                               "zones, or use a larger radix"))
-    if not np.all(f.storage_plane.fits):
+    if not f.storage_plane.fits.all():
         out.append(constraint(STORAGE_PLANE_OVERFLOW, f"storage plane: {int(np.max(f.storage_plane.endpoints))} "
                               "endpoints exceed a three-layer fat-tree of this switch"))
     if unpriced:

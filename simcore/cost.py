@@ -20,7 +20,7 @@ def capex(counts: dict[str, np.ndarray], unit_prices: dict[str, np.ndarray]):
     parts left unpriced (a nonzero count and no price)."""
     lines = {part: counts[part] * unit_prices[part] for part in counts}
     unpriced = [part for part in counts
-                if np.any(np.isnan(unit_prices[part]) & (np.asarray(counts[part]) > 0))]
+                if (np.isnan(unit_prices[part]) & (np.asarray(counts[part]) > 0)).any()]
     return lines, priced_sum(list(lines.values())), unpriced
 
 

@@ -162,7 +162,7 @@ def monte_carlo(p, categories, units, result, points, work_budget_s):
     replicas = int(opts["monte_carlo_replicas"])
     hours = opts["monte_carlo_horizon_h"]
     rel = result["reliability"]
-    simulate_ettr = "ettr" in rel and np.any(result["training"]["feasible"])
+    simulate_ettr = "ettr" in rel and result["training"]["feasible"].any()
     if simulate_ettr:
         segment = rel["checkpoint_interval_s"] + rel["checkpoint_time_s"]
         segments = int(np.clip(np.min(hours * 3600 / segment), 1, 1_000_000))

@@ -123,7 +123,7 @@ def device_at(acc, family, clock, precision) -> tuple[transformer.Device, np.nda
     """The accelerator at the workload's GEMM precision (clock-derated peaks, the family's shares)
     and that precision's peak in TFLOPS."""
     peak_tflops = acc[PRECISION_PEAK[precision]]
-    if np.any(np.isnan(peak_tflops)):
+    if np.isnan(peak_tflops).any():
         raise ScenarioError("workload.precision", f"the accelerator has no {precision} peak in the catalogue")
     gemm_fraction = family.fp8_gemm_fraction if precision == "fp8" else family.gemm_fraction
     if np.isnan(gemm_fraction):
@@ -238,7 +238,7 @@ def _preprocessing_s(w, node, job_nodes):
     """Host-side preprocessing (video/diffusion workloads): CPU-seconds per sample over the cores."""
     samples_per_node = w["global_batch"] / job_nodes
     preprocessing = (w["preprocess_s_per_sample"] > 0) & (not w["preprocess_cached"])
-    if np.any(preprocessing & np.isnan(node["cpu_cores"])):
+    if (preprocessing & np.isnan(node["cpu_cores"])).any():
         raise ScenarioError("cluster.node.cpu_cores", "is needed when the workload preprocesses on the host")
     return np.where(preprocessing, samples_per_node * w["preprocess_s_per_sample"] / node["cpu_cores"], 0.0)
 
@@ -307,7 +307,7 @@ def _speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops) -
     second (NaN where the job cannot run)."""
     model_flops = step["model_per_token"] * step["tokens_per_step"]
     hw_flops = step["hw_per_token"] * step["tokens_per_step"]
-    everywhere = bool(np.all(feasible))
+    everywhere = bool(feasible.all())
 
     def nan_if_infeasible(values, keep=feasible):
         """NaN where the job cannot run, broadcast with ``keep`` (``values`` itself when it runs everywhere)."""
@@ -341,7 +341,7 @@ def _cnn_forward_s(w, family, device, job_gpus):
     family's convolution share of the (clock-derated) peak."""
     samples_per_gpu = w["global_batch"] / job_gpus
     measured = w["forward_s_per_sample"]
-    if np.any(np.isnan(measured)) and np.isnan(family.conv_fraction):
+    if np.isnan(measured).any() and np.isnan(family.conv_fraction):
         raise ScenarioError("workload.forward_s_per_sample",
                             f"is needed: no measured convolution share for the {family.name} family")
     from_flops = w["flops_per_sample_forward"] / (device.peak_flops * family.conv_fraction)
@@ -353,7 +353,7 @@ def time_and_cost_to_train(result, p, job, facility_w, capex_total, prices):
     amortized capital."""
     tokens = p["workload"]["tokens_to_train"]
     training_out = result["training"]
-    if np.all(np.isnan(tokens)):
+    if np.isnan(tokens).all():
         return
     steps = np.ceil(tokens / job["tokens_per_step"])
     ideal_s = steps * training_out["step_time_s"]

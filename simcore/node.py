@@ -36,9 +36,9 @@ def scaleup_domain_gpus(node):
     number of nodes) where the scenario says so."""
     g, domain = node["gpus"], node["scaleup_domain_gpus"]
     given = ~np.isnan(domain)
-    if np.any(given & (node["nvlink_topology"] != "all-to-all")):
+    if (given & (node["nvlink_topology"] != "all-to-all")).any():
         raise ScenarioError("cluster.node.scaleup_domain_gpus", "needs an all-to-all scale-up fabric (nvlink_topology)")
-    if np.any(given & ((domain < g) | (domain % g != 0))):
+    if (given & ((domain < g) | (domain % g != 0))).any():
         raise ScenarioError("cluster.node.scaleup_domain_gpus", "must be a whole number of nodes' GPUs")
     return np.where(given, domain, g)
 

@@ -45,7 +45,7 @@ def _numeric_leaves(tree, prefix=""):
 def _broadcast_tree(tree) -> tuple[int, ...]:
     leaves = dict(_numeric_leaves(tree))
     try:
-        return np.broadcast_shapes(*(a.shape for a in leaves.values()))
+        return np.broadcast_shapes(*(a.shape for a in leaves.values() if a.ndim))
     except ValueError:
         lists = [(p, a.shape[0]) for p, a in leaves.items() if a.ndim]
         first = lists[0]
@@ -100,7 +100,7 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
         "collectives": cluster.collectives_section(c, io, domain, p["options"]["message_bytes"], params),
         "constraints": cluster.constraints(fabrics, cost_out["unpriced"]),
     }
-    categories = failures.failure_categories(c["reliability"], spans_nodes=bool(np.any(domain > g)))
+    categories = failures.failure_categories(c["reliability"], spans_nodes=bool((domain > g).any()))
     total = fabrics.total
     cluster_units = reliability.unit_counts(gpus, nodes, link=total.endpoint_links + total.switch_links,
                                             nic=total.endpoints, switch=total.switches,

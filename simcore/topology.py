@@ -67,16 +67,16 @@ def _checked_fabric(endpoints, radix, layers, zones, planes, rails, oversubscrip
     """The fat-tree's inputs as arrays, each checked (a field error names what is wrong)."""
     e = as_array(endpoints, "fabric.endpoints", non_negative=True, integer=True)
     k = as_array(radix, "fabric.switch_radix", positive=True, integer=True)
-    if np.any(k % 2) or np.any(k < 4):
+    if (k % 2).any() or (k < 4).any():
         raise ScenarioError("fabric.switch_radix", "must be an even number of at least 4")
     layers = as_array(layers, "fabric.layers", integer=True)
-    if np.any((layers != 2) & (layers != 3)):
+    if ((layers != 2) & (layers != 3)).any():
         raise ScenarioError("fabric.layers", "must be 2 or 3")
     zones = as_array(zones, "fabric.zones", positive=True, integer=True)
     planes = as_array(planes, "fabric.planes", positive=True, integer=True)
     rails = as_array(rails, "fabric.rails", positive=True, integer=True)
     r = as_array(oversubscription, "fabric.oversubscription", positive=True)
-    if np.any(r < 1):
+    if (r < 1).any():
         raise ScenarioError("fabric.oversubscription", "must be at least 1 (down:up ports)")
     izs = as_array(interzone_switches, "fabric.interzone_switches", non_negative=True, integer=True)
     if core_pods not in ("power_of_two", "exact"):
@@ -97,7 +97,7 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
     per_fabric = np.ceil(e / fabrics)
     down = leaf_down_ports(k, r)
     up = k - down
-    if np.any(down < 1) or np.any(up < 1):
+    if (down < 1).any() or (up < 1).any():
         raise ScenarioError("fabric.oversubscription", "must leave a leaf at least one endpoint and one uplink port "
                                                        "(at most radix - 1)")
     leaves = rails * np.ceil(per_fabric / rails / down)
