@@ -258,7 +258,7 @@ def activation_bytes_first_stage(model: Model, layout: Layout, pp, virtual_stage
     section 4.2.3); with full recomputation one layer's activations are rebuilt at a time on top."""
     dense = activation_bytes_per_layer(model, layout, False)
     has_moe = model.experts > 0
-    moe = activation_bytes_per_layer(model, layout, True) if has_moe.any() else dense
+    moe = activation_bytes_per_layer(model, layout, True) if np.asarray(has_moe).any() else dense
     per_stage = np.ceil(model.layers / pp)
     dense_layers = np.where(has_moe, np.minimum(model.layers - model.moe_layers, per_stage), per_stage)
     stage = dense_layers * dense + (per_stage - dense_layers) * moe
@@ -266,7 +266,7 @@ def activation_bytes_first_stage(model: Model, layout: Layout, pp, virtual_stage
     interleave = np.where(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1.0)
     full = layout.recompute == 2
     rebuilt = 0.0
-    if full.any():  # one layer's activations rebuilt at a time on top of the kept inputs
+    if np.asarray(full).any():  # one layer's activations rebuilt at a time on top of the kept inputs
         kept = Layout(**{**layout.__dict__, "recompute": np.zeros_like(layout.recompute)})
         rebuilt = np.where(full, activation_bytes_per_layer(model, kept, has_moe), 0.0)
     return stage * in_flight * interleave + rebuilt

@@ -232,7 +232,7 @@ def attention_times_s(model: Model, layout: Layout, device: Device):
     flash_forward_flops = 4 * tokens * model.seq * heads * d * causal
     rate = device.attention_peak_flops * device.attention_fraction
     flash_f, flash_b = flash_forward_flops / rate, 2.5 * flash_forward_flops / rate
-    if layout.flash.all():
+    if np.asarray(layout.flash).all():
         return flash_f, flash_b
     batch = layout.micro_batch * heads
     rows = model.seq / layout.cp
@@ -272,7 +272,7 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
     """(forward, backward) of a MoE layer's MLP on one rank: the router, the routed experts' token-expert
     pairs (the busiest rank's: x imbalance) as a batched GEMM over the rank's experts, the shared
     experts, and their activations. Zero when no scenario point has experts."""
-    if not (model.experts > 0).any():
+    if not np.asarray(model.experts > 0).any():
         return np.zeros(()), np.zeros(())
     h, t = model.hidden, layout.tp
     pairs = tokens * model.top_k * model.imbalance
