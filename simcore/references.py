@@ -163,7 +163,9 @@ SELENE = {"node_count": 384, "node": SELENE_NODE, "fabric": {**QM8700, "layers":
 # Megatron-LM forces fp32 only for bf16) and gradient-accumulation fusion is off (it needs fp32
 # accumulation). Where the paper and the scripts are silent, the same for every row: GPT with
 # vocabulary 51,200 and sequence 2,048, full recomputation, micro-batch 1 (Table 2's PTD-P rows
-# state it), the 1F1B schedule, no sequence parallelism or FlashAttention (both came later).
+# state it), the 1F1B schedule, no sequence parallelism or FlashAttention (both came later). Table 2,
+# the operator-fusion pair and the Korthikanti cases (the same system and code, precision not
+# stated) share these settings, the fp16 gradients included.
 SC21_GPT = {
     "kind": "transformer", "vocab": 51200, "seq_len": 2048, "micro_batch": 1, "precision": "fp16",
     "recompute": "full", "flash_attention": False, "overlap_grad_reduce": False, "grad_accumulation_fusion": False,
