@@ -115,7 +115,9 @@ def calibration(plan: ClusterPlan) -> dict[str, dict]:
     return chosen
 
 
-def cluster_document(plan: ClusterPlan) -> dict:
+def cluster_document(plan: ClusterPlan, overrides: dict | None = None) -> dict:
+    """The engine's cluster section for a plan; ``overrides``: :func:`calibration` of the plan when
+    the caller has it already."""
     reliability = {"profile": plan.failure_profile, "checkpoint_interval_s": plan.checkpoint_interval_s,
                    "restart_profile": plan.restart_profile, "collective_timeout_s": plan.collective_timeout_s,
                    "checkpoint_mode": plan.checkpoint_mode, "checkpoint_in_memory": plan.checkpoint_in_memory,
@@ -145,7 +147,8 @@ def cluster_document(plan: ClusterPlan) -> dict:
         "storage": storage_document(plan),
         "prices": prices_document(plan),
         "reliability": reliability,
-        "calibration": {constant: fit["value"] for constant, fit in calibration(plan).items()},
+        "calibration": {constant: fit["value"] for constant, fit in
+                        (calibration(plan) if overrides is None else overrides).items()},
     }
 
 
@@ -164,9 +167,11 @@ def workload_document(workload: Workload) -> dict:
     return {field: getattr(workload, field) for field in WORKLOAD_FIELDS}
 
 
-def scenario_document(plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None) -> dict:
-    """The engine's scenario document for a plan, optionally with a workload and engine options."""
-    document = {"cluster": cluster_document(plan)}
+def scenario_document(plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None,
+                      overrides: dict | None = None) -> dict:
+    """The engine's scenario document for a plan, optionally with a workload and engine options
+    (``overrides`` as for :func:`cluster_document`)."""
+    document = {"cluster": cluster_document(plan, overrides)}
     if workload is not None:
         document["workload"] = workload_document(workload)
     if options:

@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 import simcore
 from config import observability as metrics
 from planner import serializers as api
-from planner.adapters import scenario_document
+from planner.adapters import calibration, scenario_document
 from planner.api import bodies
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import AccessToken, ClusterPlan, ComputeNodeType, StorageNodeType, Workload
@@ -77,10 +77,11 @@ def enforce_engine_limits(document) -> None:
 def evaluation_response(request, plan, workload=None, options=None) -> Response:
     """A plan's evaluation within the API's engine limits, its measured overrides as the caller may
     see them; bad options or an impossible build answer 400 (through the API's exception handler)."""
-    document = scenario_document(plan, workload, options)
+    overrides = calibration(plan)
+    document = scenario_document(plan, workload, options, overrides)
     enforce_engine_limits(document)
     evaluation = services.plan_evaluate(plan=plan, workload=workload, options=options, document=document,
-                                        work_budget_s=settings.API_WORK_BUDGET_S)
+                                        overrides=overrides, work_budget_s=settings.API_WORK_BUDGET_S)
     return Response({**evaluation, "overrides": overrides_seen_by(evaluation["overrides"], request.user)})
 
 

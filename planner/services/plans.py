@@ -43,16 +43,19 @@ def memoized(kind: str, document: dict, compute):
 
 
 def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None,
-                  document: dict | None = None, work_budget_s: float | None = None) -> dict:
+                  document: dict | None = None, overrides: dict | None = None,
+                  work_budget_s: float | None = None) -> dict:
     """Evaluate a plan (and workload): the engine's full result document.
 
-    ``document`` is the plan's scenario document when the caller has built it already; with
+    ``document`` is the plan's scenario document and ``overrides`` its measured constants
+    (:func:`planner.adapters.calibration`) when the caller has them already; with
     ``work_budget_s`` (web requests), work estimated over it is refused (a ScenarioError).
     Raises :class:`simcore.ScenarioError` for bad options and :class:`PlanInfeasible` when the
     fabric cannot hold the build or the workload cannot run on it, so that no numbers are reported
     for a build that cannot exist.
     """
-    document = document or scenario_document(plan, workload, options)
+    overrides = calibration(plan) if overrides is None else overrides
+    document = document or scenario_document(plan, workload, options, overrides)
     result = memoized("evaluation", document, lambda: simcore.evaluate(document, work_budget_s=work_budget_s))
     reasons = [c["message"] for c in result["constraints"] if c["code"] in simcore.cluster.BUILD_BLOCKERS]
     training = result.get("training")
@@ -69,7 +72,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "plan": plan.slug,
         "workload": workload.slug if workload else None,
         "engine_version": result["engine_version"],
-        "overrides": calibration(plan),
+        "overrides": overrides,
         "result": result,
         "curves": memoized("curves", document, lambda: simcore.curves(document, result=result)),
     }
