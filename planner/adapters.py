@@ -29,7 +29,7 @@ def node_document(node) -> dict:
             "peak_tf32_tflops": acc.peak_tf32_tflops,
             "peak_fp16_tflops": acc.peak_fp16_tflops,
             "peak_fp8_tflops": acc.peak_fp8_tflops,
-            "memory_gb": acc.memory_gb,
+            "memory_gib": acc.memory_gib,
             "tdp_w": acc.tdp_w,
             "full_clock_power_w": acc.full_clock_power_w,
             "scaleup_bw_gbyte_s": acc.scaleup_bw_gbyte_s or 0.0,

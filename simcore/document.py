@@ -16,6 +16,7 @@ from simcore.arrays import as_array
 from simcore.devices import FAMILY_KEYS
 from simcore.errors import ScenarioError
 from simcore.reliability import DEFAULT_RESTART_PROFILE, FAILURE_PROFILES, RESTART_PROFILES
+from simcore.training import SCHEDULES
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class Text:
 
 @dataclass(frozen=True)
 class Choice:
+    """One of ``options``; ``default`` None = required."""
+
     options: tuple[str, ...]
     default: str | None = None
     doc: str = ""
@@ -74,12 +77,15 @@ SPEC: dict[str, Any] = {
                 "peak_tf32_tflops": opt(nullable=True, unit="TFLOPS"),
                 "peak_fp16_tflops": Num(unit="TFLOPS", doc="dense FP16/BF16 peak"),
                 "peak_fp8_tflops": opt(nullable=True, unit="TFLOPS"),
-                "memory_gb": opt(nullable=True, unit="GB"),
+                "memory_gib": opt(nullable=True, unit="GiB",
+                                  doc="HBM as the device reports it (nvidia-smi's total MiB / 1024: 79.65 on an "
+                                      "\"80GB\" H100); null: unknown, no fit check"),
                 "tdp_w": Num(unit="W"),
                 "full_clock_power_w": opt(nullable=True, unit="W",
                                           doc="power at max clock on GEMM; null: the TDP never caps it"),
                 "scaleup_bw_gbyte_s": opt("non_negative", 0.0, unit="GB/s", doc="both directions"),
-                "family": Choice(FAMILY_KEYS, "ampere", doc="sets the achievable GEMM, HBM and attention shares"),
+                "family": Choice(FAMILY_KEYS, doc="required: the accelerator's family, whose measured GEMM, HBM, "
+                                                  "attention and scale-up shares the engine uses"),
                 "sm_count": opt(integer=True, nullable=True, doc="SMs (or AI cores); null: the family's flagship"),
                 "memory_bandwidth_gbyte_s": opt(nullable=True, unit="GB/s",
                                                 doc="peak HBM bandwidth; null: the family's flagship"),
@@ -201,6 +207,20 @@ SPEC: dict[str, Any] = {
         "heads": opt(integer=True, nullable=True, doc="attention (query) heads"),
         "kv_heads": opt(integer=True, nullable=True, doc="key/value heads (GQA/MQA); null: as many as heads"),
         "head_dim": opt(integer=True, nullable=True, doc="null: hidden / heads"),
+        "q_lora_rank": opt("non_negative", 0, integer=True,
+                           doc="MLA: the query projection's low-rank width (0: a full-rank query projection)"),
+        "kv_lora_rank": opt("non_negative", 0, integer=True,
+                            doc="MLA (multi-head latent attention, DeepSeek-V2/V3) when > 0: the key/value latent's "
+                                "width; kv_heads is then unused (every head has its own up-projected key and value)"),
+        "rope_head_dim": opt("non_negative", 0, integer=True,
+                             doc="MLA: the decoupled rotary part of each query and key head, beside head_dim"),
+        "v_head_dim": opt(integer=True, nullable=True, doc="value head width; null: head_dim"),
+        "attention_window": opt(integer=True, nullable=True,
+                                doc="sliding-window attention: keys a query sees; null: the whole sequence"),
+        "mtp_layers": opt("non_negative", 0, integer=True,
+                          doc="multi-token prediction modules (DeepSeek-V3: 1), each one layer of the model's last "
+                              "kind and a 2h x h projection on the last pipeline stage; their parameters are "
+                              "reported apart"),
         "ffn_hidden": opt(integer=True, nullable=True, doc="MLP width; null: 4 x hidden"),
         "gated_mlp": Flag(False, doc="three MLP matrices (SwiGLU), Llama-style: RMSNorm, rotary, no position table"),
         "vocab": opt("non_negative", 0, integer=True),
@@ -230,8 +250,33 @@ SPEC: dict[str, Any] = {
                                   doc="split norms and dropouts over the TP ranks (reduce-scatter + all-gather)"),
         "cp": opt(default=1, integer=True, doc="context-parallel degree (splits the sequence)"),
         "pp": opt(default=1, integer=True),
-        "ep": opt(default=1, integer=True, doc="expert-parallel degree, within the data-parallel ranks"),
+        "ep": opt(default=1, integer=True,
+                  doc="expert-parallel degree, folded over a pipeline stage's TP x CP x DP ranks (Megatron-Core)"),
+        "expert_tp": opt(integer=True, nullable=True, doc="tensor parallelism inside each expert; null: tp"),
+        "moe_dispatcher": Choice(("alltoall", "hierarchical"), "alltoall",
+                                 doc="alltoall: every token-expert pair sent directly (NCCL); hierarchical: a "
+                                     "token crosses the network once per remote domain and is forwarded inside "
+                                     "it (DeepEP)"),
+        "moe_max_domains": opt(integer=True, nullable=True,
+                               doc="node-limited routing: a token's experts in at most this many scale-up "
+                                   "domains or nodes (DeepSeek-V3: 4); null: unlimited"),
+        "moe_overlap": Flag(False, doc="run each micro-batch's expert all-to-all beside another's compute "
+                                       "(Megatron-Core's EP overlap; DualPipe always does)"),
+        "tp_comm_overlap": Flag(False, doc="overlap tensor-parallel collectives with the GEMMs they feed "
+                                           "(Transformer Engine userbuffers)"),
+        "comm_sms": opt("non_negative", 20, integer=True,
+                        doc="SMs an overlapped collective's kernels take from compute (DeepSeek-V3 3.2.2: 20 "
+                            "of an H800's 132 for its all-to-all)"),
+        "pipeline_schedule": Choice(SCHEDULES, "1f1b",
+                                    doc="1f1b (interleaved when virtual_stages > 1), zb-h1 (zero bubble, Qi et "
+                                        "al. 2024) or dualpipe (DeepSeek-V3: two weight copies, all-to-all and "
+                                        "pipeline sends hidden)"),
         "virtual_stages": opt(default=1, integer=True, doc="interleaved pipeline stages per GPU"),
+        "first_stage_layers": opt(integer=True, nullable=True,
+                                  doc="layers of the first pipeline stage (Megatron's "
+                                      "--decoder-first-pipeline-num-layers); null: an even split"),
+        "last_stage_layers": opt(integer=True, nullable=True,
+                                 doc="layers of the last pipeline stage; null: an even split"),
         "zero_stage": opt("non_negative", 0, integer=True, at_most=3,
                           doc="1: distributed optimizer states; 2: and gradients; 3: and weights (FSDP)"),
         "recompute": Choice(("none", "selective", "full"), "none", doc="activation recomputation"),
@@ -302,13 +347,16 @@ def _walk(spec: dict, given, path: str) -> dict:
         where = f"{path}.{key}" if path else key
         if isinstance(rule, dict):
             if key not in given and any(
-                isinstance(r, Num) and r.required for r in rule.values()
+                (isinstance(r, Num) and r.required) or (isinstance(r, Choice) and r.default is None)
+                for r in rule.values()
             ):
                 raise ScenarioError(where, "is required")
             out[key] = _walk(rule, given.get(key), where)
         elif key not in given:
             if isinstance(rule, Num) and rule.required:
                 raise ScenarioError(where, "is required")
+            if isinstance(rule, Choice) and rule.default is None:
+                raise ScenarioError(where, f"is required: one of {', '.join(rule.options)}")
             if isinstance(rule, Num):
                 out[key] = np.array(np.nan) if rule.default is None else np.array(float(rule.default))
             else:
@@ -408,7 +456,8 @@ def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
                 kind += ", one value"
             rows.append((path, kind + (f", {rule.unit}" if rule.unit else ""), default, rule.doc))
         elif isinstance(rule, Choice):
-            rows.append((path, " / ".join(rule.options), str(rule.default), rule.doc))
+            rows.append((path, " / ".join(rule.options), "required" if rule.default is None else rule.default,
+                         rule.doc))
         elif isinstance(rule, Text):
             rows.append((path, "text", rule.default, rule.doc))
         elif isinstance(rule, Rates):
@@ -452,7 +501,8 @@ def json_schema(spec=SPEC) -> dict:
             properties[key] = json_schema(rule)
         else:
             properties[key] = _field_schema(rule)
-            if isinstance(rule, Num) and rule.required and rule.default is None:
+            if (isinstance(rule, Num) and rule.required and rule.default is None) or (
+                    isinstance(rule, Choice) and rule.default is None):
                 required.append(key)
     schema = {"type": "object", "properties": properties, "additionalProperties": False}
     if spec is SPEC:
@@ -484,7 +534,8 @@ def _field_schema(rule) -> dict:
         schema["description"] = "; ".join(part for part in (rule.doc, rule.unit and f"unit: {rule.unit}") if part)
         return schema
     if isinstance(rule, Choice):
-        return {"enum": list(rule.options), "default": rule.default, "description": rule.doc}
+        schema = {"enum": list(rule.options), "description": rule.doc}
+        return schema if rule.default is None else {**schema, "default": rule.default}
     if isinstance(rule, Text):
         return {"type": "string", "pattern": rule.pattern, "default": rule.default, "description": rule.doc}
     if isinstance(rule, Rates):

@@ -18,7 +18,7 @@ INFEASIBLE_REASONS = (
     "",
     "the job needs more GPUs than the cluster has",
     "TP x PP x CP does not divide the job's GPUs",
-    "EP does not divide the data-parallel degree",
+    "EP x expert TP does not divide TP x CP x DP (the ranks of a pipeline stage)",
     "the global batch is smaller than one micro-batch per data-parallel rank",
     "the global batch does not split evenly into micro-batches",
     "TP is larger than a scale-up domain (a node, or the NVLink rack it belongs to)",
@@ -26,25 +26,33 @@ INFEASIBLE_REASONS = (
     "TP does not divide the attention heads",
     "CP does not divide the sequence",
     "EP does not divide the routed experts (or the model has none)",
-    "interleaving needs PP > 1 and layers divisible by PP x virtual stages",
+    "interleaving needs PP > 1 and at least as many layers as virtual stages on every stage",
     "a CNN trains data-parallel only (TP, PP and CP apply to transformers)",
+    "the first and last stages' layers must leave a whole number, at least one, for every other stage",
+    "DualPipe needs an even PP of at least 2",
+    "zero-bubble and DualPipe schedules take one stage per rank (virtual_stages 1)",
+    "node-limited routing (moe_max_domains) cannot exceed the expert-parallel ranks",
     "does not fit in HBM",
 )
 MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
 PLACEMENTS = ("none", "scale-up", "PCIe", "network")  # where a parallel group's traffic runs
 
 
-def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches):
+def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches, stage_layer_counts):
     """Per-point layout problems as codes into ``INFEASIBLE_REASONS`` (0 = none). A layout that
     cannot suit the model (TP not dividing the heads, CP the sequence, EP the experts, ...) is bad
     input when its fields hold one value each (not a sweep axis): it raises naming the field."""
     transformer = w["kind"] == "transformer"
     heads = w["heads"] if transformer else np.array(np.nan)
     experts = w["experts"]
+    first, middle, last = stage_layer_counts
+    fewest = np.fmin(np.fmin(first, np.where(w["pp"] > 2, middle, np.inf)), np.where(w["pp"] > 1, last, np.inf))
+    uneven = np.isfinite(w["first_stage_layers"]) | np.isfinite(w["last_stage_layers"])
+    schedule = w["pipeline_schedule"]
     rules = (  # (the field to name when it alone is wrong, the problem per point)
         (None, job_gpus > nodes * g),
         (None, dp != np.floor(dp)),
-        (None, (np.floor(dp) % w["ep"]) != 0),
+        (None, (np.floor(dp) * w["tp"] * w["cp"]) % (w["ep"] * expert_tp(w)) != 0),
         (None, micro_batches < 1),
         (None, micro_batches != np.floor(micro_batches)),
         (None, (w["tp"] > domain) & (w["tp"] > 1)),
@@ -52,9 +60,13 @@ def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches):
         ("tp", transformer & (np.nan_to_num(heads % w["tp"]) != 0)),
         ("cp", transformer & ((w["seq_len"] * w["resolution_scale"] ** 2) % w["cp"] != 0)),
         ("ep", (w["ep"] > 1) & ((experts < 1) | (experts % w["ep"] != 0))),
-        ("virtual_stages", (w["virtual_stages"] > 1) & ((w["pp"] < 2) | (np.nan_to_num(w["layers"])
-                                                                         % (w["pp"] * w["virtual_stages"]) != 0))),
+        ("virtual_stages", (w["virtual_stages"] > 1) & ((w["pp"] < 2) | (fewest < w["virtual_stages"]))),
         ("tp", (not transformer) & ((w["tp"] > 1) | (w["pp"] > 1) | (w["cp"] > 1))),
+        ("first_stage_layers", transformer & uneven & ((w["pp"] < 2) | (middle != np.floor(middle)) | (middle < 1)
+                                                       | (first < 1) | (last < 1))),
+        ("pp", (schedule == "dualpipe") & ((w["pp"] < 2) | (w["pp"] % 2 != 0))),
+        ("virtual_stages", (schedule != "1f1b") & (w["virtual_stages"] > 1)),
+        ("moe_max_domains", w["moe_max_domains"] > w["ep"]),
     )
     shape = np.broadcast_shapes(*(np.shape(a) for a in (job_gpus, dp, micro_batches, nodes, w["tp"], w["cp"])))
     reason = np.zeros(shape, np.intp)
@@ -65,21 +77,29 @@ def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches):
     return reason
 
 
+def expert_tp(w):
+    """Expert tensor parallelism: the workload's, or TP's (Megatron-Core's default)."""
+    return np.where(np.isnan(w["expert_tp"]), w["tp"], w["expert_tp"])
+
+
 def transformer_model(w) -> transformer.Model:
     """The workload's transformer with defaults filled (kv heads = heads, head dim = h / a, ...)."""
     heads = w["heads"]
     ffn = np.where(np.isnan(w["ffn_hidden"]), 4 * w["hidden"], w["ffn_hidden"])
     experts = w["experts"]
+    head_dim = np.where(np.isnan(w["head_dim"]), w["hidden"] / heads, w["head_dim"])
     return transformer.Model(
         layers=w["layers"], hidden=w["hidden"], heads=heads,
-        kv_heads=np.where(np.isnan(w["kv_heads"]), heads, w["kv_heads"]),
-        head_dim=np.where(np.isnan(w["head_dim"]), w["hidden"] / heads, w["head_dim"]),
+        kv_heads=np.where(np.isnan(w["kv_heads"]), heads, w["kv_heads"]), head_dim=head_dim,
         ffn=ffn, gated=np.array(w["gated_mlp"]), vocab=w["vocab"], tied=np.array(w["tied_embeddings"]),
         seq=w["seq_len"] * w["resolution_scale"] ** 2, causal=np.array(w["causal"]),
         experts=experts, top_k=np.where(experts > 0, w["moe_top_k"], 0.0),
         expert_ffn=np.where(experts > 0, np.where(np.isnan(w["expert_ffn_hidden"]), ffn, w["expert_ffn_hidden"]), 0.0),
         shared_experts=np.where(experts > 0, w["shared_experts"], 0.0),
         dense_layers=np.where(experts > 0, w["dense_layers"], 0.0), imbalance=w["moe_imbalance"],
+        q_lora_rank=w["q_lora_rank"], kv_lora_rank=w["kv_lora_rank"], rope_head_dim=w["rope_head_dim"],
+        v_head_dim=np.where(np.isnan(w["v_head_dim"]), head_dim, w["v_head_dim"]),
+        window=w["attention_window"], mtp_layers=w["mtp_layers"],
     )
 
 
@@ -112,11 +132,27 @@ def parallel_links(node, io, family, w, g, dp, params: CollectiveParams):
 
     tp_link, tp_where = place(tp, 1, tp_scaleup)
     cp_link, cp_where = place(cp, tp)
-    ep_link, ep_where = place(ep, tp * cp)
+    etp = expert_tp(w)
+    _, ep_where = place(ep, etp)
     stride = tp * cp * np.floor(dp)
     pp_link, pp_where = place(np.where(w["pp"] > 1, 2.0, 1.0), stride)
-    links = {"tp": tp_link, "cp": cp_link, "ep": ep_link, "pp": pp_link}
+    # The expert-parallel group: ep ranks etp apart (Megatron-Core's folding), r of them to a scale-up
+    # domain (or, without an all-to-all one, a node reached over PCIe), over ep / r domains.
+    unit = np.maximum(domain, g)
+    ranks_in_domain = np.maximum(np.minimum(ep, np.floor(unit / etp)), 1.0)
+    inside = training.pick_link(np.minimum(ep * etp, unit) <= domain, scaleup, pcie)
+    dispatch = training.Dispatch(
+        inside=inside, network=network, ranks_in_domain=ranks_in_domain, domains=np.maximum(ep / ranks_in_domain, 1.0),
+        hierarchical=w["moe_dispatcher"] == "hierarchical", max_domains=w["moe_max_domains"],
+        overlap=w["moe_overlap"] or w["pipeline_schedule"] == "dualpipe", comm_sm_share=comm_sm_share(w, node))
+    links = {"tp": tp_link, "cp": cp_link, "dispatch": dispatch, "pp": pp_link}
     return links, {"tp": tp_where, "cp": cp_where, "ep": ep_where, "pp": pp_where}
+
+
+def comm_sm_share(w, node):
+    """Share of the SMs that overlapped communication kernels take from compute."""
+    sms = node["accelerator"]["sm_count"]
+    return np.where(np.isnan(sms), 0.0, np.minimum(w["comm_sms"] / sms, 1.0))
 
 
 def device_at(acc, family, clock, precision) -> tuple[transformer.Device, np.ndarray]:
@@ -141,37 +177,43 @@ def device_at(acc, family, clock, precision) -> tuple[transformer.Device, np.nda
     return device, peak_tflops
 
 
-def _transformer_step(w, device, links, dp_ranks, m) -> dict:
+def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts, sm_share) -> dict:
     """A transformer's parameters, FLOPs per token and step parts, layer by layer
     (:func:`simcore.training.transformer_step`)."""
     tp_, pp_, ep_, cp_ = w["tp"], w["pp"], w["ep"], w["cp"]
+    etp = expert_tp(w)
     model = transformer_model(w)
     recompute = np.asarray(float(training.RECOMPUTE.index(w["recompute"])))
-    layout = transformer.Layout(tp=tp_, sp=np.asarray(w["sequence_parallel"]), cp=cp_, ep=ep_,
+    layout = transformer.Layout(tp=tp_, sp=np.asarray(w["sequence_parallel"]), cp=cp_, ep=ep_, etp=etp,
                                 micro_batch=w["micro_batch"], recompute=recompute,
                                 flash=np.asarray(w["flash_attention"]),
                                 act_bytes=np.asarray(4.0 if w["precision"] == "tf32" else 2.0),
-                                fused=np.asarray(w["fused_kernels"]))
+                                fused=np.asarray(w["fused_kernels"]), fp8=np.asarray(w["precision"] == "fp8"))
     counts = transformer.parameter_counts(model)
     scale = np.where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
     total_params, expert_params = counts["total"] * scale, counts["experts"] * scale
+    held = counts["model_layers_total"] * scale
     model_per_token = transformer.model_flops_per_token(model)
-    dense = total_params - expert_params
+    dense = held - expert_params
     zero = w["zero_stage"] >= 1
-    shards = {"dense": dense / (tp_ * pp_), "experts": expert_params / (tp_ * pp_ * ep_),
-              "dense_shards": np.where(zero, dp_ranks, 1.0),
-              "expert_shards": np.where(zero, np.maximum(dp_ranks / ep_, 1.0), 1.0)}
+    expert_dp = np.maximum(dp_ranks * tp_ * cp_ / (ep_ * etp), 1.0)
+    shards = {"dense": dense / (tp_ * pp_), "experts": expert_params / (etp * pp_ * ep_),
+              "dense_shards": np.where(zero, dp_ranks, 1.0), "expert_shards": np.where(zero, expert_dp, 1.0)}
+    schedule = w["pipeline_schedule"]
     step = training.transformer_step(
         model=model, layout=layout, device=device, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=m,
-        tp_link=links["tp"], cp_link=links["cp"], ep_link=links["ep"], pp_link=links["pp"],
-        optimizer_shards=shards,
-        grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"])
+        schedule=schedule, stage_layer_counts=stage_layer_counts, tp_link=links["tp"], cp_link=links["cp"],
+        dispatch=links["dispatch"], pp_link=links["pp"], optimizer_shards=shards,
+        grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"],
+        tp_overlap=w["tp_comm_overlap"], comm_sm_share=sm_share)
     return {"total_params": total_params, "active": counts["active"] * scale, "expert_params": expert_params,
-            "dense": dense, "local_params": shards["dense"] + shards["experts"],
+            "mtp_params": counts["mtp"] * scale, "dense": dense, "expert_dp": expert_dp,
+            "local_params": shards["dense"] + shards["experts"],
             "tokens_per_step": w["global_batch"] * model.seq, "model_per_token": model_per_token,
             "hw_per_token": model_per_token + transformer.recompute_flops_per_token(model, recompute, model_per_token),
             "parts": step["parts"], "compute_s": step["compute_s"], "backward_window": step["backward_s"],
-            "activations": training.activation_bytes_first_stage(model, layout, pp_, w["virtual_stages"], m),
+            "activations": training.activation_bytes_first_stage(model, layout, schedule, pp_, w["virtual_stages"], m,
+                                                                  stage_layer_counts[0]),
             "stage_s": step["stage_s"]}
 
 
@@ -186,7 +228,7 @@ def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
                  w["zero_stage"] >= 1, dp_ranks, 1.0) / device.hbm_bytes_s}
     model_per_token = 3 * w["flops_per_sample_forward"]
     return {"total_params": total_params, "active": total_params, "expert_params": np.array(0.0),
-            "dense": total_params, "local_params": total_params, "tokens_per_step": w["global_batch"],
+            "mtp_params": np.array(0.0), "dense": total_params, "expert_dp": dp_ranks, "local_params": total_params, "tokens_per_step": w["global_batch"],
             "model_per_token": model_per_token, "hw_per_token": model_per_token * (1 + recompute_share),
             "parts": parts, "compute_s": parts["forward"] + parts["backward"] + parts["recomputation"],
             "backward_window": parts["backward"] / m,
@@ -255,12 +297,13 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
     dp_ranks = np.maximum(np.floor(dp), 1)
     micro_batches = w["global_batch"] / (dp_ranks * w["micro_batch"])
     nccl_unit = nccl_domain(node, w, g)
-    reason = layout_checks(w, job_gpus, nodes, g, nccl_unit, dp, micro_batches)
+    stage_layer_counts = training.stage_layers(w["layers"], w["pp"], w["first_stage_layers"], w["last_stage_layers"])
+    reason = layout_checks(w, job_gpus, nodes, g, nccl_unit, dp, micro_batches, stage_layer_counts)
     m = np.maximum(np.floor(micro_batches), 1)
     device, peak_tflops = device_at(acc, family, clock, w["precision"])
     links, placement = parallel_links(node, io, family, w, g, dp, params.collectives)
     if w["kind"] == "transformer":
-        step = _transformer_step(w, device, links, dp_ranks, m)
+        step = _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts, comm_sm_share(w, node))
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
     dp_s, ar, exposed_dp = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params)
@@ -268,11 +311,12 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
                                                           _preprocessing_s(w, node, job_nodes))
     terms = training.memory_per_gpu_bytes(
         dense_params=step["dense"], expert_params=step["expert_params"], tp=w["tp"], pp=w["pp"], ep=w["ep"],
-        dp=dp_ranks, zero_stage=w["zero_stage"], weight_bytes=w["weight_bytes"], grad_bytes=w["grad_bytes"],
-        optimizer_bytes_per_param=w["optimizer_bytes_per_param"], activation_bytes=step["activations"])
-    hbm_gb = acc["memory_gb"]
-    fits, mem_total, dominant = training.memory_verdict(terms, np.where(np.isnan(hbm_gb), np.inf, hbm_gb),
-                                                        params.training)
+        etp=expert_tp(w), dp=dp_ranks, expert_dp=step["expert_dp"], zero_stage=w["zero_stage"],
+        weight_bytes=w["weight_bytes"], grad_bytes=w["grad_bytes"],
+        optimizer_bytes_per_param=w["optimizer_bytes_per_param"], activation_bytes=step["activations"],
+        copies=2.0 if w["pipeline_schedule"] == "dualpipe" else 1.0)
+    hbm_gib = acc["memory_gib"]
+    fits, mem_total, dominant = training.memory_verdict(terms, hbm_gib, params.training)
     feasible = (reason == 0) & fits
     out = {
         "feasible": feasible,
@@ -283,9 +327,11 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
         "dp_allreduce_bound": ar.binding,
         "memory": {
             "fits": fits,
-            "per_gpu_gb": mem_total / 1e9,
-            "hbm_gb": hbm_gb,
-            **{f"{name.replace(' ', '_')}_gb": terms[..., i] / 1e9 for i, name in enumerate(training.MEMORY_TERMS)},
+            "per_gpu_gib": mem_total / training.GIB,
+            "hbm_gib": hbm_gib,
+            "allocatable_gib": training.allocatable_gib(hbm_gib, params.training),
+            **{f"{name.replace(' ', '_')}_gib": terms[..., i] / training.GIB
+               for i, name in enumerate(training.MEMORY_TERMS)},
             "dominant_term": label(training.MEMORY_TERMS, dominant),
         },
     }
@@ -323,6 +369,7 @@ def _speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops) -
         "params": step["total_params"],
         "active_params": step["active"],
         "expert_params": step["expert_params"],
+        "mtp_params": step["mtp_params"],
         "model_flops_per_step": model_flops,
         "hardware_flops_per_step": hw_flops,
         "step_time_s": nan_if_infeasible(step_s),

@@ -121,7 +121,7 @@ OUTPUTS: list[Output] = [
     Output("tokens_per_s", "training.tokens_per_s", "tokens per second", "tokens/s", HIGHER, workload=True, sweep=True),
     Output("memory_fits", "training.memory.fits", "fits in HBM", "yes/no", HIGHER, workload=True, compare=False,
       sweep=True),
-    Output("memory_per_gpu_gb", "training.memory.per_gpu_gb", "memory per GPU", "GB", LOWER, workload=True,
+    Output("memory_per_gpu_gib", "training.memory.per_gpu_gib", "memory per GPU", "GiB", LOWER, workload=True,
       compare=False, sweep=True),
     Output("pipeline_bubble_s", "training.step_parts_s.pipeline bubble", "step: pipeline bubble", "s", LOWER,
       workload=True),

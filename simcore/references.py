@@ -31,11 +31,16 @@ from simcore.scenario import EngineParams, evaluate_parsed
 
 GIB = 2**30
 MIB = 2**20
+# HBM as nvidia-smi reports it (MiB): A100 40GB 40,960 and 80GB 81,920 (whole GiB; modal-labs/modal-client
+# PR 2797, thamada/nvidia-smi gls/A100SXMx4_smi.py); H100 SXM 81,559 (NVIDIA/nccl issue 1264);
+# GB200 189,471 (nvidia-smi outputs in public repositories).
+H100_HBM_GIB = 81559 / 1024
+GB200_HBM_GIB = 189471 / 1024
 
 # FF Table I, Fig. 4 and IV-D: the PCIe A100 node. NVLink bridges pair the GPUs.
 FF_NODE = {
     "gpus": 8,
-    "accelerator": {"peak_tf32_tflops": 156, "peak_fp16_tflops": 312, "memory_gb": 40, "tdp_w": 250,
+    "accelerator": {"peak_tf32_tflops": 156, "peak_fp16_tflops": 312, "memory_gib": 40, "tdp_w": 250,
                     "full_clock_power_w": 400, "scaleup_bw_gbyte_s": 600, "memory_bandwidth_gbyte_s": 1555,
                     "sm_count": 108, "family": "ampere"},
     "nvlink_topology": "pairs",
@@ -52,7 +57,7 @@ FF_NODE = {
 # FF Tables I-II: DGX-A100 (8 computation NICs; its storage NIC is on its own network).
 DGX_A100_NODE = {
     "gpus": 8,
-    "accelerator": {"peak_tf32_tflops": 156, "peak_fp16_tflops": 312, "memory_gb": 40, "tdp_w": 400,
+    "accelerator": {"peak_tf32_tflops": 156, "peak_fp16_tflops": 312, "memory_gib": 40, "tdp_w": 400,
                     "scaleup_bw_gbyte_s": 600, "memory_bandwidth_gbyte_s": 1555, "sm_count": 108,
                     "family": "ampere"},
     "nvlink_topology": "all-to-all",
@@ -89,7 +94,7 @@ DGX_3LAYER = {
 # host links (about 53 GB/s practical, twice FF's PCIe 4.0 figure).
 LLAMA3_NODE = {
     "gpus": 8,
-    "accelerator": {"peak_tf32_tflops": 494.5, "peak_fp16_tflops": 989, "peak_fp8_tflops": 1979, "memory_gb": 80,
+    "accelerator": {"peak_tf32_tflops": 494.5, "peak_fp16_tflops": 989, "peak_fp8_tflops": 1979, "memory_gib": H100_HBM_GIB,
                     "tdp_w": 700, "scaleup_bw_gbyte_s": 900, "memory_bandwidth_gbyte_s": 3350, "sm_count": 132,
                     "family": "hopper"},
     "nvlink_topology": "all-to-all", "cpus": 2, "cpu_tdp_w": 350, "compute_nics": 8, "compute_nic_gbit_s": 400,
@@ -114,7 +119,7 @@ LLAMA3_405B = {
 # per GPU; a GB200 superchip (2 GPUs + 1 Grace) up to 2,700 W: about 1,200 W a GPU.
 GB200_TRAY = {
     "gpus": 4,
-    "accelerator": {"peak_tf32_tflops": 1250, "peak_fp16_tflops": 2500, "peak_fp8_tflops": 5000, "memory_gb": 186,
+    "accelerator": {"peak_tf32_tflops": 1250, "peak_fp16_tflops": 2500, "peak_fp8_tflops": 5000, "memory_gib": GB200_HBM_GIB,
                     "tdp_w": 1200, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 8000, "sm_count": 148,
                     "family": "blackwell"},
     "nvlink_topology": "all-to-all", "scaleup_domain_gpus": 72, "cpus": 2, "cpu_tdp_w": 250, "compute_nics": 4,
@@ -150,7 +155,7 @@ LLAMA_13B = {
 # compute NICs (A100 datasheet; SC21 section 5), a three-layer HDR fat-tree.
 SELENE_NODE = {
     "gpus": 8,
-    "accelerator": {"peak_tf32_tflops": 156, "peak_fp16_tflops": 312, "memory_gb": 80, "tdp_w": 400,
+    "accelerator": {"peak_tf32_tflops": 156, "peak_fp16_tflops": 312, "memory_gib": 80, "tdp_w": 400,
                     "scaleup_bw_gbyte_s": 600, "memory_bandwidth_gbyte_s": 2039, "sm_count": 108,
                     "family": "ampere"},
     "nvlink_topology": "all-to-all", "cpus": 2, "cpu_tdp_w": 225, "compute_nics": 8, "compute_nic_gbit_s": 200,

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcore import collectives
-from simcore.transformer import Device, Layout, Model, layer_times_s
+from simcore.transformer import Device, Layout, Model, layer_times_s, moe_dispatch_tokens
 
+GIB = 2**30
 MEMORY_TERMS = ("weights", "gradients", "optimizer states", "activations")
 # Adam with fp32 master weights: reads weight, gradient, m and v (16 bytes), writes weight, m and v
 # (12) and the bf16 copy (2), and the gradient-norm clip reads the gradient once more (4).
@@ -38,6 +39,9 @@ WGRAD_BYTES = 2.0
 # Vocabulary-parallel cross-entropy per logit: the bf16 logits read, an fp32 exponent written and
 # read back forward (10 bytes), the fp32 softmax read and the bf16 gradient written backward (6).
 CROSS_ENTROPY_BYTES_PER_LOGIT = 16.0
+# FP8 weights: once a step each bf16 weight is read and its FP8 copy and FP8 transpose written
+# (Transformer Engine caches them over the step's micro-batches).
+FP8_WEIGHT_CAST_BYTES = 4.0
 RECOMPUTE = ("none", "selective", "full")
 
 
@@ -52,12 +56,17 @@ class TrainingParams:
         hides, its kernels competing with compute for SMs and memory bandwidth. Basis: FF Fig. 8,
         where Torch DDP (VGG16) hides almost nothing and Torch FSDP (GPT2-medium) some; 0.2 (a
         calibration on one system: the FF NCCL series are marked as its calibration points).
-    hbm_usable_fraction: share of HBM a framework can allocate (allocator, CUDA context). 0.9.
+    hbm_reserved_gib: HBM of the device's reported total that no tensor can use, the sum of three
+        measurements: the driver's reserve (``nvidia-smi -q`` "Reserved" 454 MiB on an H100 SXM,
+        thamada/nvidia-smi nvsim/H100SXMx8_smi.py), the CUDA context (about 300 MB with lazy
+        loading, pytorch/pytorch issue 107667) and NCCL's buffers (1.06 GB on 8 x H100 before any
+        all-to-all, NVIDIA/nccl issue 1685). No measurement of the caching allocator's
+        fragmentation was found, so none is counted.
     """
 
     dp_overlap_fraction: float = 0.8
     sm_collective_overlap: float = 0.2
-    hbm_usable_fraction: float = 0.9
+    hbm_reserved_gib: float = 454 / 1024 + 0.3e9 / GIB + 1.06e9 / GIB
 
 
 @dataclass(frozen=True)
@@ -92,16 +101,71 @@ STEP_LABELS = ("forward", "backward", "recomputation", "optimizer", "pipeline bu
                "host data preprocessing")
 
 
-def _stage(parts: dict, layers_dense, layers_moe):
-    """Per-micro-batch forward and backward of a stage's layers (dense and MoE apart)."""
-    forward = layers_dense * parts["dense_f"] + layers_moe * parts["moe_layer_f"]
-    backward = layers_dense * parts["dense_b"] + layers_moe * parts["moe_layer_b"]
-    recompute = layers_dense * parts["recompute_dense"] + layers_moe * parts["recompute_moe"]
-    return forward, backward, recompute
+SCHEDULES = ("1f1b", "zb-h1", "dualpipe")
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Where a MoE layer's token dispatch and combine run. The expert-parallel group's ``ep``
+    ranks sit ``ranks_in_domain`` to a scale-up domain (or node) over ``domains`` of them; pairs
+    for ranks of the same domain move over ``inside`` (the scale-up link, or PCIe), pairs for other
+    domains over ``network`` (the GPU's share of the node's NICs).
+
+    ``hierarchical``: a token goes once to each remote domain its experts are in and is forwarded
+    inside it (DeepEP; DeepSeek-V3 3.2.2), else every token-expert pair is sent directly (NCCL
+    all-to-all). ``max_domains``: node-limited routing, a token's experts in at most M domains
+    (NaN: unlimited). ``overlap``: the all-to-all runs beside another micro-batch's compute (DualPipe,
+    Megatron-Core's EP overlap) which meanwhile loses ``comm_sm_share`` of its SMs."""
+
+    inside: Link
+    network: Link
+    ranks_in_domain: np.ndarray
+    domains: np.ndarray
+    hierarchical: bool
+    max_domains: np.ndarray
+    overlap: bool
+    comm_sm_share: np.ndarray
+
+
+def dispatch_copies(top_k, ranks_in_domain, domains, hierarchical, max_domains):
+    """(copies per token sent over the network, copies moved inside a domain) for one dispatch.
+
+    Experts are spread evenly, so of a token's k pairs k (n - 1) / n are for other domains and
+    k (r - 1) / ep for other ranks of its own. Deduplicated (``hierarchical``), a token crosses the
+    network once per remote domain it needs: of the n(1 - (1 - 1/n)^k) distinct domains its k
+    experts fall in (at most M with node-limited routing), (n - 1) / n are remote; inside each
+    domain a copy is forwarded to every expert rank other than the one receiving it, k (r - 1) / r.
+    Node-limited routing does not change what a direct all-to-all sends: its k pairs still land
+    on other domains (n - 1) / n of the time."""
+    n, r = domains, ranks_in_domain
+    remote_share = (n - 1) / n
+    distinct = n * (1 - (1 - 1 / n) ** top_k)
+    if hierarchical:
+        return np.fmin(distinct, max_domains) * remote_share, top_k * (r - 1) / r
+    return top_k * remote_share, top_k * (r - 1) / (n * r)
+
+
+def all_to_all_s(bytes_per_copy, copies, dispatch: Dispatch):
+    """One dispatch or combine: every rank sends its copies at once, the network and the links
+    inside the domain in parallel (DeepSeek-V3 3.2.2: IB and NVLink fully overlapped), one latency."""
+    network_copies, inside_copies = copies
+    network_s = network_copies * bytes_per_copy / (dispatch.network.bw_gbyte_s * collectives.GB)
+    inside_s = inside_copies * bytes_per_copy / (dispatch.inside.bw_gbyte_s * collectives.GB)
+    latency = np.where(dispatch.domains > 1, dispatch.network.latency_s, dispatch.inside.latency_s)
+    busy = (network_copies + inside_copies) > 0
+    return np.where(busy, latency + np.maximum(network_s, inside_s), 0.0)
+
+
+def overlapped_s(comm_s, compute_s, comm_sm_share):
+    """What communication running beside ``compute_s`` of other work adds to it: the compute loses
+    ``comm_sm_share`` of its SMs while the communication runs, so the pair takes
+    max(compute + share x comm, comm); never more than the two in series."""
+    return np.maximum(comm_sm_share * comm_s, comm_s - compute_s)
 
 
 def _layer_parts(ops: dict, layout: Layout) -> dict:
-    """One layer's forward, backward and recomputed forward per micro-batch, dense and MoE."""
+    """One layer's forward, backward, recomputed forward and weight-gradient GEMMs (part of the
+    backward) per micro-batch, dense and MoE."""
     full, selective = layout.recompute == 2, layout.recompute == 1
     attention_f = ops["attention_gemm_f"] + ops["attention_f"] + ops["memory_f"]
     attention_b = ops["attention_gemm_b"] + ops["attention_b"] + ops["memory_b"]
@@ -111,63 +175,102 @@ def _layer_parts(ops: dict, layout: Layout) -> dict:
         "moe_layer_f": moe_f, "moe_layer_b": attention_b + ops["moe_b"],
         "recompute_dense": np.where(full, dense_f, np.where(selective, ops["attention_f"], 0.0)),
         "recompute_moe": np.where(full, moe_f, np.where(selective, ops["attention_f"], 0.0)),
+        "w_dense": ops["attention_gemm_w"] + ops["mlp_w"], "w_moe": ops["attention_gemm_w"] + ops["moe_w"],
     }
 
 
-def _layer_traffic_s(model: Model, layout: Layout, ops: dict, tp_link: Link, cp_link: Link, ep_link: Link) -> dict:
+def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, tp_link: Link, cp_link: Link,
+                     dispatch: Dispatch, tp_overlap: bool, comm_sm_share) -> dict:
     """One layer's exposed communication per micro-batch: TP's allreduces (or SP's reduce-scatter
-    and all-gather), CP's key/value ring beyond what attention hides, EP's dispatch and combine."""
+    and all-gather; with ``tp_overlap`` beside the layer's GEMMs, Transformer Engine's
+    userbuffers), CP's key/value ring beyond what attention hides, EP's dispatch and combine
+    (:func:`all_to_all_s`; overlapped with another micro-batch's MoE layer where ``dispatch`` says)."""
     h, t = model.hidden, layout.tp
     tokens = layout.micro_batch * model.seq / layout.cp
     full = layout.recompute == 2
     activation_bytes = tokens * h * layout.act_bytes
-    kv_bytes = tokens * 2 * model.kv_heads_per_rank(t) * model.head_dim * layout.act_bytes
+    kv_bytes = tokens * (2 * model.kv_heads_per_rank(t) * model.qk_head_dim) * layout.act_bytes
     cp_pass = cp_link.send_s(kv_bytes) * (layout.cp - 1)
     cp_exposed = np.where(layout.cp > 1, np.maximum(cp_pass - ops["attention_f"], 0.0)
                           + np.maximum(2 * cp_pass - ops["attention_b"], 0.0)
                           + np.where(full, np.maximum(cp_pass - ops["attention_f"], 0.0), 0.0), 0.0)
-    dispatched = np.where(layout.sp, tokens / t, tokens) * model.top_k * h * layout.act_bytes
-    return {"tokens": tokens, "activation_bytes": activation_bytes,
-            "tp_s": (4 + 2 * full) * tp_link.allreduce_s(activation_bytes, t), "cp_s": cp_exposed,
-            "ep_s": np.where(model.experts > 0, (4 + 2 * full) * ep_link.ring_s(dispatched, layout.ep), 0.0)}
+    tp_s = (4 + 2 * full) * tp_link.allreduce_s(activation_bytes, t)
+    if tp_overlap:
+        gemms = (ops["attention_gemm_f"] + ops["attention_gemm_b"] + ops["mlp_f"] + ops["mlp_b"]
+                 + np.where(full, ops["attention_gemm_f"] + ops["mlp_f"], 0.0))
+        tp_s = overlapped_s(tp_s, gemms, comm_sm_share)
+    copies = dispatch_copies(model.top_k, dispatch.ranks_in_domain, dispatch.domains, dispatch.hierarchical,
+                             dispatch.max_domains)
+    pair_bytes = h * layout.act_bytes * moe_dispatch_tokens(model, layout, tokens)
+    ep_s = (4 + 2 * full) * all_to_all_s(pair_bytes, copies, dispatch)
+    if dispatch.overlap:
+        ep_s = overlapped_s(ep_s, parts["moe_layer_f"] + parts["moe_layer_b"] + parts["recompute_moe"],
+                            dispatch.comm_sm_share)
+    return {"tokens": tokens, "activation_bytes": activation_bytes, "tp_s": tp_s, "cp_s": cp_exposed,
+            "ep_s": np.where(model.experts > 0, ep_s, 0.0)}
 
 
-def _stages(model: Model, layout: Layout, device: Device, ops: dict, pp, virtual_stages, pp_link: Link,
-            traffic: dict) -> tuple[dict, dict, dict]:
+def stage_layers(layers, pp, first, last):
+    """Layers of the (first, middle, last) pipeline stage. Even: at most ceil(l / p) each. With
+    ``first`` and/or ``last`` given (Megatron-LM's --decoder-first/last-pipeline-num-layers; NaN:
+    not given) the other stages share the rest evenly."""
+    given = np.isfinite(first).astype(float) + np.isfinite(last).astype(float)
+    rest = np.maximum(pp - given, 1.0)
+    middle = (layers - np.nan_to_num(first) - np.nan_to_num(last)) / rest
+    even = ~(np.isfinite(first) | np.isfinite(last))
+    middle = np.where(even, np.ceil(layers / pp), middle)
+    return np.where(np.isfinite(first), first, middle), middle, np.where(np.isfinite(last), last, middle)
+
+
+def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict, pp, virtual_stages,
+            stage_layer_counts, pp_link: Link, traffic: dict, pp_overlap: bool) -> tuple[dict, dict, dict]:
     """The first, a middle and the last pipeline stage per micro-batch. The first holds the embedding
-    and the leading (dense) layers of an MoE, the last the output layer and the loss; the layers
-    split evenly, a stage holding at most ceil(l / p)."""
-    parts = _layer_parts(ops, layout)
-    per_stage = np.ceil(model.layers / pp)
+    and the leading (dense) layers of an MoE, the last the output layer, the loss and any MTP
+    modules."""
     moe_on = model.experts > 0
     dense_total = model.layers - model.moe_layers
-    first_dense = np.minimum(dense_total, per_stage)
+    first_layers, middle_layers, last_layers = stage_layer_counts
+    first_dense = np.minimum(dense_total, first_layers)
     rest_dense = np.where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
-    out_f, out_b = ops["output_f"], ops["output_b"]
+    out_f, out_b, out_w = ops["output_f"], ops["output_b"], ops["output_w"]
+    heads = 1 + model.mtp_layers
     loss = traffic["tokens"] * model.vocab / layout.tp * CROSS_ENTROPY_BYTES_PER_LOGIT / device.hbm_bytes_s
     embedding = traffic["tokens"] * model.hidden * layout.act_bytes * 4 / device.hbm_bytes_s
     pp_send = np.where(pp > 1, 2 * virtual_stages * pp_link.send_s(traffic["activation_bytes"] / layout.tp), 0.0)
 
-    def stage(dense_of_moe_model, extra_f, extra_b):
-        dense_layers = np.where(moe_on, dense_of_moe_model, per_stage)
-        moe = per_stage - dense_layers
-        forward, backward, recompute = _stage(parts, dense_layers, moe)
-        comm = {"tensor-parallel traffic": per_stage * traffic["tp_s"],
-                "context-parallel traffic": per_stage * traffic["cp_s"],
-                "expert all-to-all": moe * traffic["ep_s"], "pipeline traffic": pp_send}
-        return {"forward": forward + extra_f, "backward": backward + extra_b, "recomputation": recompute,
-                **comm, "_comm": sum(comm.values())}
+    def stage(layers, dense_of_moe_model, mtp, head):
+        dense_layers = np.where(moe_on, dense_of_moe_model, layers)
+        moe = layers - dense_layers + np.where(moe_on, mtp, 0.0)  # an MTP module: one layer of the last kind
+        dense_layers = dense_layers + np.where(moe_on, 0.0, mtp)
+        forward = dense_layers * parts["dense_f"] + moe * parts["moe_layer_f"] + head * heads * (out_f + loss / 2)
+        backward = dense_layers * parts["dense_b"] + moe * parts["moe_layer_b"] + head * heads * (out_b + loss / 2)
+        recompute = dense_layers * parts["recompute_dense"] + moe * parts["recompute_moe"]
+        wgrad = dense_layers * parts["w_dense"] + moe * parts["w_moe"] + head * heads * out_w
+        send = overlapped_s(pp_send, forward + backward, 0.0) if pp_overlap else pp_send
+        comm = {"tensor-parallel traffic": (dense_layers + moe) * traffic["tp_s"],
+                "context-parallel traffic": (dense_layers + moe) * traffic["cp_s"],
+                "expert all-to-all": moe * traffic["ep_s"], "pipeline traffic": send}
+        return {"forward": forward, "backward": backward, "recomputation": recompute, "_w": wgrad, **comm,
+                "_comm": sum(comm.values())}
 
-    single = pp == 1
-    first = stage(first_dense, embedding + np.where(single, out_f + loss / 2, 0.0),
-                  embedding + np.where(single, out_b + loss / 2, 0.0))
-    return first, stage(rest_dense, 0.0, 0.0), stage(rest_dense, out_f + loss / 2, out_b + loss / 2)
+    single = np.where(pp == 1, 1.0, 0.0)
+    first = stage(first_layers, first_dense, single * model.mtp_layers, single)
+    first["forward"] = first["forward"] + embedding
+    first["backward"] = first["backward"] + embedding
+    return first, stage(middle_layers, rest_dense, 0.0, 0.0), stage(last_layers, rest_dense, model.mtp_layers, 1.0)
 
 
-def _slowest(stages: tuple[dict, dict, dict], pp):
+def _slowest(stages: tuple[dict, dict, dict], pp, dualpipe: bool):
     """Each stage's time per micro-batch (NaN for a stage the pipeline lacks: a middle one exists
     from p = 3, a last one apart from the first from p = 2), a reader of the slowest stage's
-    figures, and the mean stage time."""
+    figures, and the mean stage time. Under DualPipe a rank holds stage i and stage p - 1 - i and
+    runs half the micro-batches on each, so the first rank's figures are the mean of the first and
+    last stages'."""
+    if dualpipe:
+        first, middle, last = stages
+        paired = {key: (first[key] + last[key]) / 2 for key in first}
+        stages = (paired, middle, paired)
+
     def total(s):
         return s["forward"] + s["backward"] + s["recomputation"] + s["_comm"]
 
@@ -179,10 +282,43 @@ def _slowest(stages: tuple[dict, dict, dict], pp):
         pick = lambda key: np.asarray(stages[first][key])  # noqa: E731
     else:
         pick = lambda key: np.choose(slowest, np.broadcast_arrays(*(s[key] for s in stages)))  # noqa: E731
-    mean_stage_s = np.where(pp == 1, stage_s[..., 0], (stage_s[..., 0] + np.nan_to_num(stage_s[..., 2])
-                                                       + np.maximum(pp - 2, 0) * np.nan_to_num(stage_s[..., 1]))
-                            / np.maximum(pp, 1))
-    return stage_s, pick, mean_stage_s
+
+    def mean(values):
+        return np.where(pp == 1, values[..., 0], (values[..., 0] + np.nan_to_num(values[..., 2])
+                                                  + np.maximum(pp - 2, 0) * np.nan_to_num(values[..., 1]))
+                        / np.maximum(pp, 1))
+
+    def stacked(key):
+        return np.where(exists, np.stack(np.broadcast_arrays(*(np.asarray(s[key]) for s in stages)), axis=-1), np.nan)
+
+    means = {"stage": mean(stage_s), "w": mean(stacked("_w")),
+             "compute_b": mean(stacked("backward") + stacked("recomputation")), "comm": mean(stacked("_comm"))}
+    return stage_s, pick, means
+
+
+def pipeline_bubble_s(schedule: str, pp, virtual_stages, means: dict):
+    """Idle time per step of the slowest rank, from the mean stage's per-micro-batch times (F + B
+    with B the whole backward, W its weight-gradient GEMMs): 1F1B (p - 1)(F + B), interleaved over
+    v virtual stages (p - 1)(F + B) / v (Narayanan et al. SC21 2.2.2); ZB-H1 (p - 1)(F + B - 2W)
+    (Qi et al., ICLR 2024); DualPipe (p/2 - 1)(F&B + B - 3W), F&B the overlapped forward and
+    backward pair, their compute (deepseek-ai/DualPipe README; DeepSeek-V3 report Table 2)."""
+    stage, w = means["stage"], means["w"]
+    if schedule == "zb-h1":
+        return (pp - 1) * np.maximum(stage - 2 * w, 0.0)
+    if schedule == "dualpipe":
+        compute = stage - means["comm"]
+        return np.maximum(pp / 2 - 1, 0.0) * np.maximum(compute + means["compute_b"] - 3 * w, 0.0)
+    return (pp - 1) / virtual_stages * stage
+
+
+def in_flight_micro_batches(schedule: str, pp, virtual_stages, micro_batches):
+    """Micro-batches whose activations the first stage holds at the peak, in units of its layers'
+    activations for one micro-batch: 1F1B and ZB-H1 min(p, m); interleaved x (1 + (p - 1) / (p v))
+    (Korthikanti et al. 2022, 4.2.3); DualPipe p + 1 (its README's table)."""
+    if schedule == "dualpipe":
+        return np.minimum(pp + 1, micro_batches)
+    interleave = np.where(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1.0)
+    return np.minimum(pp, micro_batches) * interleave
 
 
 STAGE_PARTS = ("forward", "backward", "recomputation", "tensor-parallel traffic", "context-parallel traffic",
@@ -190,28 +326,34 @@ STAGE_PARTS = ("forward", "backward", "recomputation", "tensor-parallel traffic"
 
 
 def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtual_stages, micro_batches,
-                     tp_link: Link, cp_link: Link, ep_link: Link, pp_link: Link, optimizer_shards,
-                     grad_accumulation_fused, grad_bytes) -> dict:
+                     schedule: str, stage_layer_counts, tp_link: Link, cp_link: Link, dispatch: Dispatch,
+                     pp_link: Link, optimizer_shards, grad_accumulation_fused, grad_bytes, tp_overlap: bool,
+                     comm_sm_share) -> dict:
     """Per-step times of a transformer on the slowest pipeline stage, before data parallelism.
 
     Returns ``parts`` (seconds per step, keyed by :data:`STEP_LABELS`' first nine), ``stage_s``
     (per micro-batch, each stage: first, middle, last; NaN for a stage the pipeline does not have),
     ``backward_s`` (the last micro-batch's backward on that stage: the window for gradient
-    reduction) and ``compute_s``.
+    reduction) and ``compute_s``. DualPipe overlaps the pipeline sends with compute as well as the
+    all-to-all (``dispatch.overlap``).
     """
     ops = layer_times_s(model, layout, device)
-    traffic = _layer_traffic_s(model, layout, ops, tp_link, cp_link, ep_link)
-    stage_s, pick, mean_stage_s = _slowest(_stages(model, layout, device, ops, pp, virtual_stages, pp_link, traffic),
-                                           pp)
+    parts = _layer_parts(ops, layout)
+    traffic = _layer_traffic_s(model, layout, ops, parts, tp_link, cp_link, dispatch, tp_overlap, comm_sm_share)
+    dualpipe = schedule == "dualpipe"
+    stages = _stages(model, layout, device, ops, parts, pp, virtual_stages, stage_layer_counts, pp_link, traffic,
+                     dualpipe)
+    stage_s, pick, means = _slowest(stages, pp, dualpipe)
     step_parts = {key: micro_batches * pick(key) for key in STAGE_PARTS}
-    step_parts["pipeline bubble"] = (pp - 1) / virtual_stages * mean_stage_s
+    step_parts["pipeline bubble"] = pipeline_bubble_s(schedule, pp, virtual_stages, means)
     local_params = optimizer_shards["dense"] + optimizer_shards["experts"]
     accumulate = np.where(grad_accumulation_fused, 0.0, local_params * (WGRAD_BYTES + 2 * grad_bytes)
                           / device.hbm_bytes_s)
     step_parts["backward"] = step_parts["backward"] + micro_batches * accumulate
     updated = (optimizer_shards["dense"] / optimizer_shards["dense_shards"]
                + optimizer_shards["experts"] / optimizer_shards["expert_shards"])
-    step_parts["optimizer"] = updated * ADAM_BYTES_PER_PARAM / device.hbm_bytes_s
+    weight_casts = np.where(layout.fp8, local_params * FP8_WEIGHT_CAST_BYTES, 0.0)
+    step_parts["optimizer"] = (updated * ADAM_BYTES_PER_PARAM + weight_casts) / device.hbm_bytes_s
     return {
         "parts": step_parts,
         "stage_s": stage_s,
@@ -228,10 +370,12 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
     unless sequence parallelism splits them), Q and K 2(a + kv) d, V 2 kv d, the projection's input
     2 a d, the MLP's activation input 2 f (x2 gated) and second input 2 f, and without a fused
     attention kernel the scores 5 a s (softmax output, dropout mask and output), all / t (a rank
-    keeps at least one key/value head). For MHA
-    and f = 4h: s b h (34 + 5 a s / h), the paper's form. Selective recomputation drops the score
-    term; full recomputation keeps only the layer's input 2 h (/ t with SP). A MoE layer keeps the
-    MLP part for each of its top-k token-expert pairs (x imbalance) and its shared experts.
+    keeps at least one key/value head). For MHA and f = 4h: s b h (34 + 5 a s / h), the paper's
+    form. With MLA: the query and key/value up-projections' inputs 2 r_q + 2 r_kv (replicated),
+    Q and K 2 a d_qk / t each, V and the projection's input 2 a d_v / t each. Selective
+    recomputation drops the score term; full recomputation keeps only the layer's input 2 h (/ t
+    with SP). A MoE layer keeps the MLP part for each of its top-k token-expert pairs (x imbalance,
+    experts split over ETP) and its shared experts (over TP).
     """
     tokens = layout.micro_batch * model.seq / layout.cp
     t = layout.tp
@@ -239,61 +383,70 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
     h, d = model.hidden, model.head_dim
     replicated = np.where(layout.sp, 1 / t, 1.0) * 10 * h
     kv = model.kv_heads_per_rank(t)
-    attention = (2 * model.heads / t + 2 * kv) * d + 2 * kv * d + 2 * model.heads * d / t
-    scores = np.where(layout.flash | (layout.recompute >= 1), 0.0, 5 * model.heads * model.seq / t)
+    standard = (2 * model.heads / t + 2 * kv) * d + 2 * kv * d + 2 * model.heads * d / t
+    latent = (2 * model.q_lora_rank + 2 * model.kv_lora_rank
+              + model.heads / t * (4 * model.qk_head_dim + 4 * model.v_head_dim))
+    attention = np.where(model.mla, latent, standard)
+    scores = np.where(layout.flash | (layout.recompute >= 1), 0.0, 5 * model.heads * model.keys / t)
 
-    def mlp(width):
-        return (2 * width * np.where(model.gated, 2.0, 1.0) + 2 * width) / t
+    def mlp(width, split):
+        return (2 * width * np.where(model.gated, 2.0, 1.0) + 2 * width) / split
 
-    copies = model.top_k * model.imbalance + model.shared_experts
-    mlp_terms = np.where(moe_layer, copies * mlp(model.expert_ffn), mlp(model.ffn))
+    routed = model.top_k * model.imbalance * mlp(model.expert_ffn, layout.etp) * layout.etp / t
+    mlp_terms = np.where(moe_layer, routed + model.shared_experts * mlp(model.expert_ffn, t), mlp(model.ffn, t))
     kept = tokens * scale * (replicated + attention + scores + mlp_terms)
     layer_input = tokens * scale * 2 * h * np.where(layout.sp, 1 / t, 1.0)
     return np.where(layout.recompute == 2, layer_input, kept)
 
 
-def activation_bytes_first_stage(model: Model, layout: Layout, pp, virtual_stages, micro_batches) -> np.ndarray:
-    """Activations the busiest rank holds: the first stage keeps min(p, m) micro-batches in flight of
-    its l / p layers under 1F1B, times (1 + (p - 1) / (p v)) when interleaved (Korthikanti 2022,
-    section 4.2.3); with full recomputation one layer's activations are rebuilt at a time on top."""
+def activation_bytes_first_stage(model: Model, layout: Layout, schedule: str, pp, virtual_stages, micro_batches,
+                                 first_layers) -> np.ndarray:
+    """Activations the busiest rank holds: the first stage's ``first_layers`` layers for
+    :func:`in_flight_micro_batches` micro-batches; with full recomputation one layer's activations
+    are rebuilt at a time on top."""
     dense = activation_bytes_per_layer(model, layout, False)
     has_moe = model.experts > 0
     moe = activation_bytes_per_layer(model, layout, True) if np.asarray(has_moe).any() else dense
-    per_stage = np.ceil(model.layers / pp)
-    dense_layers = np.where(has_moe, np.minimum(model.layers - model.moe_layers, per_stage), per_stage)
-    stage = dense_layers * dense + (per_stage - dense_layers) * moe
-    in_flight = np.minimum(pp, micro_batches)
-    interleave = np.where(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1.0)
+    dense_layers = np.where(has_moe, np.minimum(model.layers - model.moe_layers, first_layers), first_layers)
+    stage = dense_layers * dense + (first_layers - dense_layers) * moe
     full = layout.recompute == 2
     rebuilt = 0.0
     if np.asarray(full).any():  # one layer's activations rebuilt at a time on top of the kept inputs
         kept = Layout(**{**layout.__dict__, "recompute": np.zeros_like(layout.recompute)})
         rebuilt = np.where(full, activation_bytes_per_layer(model, kept, has_moe), 0.0)
-    return stage * in_flight * interleave + rebuilt
+    return stage * in_flight_micro_batches(schedule, pp, virtual_stages, micro_batches) + rebuilt
 
 
-def memory_per_gpu_bytes(*, dense_params, expert_params, tp, pp, ep, dp, zero_stage, weight_bytes,
-                         grad_bytes, optimizer_bytes_per_param, activation_bytes):
+def memory_per_gpu_bytes(*, dense_params, expert_params, tp, pp, ep, etp, dp, expert_dp, zero_stage, weight_bytes,
+                         grad_bytes, optimizer_bytes_per_param, activation_bytes, copies=1.0):
     """Per-GPU HBM footprint by term, stacked along the last axis in ``MEMORY_TERMS`` order.
 
-    Dense weights split over TP x PP, experts over TP x PP x EP; ZeRO stage 1/2/3 shards optimizer
-    states / gradients / weights over the copies of each: DP for dense weights, DP / EP for experts.
+    Dense weights split over TP x PP, experts over ETP x PP x EP; ZeRO stage 1/2/3 shards optimizer
+    states / gradients / weights over the copies of each: ``dp`` for dense weights, ``expert_dp``
+    for experts. ``copies``: stages a rank holds the weights and gradients of (DualPipe: 2; their
+    gradients are summed before one optimizer step).
     """
-    dense, experts = dense_params / (tp * pp), expert_params / (tp * pp * ep)
-    dense_shards, expert_shards = dp, np.maximum(dp / ep, 1.0)
+    dense, experts = dense_params / (tp * pp), expert_params / (etp * pp * ep)
 
     def sharded(bytes_per_param, stage):
-        return (dense * bytes_per_param / np.where(zero_stage >= stage, dense_shards, 1.0)
-                + experts * bytes_per_param / np.where(zero_stage >= stage, expert_shards, 1.0))
+        return (dense * bytes_per_param / np.where(zero_stage >= stage, dp, 1.0)
+                + experts * bytes_per_param / np.where(zero_stage >= stage, expert_dp, 1.0))
 
-    return np.stack(np.broadcast_arrays(sharded(weight_bytes, 3), sharded(grad_bytes, 2),
+    return np.stack(np.broadcast_arrays(copies * sharded(weight_bytes, 3), copies * sharded(grad_bytes, 2),
                                         sharded(optimizer_bytes_per_param, 1), activation_bytes), axis=-1)
 
 
-def memory_verdict(terms_bytes, hbm_gb, params: TrainingParams = TrainingParams()):
-    """(fits, total bytes, index of the dominant term into ``MEMORY_TERMS``)."""
+def allocatable_gib(hbm_gib, params: TrainingParams = TrainingParams()):
+    """HBM a training job can allocate: the device's reported total less the fixed reserve."""
+    return hbm_gib - params.hbm_reserved_gib
+
+
+def memory_verdict(terms_bytes, hbm_gib, params: TrainingParams = TrainingParams()):
+    """(fits, total bytes, index of the dominant term into ``MEMORY_TERMS``): the terms against
+    :func:`allocatable_gib` (an unknown capacity, NaN, fits everything)."""
     total = terms_bytes.sum(axis=-1)
-    return total <= hbm_gb * 1e9 * params.hbm_usable_fraction, total, np.argmax(terms_bytes, axis=-1)
+    fits = ~(total > allocatable_gib(hbm_gib, params) * GIB)
+    return fits, total, np.argmax(terms_bytes, axis=-1)
 
 
 def exposed_dp_s(dp_comm_s, window_s, on_copy_engines, params: TrainingParams = TrainingParams()):

@@ -86,7 +86,7 @@ def gemm_time_s(m, n, k, device: Device, batch=1.0, attention=False):
     operand_bytes = np.where(attention, np.maximum(device.gemm_operand_bytes, 2.0), device.gemm_operand_bytes)
     flops = 2 * m * n * k * batch
     efficiency = gemm_efficiency(m, n, device.sm_count, fraction, batch)
-    moved = operand_bytes * (m * k + k * n + m * n) * batch
+    moved = np.where(flops > 0, operand_bytes * (m * k + k * n + m * n) * batch, 0.0)
     compute_s = np.divide(flops, peak * efficiency, out=np.zeros(np.broadcast_shapes(np.shape(flops),
                                                                                      np.shape(efficiency),
                                                                                   np.shape(peak))),
@@ -95,11 +95,12 @@ def gemm_time_s(m, n, k, device: Device, batch=1.0, attention=False):
 
 
 def gemm_passes(shapes, device: Device, attention=False):
-    """(forward, backward) times of several weight GEMMs in one vectorized call.
+    """(forward, backward, weight-gradient) times of several weight GEMMs in one vectorized call.
 
     ``shapes``: (m, n, k, batch) per GEMM. Forward is C[m, n] = A[m, k] B[k, n]; backward is the
     activation gradient dX[m, k] = dY[m, n] W^T and the weight gradient dW[k, n] = X^T dY, each with
-    its own shape. The GEMMs are stacked on a trailing axis, so the cost does not grow with their
+    its own shape; the third time is the weight gradient alone (the part a zero-bubble schedule
+    defers). The GEMMs are stacked on a trailing axis, so the cost does not grow with their
     number."""
     lead = np.broadcast_shapes(*(np.shape(v) for shape in shapes for v in shape))
     columns = [np.broadcast_to(np.asarray(v, float), lead) for shape in shapes for v in shape]
@@ -111,12 +112,21 @@ def gemm_passes(shapes, device: Device, attention=False):
     times = gemm_time_s(rows, cols, inner, expanded, batch=np.concatenate([batch] * 3, axis=-1), attention=attention)
     count = len(shapes)
     forward, activation_grad, weight_grad = times[..., :count], times[..., count:2 * count], times[..., 2 * count:]
-    return [(forward[..., i], activation_grad[..., i] + weight_grad[..., i]) for i in range(count)]
+    return [(forward[..., i], activation_grad[..., i] + weight_grad[..., i], weight_grad[..., i]) for i in range(count)]
 
 
 @dataclass(frozen=True)
 class Model:
-    """A decoder-only transformer (arrays). ``experts`` = 0 for a dense model."""
+    """A decoder-only transformer (arrays). ``experts`` = 0 for a dense model.
+
+    Attention is multi-head or grouped-query (``kv_heads``), or multi-head latent attention (MLA,
+    DeepSeek-V2/V3) where ``kv_lora_rank`` > 0: queries through a ``q_lora_rank`` bottleneck (0: a
+    full projection), keys and values up-projected per head from a ``kv_lora_rank`` latent, each
+    query and key head ``head_dim`` + ``rope_head_dim`` wide (the decoupled rotary part, one key head
+    shared by all), each value head ``v_head_dim``. ``window`` limits the keys a query sees (sliding
+    window; NaN: the whole sequence). ``mtp_layers`` multi-token prediction modules (DeepSeek-V3)
+    each add one layer of the model's last kind and a 2h x h projection, sharing the embedding and
+    the output head."""
 
     layers: np.ndarray
     hidden: np.ndarray
@@ -135,6 +145,12 @@ class Model:
     shared_experts: np.ndarray
     dense_layers: np.ndarray
     imbalance: np.ndarray
+    q_lora_rank: np.ndarray
+    kv_lora_rank: np.ndarray
+    rope_head_dim: np.ndarray
+    v_head_dim: np.ndarray
+    window: np.ndarray
+    mtp_layers: np.ndarray
 
     @property
     def moe_layers(self):
@@ -144,19 +160,65 @@ class Model:
     def mlp_matrices(self):
         return np.where(self.gated, 3.0, 2.0)
 
+    @property
+    def mla(self):
+        return self.kv_lora_rank > 0
+
+    @property
+    def qk_head_dim(self):
+        return self.head_dim + self.rope_head_dim
+
+    @property
+    def keys(self):
+        """Keys a query attends to (the model-FLOPs convention: all of them, causal or not)."""
+        return np.fmin(self.seq, self.window)
+
     def kv_heads_per_rank(self, tp):
-        """Key/value heads a TP rank holds: kv / t, or one replicated head when kv < t (Megatron-LM)."""
-        return np.maximum(self.kv_heads / tp, 1.0)
+        """Key/value heads a TP rank holds: kv / t, or one replicated head when kv < t (Megatron-LM);
+        with MLA every query head has its own key and value (up-projected from the latent)."""
+        return np.where(self.mla, self.heads / tp, np.maximum(self.kv_heads / tp, 1.0))
+
+    def attention_gemm_shapes(self, tokens, tp):
+        """(rows, columns, inner) of a rank's attention weight GEMMs: QKV and the output projection;
+        with MLA the query down- and up-projections, the key/value down-projection (latent and rotary
+        key, replicated on every TP rank as Megatron-Core does) and up-projection, and the output.
+        Unused GEMMs of the other kind have zero columns; without MLA anywhere only the first two."""
+        h, heads = self.hidden, self.heads / tp
+        mla = self.mla
+        q_down = np.where(mla & (self.q_lora_rank > 0), self.q_lora_rank, 0.0)
+        q_in = np.where(q_down > 0, q_down, h)
+        qkv_cols = np.where(mla, heads * self.qk_head_dim, (heads + 2 * self.kv_heads_per_rank(tp)) * self.head_dim)
+        standard = [(tokens, qkv_cols, q_in, 1.0), (tokens, h, heads * self.v_head_dim, 1.0)]
+        if not np.asarray(mla).any():
+            return standard
+        return standard + [
+            (tokens, q_down, h, 1.0), (tokens, np.where(mla, self.kv_lora_rank + self.rope_head_dim, 0.0), h, 1.0),
+            (tokens, np.where(mla, heads * (self.head_dim + self.v_head_dim), 0.0), self.kv_lora_rank, 1.0),
+        ]
+
+    def attention_params_per_layer(self):
+        """Attention weights of one layer (all TP ranks): MHA/GQA h (a + 2 kv) d + a d h; MLA
+        h r_q + r_q a (d + d_r) + h (r_kv + d_r) + r_kv a (d + d_v) + a d_v h + r_q + r_kv (norms)."""
+        h, a = self.hidden, self.heads
+        standard = h * (a + 2 * self.kv_heads) * self.head_dim + a * self.head_dim * h
+        q = np.where(self.q_lora_rank > 0, h * self.q_lora_rank + self.q_lora_rank * a * self.qk_head_dim,
+                     h * a * self.qk_head_dim)
+        latent = (h * (self.kv_lora_rank + self.rope_head_dim) + self.kv_lora_rank * a * (self.head_dim + self.v_head_dim)
+                  + a * self.v_head_dim * h + self.q_lora_rank + self.kv_lora_rank)
+        return np.where(self.mla, q + latent, standard)
 
 
 def parameter_counts(model: Model) -> dict:
-    """Parameters by part. Per layer: attention h (a + 2 kv) d + a d h, MLP (2 or 3) h f, plus the
-    SC21 biases and norms 13 h; embeddings V h (twice untied) and, GPT-style, a position table s h;
-    MoE layers hold E routed and S shared experts of width f_e and a router h E.
-    Totals: ``total``, ``active`` (per token), ``experts`` (routed, all layers), ``embedding``.
+    """Parameters by part. Per layer: attention (:meth:`Model.attention_params_per_layer`), MLP (2 or
+    3) h f, plus the SC21 biases and norms 13 h; embeddings V h (twice untied) and, GPT-style, a
+    position table s h; MoE layers hold E routed and S shared experts of width f_e and a router h E.
+    Totals: ``total`` (the main model, as published), ``active`` (per token, embeddings included),
+    ``experts`` (routed,
+    all layers, MTP's too), ``embedding``, ``mtp`` (the multi-token prediction modules: their layer
+    and 2h x h projection), ``model_layers_total`` (``total`` + ``mtp``: what the GPUs hold).
     """
     h, mats = model.hidden, model.mlp_matrices
-    attention = h * (model.heads + 2 * model.kv_heads) * model.head_dim + model.heads * model.head_dim * h
+    attention = model.attention_params_per_layer()
     norms_biases = 13 * h
     dense_mlp = mats * h * model.ffn
     expert = mats * h * model.expert_ffn
@@ -167,22 +229,36 @@ def parameter_counts(model: Model) -> dict:
     total = (embedding + model.layers * (attention + norms_biases) + dense_layers * dense_mlp
              + model.moe_layers * moe_mlp)
     active = total - model.moe_layers * (model.experts - model.top_k) * expert
-    return {"total": total, "active": active, "experts": routed, "embedding": embedding}
+    last_mlp = np.where(model.experts > 0, moe_mlp, dense_mlp)
+    mtp = model.mtp_layers * (attention + norms_biases + last_mlp + 2 * h * h)
+    mtp_routed = np.where(model.experts > 0, model.mtp_layers * model.experts * expert, 0.0)
+    return {"total": total, "active": active, "experts": routed + mtp_routed, "embedding": embedding, "mtp": mtp,
+            "model_layers_total": total + mtp}
+
+
+def _layer_forward_flops(model: Model):
+    """Forward FLOPs per token of one (dense, MoE) layer: 2 per weight of each GEMM a token passes
+    through, and the attention scores and values 2 k a (d_qk + d_v) over the k keys a query sees."""
+    h = model.hidden
+    attention = 2 * (model.attention_params_per_layer() - np.where(model.mla, model.q_lora_rank + model.kv_lora_rank,
+                                                                   0.0))
+    attention = attention + 2 * model.keys * model.heads * (model.qk_head_dim + model.v_head_dim)
+    dense = attention + 2 * model.mlp_matrices * h * model.ffn
+    moe = (attention + 2 * model.mlp_matrices * h * model.expert_ffn * (model.top_k + model.shared_experts)
+           + 2 * h * model.experts)
+    return dense, moe
 
 
 def model_flops_per_token(model: Model) -> np.ndarray:
-    """Model FLOPs per token, forward and backward (3 x the forward's): 2 FLOPs per weight of every
-    GEMM a token passes through, the attention scores and values 4 s a d per layer (counted whole,
-    the Megatron-LM and PaLM convention, causal or not), and the output layer 2 h V."""
+    """Model FLOPs per token, forward and backward (3 x the forward's): every layer
+    (:func:`_layer_forward_flops`; the attention core counted whole, the Megatron-LM and PaLM
+    convention, causal or not), the output layer 2 h V, and each MTP module's layer, projection
+    2 h x 2h and output head."""
     h = model.hidden
-    attention_gemms = 2 * (h * (model.heads + 2 * model.kv_heads) * model.head_dim + model.heads * model.head_dim * h)
-    dense_mlp = 2 * model.mlp_matrices * h * model.ffn
-    moe_mlp = (2 * model.mlp_matrices * h * model.expert_ffn * (model.top_k + model.shared_experts)
-               + 2 * h * model.experts)
-    scores = 4 * model.seq * model.heads * model.head_dim
-    per_layer = attention_gemms + scores
-    forward = (model.layers * per_layer + (model.layers - model.moe_layers) * dense_mlp
-               + model.moe_layers * moe_mlp + 2 * h * model.vocab)
+    dense, moe = _layer_forward_flops(model)
+    last = np.where(model.experts > 0, moe, dense)
+    forward = (model.layers * dense + model.moe_layers * (moe - dense) + 2 * h * model.vocab
+               + model.mtp_layers * (last + 4 * h * h + 2 * h * model.vocab))
     return 3 * forward
 
 
@@ -191,8 +267,9 @@ def recompute_flops_per_token(model: Model, recompute, model_flops=None) -> np.n
     the attention core (Korthikanti et al. 2022). ``recompute``: 0 none, 1 selective, 2 full;
     ``model_flops``: :func:`model_flops_per_token` when the caller has it."""
     model_flops = model_flops_per_token(model) if model_flops is None else model_flops
-    layer_forward = model_flops / 3 - 2 * model.hidden * model.vocab
-    scores = model.layers * 4 * model.seq * model.heads * model.head_dim
+    layer_forward = model_flops / 3 - 2 * model.hidden * model.vocab * (1 + model.mtp_layers)
+    scores = ((model.layers + model.mtp_layers) * 2 * model.keys * model.heads
+              * (model.qk_head_dim + model.v_head_dim))
     return np.select([recompute == 2, recompute == 1], [layer_forward, scores], 0.0)
 
 
@@ -202,11 +279,13 @@ class Layout:
     sp: np.ndarray
     cp: np.ndarray
     ep: np.ndarray
+    etp: np.ndarray  # expert tensor parallelism (Megatron-Core's MoE parallel folding)
     micro_batch: np.ndarray
     recompute: np.ndarray  # 0 none, 1 selective, 2 full
     flash: np.ndarray
     fused: np.ndarray  # fused element-wise kernels (Megatron-LM) or one pass per operation
     act_bytes: np.ndarray  # bytes per activation element: 2 (bf16/fp16, fp8 GEMMs too) or 4 (tf32)
+    fp8: np.ndarray  # the weight GEMMs run in FP8 (Transformer Engine's casts around them)
 
 
 def _tokens(model: Model, layout: Layout):
@@ -218,27 +297,29 @@ def _tokens(model: Model, layout: Layout):
 def attention_times_s(model: Model, layout: Layout, device: Device):
     """(forward, backward) time of the attention core of one layer on one rank.
 
-    FlashAttention (Dao 2022/2023): 4 b (s/cp) s a d / t FLOPs forward, halved by a causal mask; the
-    backward pass recomputes the scores, 2.5 x the forward's FLOPs; both at the family's fused
-    attention share of the attention precision's peak. Unfused (Megatron-LM 2021): batched GEMMs
-    Q K^T and P V per head, and the score matrices through HBM, in elements moved per score (the
-    1-byte dropout mask counts half): fused scale-mask-softmax and dropout 4.5 forward and 5.5
-    backward; one pass per operation (scale, mask, softmax, dropout) 9 and 9.5.
+    FlashAttention (Dao 2022/2023): 2 b (s/cp) k a (d_qk + d_v) / t FLOPs forward over the k keys a
+    query sees, halved by a causal mask when the whole sequence is seen (a sliding window shorter
+    than it is already causal); the backward pass recomputes the scores, 2.5 x the forward's
+    FLOPs; both at the family's fused attention share of the attention precision's peak. Unfused
+    (Megatron-LM 2021): batched GEMMs Q K^T and P V per head, and the score matrices through HBM, in
+    elements moved per score (the 1-byte dropout mask counts half): fused scale-mask-softmax and
+    dropout 4.5 forward and 5.5 backward; one pass per operation (scale, mask, softmax, dropout) 9
+    and 9.5.
     """
     tokens, _ = _tokens(model, layout)
     heads = model.heads / layout.tp
-    d = model.head_dim
-    causal = np.where(model.causal, 0.5, 1.0)
-    flash_forward_flops = 4 * tokens * model.seq * heads * d * causal
+    causal = np.where(model.causal & (model.keys >= model.seq), 0.5, 1.0)
+    flash_forward_flops = 2 * tokens * model.keys * heads * (model.qk_head_dim + model.v_head_dim) * causal
     rate = device.attention_peak_flops * device.attention_fraction
     flash_f, flash_b = flash_forward_flops / rate, 2.5 * flash_forward_flops / rate
     if np.asarray(layout.flash).all():
         return flash_f, flash_b
     batch = layout.micro_batch * heads
     rows = model.seq / layout.cp
-    (qk_f, qk_b), (pv_f, pv_b) = gemm_passes([(rows, model.seq, d, batch), (rows, d, model.seq, batch)], device,
-                                             attention=True)
-    scores = batch * rows * model.seq * layout.act_bytes / device.hbm_bytes_s
+    (qk_f, qk_b, _), (pv_f, pv_b, _) = gemm_passes([(rows, model.keys, model.qk_head_dim, batch),
+                                                    (rows, model.v_head_dim, model.keys, batch)], device,
+                                                   attention=True)
+    scores = batch * rows * model.keys * layout.act_bytes / device.hbm_bytes_s
     unfused_f = qk_f + pv_f + scores * np.where(layout.fused, 4.5, 9.0)
     unfused_b = qk_b + pv_b + scores * np.where(layout.fused, 5.5, 9.5)
     return np.where(layout.flash, flash_f, unfused_f), np.where(layout.flash, flash_b, unfused_b)
@@ -268,60 +349,103 @@ def elementwise_elements(model: Model, layout: Layout):
     return memory_f, memory_b, act_f, act_b, split_f, split_b
 
 
-def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_element, act_f, act_b):
-    """(forward, backward) of a MoE layer's MLP on one rank: the router, the routed experts' token-expert
-    pairs (the busiest rank's: x imbalance) as a batched GEMM over the rank's experts, the shared
-    experts, and their activations. Zero when no scenario point has experts."""
-    if not np.asarray(model.experts > 0).any():
+# Transformer Engine's FP8 casts per GEMM input element (bytes moved): forward, the bf16 input read
+# and its FP8 copy written (3); backward, the bf16 output gradient read and its FP8 copy and FP8
+# transpose written (4). The amax is reduced inside the same kernel (Transformer Engine's fused
+# cast-transpose); weights are cast once a step (its is_first_microbatch caching), which the step
+# counts with the optimizer.
+FP8_CAST_BYTES_FORWARD = 3.0
+FP8_CAST_BYTES_BACKWARD = 4.0
+
+
+def fp8_cast_s(shapes, layout: Layout, device: Device):
+    """(forward, backward) HBM time of the FP8 casts around GEMMs of ``shapes`` (m, n, k, batch):
+    each GEMM's input (m x k) forward and its output gradient (m x n) backward, where the GEMMs run
+    in FP8."""
+    if not np.asarray(layout.fp8).any():
         return np.zeros(()), np.zeros(())
-    h, t = model.hidden, layout.tp
-    pairs = tokens * model.top_k * model.imbalance
+    inputs = sum(m * k * batch for m, n, k, batch in shapes)
+    outputs = sum(m * n * batch for m, n, k, batch in shapes)
+    forward = inputs * FP8_CAST_BYTES_FORWARD / device.hbm_bytes_s
+    backward = outputs * FP8_CAST_BYTES_BACKWARD / device.hbm_bytes_s
+    return np.where(layout.fp8, forward, 0.0), np.where(layout.fp8, backward, 0.0)
+
+
+def moe_dispatch_tokens(model: Model, layout: Layout, tokens):
+    """Tokens a rank routes in one micro-batch: its share of the TP group's (Megatron-Core runs MoE
+    layers sequence-parallel when TP > 1, so each TP rank routes b s / (cp t) tokens)."""
+    return tokens / layout.tp
+
+
+def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_element, act_f, act_b):
+    """(forward, backward, weight-gradient, FP8 casts forward, backward) of a MoE layer's MLP on one
+    rank: the router, the routed experts' token-expert pairs as a grouped GEMM over the rank's
+    experts (the busiest rank's: x imbalance), the shared experts, and their activations.
+
+    Experts fold over the attention's ranks (Megatron-Core's MoE parallel folding): an expert-
+    parallel group of ``ep`` ranks, each expert split over ``etp`` ranks. A rank receives the pairs
+    its experts are routed from the ``ep`` ranks' tokens, ``etp`` x (its dispatched tokens) x top-k
+    on average. Zero when no scenario point has experts."""
+    zero = np.zeros(())
+    if not np.asarray(model.experts > 0).any():
+        return zero, zero, zero, zero, zero
+    h = model.hidden
+    pairs = moe_dispatch_tokens(model, layout, tokens) * layout.etp * model.top_k * model.imbalance
     local_experts = np.maximum(model.experts / layout.ep, 1.0)
     per_expert = pairs * layout.ep / np.maximum(model.experts, 1.0)
-    e_cols = (model.mlp_matrices - 1) * model.expert_ffn / t
+    e_width = model.expert_ffn / layout.etp
+    e_cols = (model.mlp_matrices - 1) * e_width
     shared_tokens = tokens * np.maximum(model.shared_experts, 1.0)
-    (e_up_f, e_up_b), (e_down_f, e_down_b), (s_up_f, s_up_b), (s_down_f, s_down_b), (router_f, router_b) = gemm_passes([
-        (per_expert, e_cols, h, local_experts), (per_expert, h, model.expert_ffn / t, local_experts),
-        (shared_tokens, e_cols, h, 1.0), (shared_tokens, h, model.expert_ffn / t, 1.0),
-        (tokens, np.maximum(model.experts, 1.0), h, 1.0)], device)
+    s_width = model.expert_ffn / layout.tp
+    shapes = [(per_expert, e_cols, h, local_experts), (per_expert, h, e_width, local_experts),
+              (shared_tokens, (model.mlp_matrices - 1) * s_width, h, 1.0), (shared_tokens, h, s_width, 1.0),
+              (tokens, np.maximum(model.experts, 1.0), h, 1.0)]
+    passes = gemm_passes(shapes, device)
     shared = model.shared_experts > 0
-    expert_act = (pairs + tokens * model.shared_experts) * per_element * model.expert_ffn / t
-    forward = router_f + e_up_f + e_down_f + np.where(shared, s_up_f + s_down_f, 0.0) + expert_act * act_f
-    backward = router_b + e_up_b + e_down_b + np.where(shared, s_up_b + s_down_b, 0.0) + expert_act * act_b
+    keep = (1.0, 1.0, shared, shared, 1.0)
+    forward, backward, wgrad = (sum(np.where(k, part[i], 0.0) for part, k in zip(passes, keep)) for i in range(3))
+    expert_act = (pairs * e_width + tokens * model.shared_experts * s_width) * per_element
+    cast_f, cast_b = fp8_cast_s(shapes[:4], layout, device)
     moe = model.experts > 0
-    return np.where(moe, forward, 0.0), np.where(moe, backward, 0.0)
+    return tuple(np.where(moe, value, 0.0) for value in (forward + expert_act * act_f, backward + expert_act * act_b,
+                                                          wgrad, cast_f, cast_b))
 
 
 def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     """Per-layer, per-micro-batch compute times on one rank (dense and MoE layers apart):
-    ``attention_gemm_f``/``_b`` (QKV and projection), ``mlp_f``/``_b`` (the dense MLP with its
-    activation), ``attention_f``/``_b`` (the core),
-    ``memory_f``/``memory_b`` (norms, activation, dropout, residual: HBM-bound), the same for a
-    MoE layer's MLP as ``moe_f``/``moe_b`` (router, routed and shared experts), and the last
-    stage's output layer GEMM as ``output_f``/``output_b``."""
+    ``attention_gemm_f``/``_b`` (QKV and projection, or MLA's five), ``mlp_f``/``_b`` (the dense MLP
+    with its activation), ``attention_f``/``_b`` (the core), ``memory_f``/``memory_b`` (norms,
+    activation, dropout, residual, FP8 casts: HBM-bound), the same for a MoE layer's MLP as
+    ``moe_f``/``moe_b``, the last stage's output layer GEMM as ``output_f``/``output_b``, and the
+    weight-gradient part of each backward as ``*_w`` (what zero-bubble schedules defer)."""
     tokens, replicated_tokens = _tokens(model, layout)
     h, t = model.hidden, layout.tp
-    qkv_cols = (model.heads / t + 2 * model.kv_heads_per_rank(t)) * model.head_dim
     up_cols = (model.mlp_matrices - 1) * model.ffn / t
-    (qkv_f, qkv_b), (proj_f, proj_b), (up_f, up_b), (down_f, down_b), (out_f, out_b) = gemm_passes([
-        (tokens, qkv_cols, h, 1.0), (tokens, h, model.heads * model.head_dim / t, 1.0), (tokens, up_cols, h, 1.0),
-        (tokens, h, model.ffn / t, 1.0), (tokens, model.vocab / t, h, 1.0)], device)
+    attention_shapes = model.attention_gemm_shapes(tokens, t)
+    mlp_shapes = [(tokens, up_cols, h, 1.0), (tokens, h, model.ffn / t, 1.0)]
+    passes = gemm_passes(mlp_shapes + [(tokens, model.vocab / t, h, 1.0)] + attention_shapes, device)
+    mlp = [passes[0][i] + passes[1][i] for i in range(3)]
+    out_f, out_b, out_w = passes[2]
+    attention_gemm = [sum(p[i] for p in passes[3:]) for i in range(3)]
     attention_f, attention_b = attention_times_s(model, layout, device)
     memory_f, memory_b, act_f, act_b, split_f, split_b = elementwise_elements(model, layout)
     per_element = layout.act_bytes / device.hbm_bytes_s
     activation = tokens * per_element * model.ffn / t
     replicated = replicated_tokens * per_element
-    qkv_bias = tokens * per_element * qkv_cols
+    qkv_bias = tokens * per_element * attention_shapes[0][1]
+    attention_cast_f, attention_cast_b = fp8_cast_s(attention_shapes, layout, device)
+    mlp_cast_f, mlp_cast_b = fp8_cast_s(mlp_shapes, layout, device)
 
-    moe_f, moe_b = moe_mlp_times_s(model, layout, device, tokens, per_element, act_f, act_b)
-    dense_mlp_f = up_f + down_f + activation * act_f
-    dense_mlp_b = up_b + down_b + activation * act_b
+    moe_f, moe_b, moe_w, moe_cast_f, moe_cast_b = moe_mlp_times_s(model, layout, device, tokens, per_element,
+                                                                  act_f, act_b)
     return {
-        "attention_gemm_f": qkv_f + proj_f, "attention_gemm_b": qkv_b + proj_b,
-        "mlp_f": dense_mlp_f, "mlp_b": dense_mlp_b,
+        "attention_gemm_f": attention_gemm[0], "attention_gemm_b": attention_gemm[1],
+        "attention_gemm_w": attention_gemm[2],
+        "mlp_f": mlp[0] + activation * act_f + mlp_cast_f, "mlp_b": mlp[1] + activation * act_b + mlp_cast_b,
+        "mlp_w": mlp[2],
         "attention_f": attention_f, "attention_b": attention_b,
-        "memory_f": replicated * memory_f * h + qkv_bias * split_f,
-        "memory_b": replicated * memory_b * h + qkv_bias * split_b,
-        "moe_f": moe_f, "moe_b": moe_b,
-        "output_f": out_f, "output_b": out_b,
+        "memory_f": replicated * memory_f * h + qkv_bias * split_f + attention_cast_f,
+        "memory_b": replicated * memory_b * h + qkv_bias * split_b + attention_cast_b,
+        "moe_f": moe_f + moe_cast_f, "moe_b": moe_b + moe_cast_b, "moe_w": moe_w,
+        "output_f": out_f, "output_b": out_b, "output_w": out_w,
     }

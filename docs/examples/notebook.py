@@ -9,7 +9,7 @@ import simcore
 
 NODE = {
     "gpus": 8, "nvlink_topology": "pairs", "cpus": 2, "cpu_tdp_w": 225, "compute_nics": 1, "compute_nic_gbit_s": 200,
-    "accelerator": {"peak_tf32_tflops": 156, "peak_fp16_tflops": 312, "memory_gb": 40, "tdp_w": 250,
+    "accelerator": {"peak_tf32_tflops": 156, "peak_fp16_tflops": 312, "memory_gib": 40, "tdp_w": 250,
                     "scaleup_bw_gbyte_s": 600, "family": "ampere"},
 }
 sizes = list(range(200, 1251, 50))

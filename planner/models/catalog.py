@@ -90,7 +90,10 @@ class Accelerator(CatalogEntry):
     peak_tf32_tflops = positive_float("Dense TF32 peak.", null=True)
     peak_fp16_tflops = positive_float("Dense FP16/BF16 peak.")
     peak_fp8_tflops = positive_float("Dense FP8 peak.", null=True)
-    memory_gb = positive_float("Device memory (HBM) size.", null=True)
+    memory_gb = positive_float("Device memory (HBM) size as the datasheet states it.", null=True)
+    memory_gib = positive_float(
+        "HBM as the device reports it (nvidia-smi's total MiB / 1024), GiB: what the training model's "
+        "fit check uses.", null=True)
     memory_bandwidth_gbyte_s = positive_float("Device memory bandwidth.", null=True)
     tdp_w = positive_float("Board power limit (TDP).")
     full_clock_power_w = positive_float(

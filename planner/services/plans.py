@@ -63,7 +63,8 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         reason = training["infeasible_reason"]
         if reason == simcore.job.INFEASIBLE_REASONS[simcore.job.MEMORY_REASON]:
             memory = training["memory"]
-            reason += (f": {memory['per_gpu_gb']:.1f} GB per GPU against {memory['hbm_gb']:g} GB of HBM, "
+            reason += (f": {memory['per_gpu_gib']:.1f} GiB per GPU against {memory['allocatable_gib']:.1f} GiB "
+                       f"allocatable of {memory['hbm_gib']:g} GiB of HBM, "
                        f"mostly {memory['dominant_term']}")
         reasons.append(f"workload '{workload.slug}': {reason}")
     if reasons:

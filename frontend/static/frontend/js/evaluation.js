@@ -104,7 +104,7 @@ const PLACES = { "scale-up": "scale-up link (NVLink/HCCS)", PCIe: "PCIe through 
 export function trainingTables(t, currency) {
   if (!t.feasible) {
     return [table("Training the workload", [["feasible", "no", t.infeasible_reason],
-      ["memory per GPU", `${num(t.memory.per_gpu_gb)} of ${num(t.memory.hbm_gb)} GB`, `mostly ${t.memory.dominant_term}`]])];
+      ["memory per GPU", `${num(t.memory.per_gpu_gib)} of ${num(t.memory.allocatable_gib)} GiB allocatable`, `mostly ${t.memory.dominant_term}`]])];
   }
   const fig = el("figure", { class: "chart-box wide", id: "step-breakdown" });
   stackedBar(fig, { parts: Object.entries(t.step_parts_s).map(([name, value]) => ({ name, value })),
@@ -117,7 +117,7 @@ export function trainingTables(t, currency) {
     ["model TFLOPS per GPU", num(t.model_tflops_per_gpu)], ["hardware TFLOPS per GPU", num(t.hardware_tflops_per_gpu)],
     ["tokens per second", num(t.tokens_per_s)],
     t.params !== undefined ? ["parameters", si(t.params), `${si(t.active_params)} active per token`] : null,
-    ["memory per GPU", `${num(t.memory.per_gpu_gb)} of ${num(t.memory.hbm_gb)} GB`, `mostly ${t.memory.dominant_term}`],
+    ["memory per GPU", `${num(t.memory.per_gpu_gib)} of ${num(t.memory.allocatable_gib)} GiB allocatable`, `mostly ${t.memory.dominant_term}`],
     t.time_to_train_days !== undefined && t.time_to_train_days !== null ? ["time to train", `${num(t.time_to_train_days)} days`] : null,
     t.cost_to_train !== undefined && t.cost_to_train !== null ? ["cost to train", money(t.cost_to_train, currency)] : null,
   ];
