@@ -215,6 +215,62 @@ KORTHIKANTI_TABLE3 = (  # name, heads, hidden, layers, TP, PP, GPUs, batch, MFU
 SP_SELECTIVE = {"sequence_parallel": True, "recompute": "selective"}
 
 
+# NVIDIA DGX Cloud benchmarking recipes (NVIDIA/dgxc-benchmarking): DGX H100 nodes (the Llama 3 node
+# above: 8 x H100 SXM5 80GB on NVSwitch, 8 x 400 Gb/s NICs) on a 64-port 400 Gb/s fat-tree, and
+# GB200 NVL72. Step time is the last logged train_step_timing; MBS 1 throughout. Settings from the
+# recipes' READMEs, launch and configure scripts and the NeMo configurations they run; where those
+# are silent, stated as assumed.
+DGXC_FABRIC = {"switch_radix": 64, "switch_gbit_s": 400, "layers": 3}
+# Llama 3.1 (llama3.1/README_70b.md, README_405b.md, configure.sh; NeMo 24.09): sequence parallel,
+# TP communication overlapped (ub_tp_comm_overlap), no recomputation, the distributed optimizer
+# (ZeRO-1); FP8 rows with Transformer Engine's delayed scaling. Assumed: bf16 gradients (the
+# configurations do not set NeMo's grad_sync_dtype; with fp32 gradients the 405B layout would need
+# 84 GiB a GPU on 576 GPUs, which cannot have run on 80 GiB H100s).
+DGXC_LLAMA = {
+    "kind": "transformer", "gated_mlp": True, "tied_embeddings": False, "kv_heads": 8, "seq_len": 8192,
+    "micro_batch": 1, "sequence_parallel": True, "tp_comm_overlap": True, "recompute": "none", "zero_stage": 1,
+    "grad_bytes": 2,
+}
+DGXC_LLAMA_70B = {**DGXC_LLAMA, "layers": 80, "hidden": 8192, "heads": 64, "ffn_hidden": 28672, "vocab": 128256,
+                  "tp": 4, "pp": 4, "cp": 2, "virtual_stages": 5}
+# The 405B recipe trains on synthetic data with the GPT-2 BPE tokenizer as a proxy (vocabulary 50,257).
+DGXC_LLAMA_405B = {**DGXC_LLAMA, "layers": 126, "hidden": 16384, "heads": 128, "ffn_hidden": 53248, "vocab": 50257,
+                   "tp": 8, "pp": 9, "cp": 2, "virtual_stages": 7}
+DGXC_LLAMA_ROWS = (  # (workload, GPUs, global batch per GPU, precision, published step s)
+    *((DGXC_LLAMA_70B, gpus, 2, "bf16", step) for gpus, step in
+      zip((64, 128, 256, 512, 1024, 2048), (14.72, 14.73, 14.8, 14.89, 14.92, 14.98))),
+    *((DGXC_LLAMA_70B, gpus, 2, "fp8", step) for gpus, step in
+      zip((64, 128, 256, 512, 1024, 2048), (11.01, 10.93, 11.16, 11.18, 11.28, 11.39))),
+    *((DGXC_LLAMA_405B, gpus, 252 / 576, "bf16", step) for gpus, step in zip((576, 1152, 2304), (17.20, 17.52, 17.62))),
+    *((DGXC_LLAMA_405B, gpus, 252 / 576, "fp8", step) for gpus, step in zip((576, 1152, 2304), (11.24, 11.31, 12.35))),
+)
+# DeepSeek-V3 (its configuration: MLA with query rank 1536 and latent 512, heads of 128 + 64 rotary
+# and values of 128; 256 routed experts of 2,048, 8 per token, 1 shared; 3 dense layers of 18,432;
+# one MTP module). The recipe (deepseek_v3/pretraining/launch.sh; NeMo's pretrain_deepseek_v3.py and
+# DeepSeek-V3 recipe): BF16, sequence parallel, ETP 1, uneven stages (first 64 / PP - 1 and last
+# 64 / PP - 2 layers), token dropping at capacity factor 1 with padding (every expert computes its
+# capacity: no imbalance), the all-to-all dispatcher, no TP or all-to-all overlap, bf16 gradients
+# (grad_reduce_in_fp32 false), the distributed optimizer. Its recomputation of the MLA up-projections
+# (H100) is not among the engine's kinds: none is assumed; core-attention recomputation (GB200) is
+# the engine's selective.
+DEEPSEEK_V3 = {
+    "kind": "transformer", "layers": 61, "hidden": 7168, "heads": 128, "head_dim": 128, "rope_head_dim": 64,
+    "v_head_dim": 128, "q_lora_rank": 1536, "kv_lora_rank": 512, "ffn_hidden": 18432, "gated_mlp": True,
+    "tied_embeddings": False, "vocab": 129280, "seq_len": 4096, "experts": 256, "moe_top_k": 8,
+    "expert_ffn_hidden": 2048, "shared_experts": 1, "dense_layers": 3, "mtp_layers": 1,
+}
+DGXC_DEEPSEEK = {**DEEPSEEK_V3, "micro_batch": 1, "precision": "bf16", "sequence_parallel": True, "tp": 2,
+                 "expert_tp": 1, "zero_stage": 1, "grad_bytes": 2}
+DGXC_DEEPSEEK_ROWS = (  # (cluster, workload, published step s)
+    ({"node_count": 128, "node": LLAMA3_NODE, "fabric": DGXC_FABRIC, "prices": {"currency": "REL"}},
+     {**DGXC_DEEPSEEK, "pp": 16, "ep": 64, "first_stage_layers": 3, "last_stage_layers": 2, "global_batch": 8192,
+      "recompute": "none"}, "1,024 H100, TP 2 x PP 16 x EP 64", 52.04),
+    ({**NVL72_RACKS, "node_count": 32},
+     {**DGXC_DEEPSEEK, "pp": 4, "ep": 32, "first_stage_layers": 15, "last_stage_layers": 14, "global_batch": 1024,
+      "recompute": "selective"}, "128 GB200 NVL72, TP 2 x PP 4 x EP 32", 34.229),
+)
+
+
 @dataclass(frozen=True)
 class ReferenceCase:
     key: str
@@ -449,6 +505,33 @@ def _megatron_cases() -> list[ReferenceCase]:
     return cases
 
 
+def _dgx_cloud_cases() -> list[ReferenceCase]:
+    """NVIDIA's DGX Cloud benchmarking recipes: Llama 3.1 70B and 405B on DGX H100, DeepSeek-V3 on
+    H100 and GB200 NVL72 (step times)."""
+    cases = []
+    add = cases.append
+    source = "NVIDIA/dgxc-benchmarking recipe READMEs (train_step_timing)"
+
+    def step(cluster, workload):
+        return lambda p: float(run(cluster, workload, params=p)["training"]["step_time_s"])
+
+    for workload, gpus, batch_per_gpu, precision, published in DGXC_LLAMA_ROWS:
+        name = "70b" if workload is DGXC_LLAMA_70B else "405b"
+        cluster = {"node_count": gpus // 8, "node": LLAMA3_NODE, "fabric": DGXC_FABRIC, "prices": {"currency": "REL"}}
+        shape = {**workload, "precision": precision, "global_batch": round(batch_per_gpu * gpus)}
+        add(ReferenceCase(f"dgxc-llama31-{name}-{precision}-{gpus}", "training: DGX Cloud recipes",
+                          f"Llama 3.1 {name.upper()} {precision.upper()}, TP {workload['tp']} x PP {workload['pp']} x "
+                          f"CP {workload['cp']}, {workload['virtual_stages']} virtual stages, {gpus} H100", "s",
+                          published, source, step(cluster, shape), rel_tolerance=0.10))
+    for cluster, workload, label_, published in DGXC_DEEPSEEK_ROWS:
+        gpus = cluster["node_count"] * cluster["node"]["gpus"]
+        system = "gb200" if cluster["node"] is GB200_TRAY else "h100"
+        add(ReferenceCase(f"dgxc-deepseek-v3-{system}-{gpus}", "training: DGX Cloud recipes",
+                          f"DeepSeek-V3 BF16, {label_}", "s", published, source, step(cluster, workload),
+                          rel_tolerance=0.10))
+    return cases
+
+
 def _power_storage_reliability_cases() -> list[ReferenceCase]:
     """Cluster power, 3FS's read bound, failure rates and restarts."""
     cases = []
@@ -518,7 +601,7 @@ def _rack_scale_cases() -> list[ReferenceCase]:
 
 def _cases() -> list[ReferenceCase]:
     groups = (_topology_and_cost_cases, _compute_cases, _collective_cases, _fire_flyer_training_cases,
-              _megatron_cases, _power_storage_reliability_cases, _rack_scale_cases)
+              _megatron_cases, _dgx_cloud_cases, _power_storage_reliability_cases, _rack_scale_cases)
     return [case for group in groups for case in group()]
 
 

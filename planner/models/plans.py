@@ -311,6 +311,18 @@ class Workload(OwnedEntry):
                                            help_text="Key/value heads (GQA/MQA); empty: as many as heads.")
     head_dim = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
                                            help_text="Empty: hidden / heads.")
+    q_lora_rank = models.PositiveIntegerField(default=0, help_text="MLA: the query projection's low-rank width "
+                                                                   "(0: full rank).")
+    kv_lora_rank = models.PositiveIntegerField(default=0, help_text="MLA (multi-head latent attention) when > 0: the "
+                                                                    "key/value latent's width.")
+    rope_head_dim = models.PositiveIntegerField(default=0, help_text="MLA: the decoupled rotary part of each query "
+                                                                     "and key head.")
+    v_head_dim = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                             help_text="Value head width; empty: head_dim.")
+    attention_window = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                                   help_text="Sliding-window attention: keys a query sees; empty: "
+                                                             "the whole sequence.")
+    mtp_layers = models.PositiveIntegerField(default=0, help_text="Multi-token prediction modules (DeepSeek-V3: 1).")
     ffn_hidden = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
                                              help_text="MLP width; empty: 4 x hidden.")
     gated_mlp = models.BooleanField(default=False, help_text="Three MLP matrices (SwiGLU), Llama-style.")
@@ -348,8 +360,28 @@ class Workload(OwnedEntry):
     sequence_parallel = models.BooleanField(default=False, help_text="Split norms and dropouts over the TP ranks.")
     cp = positive_int("Context-parallel degree (splits the sequence).", default=1)
     pp = positive_int("Pipeline-parallel degree.", default=1)
-    ep = positive_int("Expert-parallel degree, within the data-parallel ranks.", default=1)
+    ep = positive_int("Expert-parallel degree, folded over a stage's TP x CP x DP ranks.", default=1)
+    expert_tp = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                            help_text="Tensor parallelism inside each expert; empty: TP.")
+    moe_dispatcher = models.CharField(max_length=16, choices=[("alltoall", "All-to-all (every pair sent)"),
+                                                              ("hierarchical", "Hierarchical (DeepEP)")],
+                                      default="alltoall")
+    moe_max_domains = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                                  help_text="Node-limited routing: a token's experts in at most "
+                                                            "this many domains; empty: unlimited.")
+    moe_overlap = models.BooleanField(default=False, help_text="Expert all-to-all beside another micro-batch's "
+                                                               "compute.")
+    tp_comm_overlap = models.BooleanField(default=False, help_text="TP collectives overlapped with their GEMMs.")
+    comm_sms = models.PositiveIntegerField(default=20, help_text="SMs an overlapped collective takes from compute.")
+    pipeline_schedule = models.CharField(max_length=16, choices=[("1f1b", "1F1B (interleaved with virtual "
+                                                                          "stages)"),
+                                                                 ("zb-h1", "Zero bubble (ZB-H1)"),
+                                                                 ("dualpipe", "DualPipe")], default="1f1b")
     virtual_stages = positive_int("Interleaved pipeline stages per GPU.", default=1)
+    first_stage_layers = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                                     help_text="Layers of the first pipeline stage; empty: even.")
+    last_stage_layers = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
+                                                    help_text="Layers of the last pipeline stage; empty: even.")
     zero_stage = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(3)],
                                                   help_text="ZeRO stage (1: distributed optimizer); 3 is FSDP.")
     recompute = models.CharField(max_length=16, choices=Recompute.choices, default=Recompute.NONE)
@@ -388,9 +420,9 @@ class Workload(OwnedEntry):
             tokens = self.seq_len * (self.resolution_scale or 1) ** 2 if self.seq_len else None
             if self.cp and tokens and tokens % self.cp:
                 errors["cp"] = f"must divide the sequence of {tokens:g} tokens"
-            if self.virtual_stages > 1 and self.pp and self.layers and self.layers % (self.pp * self.virtual_stages):
-                errors["virtual_stages"] = (f"PP x virtual stages = {self.pp * self.virtual_stages} must divide "
-                                            f"the {self.layers} layers")
+            if self.virtual_stages > 1 and self.pp and self.layers and self.layers < self.pp * self.virtual_stages:
+                errors["virtual_stages"] = (f"PP x virtual stages = {self.pp * self.virtual_stages} exceeds "
+                                            f"the {self.layers} layers (a virtual stage needs a layer)")
         else:
             for field in ("flops_per_sample_forward", "params"):
                 if getattr(self, field) is None:

@@ -1,0 +1,146 @@
+"""Pipeline schedules, MoE placement and dispatch, MLA and MTP, and HBM as the device reports it."""
+import copy
+
+import numpy as np
+import pytest
+
+from simcore import ScenarioError, training
+from simcore.references import (DEEPSEEK_V3, DGXC_FABRIC, DGXC_LLAMA_70B, GB200_TRAY, LLAMA3_NODE, NVL72_RACKS,
+                                run)
+
+H100_CLUSTER = {"node_count": 8, "node": LLAMA3_NODE, "fabric": DGXC_FABRIC, "prices": {"currency": "REL"}}
+SMALL_LLAMA = {"kind": "transformer", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336,
+               "gated_mlp": True, "tied_embeddings": False, "vocab": 128256, "seq_len": 4096, "global_batch": 64,
+               "micro_batch": 1, "tp": 2, "pp": 4, "sequence_parallel": True, "zero_stage": 1}
+
+
+def train(workload, cluster=H100_CLUSTER):
+    return run(copy.deepcopy(cluster), workload)["training"]
+
+
+@pytest.mark.parametrize("schedule, expected", [
+    ("1f1b", lambda p, v, f_b, w: (p - 1) * f_b),
+    ("zb-h1", lambda p, v, f_b, w: (p - 1) * (f_b - 2 * w)),
+    ("dualpipe", lambda p, v, f_b, w: (p / 2 - 1) * (f_b + 0.6 - 3 * w)),
+])
+def test_each_schedules_bubble_is_its_papers_formula(schedule, expected):
+    # per micro-batch of the mean stage: F 0.3, B (whole backward) 0.6, W 0.25, no communication
+    means = {"stage": np.array(0.9), "w": np.array(0.25), "compute_b": np.array(0.6), "comm": np.array(0.0)}
+    bubble = training.pipeline_bubble_s(schedule, np.array(8.0), np.array(1.0), means)
+    assert float(bubble) == pytest.approx(expected(8, 1, 0.9, 0.25))
+
+
+def test_interleaving_divides_the_1f1b_bubble_by_the_virtual_stages():
+    means = {"stage": np.array(0.9), "w": np.array(0.25), "compute_b": np.array(0.6), "comm": np.array(0.0)}
+    assert float(training.pipeline_bubble_s("1f1b", np.array(8.0), np.array(4.0), means)) == pytest.approx(7 * 0.9 / 4)
+
+
+def test_activations_in_flight_follow_each_schedule():
+    p, m = np.array(8.0), np.array(64.0)
+    assert float(training.in_flight_micro_batches("1f1b", p, np.array(1.0), m)) == 8
+    assert float(training.in_flight_micro_batches("zb-h1", p, np.array(1.0), m)) == 8
+    assert float(training.in_flight_micro_batches("1f1b", p, np.array(2.0), m)) == pytest.approx(8 * (1 + 7 / 16))
+    assert float(training.in_flight_micro_batches("dualpipe", p, np.array(1.0), m)) == 9
+
+
+def test_zero_bubble_and_dualpipe_shrink_the_bubble_and_dualpipe_holds_two_weight_copies():
+    plain = train(SMALL_LLAMA)
+    zb = train({**SMALL_LLAMA, "pipeline_schedule": "zb-h1"})
+    dual = train({**SMALL_LLAMA, "pipeline_schedule": "dualpipe"})
+    bubble = "pipeline bubble"
+    assert 0 < zb["step_parts_s"][bubble] < plain["step_parts_s"][bubble]
+    assert dual["step_parts_s"][bubble] < plain["step_parts_s"][bubble]
+    assert dual["memory"]["weights_gib"] == pytest.approx(2 * plain["memory"]["weights_gib"])
+    assert zb["memory"]["activations_gib"] == pytest.approx(plain["memory"]["activations_gib"])
+
+
+def test_uneven_first_and_last_stages_as_llama_3_split_126_layers():
+    assert [float(x) for x in training.stage_layers(np.array(126.0), np.array(16.0), np.array(7.0),
+                                                    np.array(7.0))] == [7, 8, 7]
+    even = train({**SMALL_LLAMA, "layers": 30})  # ceil(30 / 4) = 8 layers on every stage
+    uneven = train({**SMALL_LLAMA, "layers": 30, "first_stage_layers": 6, "last_stage_layers": 8})
+    assert uneven["stage_time_s"]["first"] < even["stage_time_s"]["first"]
+    assert uneven["memory"]["activations_gib"] == pytest.approx(even["memory"]["activations_gib"] * 6 / 8)
+
+
+@pytest.mark.parametrize("workload, field", [
+    ({**SMALL_LLAMA, "first_stage_layers": 6}, "workload.first_stage_layers"),  # 26 layers over 3 stages
+    ({**SMALL_LLAMA, "pp": 3, "layers": 33, "pipeline_schedule": "dualpipe"}, "workload.pp"),
+    ({**SMALL_LLAMA, "pipeline_schedule": "zb-h1", "virtual_stages": 2}, "workload.virtual_stages"),
+    ({**SMALL_LLAMA, "virtual_stages": 9}, "workload.virtual_stages"),
+])
+def test_a_schedule_that_does_not_fit_the_layers_names_the_field(workload, field):
+    assert train({**SMALL_LLAMA, "first_stage_layers": 5})["feasible"]  # 5 + 3 x 9 = 32 layers
+    with pytest.raises(ScenarioError) as raised:
+        train(workload)
+    assert raised.value.field == field
+
+
+MOE = {"kind": "transformer", "layers": 16, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336,
+       "gated_mlp": True, "tied_embeddings": False, "vocab": 32000, "seq_len": 4096, "experts": 64, "moe_top_k": 8,
+       "expert_ffn_hidden": 2048, "global_batch": 256, "micro_batch": 1, "tp": 1, "pp": 1, "ep": 64,
+       "sequence_parallel": True, "zero_stage": 1}
+
+
+def test_expert_parallelism_inside_an_nvl72_domain_beats_the_same_group_across_hgx_nodes():
+    hgx = train({**MOE, "gpus": 64}, {**H100_CLUSTER, "node": {**LLAMA3_NODE, "accelerator": GB200_TRAY["accelerator"]}})
+    nvl72 = train({**MOE, "gpus": 64}, {**NVL72_RACKS, "node_count": 18})
+    assert nvl72["placement"]["ep"] == "scale-up" and hgx["placement"]["ep"] == "network"
+    assert nvl72["step_parts_s"]["expert all-to-all"] < hgx["step_parts_s"]["expert all-to-all"] / 4
+
+
+def test_expert_parallelism_folds_over_tp_and_dp_as_the_dgx_cloud_deepseek_recipe_runs_it():
+    folded = train({**MOE, "tp": 2, "ep": 64, "expert_tp": 1, "gpus": 128},
+                   {**H100_CLUSTER, "node_count": 16})
+    assert folded["feasible"] and folded["dp"] == 64
+
+
+def test_node_limited_routing_cuts_the_cross_domain_copies_by_the_expected_factor():
+    k, n = 8, np.array(8.0)
+    unlimited, _ = training.dispatch_copies(k, np.array(8.0), n, True, np.array(np.nan))
+    limited, _ = training.dispatch_copies(k, np.array(8.0), n, True, np.array(4.0))
+    distinct = 8 * (1 - (7 / 8) ** 8)
+    assert float(limited / unlimited) == pytest.approx(4 / distinct)
+    direct, _ = training.dispatch_copies(k, np.array(8.0), n, False, np.array(4.0))
+    assert float(direct) == pytest.approx(8 * 7 / 8)  # a direct all-to-all sends every pair
+
+
+def test_an_overlapped_all_to_all_never_costs_more_than_one_in_series():
+    rng = np.random.default_rng(0)
+    comm, compute, share = rng.uniform(0, 2, 10_000), rng.uniform(0, 2, 10_000), rng.uniform(0, 1, 10_000)
+    assert (training.overlapped_s(comm, compute, share) <= comm + 1e-15).all()
+    workload = {**MOE, "tp": 1, "ep": 64, "gpus": 128}
+    cluster = {**H100_CLUSTER, "node_count": 16}
+    series, overlapped = train(workload, cluster), train({**workload, "moe_overlap": True}, cluster)
+    assert overlapped["step_time_s"] < series["step_time_s"]
+
+
+def test_node_limited_routing_wider_than_ep_names_the_field():
+    with pytest.raises(ScenarioError) as raised:
+        train({**MOE, "ep": 8, "moe_max_domains": 16, "gpus": 64})
+    assert raised.value.field == "workload.moe_max_domains"
+
+
+def test_deepseek_v3s_derived_parameters_match_the_published_671b():
+    trained = train({**DEEPSEEK_V3, "global_batch": 2048, "tp": 1, "pp": 16, "ep": 64, "first_stage_layers": 3,
+                     "last_stage_layers": 2, "sequence_parallel": True, "zero_stage": 1},
+                    {**H100_CLUSTER, "node_count": 256})
+    assert trained["params"] == pytest.approx(671e9, rel=0.01)
+    assert 0 < trained["mtp_params"] < 0.02 * trained["params"]  # one MTP module: 14B with its embedding copies
+
+
+def test_hbm_is_the_devices_reported_gib_less_the_measured_reserve():
+    trained = train({**DGXC_LLAMA_70B, "global_batch": 128, "gpus": 64})
+    memory = trained["memory"]
+    assert memory["hbm_gib"] == pytest.approx(81559 / 1024)
+    assert memory["allocatable_gib"] == pytest.approx(81559 / 1024 - training.TrainingParams().hbm_reserved_gib)
+    # NeMo's published 70B recipe (TP 4 x PP 4 x CP 2 x VP 5, no recomputation) runs on 64 H100s
+    assert trained["feasible"] and memory["per_gpu_gib"] < memory["allocatable_gib"]
+
+
+def test_an_inline_accelerator_without_a_family_names_the_field():
+    node = copy.deepcopy(LLAMA3_NODE)
+    del node["accelerator"]["family"]
+    with pytest.raises(ScenarioError) as raised:
+        run({**H100_CLUSTER, "node": node})
+    assert raised.value.field == "cluster.node.accelerator.family"
