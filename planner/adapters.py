@@ -159,7 +159,8 @@ WORKLOAD_FIELDS = (
     "dense_layers", "moe_imbalance", "params", "flops_per_sample_forward", "forward_s_per_sample",
     "activation_bytes_per_sample", "global_batch", "micro_batch", "precision", "gpus", "tp", "sequence_parallel", "cp",
     "pp", "ep", "expert_tp", "moe_dispatcher", "moe_max_domains", "moe_overlap", "tp_comm_overlap", "comm_sms",
-    "pipeline_schedule", "virtual_stages", "first_stage_layers", "last_stage_layers", "zero_stage", "recompute", "flash_attention", "fused_kernels", "overlap_grad_reduce",
+    "pipeline_schedule", "virtual_stages", "first_stage_layers", "last_stage_layers", "zero_stage", "recompute",
+    "flash_attention", "fused_kernels", "overlap_grad_reduce",
     "grad_accumulation_fusion", "collective", "use_nvlink", "cross_zone", "grad_bytes", "weight_bytes",
     "tokens_to_train", "preprocess_s_per_sample", "preprocess_cached", "job_fault_factor",
 )

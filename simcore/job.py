@@ -228,7 +228,8 @@ def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
                  w["zero_stage"] >= 1, dp_ranks, 1.0) / device.hbm_bytes_s}
     model_per_token = 3 * w["flops_per_sample_forward"]
     return {"total_params": total_params, "active": total_params, "expert_params": np.array(0.0),
-            "mtp_params": np.array(0.0), "dense": total_params, "expert_dp": dp_ranks, "local_params": total_params, "tokens_per_step": w["global_batch"],
+            "mtp_params": np.array(0.0), "dense": total_params, "expert_dp": dp_ranks, "local_params": total_params,
+            "tokens_per_step": w["global_batch"],
             "model_per_token": model_per_token, "hw_per_token": model_per_token * (1 + recompute_share),
             "parts": parts, "compute_s": parts["forward"] + parts["backward"] + parts["recomputation"],
             "backward_window": parts["backward"] / m,

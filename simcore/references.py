@@ -94,7 +94,8 @@ DGX_3LAYER = {
 # host links (about 53 GB/s practical, twice FF's PCIe 4.0 figure).
 LLAMA3_NODE = {
     "gpus": 8,
-    "accelerator": {"peak_tf32_tflops": 494.5, "peak_fp16_tflops": 989, "peak_fp8_tflops": 1979, "memory_gib": H100_HBM_GIB,
+    "accelerator": {"peak_tf32_tflops": 494.5, "peak_fp16_tflops": 989, "peak_fp8_tflops": 1979,
+                    "memory_gib": H100_HBM_GIB,
                     "tdp_w": 700, "scaleup_bw_gbyte_s": 900, "memory_bandwidth_gbyte_s": 3350, "sm_count": 132,
                     "family": "hopper"},
     "nvlink_topology": "all-to-all", "cpus": 2, "cpu_tdp_w": 350, "compute_nics": 8, "compute_nic_gbit_s": 400,
@@ -119,7 +120,8 @@ LLAMA3_405B = {
 # per GPU; a GB200 superchip (2 GPUs + 1 Grace) up to 2,700 W: about 1,200 W a GPU.
 GB200_TRAY = {
     "gpus": 4,
-    "accelerator": {"peak_tf32_tflops": 1250, "peak_fp16_tflops": 2500, "peak_fp8_tflops": 5000, "memory_gib": GB200_HBM_GIB,
+    "accelerator": {"peak_tf32_tflops": 1250, "peak_fp16_tflops": 2500, "peak_fp8_tflops": 5000,
+                    "memory_gib": GB200_HBM_GIB,
                     "tdp_w": 1200, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 8000, "sm_count": 148,
                     "family": "blackwell"},
     "nvlink_topology": "all-to-all", "scaleup_domain_gpus": 72, "cpus": 2, "cpu_tdp_w": 250, "compute_nics": 4,

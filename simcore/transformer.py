@@ -203,7 +203,8 @@ class Model:
         standard = h * (a + 2 * self.kv_heads) * self.head_dim + a * self.head_dim * h
         q = np.where(self.q_lora_rank > 0, h * self.q_lora_rank + self.q_lora_rank * a * self.qk_head_dim,
                      h * a * self.qk_head_dim)
-        latent = (h * (self.kv_lora_rank + self.rope_head_dim) + self.kv_lora_rank * a * (self.head_dim + self.v_head_dim)
+        latent = (h * (self.kv_lora_rank + self.rope_head_dim)
+                  + self.kv_lora_rank * a * (self.head_dim + self.v_head_dim)
                   + a * self.v_head_dim * h + self.q_lora_rank + self.kv_lora_rank)
         return np.where(self.mla, q + latent, standard)
 

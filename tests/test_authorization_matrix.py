@@ -18,7 +18,8 @@ from twin.services import twin_create
 CALLERS = ("anonymous", "read_only_token", "other_user", "owner", "staff")
 SWITCH = {"slug": "matrix-switch", "name": "M", "vendor": "x", "source": "test", "confidence": "estimate",
           "radix": 40, "port_speed_gbit_s": 200, "protocol": "ib"}
-SCENARIO = {"cluster": {"node_count": 10, "node": {"gpus": 8, "accelerator": {"peak_fp16_tflops": 312, "tdp_w": 400},
+SCENARIO = {"cluster": {"node_count": 10, "node": {"gpus": 8, "accelerator": {"family": "ampere",
+                                                                              "peak_fp16_tflops": 312, "tdp_w": 400},
                                                    "compute_nics": 1, "compute_nic_gbit_s": 200},
                         "fabric": {"switch_radix": 40, "switch_gbit_s": 200}}}
 

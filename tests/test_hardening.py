@@ -163,7 +163,8 @@ def test_keys_issued_before_hashing_keep_working_through_the_migration():
 
 
 HEAVY_SCENARIO = {
-    "cluster": {"node_count": 16384, "node": {"gpus": 8, "accelerator": {"peak_fp16_tflops": 312, "tdp_w": 400},
+    "cluster": {"node_count": 16384, "node": {"gpus": 8, "accelerator": {"family": "ampere",
+                                                                         "peak_fp16_tflops": 312, "tdp_w": 400},
                                               "compute_nics": 1, "compute_nic_gbit_s": 200},
                 "fabric": {"switch_radix": 64, "switch_gbit_s": 200, "layers": 3},
                 "reliability": {"profile": "llama3", "restart_s": [60 + 6 * i for i in range(100)]}},

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIO = {"cluster": {"node_count": 100, "node": {"gpus": 8, "accelerator": {"peak_fp16_tflops": 312, "tdp_w": 400},
+SCENARIO = {"cluster": {"node_count": 100, "node": {"gpus": 8, "accelerator": {"family": "ampere",
+                                                                               "peak_fp16_tflops": 312, "tdp_w": 400},
                                                     "compute_nics": 1, "compute_nic_gbit_s": 200},
                         "fabric": {"switch_radix": 40, "switch_gbit_s": 200}}}
 

@@ -271,7 +271,7 @@ WORKLOAD_RULES = [
     ({"kv_heads": 6}, "kv_heads", "must divide the 40 attention heads"),
     ({"cp": 3}, "cp", "must divide the sequence"),
     ({"cp": 2, "gpus": 8}, "gpus", "TP x PP x CP = 16 does not divide 8 GPUs"),
-    ({"pp": 4, "virtual_stages": 3}, "virtual_stages", "must divide the 40 layers"),
+    ({"pp": 4, "virtual_stages": 11}, "virtual_stages", "exceeds the 40 layers"),
     ({"moe_imbalance": 0.5}, "moe_imbalance", "greater than or equal to 1"),
     ({"recompute": True}, "recompute", "not a valid choice"),
     ({"kind": "cnn", "params": 1e8}, "flops_per_sample_forward", "required for a CNN"),
@@ -297,7 +297,8 @@ def test_a_bad_update_leaves_the_plan_as_it_was(my_plan, reader_client):
 
 def test_evaluate_a_full_scenario_without_saving(catalog, reader_client):
     before = ClusterPlan.objects.count()
-    scenario = {"cluster": {"node_count": [400, 800], "node": {"gpus": 8, "accelerator": {"peak_fp16_tflops": 312,
+    scenario = {"cluster": {"node_count": [400, 800], "node": {"gpus": 8, "accelerator": {"family": "ampere",
+                                                                                          "peak_fp16_tflops": 312,
                                                                                           "tdp_w": 400},
                                                                "compute_nics": 1, "compute_nic_gbit_s": 200},
                             "fabric": {"switch_radix": 40, "switch_gbit_s": 200}}}

@@ -90,7 +90,7 @@ def test_bad_reliability_input_names_the_field_and_changes_nothing(change, field
     assert (after.category_rates, after.collective_timeout_s, after.restart_profile, after.checkpoint_mode) == (
         before.category_rates, before.collective_timeout_s, before.restart_profile, before.checkpoint_mode)
     preview = reader_client.post("/api/evaluate/", {"cluster": {"node_count": 1, "node": {
-        "gpus": 8, "accelerator": {"peak_fp16_tflops": 312, "tdp_w": 400}, "compute_nics": 1,
+        "gpus": 8, "accelerator": {"family": "ampere", "peak_fp16_tflops": 312, "tdp_w": 400}, "compute_nics": 1,
         "compute_nic_gbit_s": 200}, "fabric": {"switch_radix": 40, "switch_gbit_s": 200},
         "reliability": {"category_rates": {"cosmic-ray": 1.0}}}}, format="json")
     assert preview.status_code == 400 and "cluster.reliability.category_rates.cosmic-ray" in preview.json()

@@ -57,7 +57,8 @@ def test_real_answers_match_their_descriptions(served, reader_client, catalog, u
     with pytest.raises(jsonschema.ValidationError, match="overrides"):
         _check(served, "/api/plans/{slug}/evaluate/", "post", 200,
                {k: v for k, v in evaluation.json().items() if k != "overrides"})
-    scenario = {"cluster": {"node_count": [10, 20], "node": {"gpus": 8, "accelerator": {"peak_fp16_tflops": 312,
+    scenario = {"cluster": {"node_count": [10, 20], "node": {"gpus": 8, "accelerator": {"family": "ampere",
+                                                                                        "peak_fp16_tflops": 312,
                                                                                           "tdp_w": 400},
                                                               "compute_nics": 1, "compute_nic_gbit_s": 200},
                             "fabric": {"switch_radix": 40, "switch_gbit_s": 200}}}

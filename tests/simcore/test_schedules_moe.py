@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 from simcore import ScenarioError, training
-from simcore.references import (DEEPSEEK_V3, DGXC_FABRIC, DGXC_LLAMA_70B, GB200_TRAY, LLAMA3_NODE, NVL72_RACKS,
-                                run)
+from simcore.references import DEEPSEEK_V3, DGXC_FABRIC, DGXC_LLAMA_70B, GB200_TRAY, LLAMA3_NODE, NVL72_RACKS, run
 
 H100_CLUSTER = {"node_count": 8, "node": LLAMA3_NODE, "fabric": DGXC_FABRIC, "prices": {"currency": "REL"}}
 SMALL_LLAMA = {"kind": "transformer", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336,
@@ -83,7 +82,8 @@ MOE = {"kind": "transformer", "layers": 16, "hidden": 4096, "heads": 32, "kv_hea
 
 
 def test_expert_parallelism_inside_an_nvl72_domain_beats_the_same_group_across_hgx_nodes():
-    hgx = train({**MOE, "gpus": 64}, {**H100_CLUSTER, "node": {**LLAMA3_NODE, "accelerator": GB200_TRAY["accelerator"]}})
+    blackwell_hgx = {**H100_CLUSTER, "node": {**LLAMA3_NODE, "accelerator": GB200_TRAY["accelerator"]}}
+    hgx = train({**MOE, "gpus": 64}, blackwell_hgx)
     nvl72 = train({**MOE, "gpus": 64}, {**NVL72_RACKS, "node_count": 18})
     assert nvl72["placement"]["ep"] == "scale-up" and hgx["placement"]["ep"] == "network"
     assert nvl72["step_parts_s"]["expert all-to-all"] < hgx["step_parts_s"]["expert all-to-all"] / 4

@@ -30,11 +30,11 @@ def test_llama_13b_without_flash_attention_or_zero_does_not_fit_40_gb():
     assert plain["memory"]["dominant_term"] == "activations"
     assert plain["step_time_s"] is None
     flash = train({**LLAMA_13B, "zero_stage": 0}, 64)
-    assert flash["memory"]["activations_gb"] < plain["memory"]["activations_gb"] / 2
+    assert flash["memory"]["activations_gib"] < plain["memory"]["activations_gib"] / 2
     recompute = train({**LLAMA_13B, "zero_stage": 0, "flash_attention": False, "recompute": "full"}, 64)
     assert recompute["feasible"] and recompute["hfu"] > recompute["mfu"]
     zero1 = train(LLAMA_13B, 64)
-    assert zero1["memory"]["optimizer_states_gb"] == pytest.approx(flash["memory"]["optimizer_states_gb"] / 8)
+    assert zero1["memory"]["optimizer_states_gib"] == pytest.approx(flash["memory"]["optimizer_states_gib"] / 8)
 
 
 def test_infeasible_layouts_say_why():
@@ -73,7 +73,7 @@ def test_hfreduce_halves_vgg16_step_against_nccl():
 def test_fsdp_shards_weights_and_hides_traffic_behind_the_whole_step():
     fsdp = train({**GPT2_MEDIUM, "global_batch": 32 * 64, "collective": "hfreduce"}, 64)
     ddp = train({**GPT2_MEDIUM, "zero_stage": 0, "global_batch": 32 * 64, "collective": "hfreduce"}, 64)
-    assert fsdp["memory"]["weights_gb"] < ddp["memory"]["weights_gb"] / 60
+    assert fsdp["memory"]["weights_gib"] < ddp["memory"]["weights_gib"] / 60
     # Two gathers and a reduce-scatter, each a whole HFReduce allreduce, against the whole step's compute.
     assert fsdp["dp_allreduce_s"] == pytest.approx(3 * ddp["dp_allreduce_s"])
     compute = fsdp["step_parts_s"]["forward"] + fsdp["step_parts_s"]["backward"]
@@ -88,14 +88,15 @@ def test_mixture_of_experts_with_expert_parallelism():
     assert result["step_parts_s"]["expert all-to-all"] > 0
     assert 0 < result["mfu"] < 1
     more_ep = train({**MOE, "ep": 16}, 640)
-    assert more_ep["memory"]["weights_gb"] < result["memory"]["weights_gb"]
+    assert more_ep["memory"]["weights_gib"] < result["memory"]["weights_gib"]
     assert result["placement"]["ep"] == "PCIe"  # 8 experts ranks in a node of NVLink pairs
     assert more_ep["placement"]["ep"] == "network"
     faster_nics = copy.deepcopy(FF_2ZONE)
     faster_nics["node"]["compute_nic_gbit_s"] = 400
     assert (train({**MOE, "ep": 16}, 640, faster_nics)["step_parts_s"]["expert all-to-all"]
             < more_ep["step_parts_s"]["expert all-to-all"])
-    assert train({**MOE, "ep": 64}, 320)["infeasible_reason"] == "EP does not divide the data-parallel degree"
+    assert train({**MOE, "ep": 64}, 320)["infeasible_reason"] == ("EP x expert TP does not divide TP x CP x DP (the "
+                                                                 "ranks of a pipeline stage)")
     with pytest.raises(ScenarioError, match="EP does not divide the routed experts"):
         train({**MOE, "ep": 7}, 640)
 
