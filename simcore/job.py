@@ -177,7 +177,7 @@ def device_at(acc, family, clock, precision) -> tuple[transformer.Device, np.nda
     return device, peak_tflops
 
 
-def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts, sm_share) -> dict:
+def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts) -> dict:
     """A transformer's parameters, FLOPs per token and step parts, layer by layer
     (:func:`simcore.training.transformer_step`)."""
     tp_, pp_, ep_, cp_ = w["tp"], w["pp"], w["ep"], w["cp"]
@@ -205,7 +205,7 @@ def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts, sm_shar
         schedule=schedule, stage_layer_counts=stage_layer_counts, tp_link=links["tp"], cp_link=links["cp"],
         dispatch=links["dispatch"], pp_link=links["pp"], optimizer_shards=shards,
         grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"],
-        tp_overlap=w["tp_comm_overlap"], comm_sm_share=sm_share)
+        tp_overlap=w["tp_comm_overlap"], comm_sm_share=links["dispatch"].comm_sm_share)
     return {"total_params": total_params, "active": counts["active"] * scale, "expert_params": expert_params,
             "mtp_params": counts["mtp"] * scale, "dense": dense, "expert_dp": expert_dp,
             "local_params": shards["dense"] + shards["experts"],
@@ -304,7 +304,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
     device, peak_tflops = device_at(acc, family, clock, w["precision"])
     links, placement = parallel_links(node, io, family, w, g, dp, params.collectives)
     if w["kind"] == "transformer":
-        step = _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts, comm_sm_share(w, node))
+        step = _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts)
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
     dp_s, ar, exposed_dp = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params)

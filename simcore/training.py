@@ -8,17 +8,18 @@ A transformer's step (:func:`transformer_step`) is built from one layer's operat
   whole forward is recomputed; context parallelism's ring exchange of keys and values (forward once,
   backward keys, values and their gradients), hidden behind the attention it feeds; expert
   parallelism's dispatch and combine all-to-alls (2 forward, 2 backward, 2 more with full
-  recomputation);
+  recomputation) over where the expert group sits (:class:`Dispatch`), each optionally overlapped
+  with compute (:func:`overlapped_s`);
 * per micro-batch and virtual stage: the activation sent to the next pipeline stage and the
   gradient sent back, split over the tensor-parallel ranks (Megatron-LM's scatter/gather);
-* per step: the pipeline schedule, 1F1B or interleaved (Narayanan et al. SC21 2.2): ``m`` micro-batches
-  at the slowest stage's pace plus a bubble of ``(p - 1) / v`` mean stage times; the optimizer step
+* per step: ``m`` micro-batches at the slowest stage's pace plus the schedule's bubble (1F1B,
+  interleaved, ZB-H1 or DualPipe: :func:`pipeline_bubble_s`); the optimizer step
   (Adam reads and writes fp32 weights, moments and gradients: :data:`ADAM_BYTES_PER_PARAM`) on the
   rank's share of the weights; the data-parallel gradient reduction left exposed after what
   backward compute hides.
 
 Memory per GPU follows Korthikanti et al. 2022 (arXiv:2205.05198), generalised to grouped-query
-attention, gated MLPs and MoE: see :func:`activation_bytes_per_layer`.
+attention, MLA, gated MLPs and MoE: see :func:`activation_bytes_per_layer`.
 """
 from dataclasses import dataclass
 
@@ -201,7 +202,7 @@ def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, tp_li
         tp_s = overlapped_s(tp_s, gemms, comm_sm_share)
     copies = dispatch_copies(model.top_k, dispatch.ranks_in_domain, dispatch.domains, dispatch.hierarchical,
                              dispatch.max_domains)
-    pair_bytes = h * layout.act_bytes * moe_dispatch_tokens(model, layout, tokens)
+    pair_bytes = h * layout.act_bytes * moe_dispatch_tokens(layout, tokens)
     ep_s = (4 + 2 * full) * all_to_all_s(pair_bytes, copies, dispatch)
     if dispatch.overlap:
         ep_s = overlapped_s(ep_s, parts["moe_layer_f"] + parts["moe_layer_b"] + parts["recompute_moe"],

@@ -372,7 +372,7 @@ def fp8_cast_s(shapes, layout: Layout, device: Device):
     return np.where(layout.fp8, forward, 0.0), np.where(layout.fp8, backward, 0.0)
 
 
-def moe_dispatch_tokens(model: Model, layout: Layout, tokens):
+def moe_dispatch_tokens(layout: Layout, tokens):
     """Tokens a rank routes in one micro-batch: its share of the TP group's (Megatron-Core runs MoE
     layers sequence-parallel when TP > 1, so each TP rank routes b s / (cp t) tokens)."""
     return tokens / layout.tp
@@ -391,7 +391,7 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
     if not np.asarray(model.experts > 0).any():
         return zero, zero, zero, zero, zero
     h = model.hidden
-    pairs = moe_dispatch_tokens(model, layout, tokens) * layout.etp * model.top_k * model.imbalance
+    pairs = moe_dispatch_tokens(layout, tokens) * layout.etp * model.top_k * model.imbalance
     local_experts = np.maximum(model.experts / layout.ep, 1.0)
     per_expert = pairs * layout.ep / np.maximum(model.experts, 1.0)
     e_width = model.expert_ffn / layout.etp
