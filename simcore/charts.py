@@ -3,9 +3,10 @@ import numpy as np
 
 from simcore import collectives, reliability, training
 from simcore.arrays import to_json
+from simcore.cluster import cluster_allreduces, hardware
 from simcore.document import parse
 from simcore.errors import ScenarioError
-from simcore.node import node_io
+from simcore.node import node_io, scaleup_domain_gpus
 from simcore.reliability import SECONDS_PER_DAY
 from simcore.scenario import EngineParams, evaluate_parsed
 
@@ -15,7 +16,9 @@ def curves(document, params: EngineParams | None = None, result: dict | None = N
 
     * allreduce algorithm bandwidth (HFReduce, HFReduce with NVLink pairs where the node has them,
       NCCL) against GPU count at ``options.message_bytes``, and against message size across the
-      whole cluster;
+      whole cluster, as the collective report computes it (:func:`simcore.cluster.cluster_allreduces`),
+      with NCCL's algorithm at each point (ring below ``nccl_tree_min_ranks``, the tree from there:
+      the one step in the NCCL curve);
     * with a workload, step time against the job's GPU count for strong scaling (global batch
       fixed) and weak scaling (batch per GPU fixed), with the efficiencies T(n0)/T(n) and
       n0 T(n0) / (n T(n)) against the smallest feasible count;
@@ -31,20 +34,24 @@ def curves(document, params: EngineParams | None = None, result: dict | None = N
     node, g = c["node"], float(c["node"]["gpus"])
     if np.ndim(c["node_count"]) or np.ndim(g):
         raise ScenarioError("cluster.node_count", "curves take one cluster, not a list")
-    io = node_io(node, node["accelerator"], g, params.collectives)
+    family = hardware(node["accelerator"], c["calibration"], params).family
+    io = node_io(node, node["accelerator"], g, family.scaleup_fraction, params.collectives)
     nodes = np.unique(np.append(2.0 ** np.arange(0, int(np.log2(float(c["node_count"]))) + 1), c["node_count"]))
     sizes = 2.0 ** np.arange(20, 31)  # 1 MiB .. 1 GiB
     msg = float(np.max(parsed["options"]["message_bytes"]))
-    library = {"hfreduce": lambda s, n: collectives.hfreduce(s, n, io, params=params.collectives),
-               "nccl": lambda s, n: collectives.nccl_allreduce(s, n, io, nvlink_all_to_all=node["nvlink_topology"]
-                                                               == "all-to-all", params=params.collectives)}
-    if node["nvlink_topology"] == "pairs":
-        library["hfreduce_nvlink"] = lambda s, n: collectives.hfreduce(s, n, io, nvlink=True, params=params.collectives)
+    domain = scaleup_domain_gpus(node)
+
+    def allreduces(size, count):
+        return cluster_allreduces(node, io, np.minimum(domain, count * g), size, count, params)
+
+    by_gpus, by_size = allreduces(msg, nodes), allreduces(sizes, c["node_count"])
     out = {
         "allreduce_vs_gpus": {"gpus": nodes * g, "message_bytes": msg,
-                              **{name: f(msg, nodes).algbw_gbyte_s for name, f in library.items()}},
+                              **{name: r.algbw_gbyte_s for name, r in by_gpus.items()},
+                              "nccl_algorithm": nccl_algorithm(by_gpus["nccl"])},
         "allreduce_vs_size": {"message_bytes": sizes, "gpus": float(c["node_count"]) * g,
-                              **{name: f(sizes, c["node_count"]).algbw_gbyte_s for name, f in library.items()}},
+                              **{name: r.algbw_gbyte_s for name, r in by_size.items()},
+                              "nccl_algorithm": nccl_algorithm(by_size["nccl"])},
     }
     if parsed["has_workload"]:
         out["scaling"] = _scaling(document, parsed, params)
@@ -52,6 +59,11 @@ def curves(document, params: EngineParams | None = None, result: dict | None = N
         out["ettr_vs_interval"] = _ettr_vs_interval(rel)
         out["ettr_vs_restart"] = _ettr_vs_restart(rel)
     return to_json(out)
+
+
+def nccl_algorithm(result: collectives.CollectiveResult) -> list[str]:
+    """'ring' or 'tree' at each point: the algorithm whose bound binds."""
+    return [name.split(":")[0] for name in np.ravel(result.binding)]
 
 
 def _ettr_vs_interval(rel: dict, points: int = 61):

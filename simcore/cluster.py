@@ -232,21 +232,24 @@ def storage_section(c) -> tuple[dict, dict]:
     }, rates
 
 
-def collectives_section(c, io, domain, message_bytes, params) -> dict:
-    """HFReduce (with NVLink pairs where the node has them) and NCCL across the whole cluster at the
-    report's message size."""
-    node, nodes, g = c["node"], c["node_count"], c["node"]["gpus"]
-    report = {
-        "message_bytes": message_bytes,
-        "hfreduce": collective_json(collectives.hfreduce(message_bytes, nodes, io, params=params.collectives)),
-        "nccl": collective_json(collectives.nccl_allreduce(
-            message_bytes, np.ceil(nodes * g / domain), domain_io(io, g, domain),
-            nvlink_all_to_all=node["nvlink_topology"] == "all-to-all", params=params.collectives)),
-    }
+def cluster_allreduces(node, io, domain, message_bytes, nodes, params) -> dict:
+    """The whole-cluster allreduce of each library at ``message_bytes`` over ``nodes`` nodes: HFReduce
+    (with NVLink pairs where the node has them) per node, and NCCL with each scale-up domain as one
+    unit (its NICs together). The collective report and the plan's curves both call this."""
+    g = node["gpus"]
+    out = {"hfreduce": collectives.hfreduce(message_bytes, nodes, io, params=params.collectives),
+           "nccl": collectives.nccl_allreduce(message_bytes, np.ceil(nodes * g / domain), domain_io(io, g, domain),
+                                              nvlink_all_to_all=node["nvlink_topology"] == "all-to-all",
+                                              params=params.collectives)}
     if node["nvlink_topology"] == "pairs":
-        report["hfreduce_nvlink"] = collective_json(
-            collectives.hfreduce(message_bytes, nodes, io, nvlink=True, params=params.collectives))
-    return report
+        out["hfreduce_nvlink"] = collectives.hfreduce(message_bytes, nodes, io, nvlink=True, params=params.collectives)
+    return out
+
+
+def collectives_section(c, io, domain, message_bytes, params) -> dict:
+    """Each library's allreduce across the whole cluster at the report's message size."""
+    results = cluster_allreduces(c["node"], io, domain, message_bytes, c["node_count"], params)
+    return {"message_bytes": message_bytes, **{name: collective_json(r) for name, r in results.items()}}
 
 
 FABRIC_OVERFLOW = "fabric.overflow"

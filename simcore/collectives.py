@@ -63,7 +63,7 @@ class NodeIO:
     root_port_bw_gbyte_s: root-port-to-CPU-fabric limit (relevant where two GPUs share a port).
     shared_root_ports: root ports carrying two GPUs.
     p2p_bw_gbyte_s: GPU-to-NIC peer-to-peer ceiling (GPUDirect RDMA), one direction.
-    scaleup_bw_gbyte_s: NVLink/HCCS bandwidth per GPU, one direction.
+    scaleup_bw_gbyte_s: achievable NVLink/HCCS bus bandwidth per GPU, one direction.
     numa_domains: CPU sockets (HFReduce's GDRCopy reads host memory once per NUMA domain).
     """
 

@@ -111,7 +111,7 @@ def parallel_links(node, io, family, w, g, dp, params: CollectiveParams):
     topology = node["nvlink_topology"]
     domain = scaleup_domain_gpus(node) if topology == "all-to-all" else (2.0 if topology == "pairs" else 1.0)
     domain = np.where(nvlink & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0), domain, 1.0)
-    scaleup = training.Link(io.scaleup_bw_gbyte_s * family.scaleup_fraction, params.scaleup_latency_s)
+    scaleup = training.Link(io.scaleup_bw_gbyte_s, params.scaleup_latency_s)
     pcie = training.Link(io.pcie_bw_gbyte_s / 2, params.hop_latency_s)
     network = training.Link(io.nic_bw_gbyte_s / g, params.hop_latency_s)
     tp, cp, ep = w["tp"], w["cp"], w["ep"]

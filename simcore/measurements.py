@@ -245,12 +245,12 @@ def compare_nccl(node_document: dict, run: NcclRun, collective: str, params: Col
     size, topology, acc = run.size_bytes, node["nvlink_topology"], node["accelerator"]
     all_to_all = topology == "all-to-all"
     domain = float(scaleup_domain_gpus(node)) if all_to_all else (2.0 if topology == "pairs" else 1.0)
-    io = node_io(node, acc, np.asarray(g), params)
+    io = node_io(node, acc, np.asarray(g), family.scaleup_fraction, params)
     if n <= domain and float(acc["scaleup_bw_gbyte_s"]) > 0 and (hosts == 1 or domain > g):
         link = "scale-up"
         sharp = collective == "all_reduce" and all_to_all and node["nvlink_sharp"]
         gain = family.nvls_allreduce_gain if sharp and not np.isnan(family.nvls_allreduce_gain) else 1.0
-        bw, latency = float(io.scaleup_bw_gbyte_s) * family.scaleup_fraction * gain, params.scaleup_latency_s
+        bw, latency = float(io.scaleup_bw_gbyte_s) * gain, params.scaleup_latency_s
     elif hosts == 1:
         link, bw, latency = "PCIe", float(io.pcie_bw_gbyte_s) / 2, params.hop_latency_s
     else:

@@ -11,10 +11,13 @@ def collective_json(result: collectives.CollectiveResult) -> dict:
             "bounds_gbyte_s": result.bounds_gbyte_s}
 
 
-def node_io(node, acc, g, params: CollectiveParams = CollectiveParams()) -> collectives.NodeIO:
+def node_io(node, acc, g, scaleup_fraction, params: CollectiveParams = CollectiveParams()) -> collectives.NodeIO:
     """What a node offers collectives, from the scenario's node fields (NaN = not a limit).
 
-    Host memory: the measured practical rate, else the peak x ``host_memory_efficiency``."""
+    Host memory: the measured practical rate, else the peak x ``host_memory_efficiency``. Scale-up:
+    half the datasheet's both-ways NVLink/HCCS figure x ``scaleup_fraction``, the family's measured
+    (or calibrated) nccl-tests share, so that the collective report, the charts, the training's
+    parallel groups and the nccl-tests comparison all see one bandwidth for the same link."""
     inf_if_nan = lambda a: np.where(np.isnan(a), np.inf, a)  # noqa: E731
     derated_peak = node["host_memory_peak_bw_gbyte_s"] * params.host_memory_efficiency
     host_memory = np.where(np.isnan(node["host_memory_bw_gbyte_s"]), derated_peak, node["host_memory_bw_gbyte_s"])
@@ -26,7 +29,8 @@ def node_io(node, acc, g, params: CollectiveParams = CollectiveParams()) -> coll
         root_port_bw_gbyte_s=inf_if_nan(node["root_port_bw_gbyte_s"]),
         shared_root_ports=node["shared_root_ports"],
         p2p_bw_gbyte_s=inf_if_nan(node["p2p_limit_gbyte_s"]),
-        scaleup_bw_gbyte_s=np.where(acc["scaleup_bw_gbyte_s"] > 0, acc["scaleup_bw_gbyte_s"] / 2, np.inf),
+        scaleup_bw_gbyte_s=np.where(acc["scaleup_bw_gbyte_s"] > 0, acc["scaleup_bw_gbyte_s"] / 2 * scaleup_fraction,
+                                    np.inf),
         numa_domains=np.maximum(node["cpus"], 1),
     )
 

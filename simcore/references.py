@@ -388,7 +388,8 @@ def _collective_cases() -> list[ReferenceCase]:
         def predict(p):
             parsed = parse({"cluster": cluster})
             c = parsed["cluster"]
-            io = node_io(c["node"], c["node"]["accelerator"], c["node"]["gpus"], p.collectives)
+            acc = c["node"]["accelerator"]
+            io = node_io(c["node"], acc, c["node"]["gpus"], p.families[acc["family"]].scaleup_fraction, p.collectives)
             nodes = gpus / 8
             if library == "nccl":
                 return float(collectives.nccl_allreduce(size, nodes, io, params=p.collectives).algbw_gbyte_s)

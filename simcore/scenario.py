@@ -85,7 +85,7 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
     power_out, racks = cluster.power_and_racks(c, fabrics, hw, domain, params)
     cost_out = cluster.cost_section(c, fabrics, power_out, hw)
     storage_out, storage_rates = cluster.storage_section(c)
-    io = node_io(node, node["accelerator"], g, params.collectives)
+    io = node_io(node, node["accelerator"], g, hw.family.scaleup_fraction, params.collectives)
     result = {
         "engine_version": ENGINE_VERSION,
         "cluster": {"nodes": nodes, "gpus": gpus, "scaleup_domain_gpus": domain,

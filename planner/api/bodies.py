@@ -36,6 +36,8 @@ class AllreduceCurveSerializer(serializers.Serializer):
     hfreduce = numbers("HFReduce algorithm bandwidth, GB/s")
     nccl = numbers("NCCL algorithm bandwidth, GB/s")
     hfreduce_nvlink = numbers("HFReduce with NVLink pairs, GB/s (nodes with bridged pairs)")
+    nccl_algorithm = serializers.ListField(child=serializers.ChoiceField(["ring", "tree"]),
+                                           help_text="NCCL's algorithm at each point")
 
 
 class ScalingCurveSerializer(serializers.Serializer):

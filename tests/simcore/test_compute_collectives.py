@@ -3,10 +3,11 @@ import numpy as np
 import pytest
 
 from simcore import evaluate
-from simcore.collectives import NodeIO, hfreduce, hfreduce_memory_units, nccl_allreduce
+from simcore.charts import curves
+from simcore.collectives import CollectiveParams, NodeIO, hfreduce, hfreduce_memory_units, nccl_allreduce
 from simcore.compute import accelerator_power_w, gemm_tflops, sustained_clock_factor
 from simcore.devices import FAMILIES
-from simcore.references import FF_2ZONE, FF_NODE
+from simcore.references import DGX_3LAYER, FF_2ZONE, FF_NODE
 
 MIB = 2**20
 GPUS = np.array([16, 32, 64, 128, 256, 512, 1024, 1440])
@@ -85,3 +86,14 @@ def test_scenario_reports_collectives_with_bounds():
     assert report["hfreduce"]["bounds_gbyte_s"]["host memory bandwidth"] == pytest.approx(13.33, abs=0.01)
     assert report["hfreduce_nvlink"]["algbw_gbyte_s"] > report["hfreduce"]["algbw_gbyte_s"]
     assert FF_NODE["nvlink_topology"] == "pairs"
+
+
+def test_the_nccl_curve_steps_only_where_it_switches_from_ring_to_tree_and_ends_at_the_report():
+    document = {"cluster": {**DGX_3LAYER, "node_count": 256}}
+    by_gpus = curves(document)["allreduce_vs_gpus"]
+    algorithms, nccl = by_gpus["nccl_algorithm"], by_gpus["nccl"]
+    switch = CollectiveParams().nccl_tree_min_ranks
+    assert algorithms == ["ring" if gpus < switch else "tree" for gpus in by_gpus["gpus"]]
+    rises = [gpus for gpus, before, after in zip(by_gpus["gpus"][1:], nccl, nccl[1:]) if after > before]
+    assert rises == [switch]  # the ring falls with its latency; the tree lifts the curve once
+    assert nccl[-1] == pytest.approx(evaluate(document)["collectives"]["nccl"]["algbw_gbyte_s"])

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from simcore import ScenarioError
+from simcore import ScenarioError, evaluate
 from simcore import measurements as m
 from simcore.references import DGX_A100_NODE
 
@@ -62,3 +62,22 @@ def test_a_gemm_fit_uses_the_compute_bound_16_bit_rows_and_is_the_median_ratio()
     fit = result["fitted"]["gemm_fraction"]
     assert fit["rows"] == 2 and fit["value"] == pytest.approx(fit["family_value"] * sum(ratio) / 2)
     assert "fp8_gemm_fraction" not in result["fitted"]
+
+
+def test_the_collective_report_the_training_and_the_nccl_tests_comparison_see_one_scale_up_bandwidth():
+    # Azure ND_A100_v4's 231.6 GB/s bus bandwidth on 8 x A100 is the Ampere family's scale-up share.
+    cluster = {"node_count": 1, "node": DGX_A100_NODE, "fabric": {"switch_radix": 40, "switch_gbit_s": 200}}
+    report = evaluate({"cluster": cluster})["collectives"]["nccl"]
+    assert report["bound"] == "ring: scale-up link"
+    assert report["bounds_gbyte_s"]["ring: scale-up link"] == pytest.approx(231.6)
+    uploaded = m.compare_nccl(DGX_A100_NODE, m.parse_nccl_tests(EIGHT), "all_reduce")
+    assert uploaded["rows"][-1]["predicted_busbw_gbyte_s"] == pytest.approx(231.6, rel=0.01)
+    # A calibrated share moves the report as it moves the training's TP groups.
+    calibrated = {**cluster, "calibration": {"scaleup_fraction": 0.5}}
+    halved = evaluate({"cluster": calibrated})["collectives"]["nccl"]["bounds_gbyte_s"]["ring: scale-up link"]
+    assert halved == pytest.approx(150.0)
+    tp8 = {"kind": "transformer", "layers": 4, "hidden": 8192, "heads": 64, "vocab": 32000, "seq_len": 8192,
+           "global_batch": 4, "micro_batch": 4, "precision": "bf16", "tp": 8, "gpus": 8}
+    tp_s = [evaluate({"cluster": c, "workload": tp8})["training"]["step_parts_s"]["tensor-parallel traffic"]
+            for c in (cluster, calibrated)]
+    assert tp_s[1] / tp_s[0] == pytest.approx(231.6 / 150.0, rel=0.01)

@@ -33,7 +33,7 @@ def test_a_72_gpu_domain_keeps_tp_8_x_ep_8_off_the_nics_and_an_8_gpu_node_puts_e
 
 def test_hierarchical_allreduce_over_domains_never_beats_the_scale_out_bound():
     node = parse({"cluster": {**NVL72_RACKS}})["cluster"]["node"]
-    io = node_io(node, node["accelerator"], 4)
+    io = node_io(node, node["accelerator"], 4, scaleup_fraction=1.0)
     sizes = 2.0 ** np.arange(20, 34)
     for domains in (2, 4, 16, 64):
         result = nccl_allreduce(sizes, domains, domain_io(io, 4, 72), nvlink_all_to_all=True)

@@ -167,8 +167,10 @@ function collectivesSection(result, curves) {
     const data = curves.allreduce_vs_gpus;
     const fig = el("figure", { class: "chart-box", id: "allreduce-chart" });
     section.append(fig);
+    const switchAt = (data.nccl_algorithm || []).findIndex((algorithm, i) => i > 0 && algorithm !== data.nccl_algorithm[i - 1]);
+    const markers = switchAt > 0 ? [{ x: data.gpus[switchAt], label: `NCCL: ${data.nccl_algorithm[switchAt - 1]} to ${data.nccl_algorithm[switchAt]}` }] : [];
     lineChart(fig, { series: Object.entries(LIBRARIES).filter(([k]) => data[k]).map(([k, name]) => ({ name, x: data.gpus, y: data[k] })),
-      xLabel: "GPUs", yLabel: "algorithm bandwidth (GB/s)", xLog: true, title: "Allreduce bandwidth against GPU count" });
+      markers, xLabel: "GPUs", yLabel: "algorithm bandwidth (GB/s)", xLog: true, title: "Allreduce bandwidth against GPU count" });
     fig.prepend(el("figcaption", {}, `Allreduce algorithm bandwidth against GPU count (${si(data.message_bytes, "B")} messages)`));
   }
   return section;
