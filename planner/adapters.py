@@ -152,22 +152,10 @@ def cluster_document(plan: ClusterPlan, overrides: dict | None = None) -> dict:
     }
 
 
-WORKLOAD_FIELDS = (
-    "kind", "layers", "hidden", "heads", "kv_heads", "head_dim", "q_lora_rank", "kv_lora_rank", "rope_head_dim",
-    "v_head_dim", "attention_window", "mtp_layers", "ffn_hidden", "gated_mlp", "vocab", "tied_embeddings",
-    "seq_len", "causal", "resolution_scale", "experts", "moe_top_k", "expert_ffn_hidden", "shared_experts",
-    "dense_layers", "moe_imbalance", "params", "flops_per_sample_forward", "forward_s_per_sample",
-    "activation_bytes_per_sample", "global_batch", "micro_batch", "precision", "gpus", "tp", "sequence_parallel", "cp",
-    "pp", "ep", "expert_tp", "moe_dispatcher", "moe_max_domains", "moe_overlap", "tp_comm_overlap", "comm_sms",
-    "pipeline_schedule", "virtual_stages", "first_stage_layers", "last_stage_layers", "zero_stage", "recompute",
-    "flash_attention", "fused_kernels", "overlap_grad_reduce",
-    "grad_accumulation_fusion", "collective", "use_nvlink", "cross_zone", "grad_bytes", "weight_bytes",
-    "tokens_to_train", "preprocess_s_per_sample", "preprocess_cached", "job_fault_factor",
-)
 
 
 def workload_document(workload: Workload) -> dict:
-    return {field: getattr(workload, field) for field in WORKLOAD_FIELDS}
+    return workload.engine_document()
 
 
 def scenario_document(plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None,

@@ -280,6 +280,13 @@ SPEC: dict[str, Any] = {
         "zero_stage": opt("non_negative", 0, integer=True, at_most=3,
                           doc="1: distributed optimizer states; 2: and gradients; 3: and weights (FSDP)"),
         "recompute": Choice(("none", "selective", "full"), "none", doc="activation recomputation"),
+        "recompute_norms": Flag(False, doc="recompute the norms in backward instead of keeping their outputs "
+                                           "(Megatron-Core's recompute module layernorm; DeepSeek-V3 3.2.3)"),
+        "recompute_mla_up_proj": Flag(False, doc="recompute MLA's query and key/value up-projections in backward, "
+                                                 "keeping only the latents (Megatron-Core's mla_up_proj; "
+                                                 "DeepSeek-V3 3.2.3)"),
+        "fp8_cached_activations": Flag(False, doc="keep the FP8 inputs of the weight GEMMs for backward, one byte "
+                                                  "each (DeepSeek-V3 3.3.2); false: 16-bit copies"),
         "flash_attention": Flag(True, doc="fused attention: no stored score matrices (drops the 5as/h term)"),
         "fused_kernels": Flag(True, doc="Megatron-style fused bias-GeLU, bias-dropout-residual and masked softmax; "
                                         "false: one pass per element-wise operation (plain PyTorch)"),
@@ -407,6 +414,13 @@ def parse(document) -> dict:
 def parse_node(node: dict) -> dict:
     """Validate a compute node's fields alone (``cluster.node`` of a scenario document)."""
     return _walk(SPEC["cluster"]["node"], node, "cluster.node")
+
+
+def parse_workload(workload: dict) -> dict:
+    """Validate a workload's fields alone (``workload`` of a scenario document)."""
+    w = _walk(SPEC["workload"], workload, "workload")
+    _require_workload_fields(w)
+    return w
 
 
 def _require_workload_fields(w: dict):

@@ -7,6 +7,7 @@ from simcore import collectives, training, transformer
 from simcore.arrays import label
 from simcore.cluster import constraint
 from simcore.collectives import CollectiveParams
+from simcore.document import parse_workload
 from simcore.errors import ScenarioError
 from simcore.node import domain_io, nccl_domain, scaleup_domain_gpus
 from simcore.power import HOURS_PER_YEAR
@@ -35,13 +36,13 @@ INFEASIBLE_REASONS = (
     "does not fit in HBM",
 )
 MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
+CLUSTER_RULES = 6  # the first reasons, which need the cluster; the rest the workload alone decides
 PLACEMENTS = ("none", "scale-up", "PCIe", "network")  # where a parallel group's traffic runs
 
 
-def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches, stage_layer_counts):
-    """Per-point layout problems as codes into ``INFEASIBLE_REASONS`` (0 = none). A layout that
-    cannot suit the model (TP not dividing the heads, CP the sequence, EP the experts, ...) is bad
-    input when its fields hold one value each (not a sweep axis): it raises naming the field."""
+def workload_rules(w, stage_layer_counts) -> tuple:
+    """(the field to name, the problem per point) of each layout rule the workload alone decides, in
+    ``INFEASIBLE_REASONS`` order after the six that need the cluster."""
     transformer = w["kind"] == "transformer"
     heads = w["heads"] if transformer else np.array(np.nan)
     experts = w["experts"]
@@ -49,13 +50,7 @@ def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches, stage_layer_
     fewest = np.fmin(np.fmin(first, np.where(w["pp"] > 2, middle, np.inf)), np.where(w["pp"] > 1, last, np.inf))
     uneven = np.isfinite(w["first_stage_layers"]) | np.isfinite(w["last_stage_layers"])
     schedule = w["pipeline_schedule"]
-    rules = (  # (the field to name when it alone is wrong, the problem per point)
-        (None, job_gpus > nodes * g),
-        (None, dp != np.floor(dp)),
-        (None, (np.floor(dp) * w["tp"] * w["cp"]) % (w["ep"] * expert_tp(w)) != 0),
-        (None, micro_batches < 1),
-        (None, micro_batches != np.floor(micro_batches)),
-        (None, (w["tp"] > domain) & (w["tp"] > 1)),
+    return (
         ("pp", transformer & (w["pp"] > np.nan_to_num(w["layers"], nan=np.inf))),
         ("tp", transformer & (np.nan_to_num(heads % w["tp"]) != 0)),
         ("cp", transformer & ((w["seq_len"] * w["resolution_scale"] ** 2) % w["cp"] != 0)),
@@ -68,6 +63,30 @@ def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches, stage_layer_
         ("virtual_stages", (schedule != "1f1b") & (w["virtual_stages"] > 1)),
         ("moe_max_domains", w["moe_max_domains"] > w["ep"]),
     )
+
+
+def check_workload(workload: dict) -> None:
+    """Raise :class:`ScenarioError` naming the field for the first layout rule a workload document
+    breaks on its own, before any cluster is chosen (what a stored workload must satisfy)."""
+    w = parse_workload(workload)
+    counts = training.stage_layers(w["layers"], w["pp"], w["first_stage_layers"], w["last_stage_layers"])
+    for code, (name, bad) in enumerate(workload_rules(w, counts), start=CLUSTER_RULES + 1):
+        if np.ndim(bad) == 0 and bool(bad):
+            raise ScenarioError(f"workload.{name}", INFEASIBLE_REASONS[code])
+
+
+def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches, stage_layer_counts):
+    """Per-point layout problems as codes into ``INFEASIBLE_REASONS`` (0 = none). A layout that
+    cannot suit the model (TP not dividing the heads, CP the sequence, EP the experts, ...) is bad
+    input when its fields hold one value each (not a sweep axis): it raises naming the field."""
+    rules = (
+        (None, job_gpus > nodes * g),
+        (None, dp != np.floor(dp)),
+        (None, (np.floor(dp) * w["tp"] * w["cp"]) % (w["ep"] * expert_tp(w)) != 0),
+        (None, micro_batches < 1),
+        (None, micro_batches != np.floor(micro_batches)),
+        (None, (w["tp"] > domain) & (w["tp"] > 1)),
+    ) + workload_rules(w, stage_layer_counts)
     shape = np.broadcast_shapes(*(np.shape(a) for a in (job_gpus, dp, micro_batches, nodes, w["tp"], w["cp"])))
     reason = np.zeros(shape, np.intp)
     for code, (name, bad) in enumerate(rules, start=1):
@@ -188,7 +207,10 @@ def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts) -> dict
                                 micro_batch=w["micro_batch"], recompute=recompute,
                                 flash=np.asarray(w["flash_attention"]),
                                 act_bytes=np.asarray(4.0 if w["precision"] == "tf32" else 2.0),
-                                fused=np.asarray(w["fused_kernels"]), fp8=np.asarray(w["precision"] == "fp8"))
+                                fused=np.asarray(w["fused_kernels"]), fp8=np.asarray(w["precision"] == "fp8"),
+                                recompute_norms=np.asarray(w["recompute_norms"]),
+                                recompute_up_proj=np.asarray(w["recompute_mla_up_proj"]),
+                                fp8_cache=np.asarray(w["fp8_cached_activations"]))
     counts = transformer.parameter_counts(model)
     scale = np.where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
     total_params, expert_params = counts["total"] * scale, counts["experts"] * scale

@@ -252,9 +252,8 @@ DGXC_LLAMA_ROWS = (  # (workload, GPUs, global batch per GPU, precision, publish
 # DeepSeek-V3 recipe): BF16, sequence parallel, ETP 1, uneven stages (first 64 / PP - 1 and last
 # 64 / PP - 2 layers), token dropping at capacity factor 1 with padding (every expert computes its
 # capacity: no imbalance), the all-to-all dispatcher, no TP or all-to-all overlap, bf16 gradients
-# (grad_reduce_in_fp32 false), the distributed optimizer. Its recomputation of the MLA up-projections
-# (H100) is not among the engine's kinds: none is assumed; core-attention recomputation (GB200) is
-# the engine's selective.
+# (grad_reduce_in_fp32 false), the distributed optimizer. Recomputation: the MLA up-projections only
+# (H100, the engine's recompute_mla_up_proj), core attention (GB200, the engine's selective).
 DEEPSEEK_V3 = {
     "kind": "transformer", "layers": 61, "hidden": 7168, "heads": 128, "head_dim": 128, "rope_head_dim": 64,
     "v_head_dim": 128, "q_lora_rank": 1536, "kv_lora_rank": 512, "ffn_hidden": 18432, "gated_mlp": True,
@@ -263,10 +262,23 @@ DEEPSEEK_V3 = {
 }
 DGXC_DEEPSEEK = {**DEEPSEEK_V3, "micro_batch": 1, "precision": "bf16", "sequence_parallel": True, "tp": 2,
                  "expert_tp": 1, "zero_stage": 1, "grad_bytes": 2}
+# DeepSeek-V3 as DeepSeek trained it (arXiv:2412.19437, sections 3.1-3.3 and Table 1): 2,048 H800
+# (NVLink cut to 400 GB/s both ways; 8 x 400G IB per node, one per GPU: ISCA'25 arXiv:2505.09343
+# 4.1), PP 16 with DualPipe, EP 64 over 8 nodes, ZeRO-1 DP, no TP; each token on at most 4 nodes,
+# deduplicated per node, 20 SMs for communication; FP8 GEMMs and FP8-cached activations; RMSNorm
+# and MLA up-projections recomputed; sequence 4,096 at the final batch of 15,360. Pre-training took
+# 180K H800 GPU hours per trillion tokens. Micro-batch 1 and an even layer split are assumptions.
+H800_NODE = {**LLAMA3_NODE, "accelerator": {**LLAMA3_NODE["accelerator"], "scaleup_bw_gbyte_s": 400}}
+DEEPSEEK_V3_RUN = {**DEEPSEEK_V3, "micro_batch": 1, "precision": "fp8", "global_batch": 15360, "pp": 16,
+                   "pipeline_schedule": "dualpipe", "ep": 64, "moe_dispatcher": "hierarchical", "moe_max_domains": 4,
+                   "comm_sms": 20, "zero_stage": 1, "recompute": "selective", "recompute_norms": True,
+                   "recompute_mla_up_proj": True, "fp8_cached_activations": True}
+DEEPSEEK_V3_CLUSTER = {"node_count": 256, "node": H800_NODE, "fabric": DGXC_FABRIC, "prices": {"currency": "REL"}}
+DEEPSEEK_V3_TOKENS_PER_GPU_S = 1e12 / (180e3 * 3600)
 DGXC_DEEPSEEK_ROWS = (  # (cluster, workload, published step s)
     ({"node_count": 128, "node": LLAMA3_NODE, "fabric": DGXC_FABRIC, "prices": {"currency": "REL"}},
      {**DGXC_DEEPSEEK, "pp": 16, "ep": 64, "first_stage_layers": 3, "last_stage_layers": 2, "global_batch": 8192,
-      "recompute": "none"}, "1,024 H100, TP 2 x PP 16 x EP 64", 52.04),
+      "recompute": "none", "recompute_mla_up_proj": True}, "1,024 H100, TP 2 x PP 16 x EP 64", 52.04),
     ({**NVL72_RACKS, "node_count": 32},
      {**DGXC_DEEPSEEK, "pp": 4, "ep": 32, "first_stage_layers": 15, "last_stage_layers": 14, "global_batch": 1024,
       "recompute": "selective"}, "128 GB200 NVL72, TP 2 x PP 4 x EP 32", 34.229),
@@ -526,6 +538,12 @@ def _dgx_cloud_cases() -> list[ReferenceCase]:
                           f"Llama 3.1 {name.upper()} {precision.upper()}, TP {workload['tp']} x PP {workload['pp']} x "
                           f"CP {workload['cp']}, {workload['virtual_stages']} virtual stages, {gpus} H100", "s",
                           published, source, step(cluster, shape), rel_tolerance=0.10))
+    add(ReferenceCase("deepseek-v3-h800-2048", "training: DeepSeek-V3 as trained",
+                      "DeepSeek-V3 FP8, PP 16 (DualPipe) x EP 64, 2,048 H800", "tokens/s/GPU",
+                      DEEPSEEK_V3_TOKENS_PER_GPU_S, "DeepSeek-V3 technical report, Table 1 (180K GPU hours per "
+                      "trillion tokens)",
+                      lambda p: float(run(DEEPSEEK_V3_CLUSTER, DEEPSEEK_V3_RUN, params=p)["training"]["tokens_per_s"])
+                      / 2048, rel_tolerance=0.10))
     for cluster, workload, label_, published in DGXC_DEEPSEEK_ROWS:
         gpus = cluster["node_count"] * cluster["node"]["gpus"]
         system = "gb200" if cluster["node"] is GB200_TRAY else "h100"

@@ -174,8 +174,10 @@ def _layer_parts(ops: dict, layout: Layout) -> dict:
     return {
         "dense_f": dense_f, "dense_b": attention_b + ops["mlp_b"],
         "moe_layer_f": moe_f, "moe_layer_b": attention_b + ops["moe_b"],
-        "recompute_dense": np.where(full, dense_f, np.where(selective, ops["attention_f"], 0.0)),
-        "recompute_moe": np.where(full, moe_f, np.where(selective, ops["attention_f"], 0.0)),
+        "recompute_dense": np.where(full, dense_f, np.where(selective, ops["attention_f"], 0.0)
+                                    + ops["recompute_extra_f"]),
+        "recompute_moe": np.where(full, moe_f, np.where(selective, ops["attention_f"], 0.0)
+                                  + ops["recompute_extra_f"]),
         "w_dense": ops["attention_gemm_w"] + ops["mlp_w"], "w_moe": ops["attention_gemm_w"] + ops["moe_w"],
     }
 
@@ -375,25 +377,32 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
     form. With MLA: the query and key/value up-projections' inputs 2 r_q + 2 r_kv (replicated),
     Q and K 2 a d_qk / t each, V and the projection's input 2 a d_v / t each. Selective
     recomputation drops the score term; full recomputation keeps only the layer's input 2 h (/ t
-    with SP). A MoE layer keeps the MLP part for each of its top-k token-expert pairs (x imbalance,
-    experts split over ETP) and its shared experts (over TP).
+    with SP). A MoE layer keeps, for each of its top-k token-expert pairs (x imbalance, experts split
+    over ETP), the permuted token 2 h and the MLP part, and the MLP part of its shared experts (over
+    TP). The recompute modules (DeepSeek-V3 3.2.3; Megatron-Core's layernorm and mla_up_proj) drop
+    the norms' outputs (the QKV and first-MLP inputs) and MLA's up-projected Q, K and V; with FP8
+    caching (DeepSeek-V3 3.3.2) every kept weight-GEMM input takes 1 byte instead of 2.
     """
     tokens = layout.micro_batch * model.seq / layout.cp
     t = layout.tp
     scale = layout.act_bytes / 2
+    gemm_in = np.where(layout.fp8 & layout.fp8_cache, 1.0, 2.0)  # bytes of a kept GEMM input, 16-bit units
     h, d = model.hidden, model.head_dim
-    replicated = np.where(layout.sp, 1 / t, 1.0) * 10 * h
+    norm_outputs = np.where(layout.recompute_norms, 0.0, 2 * gemm_in * h)
+    replicated = np.where(layout.sp, 1 / t, 1.0) * (6 * h + norm_outputs)
     kv = model.kv_heads_per_rank(t)
-    standard = (2 * model.heads / t + 2 * kv) * d + 2 * kv * d + 2 * model.heads * d / t
-    latent = (2 * model.q_lora_rank + 2 * model.kv_lora_rank
-              + model.heads / t * (4 * model.qk_head_dim + 4 * model.v_head_dim))
+    standard = (2 * model.heads / t + 2 * kv) * d + 2 * kv * d + gemm_in * model.heads * d / t
+    up_projected = np.where(layout.recompute_up_proj, 0.0, 4 * model.qk_head_dim + 2 * model.v_head_dim)
+    latent = (gemm_in * (model.q_lora_rank + model.kv_lora_rank)
+              + model.heads / t * (up_projected + gemm_in * model.v_head_dim))
     attention = np.where(model.mla, latent, standard)
     scores = np.where(layout.flash | (layout.recompute >= 1), 0.0, 5 * model.heads * model.keys / t)
 
     def mlp(width, split):
-        return (2 * width * np.where(model.gated, 2.0, 1.0) + 2 * width) / split
+        return (2 * width * np.where(model.gated, 2.0, 1.0) + gemm_in * width) / split
 
-    routed = model.top_k * model.imbalance * mlp(model.expert_ffn, layout.etp) * layout.etp / t
+    # Each token-expert pair also keeps its permuted copy of the token, the first expert GEMM's input.
+    routed = model.top_k * model.imbalance * (gemm_in * h + mlp(model.expert_ffn, layout.etp)) * layout.etp / t
     mlp_terms = np.where(moe_layer, routed + model.shared_experts * mlp(model.expert_ffn, t), mlp(model.ffn, t))
     kept = tokens * scale * (replicated + attention + scores + mlp_terms)
     layer_input = tokens * scale * 2 * h * np.where(layout.sp, 1 / t, 1.0)

@@ -287,6 +287,9 @@ class Layout:
     fused: np.ndarray  # fused element-wise kernels (Megatron-LM) or one pass per operation
     act_bytes: np.ndarray  # bytes per activation element: 2 (bf16/fp16, fp8 GEMMs too) or 4 (tf32)
     fp8: np.ndarray  # the weight GEMMs run in FP8 (Transformer Engine's casts around them)
+    recompute_norms: np.ndarray  # norms recomputed in backward, their outputs not kept
+    recompute_up_proj: np.ndarray  # MLA up-projections recomputed in backward, only the latents kept
+    fp8_cache: np.ndarray  # the weight GEMMs' inputs kept in FP8 (1 byte) for backward
 
 
 def _tokens(model: Model, layout: Layout):
@@ -449,4 +452,14 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
         "memory_b": replicated * memory_b * h + qkv_bias * split_b + attention_cast_b,
         "moe_f": moe_f + moe_cast_f, "moe_b": moe_b + moe_cast_b, "moe_w": moe_w,
         "output_f": out_f, "output_b": out_b, "output_w": out_w,
+        "recompute_extra_f": _recomputed_modules_s(model, layout, passes[3:], replicated * h),
     }
+
+
+def _recomputed_modules_s(model: Model, layout: Layout, attention_passes, hidden_pass_s):
+    """Forward work the backward repeats for the recompute modules, per layer and micro-batch: MLA's
+    query and key/value up-projection GEMMs (the first and fifth attention GEMMs), and the layer's two
+    RMSNorms, each reading and writing its tokens' hidden vectors (``hidden_pass_s``: one HBM pass)."""
+    up_proj = attention_passes[0][0] + (attention_passes[4][0] if len(attention_passes) > 4 else 0.0)
+    return (np.where(layout.recompute_up_proj & model.mla, up_proj, 0.0)
+            + np.where(layout.recompute_norms, 2 * 2 * hidden_pass_s, 0.0))

@@ -21,7 +21,8 @@ from planner.models.catalog import (
     validate_positive,
 )
 from planner.services.errors import InputError
-from simcore import ScenarioError, cluster, reliability, topology
+from simcore import ScenarioError, cluster, job, reliability, topology
+from simcore.document import SPEC
 from simcore.reliability import DEFAULT_RESTART_PROFILE, RESTART_PROFILES
 
 
@@ -372,6 +373,12 @@ class Workload(OwnedEntry):
     moe_overlap = models.BooleanField(default=False, help_text="Expert all-to-all beside another micro-batch's "
                                                                "compute.")
     tp_comm_overlap = models.BooleanField(default=False, help_text="TP collectives overlapped with their GEMMs.")
+    recompute_norms = models.BooleanField(default=False, help_text="Norms recomputed in backward, their outputs "
+                                                                   "not kept.")
+    recompute_mla_up_proj = models.BooleanField(default=False, help_text="MLA up-projections recomputed in "
+                                                                         "backward, only the latents kept.")
+    fp8_cached_activations = models.BooleanField(default=False, help_text="Weight-GEMM inputs kept in FP8 for "
+                                                                          "backward.")
     comm_sms = models.PositiveIntegerField(default=20, help_text="SMs an overlapped collective takes from compute.")
     pipeline_schedule = models.CharField(max_length=16, choices=[("1f1b", "1F1B (interleaved with virtual "
                                                                           "stages)"),
@@ -448,5 +455,18 @@ class Workload(OwnedEntry):
             errors["gpus"] = f"TP x PP x CP = {self.tp * self.pp * self.cp} does not divide {self.gpus} GPUs"
         if self.virtual_stages > 1 and self.pp == 1:
             errors["virtual_stages"] = "interleaving needs pipeline parallelism (pp > 1)"
+        if not errors:  # then the engine's own rules of a layout (schedules, stages, routing)
+            try:
+                job.check_workload(self.engine_document())
+            except ScenarioError as error:
+                errors[error.field.removeprefix("workload.")] = error.reason
         if errors:
             raise ValidationError(errors)
+
+    def engine_document(self) -> dict:
+        """The engine's workload document: each field of simcore's workload spec this model stores."""
+        return {name: getattr(self, name) for name in ENGINE_WORKLOAD_FIELDS}
+
+
+ENGINE_WORKLOAD_FIELDS = tuple(name for name in SPEC["workload"]
+                               if name in {field.name for field in Workload._meta.fields})

@@ -279,6 +279,12 @@ WORKLOAD_RULES = [
     ({"zero_stage": 4}, "zero_stage", "less than or equal to 3"),
     ({"virtual_stages": 2, "pp": 1}, "virtual_stages", "needs pipeline parallelism"),
     ({"precision": "fp4"}, "precision", "not a valid choice"),
+    ({"pipeline_schedule": "dualpipe", "pp": 1, "gpus": 64}, "pp", "DualPipe needs an even PP"),
+    ({"pipeline_schedule": "zb-h1", "virtual_stages": 2}, "virtual_stages", "one stage per rank"),
+    ({"first_stage_layers": 30, "last_stage_layers": 9}, "first_stage_layers", "whole number, at least one"),
+    ({"experts": 8, "moe_top_k": 2, "ep": 2, "moe_max_domains": 4}, "moe_max_domains",
+     "cannot exceed the expert-parallel ranks"),
+    ({"recompute_mla_up_proj": "maybe"}, "recompute_mla_up_proj", "Must be a valid boolean"),
 ]
 
 
@@ -560,7 +566,7 @@ def test_the_deepseekmoe_preset_evaluates_from_its_shape_with_its_breakdown(cata
     parts = training["step_parts_s"]
     assert parts["expert all-to-all"] > 0 and parts["pipeline bubble"] > 0
     assert sum(parts.values()) == pytest.approx(training["step_time_s"])
-    assert training["placement"]["ep"] == "PCIe" and training["placement"]["pp"] == "network"
+    assert training["placement"]["ep"] == "scale-up" and training["placement"]["pp"] == "network"
     assert set(training["stage_time_s"]) == {"first", "middle", "last"}
 
 
@@ -613,3 +619,24 @@ def test_bill_of_materials_and_comparison_as_excel_hold_the_json_numbers(catalog
     for metric in comparison["metrics"]:  # Excel keeps 15 significant digits
         assert list(table[metric["label"]][2:4]) == pytest.approx(metric["values"], rel=1e-14)
     assert table["switches"][2:4] == (122, 1320)
+
+
+@pytest.mark.parametrize("workload,field,words", [
+    ({"pipeline_schedule": "dualpipe", "pp": 5}, "workload.pp", "DualPipe needs an even PP"),
+    ({"experts": 8, "moe_top_k": 2, "ep": 2, "moe_max_domains": 4}, "workload.moe_max_domains",
+     "cannot exceed the expert-parallel ranks"),
+    (None, "cluster.node.accelerator.family", "is required"),
+])
+def test_evaluate_names_the_field_of_a_schedule_routing_or_accelerator_it_refuses(workload, field, words, catalog,
+                                                                                  reader_client):
+    accelerator = {"peak_fp16_tflops": 989, "tdp_w": 700, "memory_gib": 79.65}
+    if workload is not None:
+        accelerator["family"] = "hopper"
+    scenario = {"cluster": {"node_count": 64, "node": {"gpus": 8, "accelerator": accelerator, "compute_nics": 8,
+                                                       "compute_nic_gbit_s": 400},
+                            "fabric": {"switch_radix": 64, "switch_gbit_s": 400}}}
+    if workload is not None:
+        scenario["workload"] = {**{k: v for k, v in NEW_WORKLOAD.items() if k not in ("slug", "name")}, **workload,
+                                "gpus": 320}
+    response = reader_client.post("/api/evaluate/", scenario, format="json")
+    assert response.status_code == 400 and words in str(response.json()[field]), response.json()

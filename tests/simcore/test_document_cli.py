@@ -148,3 +148,28 @@ def test_numpy_inputs_are_accepted_directly():
     doc = document()
     doc["cluster"]["node_count"] = np.array([600, 1200])
     assert evaluate(doc)["fabric"]["switches"] == [2 * (24 + 12) + 2, 2 * (39 + 20) + 2]
+
+
+OMITTED = object()
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"workload.pipeline_schedule": "dualpipe", "workload.pp": 5},
+     "workload.pp: DualPipe needs an even PP of at least 2"),
+    ({"workload.first_stage_layers": 30, "workload.last_stage_layers": 9, "workload.pp": 4},
+     "workload.first_stage_layers: the first and last stages' layers must leave a whole number"),
+    ({"cluster.node.accelerator.family": OMITTED}, "cluster.node.accelerator.family: is required"),
+])
+def test_cli_names_the_field_of_a_schedule_or_an_accelerator_it_refuses(changes, message):
+    doc = document(gpus=512)
+    for path, value in changes.items():
+        node = doc
+        *parents, leaf = path.split(".")
+        for key in parents:
+            node = node[key]
+        if value is OMITTED:
+            del node[leaf]
+        else:
+            node[leaf] = value
+    refused = run_cli("evaluate", "-", stdin=json.dumps(doc))
+    assert refused.returncode == 2 and message in refused.stderr, refused.stderr

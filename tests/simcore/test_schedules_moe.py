@@ -4,8 +4,19 @@ import copy
 import numpy as np
 import pytest
 
-from simcore import ScenarioError, training
-from simcore.references import DEEPSEEK_V3, DGXC_FABRIC, DGXC_LLAMA_70B, GB200_TRAY, LLAMA3_NODE, NVL72_RACKS, run
+from simcore import ScenarioError, job, training, transformer
+from simcore.document import parse
+from simcore.references import (
+    DEEPSEEK_V3,
+    DEEPSEEK_V3_CLUSTER,
+    DEEPSEEK_V3_RUN,
+    DGXC_FABRIC,
+    DGXC_LLAMA_70B,
+    GB200_TRAY,
+    LLAMA3_NODE,
+    NVL72_RACKS,
+    run,
+)
 
 H100_CLUSTER = {"node_count": 8, "node": LLAMA3_NODE, "fabric": DGXC_FABRIC, "prices": {"currency": "REL"}}
 SMALL_LLAMA = {"kind": "transformer", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336,
@@ -144,3 +155,48 @@ def test_an_inline_accelerator_without_a_family_names_the_field():
     with pytest.raises(ScenarioError) as raised:
         run({**H100_CLUSTER, "node": node})
     assert raised.value.field == "cluster.node.accelerator.family"
+
+
+def _v3_layer_bytes_per_token(**flags):
+    """Activations one DeepSeek-V3 MoE layer keeps per token (TP 1, micro-batch 1, BF16)."""
+    w = parse({"cluster": H100_CLUSTER, "workload": {**DEEPSEEK_V3, "micro_batch": 1, "global_batch": 64,
+                                                      "precision": "fp8", "ep": 8}})["workload"]
+    one, yes = np.asarray(1.0), np.asarray(True)
+    layout = transformer.Layout(tp=one, sp=yes, cp=one, ep=np.asarray(8.0), etp=one, micro_batch=one,
+                                recompute=np.asarray(1.0), flash=yes, fused=yes, act_bytes=np.asarray(2.0), fp8=yes,
+                                **{name: np.asarray(flags.get(name, False))
+                                   for name in ("recompute_norms", "recompute_up_proj", "fp8_cache")})
+    return float(training.activation_bytes_per_layer(job.transformer_model(w), layout, True)) / 4096
+
+
+def test_recompute_modules_and_fp8_caching_drop_what_deepseek_v3_says_they_drop():
+    h, r_q, r_kv, a, d_qk, d_v, f, k = 7168, 1536, 512, 128, 192, 128, 2048, 8
+    # norms' inputs, masks, their outputs; latents, Q, K, V, projection input; per pair the token,
+    # the SwiGLU input and the second GEMM's input; the shared expert's two.
+    full = (10 * h + 2 * (r_q + r_kv) + a * (4 * d_qk + 4 * d_v) + k * (2 * h + 4 * f + 2 * f) + 6 * f)
+    assert _v3_layer_bytes_per_token() == pytest.approx(full)
+    assert _v3_layer_bytes_per_token(recompute_norms=True) == pytest.approx(full - 4 * h)
+    assert _v3_layer_bytes_per_token(recompute_up_proj=True) == pytest.approx(full - a * (4 * d_qk + 2 * d_v))
+    gemm_inputs = 2 * h + (r_q + r_kv) + a * d_v + k * (h + f) + f  # each kept GEMM input: 1 byte, not 2
+    assert _v3_layer_bytes_per_token(fp8_cache=True) == pytest.approx(full - gemm_inputs)
+
+
+def test_deepseek_v3_as_trained_fits_an_h800_only_with_its_memory_savings():
+    trained = train(DEEPSEEK_V3_RUN, DEEPSEEK_V3_CLUSTER)
+    assert trained["feasible"] and trained["memory"]["per_gpu_gib"] < trained["memory"]["allocatable_gib"]
+    assert trained["params"] == pytest.approx(671e9, rel=0.01)
+    plain = {**DEEPSEEK_V3_RUN, "recompute_norms": False, "recompute_mla_up_proj": False,
+             "fp8_cached_activations": False}
+    refused = train(plain, DEEPSEEK_V3_CLUSTER)
+    assert not refused["feasible"] and refused["memory"]["dominant_term"] == "activations"
+
+
+def test_on_fire_flyer_nodes_ep_2_stays_on_the_nvlink_pair_and_ep_4_crosses_pcie(ff_cluster):
+    moe16b = {"kind": "transformer", "layers": 28, "hidden": 2048, "heads": 16, "vocab": 102400, "seq_len": 4096,
+              "experts": 64, "moe_top_k": 6, "expert_ffn_hidden": 1408, "shared_experts": 2, "dense_layers": 1,
+              "ffn_hidden": 10944, "gated_mlp": True, "tied_embeddings": False, "global_batch": 4608,
+              "micro_batch": 1, "precision": "bf16", "gpus": 640, "pp": 10, "zero_stage": 1, "collective": "hfreduce"}
+    pair, host = (train({**moe16b, "ep": ep}, ff_cluster) for ep in (2, 4))
+    assert (pair["placement"]["ep"], host["placement"]["ep"]) == ("scale-up", "PCIe")
+    assert host["step_parts_s"]["expert all-to-all"] > 10 * pair["step_parts_s"]["expert all-to-all"]
+    assert host["step_time_s"] > 1.5 * pair["step_time_s"]
