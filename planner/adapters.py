@@ -152,8 +152,6 @@ def cluster_document(plan: ClusterPlan, overrides: dict | None = None) -> dict:
     }
 
 
-
-
 def workload_document(workload: Workload) -> dict:
     return workload.engine_document()
 

@@ -3,7 +3,7 @@ import numpy as np
 
 from simcore import collectives, reliability, training
 from simcore.arrays import to_json
-from simcore.cluster import cluster_allreduces, hardware
+from simcore.cluster import calibrated_family, cluster_allreduces
 from simcore.document import parse
 from simcore.errors import ScenarioError
 from simcore.node import node_io, scaleup_domain_gpus
@@ -34,7 +34,7 @@ def curves(document, params: EngineParams | None = None, result: dict | None = N
     node, g = c["node"], float(c["node"]["gpus"])
     if np.ndim(c["node_count"]) or np.ndim(g):
         raise ScenarioError("cluster.node_count", "curves take one cluster, not a list")
-    family = hardware(node["accelerator"], c["calibration"], params).family
+    family = calibrated_family(params.families[node["accelerator"]["family"]], c["calibration"])
     io = node_io(node, node["accelerator"], g, family.scaleup_fraction, params.collectives)
     nodes = np.unique(np.append(2.0 ** np.arange(0, int(np.log2(float(c["node_count"]))) + 1), c["node_count"]))
     sizes = 2.0 ** np.arange(20, 31)  # 1 MiB .. 1 GiB

@@ -36,13 +36,12 @@ INFEASIBLE_REASONS = (
     "does not fit in HBM",
 )
 MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
-CLUSTER_RULES = 6  # the first reasons, which need the cluster; the rest the workload alone decides
 PLACEMENTS = ("none", "scale-up", "PCIe", "network")  # where a parallel group's traffic runs
 
 
 def workload_rules(w, stage_layer_counts) -> tuple:
     """(the field to name, the problem per point) of each layout rule the workload alone decides, in
-    ``INFEASIBLE_REASONS`` order after the six that need the cluster."""
+    ``INFEASIBLE_REASONS`` order: the last before memory, after those that need the cluster."""
     transformer = w["kind"] == "transformer"
     heads = w["heads"] if transformer else np.array(np.nan)
     experts = w["experts"]
@@ -70,7 +69,8 @@ def check_workload(workload: dict) -> None:
     breaks on its own, before any cluster is chosen (what a stored workload must satisfy)."""
     w = parse_workload(workload)
     counts = training.stage_layers(w["layers"], w["pp"], w["first_stage_layers"], w["last_stage_layers"])
-    for code, (name, bad) in enumerate(workload_rules(w, counts), start=CLUSTER_RULES + 1):
+    rules = workload_rules(w, counts)
+    for code, (name, bad) in enumerate(rules, start=MEMORY_REASON - len(rules)):
         if np.ndim(bad) == 0 and bool(bad):
             raise ScenarioError(f"workload.{name}", INFEASIBLE_REASONS[code])
 

@@ -171,13 +171,11 @@ def _layer_parts(ops: dict, layout: Layout) -> dict:
     attention_f = ops["attention_gemm_f"] + ops["attention_f"] + ops["memory_f"]
     attention_b = ops["attention_gemm_b"] + ops["attention_b"] + ops["memory_b"]
     dense_f, moe_f = attention_f + ops["mlp_f"], attention_f + ops["moe_f"]
+    partial = np.where(selective, ops["attention_f"], 0.0) + ops["recompute_extra_f"]
     return {
         "dense_f": dense_f, "dense_b": attention_b + ops["mlp_b"],
         "moe_layer_f": moe_f, "moe_layer_b": attention_b + ops["moe_b"],
-        "recompute_dense": np.where(full, dense_f, np.where(selective, ops["attention_f"], 0.0)
-                                    + ops["recompute_extra_f"]),
-        "recompute_moe": np.where(full, moe_f, np.where(selective, ops["attention_f"], 0.0)
-                                  + ops["recompute_extra_f"]),
+        "recompute_dense": np.where(full, dense_f, partial), "recompute_moe": np.where(full, moe_f, partial),
         "w_dense": ops["attention_gemm_w"] + ops["mlp_w"], "w_moe": ops["attention_gemm_w"] + ops["moe_w"],
     }
 
