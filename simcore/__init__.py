@@ -1,4 +1,4 @@
-"""simcore: the planner's vectorized engine (NumPy and SciPy only; no Django, Celery or Channels).
+"""simcore: the planner's vectorized engine (NumPy only; no SciPy, Django, Celery or Channels).
 
 Everything takes arrays that broadcast over scenario points and returns arrays. The scenario
 document (docs/scenario-format.md) is the contract shared by the CLI, the REST API and sweeps.

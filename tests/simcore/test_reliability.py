@@ -1,7 +1,7 @@
 """Reliability: the Xid generator, Monte Carlo ETTR against the closed form, intervals, spares."""
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from simcore import evaluate
 from simcore.errors import ScenarioError
@@ -13,6 +13,7 @@ from simcore.reliability import (
     LLAMA3_TABLE5,
     RESTART_PROFILES,
     XID_CLASSES,
+    binomial_quantile,
     daly_interval_s,
     ettr_closed_form,
     ettr_monte_carlo,
@@ -263,3 +264,17 @@ def test_link_flaps_under_the_retry_window_stall_the_job_instead_of_stopping_it(
     longer = _job(link_flap_share=0.5, link_flap_s=30.0)  # past the retry window: it stops the job after all
     assert longer["job_interruptions_per_day"] == pytest.approx(stops["job_interruptions_per_day"])
     assert flaps["ettr"] > stops["ettr"]
+
+
+def test_the_numpy_binomial_quantile_and_lambert_interval_match_scipy():
+    rng = np.random.default_rng(7)
+    nodes = rng.integers(1, 20_000, 3_000).astype(float)
+    failure = 10 ** rng.uniform(-6, -0.3, 3_000)
+    confidence = rng.choice([0.9, 0.99, 0.999, 0.999999], 3_000)
+    assert np.array_equal(binomial_quantile(confidence, nodes, failure), stats.binom.ppf(confidence, nodes, failure))
+    checkpoint_s, rate_per_s = 10 ** rng.uniform(-1, 5, 5_000), 10 ** rng.uniform(-9, -1, 5_000)
+    mtbf_s = 1 / rate_per_s
+    lambert = mtbf_s * (1 + special.lambertw(-np.exp(-1 - checkpoint_s / mtbf_s), 0).real)
+    # SciPy loses digits near the branch point (checkpoints far shorter than the MTBF): 1e-6 there.
+    np.testing.assert_allclose(optimal_interval_s(checkpoint_s, rate_per_s), lambert, rtol=1e-6)
+    assert optimal_interval_s(0.0, 1e-5) == 0.0 and optimal_interval_s(10.0, 0.0) == np.inf

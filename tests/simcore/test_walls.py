@@ -1,4 +1,4 @@
-"""simcore imports only the standard library, NumPy and SciPy."""
+"""simcore imports only the standard library and NumPy."""
 import subprocess
 import sys
 
@@ -11,6 +11,15 @@ def test_importing_simcore_pulls_in_no_web_framework():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+def test_an_evaluation_with_a_workload_loads_no_scipy():
+    """The one-shot CLI's common path: SciPy's import alone took longer than the evaluation."""
+    code = ("import json, sys, simcore; from simcore.references import FF_2ZONE, LLAMA_13B; "
+            "simcore.evaluate({'cluster': FF_2ZONE, 'workload': {**LLAMA_13B, 'gpus': 512}}); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
 
 
 def test_public_api_is_declared():
