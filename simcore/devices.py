@@ -45,6 +45,7 @@ class DeviceFamily:
     reference_sm_count: int
     reference_hbm_gbyte_s: float
     nvls_allreduce_gain: float = float("nan")
+    vendor: str = "NVIDIA"  # whose driver's fault codes the device reports (NVIDIA: Xids)
     basis: dict = field(default_factory=dict)  # constant name -> (confidence, source)
 
 
@@ -108,7 +109,7 @@ FAMILIES = {
         },
     ),
     "ascend": DeviceFamily(
-        key="ascend", name="Huawei Ascend 910B",
+        key="ascend", name="Huawei Ascend 910B", vendor="Huawei",
         gemm_fraction=301.23 / 354, fp8_gemm_fraction=float("nan"), hbm_fraction=1.70 / 2.039,
         attention_fraction=0.6, scaleup_fraction=231.6 / 300, conv_fraction=float("nan"),
         reference_sm_count=24, reference_hbm_gbyte_s=1600,

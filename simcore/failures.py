@@ -9,9 +9,10 @@ from simcore.errors import ScenarioError
 from simcore.reliability import SECONDS_PER_DAY
 
 
-def failure_categories(rel, spans_nodes=False):
-    """The profile's categories (with the scale-up domain's own where it spans nodes), with any
-    rate the scenario replaces (``category_rates``)."""
+def failure_categories(rel, spans_nodes=False, xids=True, nvlink=True):
+    """The profile's categories that can happen on the build (with the scale-up domain's own where
+    it spans nodes), with any rate the scenario replaces (``category_rates``), and the excluded
+    ones with their reasons."""
     rate = None
     if rel["profile"] == "per-node-rate":
         rate = rel["failures_per_1000_node_days"]
@@ -21,9 +22,11 @@ def failure_categories(rel, spans_nodes=False):
         if rate.ndim:
             raise ScenarioError("cluster.reliability.failures_per_1000_node_days", "takes one value")
         rate = float(rate)
-    return reliability.build_categories(rel["profile"], failures_per_1000_node_days=rate, rates=rel["category_rates"],
-                                        flap_share=float(rel["link_flap_share"]), flap_s=float(rel["link_flap_s"]),
-                                        domain_spans_nodes=spans_nodes, field="cluster.reliability.category_rates")
+    categories = reliability.build_categories(
+        rel["profile"], failures_per_1000_node_days=rate, rates=rel["category_rates"],
+        flap_share=float(rel["link_flap_share"]), flap_s=float(rel["link_flap_s"]), domain_spans_nodes=spans_nodes,
+        xids=xids, nvlink=nvlink, field="cluster.reliability.category_rates")
+    return categories, reliability.excluded_categories(rel["profile"], xids=xids, nvlink=nvlink)
 
 
 def reliability_cluster(categories, units):

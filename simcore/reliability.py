@@ -108,6 +108,10 @@ FF_XID_COUNTS = {
 }
 # Xid 45 (preemptive cleanup) is logged when a job is killed: a consequence, not a cause.
 CONSEQUENCE_XIDS = (45,)
+# Xid 63 records a row remapping (or page retirement) that takes effect at the GPU's next reset:
+# NVIDIA's Xid documentation (docs.nvidia.com/deploy/xid-errors, Xid 63, and the GPU memory error
+# management guide) says running applications continue, so it is repaired at the next idle.
+DEFERRED_XIDS = (63,)
 XID_CLASSES = {
     "nvlink": (74,),
     "software": (13, 31, 43, 45),
@@ -149,7 +153,8 @@ def fire_flyer_categories() -> list[FailureCategory]:
     """FF's Xid table per GPU (software Xids job-caused) plus its link and host faults."""
     categories = [
         FailureCategory(
-            f"xid-{code}", f"Xid {code}: {name}", "gpu", _ff_xid(count), code not in CONSEQUENCE_XIDS, action,
+            f"xid-{code}", f"Xid {code}: {name}", "gpu", _ff_xid(count),
+            code not in CONSEQUENCE_XIDS + DEFERRED_XIDS, action,
             repair_h, FF_TABLE, cause=JOB if code in XID_CLASSES["software"] else PLATFORM,
             detection=HANG if code in HANG_XIDS else CRASH,
         )
@@ -276,11 +281,29 @@ def flap_stall_fraction(categories: list[FailureCategory], units: dict, flap_s) 
     return rate_h * np.asarray(flap_s, float) / 3600
 
 
+def excluded_categories(profile: str, *, xids=True, nvlink=True) -> list[dict]:
+    """The profile's categories that cannot happen on the build, with the reason: NVIDIA's Xid
+    codes need NVIDIA GPUs (their driver reports them; another accelerator has its own faults and
+    no published categories here), the NVLink Xid needs NVLink."""
+    out = []
+    for c in profile_categories(profile, 1.0):
+        if not c.key.startswith("xid-"):
+            continue
+        if not xids:
+            out.append({"key": c.key, "reason": "an NVIDIA driver Xid: this accelerator does not report Xids"})
+        elif not nvlink and int(c.key[4:]) in XID_CLASSES["nvlink"]:
+            out.append({"key": c.key, "reason": "an NVLink error: these nodes have no NVLink"})
+    return out
+
+
 def build_categories(profile: str, *, failures_per_1000_node_days=None, rates=None, flap_share=0.0, flap_s=1.0,
-                     domain_spans_nodes=False, field="category_rates") -> list[FailureCategory]:
-    """A build's failure categories: the profile's, the scale-up domain's own where it spans
-    nodes, the given rate overrides (unknown keys name ``field``), link flaps split off."""
-    categories = profile_categories(profile, failures_per_1000_node_days)
+                     domain_spans_nodes=False, xids=True, nvlink=True,
+                     field="category_rates") -> list[FailureCategory]:
+    """A build's failure categories: the profile's that can happen on it (:func:`excluded_categories`
+    names the rest), the scale-up domain's own where it spans nodes, the given rate overrides
+    (unknown keys name ``field``), link flaps split off."""
+    excluded = {c["key"] for c in excluded_categories(profile, xids=xids, nvlink=nvlink)}
+    categories = [c for c in profile_categories(profile, failures_per_1000_node_days) if c.key not in excluded]
     if domain_spans_nodes:
         categories = with_domain_category(categories)
     categories = with_rates(categories, rates or {}, f"the {profile} profile", field)

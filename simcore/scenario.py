@@ -100,12 +100,15 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
         "collectives": cluster.collectives_section(c, io, domain, p["options"]["message_bytes"], params),
         "constraints": cluster.constraints(fabrics, cost_out["unpriced"]),
     }
-    categories = failures.failure_categories(c["reliability"], spans_nodes=bool((domain > g).any()))
+    categories, excluded = failures.failure_categories(
+        c["reliability"], spans_nodes=bool((domain > g).any()), xids=hw.family.vendor == "NVIDIA",
+        nvlink=bool(np.all((node["nvlink_topology"] != "none") & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0))))
     total = fabrics.total
     cluster_units = reliability.unit_counts(gpus, nodes, link=total.endpoint_links + total.switch_links,
                                             nic=total.endpoints, switch=total.switches,
                                             domain=np.where(domain > g, np.ceil(gpus / domain), 0.0))
-    result["reliability"] = failures.reliability_cluster(categories, cluster_units)
+    result["reliability"] = {**failures.reliability_cluster(categories, cluster_units),
+                             "excluded_categories": excluded}
     if p["has_workload"]:
         _train(result, p, params, hw, io, domain, fabrics.main, categories, storage_rates)
     if p["options"]["monte_carlo_replicas"] > 0:

@@ -52,10 +52,11 @@ def twin_group(twin_id: int) -> str:
 def _categories(twin_or_plan):
     """The failure categories of a twin or a plan: its profile with its rate overrides."""
     rate = twin_or_plan.failures_per_1000_node_days if twin_or_plan.failure_profile == "per-node-rate" else None
+    node_type = (twin_or_plan.plan if isinstance(twin_or_plan, Twin) else twin_or_plan).node_type
+    scope = {**node_type.failure_scope(), "domain_spans_nodes": _domain_nodes(twin_or_plan) > 1}
     return reliability.build_categories(
         twin_or_plan.failure_profile, failures_per_1000_node_days=rate, rates=twin_or_plan.category_rates,
-        flap_share=twin_or_plan.link_flap_share, flap_s=twin_or_plan.link_flap_s,
-        domain_spans_nodes=_domain_nodes(twin_or_plan) > 1)
+        flap_share=twin_or_plan.link_flap_share, flap_s=twin_or_plan.link_flap_s, **scope)
 
 
 def _domain_nodes(twin_or_plan) -> int:

@@ -25,6 +25,7 @@ from planner.choices import (
     PartKind,
     ScaleUpLink,
 )
+from simcore.devices import FAMILIES
 
 
 def validate_positive(value):
@@ -258,6 +259,15 @@ class ComputeNodeType(CatalogEntry):
             errors["cpus_per_node"] = "must be at least 1 when a CPU is given"
         if errors:
             raise ValidationError(errors)
+
+    def failure_scope(self) -> dict:
+        """What decides which failure categories can happen on these nodes, as
+        :func:`simcore.reliability.build_categories` takes it: NVIDIA Xids on NVIDIA GPUs only, the
+        NVLink Xid only with NVLink, the scale-up domain's own failure where it spans nodes."""
+        n = self.accelerators_per_node
+        return {"xids": FAMILIES[self.accelerator.family].vendor == "NVIDIA",
+                "nvlink": self.nvlink_topology != NVLinkTopology.NONE,
+                "domain_spans_nodes": bool(self.scaleup_domain_gpus and self.scaleup_domain_gpus > n)}
 
 
 class StorageNodeType(CatalogEntry):

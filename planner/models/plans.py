@@ -216,12 +216,11 @@ class ClusterPlan(OwnedEntry):
         for key, value in rates.items():
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 return {"category_rates": f"{key}: must be a number of events per unit-hour, zero or more"}
-        node = self.node_type if self.node_type_id else None
-        spans_nodes = bool(node and node.scaleup_domain_gpus and node.scaleup_domain_gpus > node.accelerators_per_node)
+        scope = self.node_type.failure_scope() if self.node_type_id else {}
         try:
             reliability.build_categories(self.failure_profile,
                                          failures_per_1000_node_days=self.failures_per_1000_node_days,
-                                         rates=rates, domain_spans_nodes=spans_nodes)
+                                         rates=rates, **scope)
         except ScenarioError as error:
             return {"category_rates": error.reason}
         return {}

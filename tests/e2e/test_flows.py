@@ -126,6 +126,7 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     expect(page.page.locator("#excluded-categories")).to_contain_text("Xid 31")  # a production job's own faults
     expect(page.page.locator("#plan-report")).to_contain_text("rendezvous and set-up")
     expect(page.page.locator("#allreduce-chart svg.chart path")).to_have_count(3)
+    expect(page.page.locator("#allreduce-chart .marker-label")).to_have_text("NCCL: ring to tree")
     expect(page.page.locator("#step-breakdown")).to_contain_text("pipeline bubble")
     page.shot("plan")
 

@@ -64,6 +64,10 @@ def test_restart_parts_of_the_ascend_and_fast_profiles(catalog, reader_client):
 def test_compare_shows_the_fabric_share_of_two_against_three_layers_and_single_against_multi_rail(
         catalog, reader_client):
     trees = metrics(reader_client, FF, FF3)
+    # The Ascend presets take a per-node rate (no published categories); on the Fire-Flyer profile
+    # they keep its link and switch faults (not its NVIDIA Xids), which is what the rails change.
+    ClusterPlan.objects.filter(slug__in=(SINGLE, MULTI)).update(failure_profile="fire-flyer",
+                                                                 failures_per_1000_node_days=None)
     rails = metrics(reader_client, SINGLE, MULTI)
     for values in (trees["fabric_interruption_share"], trees["fabric_repair_hours_per_day"],
                    rails["fabric_interruption_share"], rails["fabric_repair_hours_per_day"]):
@@ -116,3 +120,30 @@ def test_a_spare_pool_larger_than_the_cluster_is_refused_and_no_twin_is_stored(c
     assert Twin.objects.count() == 0
     made = client.post("/api/twins/", {"plan": FF, "spare_nodes": 40}, format="json")
     assert made.status_code == 201 and made.json()["jobs"][0]["nodes"] == 1200
+
+
+def test_ascend_presets_charge_no_nvidia_xids_and_say_why(catalog, reader_client):
+    reliability = evaluate(reader_client, SINGLE, "llama-13b-512")["result"]["reliability"]
+    assert not [key for key in reliability["by_category_per_day"] if key.startswith("xid")]
+    assert [c["key"] for c in reliability["categories"]] == ["node-failure"]  # Meta's per-node rate
+    # 1,250 nodes at 6.50 failures per 1,000 node-days
+    assert reliability["events_per_day"] == pytest.approx(1250 * 6.5 / 1000)
+    # The same cluster on the Fire-Flyer profile keeps its host and fabric faults, not the Xids.
+    plan = ClusterPlan.objects.get(slug=SINGLE)
+    plan.failure_profile, plan.failures_per_1000_node_days = "fire-flyer", None
+    plan.save()
+    fire_flyer = evaluate(reader_client, SINGLE, "llama-13b-512")["result"]["reliability"]
+    assert {c["key"] for c in fire_flyer["categories"]} == {"ib-link", "switch", "host-memory-ecc"}
+    excluded = {c["key"]: c["reason"] for c in fire_flyer["excluded_categories"]}
+    assert set(excluded) == {f"xid-{code}" for code in FF_XID_COUNTS} and "does not report Xids" in excluded["xid-74"]
+    plan.category_rates = {"xid-74": 1e-6}
+    with pytest.raises(Exception, match="no such category"):
+        plan.full_clean()
+
+
+def test_xid_63_row_remapping_is_logged_but_does_not_interrupt_the_job(catalog, reader_client):
+    reliability = evaluate(reader_client, FF, "llama-13b-512")["result"]["reliability"]
+    labels = {c["key"]: c for c in reliability["categories"]}
+    assert labels["xid-63"]["interrupts_job"] is False and labels["xid-64"]["interrupts_job"] is True
+    assert reliability["by_category_per_day"]["xid-63"] > 0 and "xid-63" not in {
+        key for key, rate in reliability["job_by_category_per_day"].items() if rate > 0}

@@ -200,6 +200,11 @@ function jobCategories(r) {
     section.append(el("p", { class: "note", id: "excluded-categories" },
       `Not interrupting this job: ${excluded.join("; ")} (job-caused faults count only at the job's stated rate).`));
   }
+  if ((r.excluded_categories || []).length) {
+    const reasons = [...new Set(r.excluded_categories.map((c) => c.reason))];
+    section.append(el("p", { class: "note", id: "inapplicable-categories" },
+      `Not counted on this build: ${r.excluded_categories.map((c) => c.key).join(", ")} (${reasons.join("; ")}).`));
+  }
   return section;
 }
 
