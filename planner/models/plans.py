@@ -204,10 +204,38 @@ class ClusterPlan(OwnedEntry):
             if self.node_count % per_domain:
                 errors["node_count"] = (f"{self.node_type.name} comes in scale-up domains of {per_domain} nodes: "
                                         f"give a multiple of {per_domain}")
-        if self.node_type_id and self.switch_id and self.node_count:
-            errors.update(self._fabric_errors())
+        if self.node_type_id and self.switch_id:
+            part_errors = self._part_errors()
+            errors.update(part_errors)
+            if self.node_count and not part_errors:
+                errors.update(self._fabric_errors())
         if errors:
             raise ValidationError(errors)
+
+    def _part_errors(self) -> dict[str, str]:
+        """Parts that cannot be cabled together. The computation NIC speaks the switch's protocol
+        at no more than its port speed (a slower NIC takes a port, or a breakout of one); the cable
+        from each NIC runs at the NIC's rate; a switch-to-switch transceiver runs at the port speed, or twice it as a
+        twin-port module (Quantum-2's 2 x 400G OSFP cages)."""
+        nic, switch = self.node_type.compute_nic, self.switch
+        port = switch.port_speed_gbit_s
+        errors = {}
+        if nic.protocol != switch.protocol:
+            errors["switch"] = (
+                f"{switch.name} is {switch.get_protocol_display()} but the nodes' NIC is {nic.get_protocol_display()}"
+            )
+        elif nic.line_rate_gbit_s > port:
+            errors["switch"] = (f"{switch.name} ports ({port:g} Gb/s) are slower than the "
+                                f"nodes' NICs ({nic.line_rate_gbit_s:g} Gb/s)")
+        cable = self.endpoint_cable
+        if cable is not None and cable.speed_gbit_s != nic.line_rate_gbit_s:
+            errors["endpoint_cable"] = (f"runs at {cable.speed_gbit_s:g} Gb/s; the computation NIC ({nic.name}) "
+                                        f"runs at {nic.line_rate_gbit_s:g} Gb/s")
+        optic = self.transceiver
+        if optic is not None and optic.speed_gbit_s not in (port, 2 * port):
+            errors["transceiver"] = (f"runs at {optic.speed_gbit_s:g} Gb/s; the switch's ports run at {port:g} Gb/s "
+                                     f"(a module of {port:g}, or a twin-port {2 * port:g})")
+        return errors
 
     def _rate_errors(self) -> dict[str, str]:
         rates = self.category_rates
@@ -241,16 +269,6 @@ class ClusterPlan(OwnedEntry):
     def _fabric_errors(self) -> dict[str, str]:
         node, switch = self.node_type, self.switch
         errors = {}
-        nic = node.compute_nic
-        if nic.protocol != switch.protocol:
-            errors["switch"] = (
-                f"{switch.name} is {switch.get_protocol_display()} but the nodes' NIC is {nic.get_protocol_display()}"
-            )
-        if nic.line_rate_gbit_s > switch.port_speed_gbit_s:
-            errors["switch"] = (
-                f"{switch.name} ports ({switch.port_speed_gbit_s:g} Gb/s) are slower than the "
-                f"nodes' NICs ({nic.line_rate_gbit_s:g} Gb/s)"
-            )
         nics = node.compute_nics_per_node
         if nics % self.planes:
             errors["planes"] = f"each node needs one NIC per plane: {nics} NICs do not split into {self.planes} planes"
