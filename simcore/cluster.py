@@ -202,7 +202,7 @@ def cost_section(c, f: Fabrics, power_out: dict, hw: Hardware) -> dict:
     return {
         "currency": prices["currency"],
         **capex_lines,
-        "network": cost.priced_sum([capex_lines[k] for k in ("switches", "transceivers", "fibers", "endpoint_cables")]),
+        "network": cost.complete_sum(counts, unit_prices, ("switches", "transceivers", "fibers", "endpoint_cables")),
         "capex_total": capex_total,
         "unpriced": unpriced,
         "unpriced_count": sum((np.asarray(counts[k]) > 0) & np.isnan(unit_prices[k]) for k in counts).astype(float),

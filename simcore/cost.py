@@ -1,27 +1,28 @@
 """Cost: capital cost from part counts x unit prices, and energy cost.
 
-Prices come from a price book (a user input). A part the book does not price (null) is left out
-of the total and named in ``unpriced``, so a total never silently counts a missing price as
-zero: the result says which parts it does not include, and a total with nothing priced is null.
+Prices come from a price book (a user input). A total is complete or it is null: where a part the
+build counts has no price (null in the book), the total (and any subtotal it falls in) is null and
+the part is named in ``unpriced``, so a bill that leaves parts out never looks cheaper.
 """
 import numpy as np
 
 from simcore.power import energy_per_year_kwh
 
 
-def priced_sum(lines):
-    """Sum of the priced lines; NaN where none of them has a price."""
-    stacked = np.stack(np.broadcast_arrays(*lines))
-    return np.where(np.all(np.isnan(stacked), axis=0), np.nan, np.nansum(stacked, axis=0))
+def complete_sum(counts: dict[str, np.ndarray], unit_prices: dict[str, np.ndarray], parts=None):
+    """Sum of count x unit price over ``parts`` (all by default): a part the build does not count
+    adds nothing, a counted part without a price makes the sum NaN."""
+    return sum(np.where(np.asarray(counts[part]) > 0, counts[part] * unit_prices[part], 0.0)
+               for part in (parts or counts))
 
 
 def capex(counts: dict[str, np.ndarray], unit_prices: dict[str, np.ndarray]):
-    """Extended price per part (count x unit price), their total over the priced parts, and the
-    parts left unpriced (a nonzero count and no price)."""
+    """Extended price per part (count x unit price), their total (NaN unless every counted part is
+    priced), and the parts left unpriced (a nonzero count and no price)."""
     lines = {part: counts[part] * unit_prices[part] for part in counts}
     unpriced = [part for part in counts
                 if (np.isnan(unit_prices[part]) & (np.asarray(counts[part]) > 0)).any()]
-    return lines, priced_sum(list(lines.values())), unpriced
+    return lines, complete_sum(counts, unit_prices), unpriced
 
 
 def energy_cost_per_year(it_power_w, pue, price_per_kwh):

@@ -236,14 +236,14 @@ def pareto_front(x: np.ndarray, y: np.ndarray, candidates: np.ndarray) -> np.nda
 def feasibility(columns: dict[str, np.ndarray], goal: Goal):
     """(valid mask, constraints applied, {constraint: mask}, feasible mask) for a goal.
 
-    When the goal involves a price, points whose totals leave out more unpriced parts than the
-    best-priced valid point are rejected, so that totals over different parts are never compared.
+    When the goal involves a price, points with an unpriced part are rejected: their totals are
+    null, never a cheaper sum over fewer parts.
     """
     valid = columns["valid"].astype(bool)
     constraints = list(goal.constraints)
     uses_cost = any(m.startswith(("cost.", "training.cost")) for m in goal_metrics(goal))
-    if uses_cost and "cost.unpriced_count" in columns and valid.any():
-        constraints.append(Constraint("cost.unpriced_count", high=float(columns["cost.unpriced_count"][valid].min())))
+    if uses_cost and "cost.unpriced_count" in columns:
+        constraints.append(Constraint("cost.unpriced_count", high=0.0))
     satisfied = {c.describe(): c.satisfied(columns[c.metric]) for c in constraints}
     feasible = valid.copy()
     for ok in satisfied.values():

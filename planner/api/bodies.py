@@ -102,7 +102,7 @@ class BomSerializer(serializers.Serializer):
     price_book = serializers.CharField()
     currency = serializers.CharField()
     lines = BomLineSerializer(many=True)
-    total = serializers.FloatField()
+    total = serializers.FloatField(allow_null=True, help_text="null when a counted part has no price (see unpriced)")
     unpriced = serializers.ListField(child=serializers.CharField(), help_text="parts with no price")
 
 
@@ -129,6 +129,9 @@ class ComparisonSerializer(serializers.Serializer):
                                        help_text="tp, cp, ep, pp -> where each plan runs that traffic")
     infeasible = serializers.DictField(child=serializers.ListField(child=serializers.CharField()),
                                        help_text="plan -> why it could not be evaluated")
+    unpriced = serializers.DictField(child=serializers.ListField(child=serializers.CharField()),
+                                     help_text="plan -> the counted parts its price book does not price")
+    cost_comparable = serializers.BooleanField(help_text="every bill complete, in one currency")
 
 
 class FailureCategorySerializer(serializers.Serializer):

@@ -90,6 +90,7 @@ class BomLine:
     source: str
 
 
+NOT_CHOSEN = "(not chosen)"
 BOM_COLUMNS = ["part", "part_kind", "slug", "quantity", "unit_price", "extended_price", "currency", "source"]
 
 
@@ -97,7 +98,8 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
     """Bill of materials: every part with its quantity and, where the price book has it, prices.
 
     Quantities are the evaluation's counts; the extended prices add up to its ``capex_total``.
-    NICs ship inside the nodes and are listed for completeness with no price of their own.
+    NICs ship inside the nodes and are listed for completeness with no price of their own. Where a
+    counted part has no price the total is null and the part is named in ``unpriced``.
     """
     result = result or simcore.evaluate(scenario_document(plan))
     fabric = result["fabric"]
@@ -106,7 +108,11 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
     lines: list[BomLine] = []
 
     def add(label, kind, part, quantity, priced=True, note=""):
-        if part is None or not quantity:
+        if not quantity:
+            return
+        if part is None:  # counted by the fabric, but the plan names no part: listed, never priced
+            lines.append(BomLine(label, kind, NOT_CHOSEN, int(quantity), None, None,
+                                 "the plan names no part: choose one to price it"))
             return
         unit = prices.get((kind, part.slug)) if priced else None
         unit = float(unit) if unit is not None else None
@@ -132,23 +138,25 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
     add("optical transceiver", "link-part", plan.transceiver, fabric["transceivers"])
     add("fibre", "link-part", plan.fiber, fabric["fibers"])
     rows = [line.__dict__ for line in lines]
+    unpriced = list(dict.fromkeys(line.part if line.slug == NOT_CHOSEN else line.slug
+                                  for line in lines if line.unit_price is None and line.source != included))
     return {
         "plan": plan.slug,
         "price_book": plan.price_book.slug,
         "currency": plan.price_book.currency,
         "lines": rows,
-        "total": round(sum(line.extended_price or 0.0 for line in lines), 6),
-        "unpriced": [line.slug for line in lines if line.unit_price is None and line.source != included],
+        "total": None if unpriced else round(sum(line.extended_price or 0.0 for line in lines), 6),
+        "unpriced": unpriced,
     }
 
 
 def bom_csv(bom: dict) -> str:
+    """The bill's lines, one row each, with no total row (a column sum would count it twice)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=BOM_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for line in bom["lines"]:
         writer.writerow({**{k: ("" if v is None else v) for k, v in line.items()}, "currency": bom["currency"]})
-    writer.writerow({"part": "total", "extended_price": bom["total"], "currency": bom["currency"]})
     return out.getvalue()
 
 
@@ -166,7 +174,8 @@ def compare_choice_problems(slugs: list[str]) -> list[str]:
 def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, options: dict | None = None,
                  work_budget_s: float | None = None) -> dict:
     """Evaluate 2-4 plans and line their metrics up, with ratios and differences to the first
-    (``work_budget_s`` shared between them)."""
+    (``work_budget_s`` shared between them). Plans are comparable on cost only when each bill is
+    complete in one currency; ``unpriced`` names each plan's parts without a price."""
     evaluations, infeasible = [], {}
     share_s = None if work_budget_s is None else work_budget_s / len(plans)
     for plan in plans:
@@ -188,16 +197,19 @@ def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, 
             "delta_to_first": [None if v is None or first is None else v - first for v in values],
         })
     currencies = {plan.price_book.currency for plan in plans}
+    unpriced = {plan.slug: [] if r is None else list(r["cost"]["unpriced"]) for plan, r in zip(plans, evaluations)}
     placements = {group: [None if r is None or "placement" not in r.get("training", {}) else
                           r["training"]["placement"][group] for r in evaluations] for group in ("tp", "cp", "ep", "pp")}
     return {
         "plans": [plan.slug for plan in plans],
         "workload": workload.slug if workload else None,
         "engine_version": simcore.ENGINE_VERSION,
-        "currency": currencies.pop() if len(currencies) == 1 else None,
+        "currency": next(iter(currencies)) if len(currencies) == 1 else None,
         "metrics": metrics,
         "placements": placements if any(v is not None for v in placements["tp"]) else {},
         "infeasible": infeasible,
+        "unpriced": unpriced,
+        "cost_comparable": len(currencies) == 1 and not any(unpriced.values()),
     }
 
 

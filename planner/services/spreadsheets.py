@@ -43,7 +43,8 @@ def bom_xlsx(bom: dict) -> bytes:
     book = _workbook()
     _sheet(book, "Summary", ["item", "value"], [
         ["plan", bom["plan"]], ["price book", bom["price_book"]], ["currency", currency],
-        [f"total ({currency})", bom["total"]], ["unpriced parts", ", ".join(bom["unpriced"]) or "none"]])
+        [f"total ({currency})", bom["total"] if bom["total"] is not None else "none: parts without a price"],
+        ["unpriced parts", ", ".join(bom["unpriced"]) or "none"]])
     header = ["part", "catalogue slug", "quantity (units)", f"unit price ({currency})",
               f"extended price ({currency})", "price source"]
     for title, kinds in BOM_SHEETS:

@@ -95,6 +95,7 @@ def test_fire_flyer_comparison_shows_122_against_1320_switches(page):
     expect(ep.nth(1)).to_have_text("scale-up")
     expect(page.page.locator("#comparison tr[data-metric=racks] td").nth(1)).to_contain_text("16")
     expect(page.page.locator("#compare-charts figure[data-metric=ep_traffic_s] svg rect.bar")).to_have_count(2)
+    expect(page.page.locator("#not-comparable-on-cost")).to_contain_text("no price for switches")
     page.shot("blackwell")
 
 
@@ -120,6 +121,8 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     page.page.select_option("#plan-options select[name=workload]", "llama-13b-512")
     expect(page.page.locator("#plan-status")).to_contain_text("llama-13b-512")
     expect(page.page.locator("#bom")).to_contain_text("compute node")
+    expect(page.page.locator("#bom-total")).to_have_text("none")  # the 3FS nodes have no price
+    expect(page.page.locator("#bom tfoot")).to_contain_text("no price for ff-3fs-storage")
     expect(page.page.locator("#topology svg.chart")).to_be_visible()
     expect(page.page.locator("#ettr-chart svg.chart")).to_contain_text("optimum")
     expect(page.page.locator("#ettr-restart-chart svg.chart")).to_contain_text("plan")
@@ -158,7 +161,7 @@ def test_workload_editor_names_bad_fields_and_shows_where_the_step_goes(page):
 
 def test_sweep_progress_reaches_100_percent_and_a_chart_appears(page):
     page.login()
-    page.goto("/sweeps/?plan=ff2-pcie-2zone")
+    page.goto("/sweeps/?plan=dgx-a100-3layer")  # every part priced: cost goals need complete bills
     page.page.select_option("#s-workload", "llama-13b-512")
     rows = page.page.locator(".axis-row")
     rows.nth(0).locator("[name=axis-values]").fill("8..64 step 8")

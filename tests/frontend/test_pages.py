@@ -99,3 +99,9 @@ def test_the_comparison_buttons_open_the_blackwell_and_supernode_comparisons(cat
     body = signed_in.get("/compare/?ids=ascend-910b-single-rail,cloudmatrix384-x26&workload=deepseek-v3-class-1024")
     text_ = body.content.decode()
     assert 'data-placement="ep"' in text_ and "scale-up" in text_ and 'data-metric="scaleup_domain_gpus"' in text_
+
+
+def test_a_comparison_with_an_incomplete_bill_says_it_is_not_comparable_on_cost(catalog, signed_in):
+    page = text(signed_in.get("/compare/?ids=dgx-a100-3layer,ff2-pcie-2zone"))
+    assert "Not comparable on cost: a bill has parts without a price" in page
+    assert "ff2-pcie-2zone : no price for storage_nodes" in page and "dgx-a100-3layer :" not in page

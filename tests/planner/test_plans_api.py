@@ -72,8 +72,13 @@ def test_table_iii_through_the_api(catalog, reader_client):
     assert metrics["compute_fabric_switches"]["values"] == [122, 200, 1320]
     for value, published in zip(metrics["network_cost"]["values"], (350, 600, 4000)):
         assert value == pytest.approx(published, rel=0.03)
-    for value, published in zip(metrics["capex_total"]["values"], (11600, 11850, 23000)):
-        assert value == pytest.approx(published, rel=0.03)
+    # Table III's totals are servers plus network; the FF builds' 3FS nodes are unpriced, so their
+    # whole bill has no total, and the DGX build (no storage nodes) has one.
+    assert metrics["capex_total"]["values"][:2] == [None, None]
+    assert metrics["capex_total"]["values"][2] == pytest.approx(23000, rel=0.03)
+    for plan, published in ((FF, 11600), (FF3, 11850)):
+        cost = reader_client.post(f"/api/plans/{plan}/evaluate/", {}, format="json").json()["result"]["cost"]
+        assert cost["compute_nodes"] + cost["network"] == pytest.approx(published, rel=0.03)
     assert metrics["network_cost"]["ratio_to_first"][1] == pytest.approx(600 / 350, rel=0.05)
 
 
@@ -153,16 +158,21 @@ def test_bom_adds_up_to_the_evaluation_and_csv_agrees_with_json(catalog, reader_
     assert by_part["endpoint cable"]["quantity"] == result["fabric"]["endpoint_cables"]
     assert by_part["optical transceiver"]["quantity"] == result["fabric"]["transceivers"]
     assert by_part["fibre"]["quantity"] == result["fabric"]["fibers"]
-    assert bom["total"] == pytest.approx(result["cost"]["capex_total"])
-    assert sum(line["extended_price"] or 0 for line in bom["lines"]) == pytest.approx(bom["total"])
+    # FF's 3FS nodes have no price in the relative book: no total anywhere, the part named.
+    assert bom["total"] is None and result["cost"]["capex_total"] is None
+    assert bom["unpriced"] == ["ff-3fs-storage"] and result["cost"]["unpriced"] == ["storage_nodes"]
     response = reader_client.get(f"/api/plans/{FF}/bom/", {"format": "csv"})
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
-    assert [r["slug"] for r in rows[:-1]] == [line["slug"] for line in bom["lines"]]
+    assert [r["slug"] for r in rows] == [line["slug"] for line in bom["lines"]]  # no total row to double a sum
     for row, line in zip(rows, bom["lines"]):
         assert int(row["quantity"]) == line["quantity"]
         assert (float(row["extended_price"]) if row["extended_price"] else None) == line["extended_price"]
-    assert rows[-1]["part"] == "total" and float(rows[-1]["extended_price"]) == pytest.approx(bom["total"])
+    # A bill with every counted part priced adds up to the evaluation's total.
+    complete = reader_client.get("/api/plans/dgx-a100-3layer/bom/").json()
+    evaluated = reader_client.post("/api/plans/dgx-a100-3layer/evaluate/", {}, format="json").json()["result"]
+    assert complete["unpriced"] == [] and complete["total"] == pytest.approx(evaluated["cost"]["capex_total"])
+    assert sum(line["extended_price"] or 0 for line in complete["lines"]) == pytest.approx(complete["total"])
 
 
 def test_create_by_gpu_count_and_clone_a_preset(catalog, reader_client, user):
@@ -339,7 +349,7 @@ def test_commands_evaluate_and_compare(catalog, capsys):
     assert "switches" in table and "122" in table and "training step" in table
     call_command("evaluate_plan", FF, "--format", "csv")
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("part,part_kind,slug,quantity") and lines[-1].startswith("total")
+    assert lines[0].startswith("part,part_kind,slug,quantity") and lines[-1].startswith("fibre")  # no total row
     call_command("evaluate_plan", FF, "--format", "json")
     assert '"engine_version"' in capsys.readouterr().out
     call_command("compare_plans", DGX, FF, FF3)
@@ -611,7 +621,8 @@ def test_bill_of_materials_and_comparison_as_excel_hold_the_json_numbers(catalog
     currency = bom["currency"]
     assert book["Switches"]["D1"].value == f"unit price ({currency})"
     summary = dict(book["Summary"].iter_rows(min_row=2, values_only=True))
-    assert summary[f"total ({currency})"] == bom["total"]
+    assert summary[f"total ({currency})"] == "none: parts without a price" and bom["total"] is None
+    assert summary["unpriced parts"] == "ff-3fs-storage"
 
     ids = f"{FF},dgx-a100-3layer"
     comparison = reader_client.get(f"/api/plans/compare/?ids={ids}").json()
@@ -621,7 +632,8 @@ def test_bill_of_materials_and_comparison_as_excel_hold_the_json_numbers(catalog
     assert header[:4] == ["metric", "unit", FF, "dgx-a100-3layer"]
     table = {row[0]: row for row in sheet.iter_rows(min_row=2, values_only=True)}
     for metric in comparison["metrics"]:  # Excel keeps 15 significant digits
-        assert list(table[metric["label"]][2:4]) == pytest.approx(metric["values"], rel=1e-14)
+        for cell, value in zip(table[metric["label"]][2:4], metric["values"]):
+            assert cell == value if value is None else cell == pytest.approx(value, rel=1e-14)
     assert table["switches"][2:4] == (122, 1320)
 
 

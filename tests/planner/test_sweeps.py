@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from planner.models import Sweep, SweepChunk
+from planner.models import ClusterPlan, Sweep, SweepChunk
 from planner.services.sweeps import stalled_sweeps, sweep_run_chunk, sweep_settle
 from simcore import evaluate
 
@@ -21,6 +21,13 @@ AXES = {"cluster.node_count": {"start": 200, "stop": 1240, "step": 40}, "workloa
 @pytest.fixture
 def small_chunks(settings):
     settings.SWEEP_CHUNK_POINTS = 25
+
+
+@pytest.fixture
+def priced_ff(catalog):
+    """The FF plan without its 3FS nodes, which the relative price book does not price: every
+    counted part priced, so cost goals have totals to compare."""
+    ClusterPlan.objects.filter(slug=FF).update(storage_node_count=0)
 
 
 def create(client, **body):
@@ -62,7 +69,13 @@ def test_invalid_points_are_recorded_with_their_reason(catalog, reader_client, e
     assert all(row["invalid_reason"] == "the job needs more GPUs than the cluster has" for row in too_big)
 
 
-def test_goal_seeking_through_the_api(catalog, reader_client, eager_celery):
+def test_a_cost_goal_on_a_bill_with_an_unpriced_part_finds_no_optimum_and_says_why(catalog, reader_client,
+                                                                                   eager_celery):
+    result = create(reader_client, goal={"minimize": "cost.capex_total"}).json()["goal_result"]
+    assert result["optimum"] is None and result["binding"]["constraint"] == "cost.unpriced_count <= 0"
+
+
+def test_goal_seeking_through_the_api(catalog, priced_ff, reader_client, eager_celery):
     goal = {"minimize": "cost.capex_total", "constraints": [{"metric": "training.step_time_s", "max": 20}],
             "pareto": [["cost.capex_total", "training.step_time_s"]]}
     sweep = create(reader_client, goal=goal).json()
@@ -297,8 +310,8 @@ def test_stalled_sweeps_are_found_and_settled(catalog, reader_client, small_chun
     assert list(stalled_sweeps(idle_s=0)) == []
 
 
-def test_the_chart_sample_spans_the_whole_grid_and_keeps_the_goal_points(catalog, reader_client, eager_celery,
-                                                                        small_chunks):
+def test_the_chart_sample_spans_the_whole_grid_and_keeps_the_goal_points(catalog, priced_ff, reader_client,
+                                                                        eager_celery, small_chunks):
     goal = {"minimize": "cost.capex_total", "constraints": [{"metric": "training.step_time_s", "max": 20}],
             "pareto": [["cost.capex_total", "training.step_time_s"]]}
     sweep = create(reader_client, goal=goal).json()

@@ -16,6 +16,9 @@ from simcore.sweep import (
     parse_goal,
 )
 
+# Fire-Flyer without its 3FS nodes, which the relative price book does not price: a complete bill.
+FF_PRICED = {**FF_2ZONE, "storage": {**FF_2ZONE["storage"], "nodes": 0}}
+
 
 def test_axis_forms():
     assert parse_axis("a", [1, 2, 4]).values.tolist() == [1, 2, 4]
@@ -61,7 +64,7 @@ def test_pareto_front_matches_brute_force():
 
 
 def small_grid():
-    base = {"cluster": FF_2ZONE, "workload": dict(LLAMA_13B)}
+    base = {"cluster": FF_PRICED, "workload": dict(LLAMA_13B)}
     axes = [parse_axis("cluster.node_count", [100, 200, 400, 800, 1240]),
             parse_axis("workload.gpus", [64, 128, 256, 512, 1024]),
             parse_axis("workload.tp", [1, 2, 4])]
@@ -78,7 +81,7 @@ def test_goal_seek_optimum_and_front_are_exactly_the_brute_force_ones():
     outcome = goal_seek(columns, goal)
     brute = []
     for point, values in enumerate(itertools.product(*[a.values for a in axes])):
-        doc = {"cluster": {**FF_2ZONE, "node_count": values[0]},
+        doc = {"cluster": {**FF_PRICED, "node_count": values[0]},
                "workload": {**LLAMA_13B, "gpus": values[1], "tp": values[2]}}
         result = evaluate(doc)
         training = result["training"]
@@ -131,3 +134,15 @@ def test_bad_goals_name_the_field(spec, field):
     with pytest.raises(ScenarioError) as raised:
         parse_goal(spec)
     assert raised.value.field == field
+
+
+def test_a_cost_goal_refuses_points_whose_bill_has_an_unpriced_part():
+    _, _, _, columns = small_grid()
+    valid = columns["valid"] == 1
+    unpriced = {**columns, "cost.unpriced_count": np.where(np.arange(valid.size) % 2, 1.0, 0.0),
+                "cost.capex_total": np.where(np.arange(valid.size) % 2, np.nan, columns["cost.capex_total"])}
+    outcome = goal_seek(unpriced, parse_goal({"minimize": "cost.capex_total"}))
+    assert outcome["feasible"] == int((valid & (np.arange(valid.size) % 2 == 0)).sum())
+    assert outcome["rejected_by"]["cost.unpriced_count <= 0"] == int((valid & (np.arange(valid.size) % 2 == 1)).sum())
+    # A goal with no price in it keeps them.
+    assert goal_seek(unpriced, parse_goal({"minimize": "training.step_time_s"}))["feasible"] == int(valid.sum())

@@ -74,19 +74,29 @@ def test_bad_fabric_input_names_the_field(kwargs, field):
 def test_table_iii_prices_in_relative_units():
     results = {name: evaluate({"cluster": cluster})["cost"] for name, cluster in
                (("ff", FF_2ZONE), ("pcie3", FF_3LAYER), ("dgx", DGX_3LAYER))}
+    servers_and_network = {name: cost["compute_nodes"] + cost["network"] for name, cost in results.items()}
     for name, network, total in (("ff", 350, 11600), ("pcie3", 600, 11850), ("dgx", 4000, 23000)):
         assert results[name]["network"] == pytest.approx(network, rel=0.03)
-        assert results[name]["capex_total"] == pytest.approx(total, rel=0.03)
+        assert servers_and_network[name] == pytest.approx(total, rel=0.03)  # Table III's total
     # FF saves about 40% of the PCIe three-layer network and costs about half the DGX build.
     assert 1 - results["ff"]["network"] / results["pcie3"]["network"] == pytest.approx(0.4, abs=0.03)
-    assert results["ff"]["capex_total"] / results["dgx"]["capex_total"] == pytest.approx(0.5, abs=0.03)
+    assert servers_and_network["ff"] / servers_and_network["dgx"] == pytest.approx(0.5, abs=0.03)
+    # The DGX build has no storage nodes, so its bill is complete; FF's 3FS nodes have no price.
+    assert results["dgx"]["capex_total"] == pytest.approx(servers_and_network["dgx"])
+    assert results["ff"]["capex_total"] is None and results["ff"]["unpriced"] == ["storage_nodes"]
 
 
-def test_unpriced_parts_are_named_not_counted_as_zero():
-    cost = evaluate({"cluster": FF_2ZONE})["cost"]
+def test_a_bill_with_an_unpriced_part_has_no_total():
+    unpriced_optics = {**FF_2ZONE, "prices": {"currency": "REL", "switch": 2.95, "node": 9.0}}
+    cost = evaluate({"cluster": unpriced_optics})["cost"]
     assert cost["storage_nodes"] is None
-    assert "storage_nodes" in cost["unpriced"] and "transceivers" in cost["unpriced"]
-    assert cost["capex_total"] == pytest.approx(cost["compute_nodes"] + cost["switches"])
+    assert set(cost["unpriced"]) == {"storage_nodes", "transceivers", "fibers", "endpoint_cables"}
+    assert cost["capex_total"] is None and cost["network"] is None and cost["capex_per_fp16_pflops"] is None
+    assert cost["compute_nodes"] == pytest.approx(1240 * 9.0)  # the priced lines still show
+    priced = {**unpriced_optics, "prices": {**FF_2ZONE["prices"], "node": 9.0, "storage_node": 20.0}}
+    complete = evaluate({"cluster": priced})["cost"]
+    assert complete["unpriced"] == [] and complete["capex_total"] == pytest.approx(
+        complete["compute_nodes"] + complete["network"] + 180 * 20.0)
 
 
 def test_cluster_power_and_energy():

@@ -74,7 +74,8 @@ function bomSection(bom) {
         el("td", { class: "num" }, money(line.unit_price, bom.currency)), el("td", { class: "num" }, money(line.extended_price, bom.currency)),
         el("td", { class: "source" }, line.source)))),
       el("tfoot", {}, el("tr", {}, el("th", { scope: "row" }, "total"), el("td"), el("td"), el("td"),
-        el("td", { class: "num" }, money(bom.total, bom.currency)), el("td"))))));
+        el("td", { class: "num", id: "bom-total" }, bom.total === null ? "none" : money(bom.total, bom.currency)),
+        el("td", { class: "source" }, bom.unpriced.length ? `incomplete: no price for ${bom.unpriced.join(", ")}` : ""))))));
 }
 
 function powerSection(result) {
