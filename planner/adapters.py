@@ -54,6 +54,7 @@ def node_document(node) -> dict:
         "storage_nics": node.storage_nics_per_node,
         "storage_nic_gbit_s": (node.storage_nic.line_rate_gbit_s * node.storage_nic.ports) if node.storage_nic else 0.0,
         "power_w": node.measured_power_w,
+        "max_power_w": node.max_power_w,
     }
 
 

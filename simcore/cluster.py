@@ -168,23 +168,27 @@ def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, 
     storage_w = power.storage_node_power_w(sto["power_w"], sto["ssds"], sto["cpu_tdp_w"], params.power)
     it_power = {"compute_nodes_w": nodes * node_w, "switches_w": f.total.switches * switch_w,
                 "storage_nodes_w": sto["nodes"] * storage_w}
-    per_rack, racks, rack_w = power.rack_layout(nodes, node_w, domain / g, rack["nodes_per_rack"],
+    node_max_w, vendor_max = power.node_max_power_w(node["max_power_w"], g, acc["tdp_w"], node["cpus"],
+                                                        node["cpu_tdp_w"], params.power)
+    per_rack, racks, rack_w = power.rack_layout(nodes, node_w, node_max_w, domain / g, rack["nodes_per_rack"],
                                                 rack["power_limit_w"], rack["extra_w"])
+    rack_max_w = per_rack * node_max_w + rack["extra_w"]
     it_power["rack_extra_w"] = racks * rack["extra_w"]
     it_total_w = sum(it_power.values())
     gemm_w, idle_w = compute.accelerator_power_w(acc["tdp_w"], hw.full_clock_w, params.compute)
     pue = np.where(np.isnan(c["prices"]["pue"]), power.COOLING_PUE[rack["cooling"]], c["prices"]["pue"])
     facility_w = it_total_w * pue
     section = {
-        "accelerator_gemm_w": gemm_w, "accelerator_idle_w": idle_w, "node_w": node_w, "switch_w": switch_w,
+        "accelerator_gemm_w": gemm_w, "accelerator_idle_w": idle_w, "node_w": node_w, "node_max_w": node_max_w,
+        "node_max_basis": label(power.NODE_MAX_BASES, np.where(vendor_max, 0, 1)), "switch_w": switch_w,
         "storage_node_w": storage_w, **it_power, "it_total_w": it_total_w, "facility_w": facility_w, "pue": pue,
         "energy_per_year_kwh": power.energy_per_year_kwh(it_total_w, pue),
         "fp16_tflops_per_kw": hw.gemm_tflops["fp16"] * nodes * g / (facility_w / 1000),
     }
     racks_section = {"count": racks, "nodes_per_rack": per_rack, "gpus_per_rack": per_rack * g, "power_w": rack_w,
-                     "cooling": rack["cooling"],
+                     "max_power_w": rack_max_w, "cooling": rack["cooling"],
                      "within_power_limit": np.where(np.isnan(rack["power_limit_w"]), True,
-                                                    rack_w <= rack["power_limit_w"])}
+                                                    rack_max_w <= rack["power_limit_w"])}
     return section, racks_section
 
 

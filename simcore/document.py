@@ -112,6 +112,9 @@ SPEC: dict[str, Any] = {
             "storage_nics": opt("non_negative", 0, integer=True),
             "storage_nic_gbit_s": opt("non_negative", 0.0, unit="Gb/s"),
             "power_w": opt(nullable=True, unit="W", doc="measured average under training; null: from parts"),
+            "max_power_w": opt(nullable=True, unit="W",
+                               doc="the vendor's maximum system input, which racks are provisioned for; null: "
+                                   "the parts at their nameplate"),
         },
         "rack": {
             "nodes_per_rack": opt(integer=True, nullable=True,

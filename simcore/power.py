@@ -48,6 +48,21 @@ def node_power_w(measured_w, gpus_per_node, accelerator_tdp_w, cpus_per_node, cp
     return np.where(np.isnan(measured_w), built, measured_w)
 
 
+NODE_MAX_BASES = ("vendor maximum", "parts at nameplate")
+
+
+def node_max_power_w(vendor_max_w, gpus_per_node, accelerator_tdp_w, cpus_per_node, cpu_tdp_w,
+                     params: PowerParams = PowerParams()):
+    """(maximum node power, whether it is the vendor's): the vendor's published maximum system
+    input where the catalogue has one (NaN = none), else the parts at nameplate (accelerators and
+    CPUs at TDP, plus ``node_other_w``). Racks and feeds are provisioned for this, not for the
+    average (``NODE_MAX_BASES`` names the two)."""
+    parts = (gpus_per_node * accelerator_tdp_w
+             + cpus_per_node * np.where(np.isnan(cpu_tdp_w), params.cpu_default_w, cpu_tdp_w) + params.node_other_w)
+    given = ~np.isnan(vendor_max_w)
+    return np.where(given, vendor_max_w, parts), given
+
+
 def switch_power_w(catalog_w, radix, port_speed_gbit_s, params: PowerParams = PowerParams()):
     """Switch box power: the catalogue's figure, or the per-capacity estimate (NaN = unknown)."""
     estimate = radix * port_speed_gbit_s / 1000 * params.switch_w_per_tbit_s
@@ -65,11 +80,12 @@ def energy_per_year_kwh(it_power_w, pue):
     return it_power_w * pue * HOURS_PER_YEAR / 1000.0
 
 
-def rack_layout(nodes, node_w, domain_nodes, nodes_per_rack, power_limit_w, extra_w):
-    """(nodes per rack, racks, power per rack): the given nodes per rack, else as many as the
-    power limit holds (at least one), else one scale-up domain's nodes; the last rack may be part
-    full, the power is a full rack's: its nodes x the node power + the rack's other parts."""
-    from_limit = np.maximum(np.floor((power_limit_w - extra_w) / node_w), 1)
+def rack_layout(nodes, node_w, node_max_w, domain_nodes, nodes_per_rack, power_limit_w, extra_w):
+    """(nodes per rack, racks, power per rack under training): the given nodes per rack, else as
+    many as the power limit holds at the nodes' maximum power (at least one), else one scale-up
+    domain's nodes; the last rack may be part full, the power is a full rack's: its nodes x the
+    node power + the rack's other parts."""
+    from_limit = np.maximum(np.floor((power_limit_w - extra_w) / node_max_w), 1)
     per_rack = np.where(~np.isnan(nodes_per_rack), nodes_per_rack,
                         np.where(~np.isnan(power_limit_w), from_limit, domain_nodes))
     per_rack = np.minimum(per_rack, nodes)

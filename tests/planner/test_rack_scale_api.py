@@ -19,8 +19,10 @@ def test_compare_hgx_b200_with_gb200_nvl72_on_the_moe_workload(catalog, reader_c
     hgx_ep, rack_ep = values["ep_traffic_s"]
     assert hgx_ep > 5 * rack_ep and values["step_time_s"][0] > values["step_time_s"][1]
     assert values["scaleup_domain_gpus"] == [8, 72] and values["gpus_per_rack"][1] == 72
-    assert values["racks"][1] == 16 and values["racks"][0] == math.ceil(144 / (60_000 // values["node_power_w"][0]))
-    assert values["rack_power_w"] == [7 * 8000, 18 * (4 * 1200 * 0.85 + 2 * 250 + 500)]  # parts, 0.85 GPU load
+    # DGX B200's published 14.3 kW maximum provisions the 60 kW racks: 4 a rack, not 7 at the 8 kW average.
+    assert values["node_max_power_w"][0] == 14_300
+    assert values["racks"][1] == 16 and values["racks"][0] == math.ceil(144 / (60_000 // 14_300))
+    assert values["rack_power_w"] == [4 * 8000, 18 * (4 * 1200 * 0.85 + 2 * 250 + 500)]  # parts, 0.85 GPU load
     assert values["pue"] == [1.58, 1.15]  # air against liquid: the 2025 book gives no PUE
     assert values["facility_power_w"][1] == pytest.approx(values["it_power_w"][1] * 1.15)
     # Switches and optics are unpriced in both: no totals, and the pair is not comparable on cost.

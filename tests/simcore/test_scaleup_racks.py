@@ -52,9 +52,14 @@ def test_rack_counts_and_power_follow_from_the_parts():
     extra = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "extra_w": 9000.0})
     assert extra["racks"]["power_w"] == pytest.approx(18 * tray_w + 9000)
     assert extra["power"]["it_total_w"] == pytest.approx(run(GB200_TRAY, 288)["power"]["it_total_w"] + 16 * 9000)
-    limited = run(HGX_NODE, 144, rack={"power_limit_w": 40_000.0})["racks"]
-    node_w = 8 * 1200 * 0.85 + 2 * 250 + 500
-    assert limited["nodes_per_rack"] == 40_000 // node_w and limited["count"] == np.ceil(144 / (40_000 // node_w))
+    limited = run(HGX_NODE, 144, rack={"power_limit_w": 40_000.0})
+    node_max_w = 8 * 1200 + 2 * 250 + 500  # no vendor maximum given: the parts at nameplate
+    racks = limited["racks"]
+    assert limited["power"]["node_max_w"] == node_max_w and limited["power"]["node_max_basis"] == "parts at nameplate"
+    assert racks["nodes_per_rack"] == 40_000 // node_max_w and racks["count"] == np.ceil(144 / (40_000 // node_max_w))
+    assert racks["max_power_w"] == 3 * node_max_w <= 40_000 and racks["within_power_limit"]
+    vendor = run({**HGX_NODE, "max_power_w": 14_300.0}, 144, rack={"power_limit_w": 60_000.0})
+    assert vendor["power"]["node_max_basis"] == "vendor maximum" and vendor["racks"]["nodes_per_rack"] == 4
     over = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "power_limit_w": 50_000.0})["racks"]
     assert over["within_power_limit"] is False
     one = run(HGX_NODE, 144, rack={})["racks"]

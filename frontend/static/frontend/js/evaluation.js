@@ -82,7 +82,8 @@ function powerSection(result) {
   const p = result.power;
   return el("section", {}, el("h2", {}, "Power"), table("Power draw under GEMM load", [
     ["accelerator under GEMM", si(p.accelerator_gemm_w, "W")], ["accelerator idle", si(p.accelerator_idle_w, "W")],
-    ["compute node", si(p.node_w, "W")], ["switch", si(p.switch_w, "W")], ["storage node", si(p.storage_node_w, "W")],
+    ["compute node", si(p.node_w, "W")], ["compute node, maximum", si(p.node_max_w, "W"), p.node_max_basis],
+    ["switch", si(p.switch_w, "W")], ["storage node", si(p.storage_node_w, "W")],
     ["compute nodes", si(p.compute_nodes_w, "W")], ["switches", si(p.switches_w, "W")], ["storage nodes", si(p.storage_nodes_w, "W")],
     ["IT total", si(p.it_total_w, "W")], ["facility (with PUE)", si(p.facility_w, "W"), `PUE ${num(p.pue)}`],
     ["FP16 TFLOPS per kW", num(p.fp16_tflops_per_kw)],
@@ -93,7 +94,9 @@ function racksTable(result) {
   const r = result.racks, c = result.cluster;
   return table("Racks and scale-up domains", [
     ["racks", num(r.count), `${num(r.nodes_per_rack)} nodes, ${num(r.gpus_per_rack)} GPUs each, ${r.cooling} cooled`],
-    ["power per rack", si(r.power_w, "W"), r.within_power_limit ? "" : "over the site's rack power limit"],
+    ["power per rack", si(r.power_w, "W"), "under training"],
+    ["power per rack, maximum", si(r.max_power_w, "W"),
+      r.within_power_limit ? "provisioned for this" : "over the site's rack power limit"],
     ["GPUs per NVLink domain", num(c.scaleup_domain_gpus), `${num(c.scaleup_domains)} domains`],
   ]);
 }
