@@ -42,12 +42,13 @@ PLAN_FIELD_GROUPS = [
     ("Compute", ["node_type", "node_count"]),
     ("Fabric", ["switch", "fabric_layers", "zones", "interzone_switches", "planes", "rails", "oversubscription",
                 "core_pods"]),
-    ("Storage", ["storage_node_type", "storage_node_count", "storage_network"]),
+    ("Storage", ["storage_node_type", "storage_node_count", "storage_network", "external_storage_write_gbyte_s",
+                 "external_storage_read_gbyte_s"]),
     ("Cabling", ["endpoint_cable", "transceiver", "fiber"]),
     ("Cost and reliability", ["price_book", "pue", "failure_profile", "failures_per_1000_node_days", "category_rates",
                               "link_flap_share", "link_flap_s"]),
     ("Checkpoints and restarts", ["checkpoint_mode", "checkpoint_in_memory", "checkpoint_interval_s",
-                                  "restart_profile", "collective_timeout_s", "restart_s"]),
+                                  "checkpoint_fixed_s", "restart_profile", "collective_timeout_s", "restart_s"]),
 ]
 
 # The workload editor's fields: the model, its experts, the layout, then kernels and communication.
@@ -70,6 +71,9 @@ WORKLOAD_FIELD_GROUPS = [
 ]
 
 FIELD_LABELS = {"pue": "PUE (empty: the price book's)", "checkpoint_interval_s": "checkpoint interval (s)",
+                "checkpoint_fixed_s": "fixed cost per checkpoint (s)",
+                "external_storage_write_gbyte_s": "external storage write (GB/s, no storage nodes)",
+                "external_storage_read_gbyte_s": "external storage read (GB/s, empty: its write rate)",
                 "restart_s": "restart time (s, empty: from its parts)",
                 "category_rates": "failure-rate overrides (JSON: category key -> events per unit-hour)",
                 "collective_timeout_s": "collective timeout (s)", "link_flap_share": "link flap share",

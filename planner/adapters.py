@@ -61,7 +61,8 @@ def node_document(node) -> dict:
 def storage_document(plan: ClusterPlan) -> dict:
     storage = plan.storage_node_type
     if storage is None or not plan.storage_node_count:
-        return {}
+        return {"external_write_gbyte_s": plan.external_storage_write_gbyte_s,
+                "external_read_gbyte_s": plan.external_storage_read_gbyte_s}
     return {
         "nodes": plan.storage_node_count,
         "nics": storage.nics_per_node,
@@ -122,6 +123,7 @@ def cluster_document(plan: ClusterPlan, overrides: dict | None = None) -> dict:
     reliability = {"profile": plan.failure_profile, "checkpoint_interval_s": plan.checkpoint_interval_s,
                    "restart_profile": plan.restart_profile, "collective_timeout_s": plan.collective_timeout_s,
                    "checkpoint_mode": plan.checkpoint_mode, "checkpoint_in_memory": plan.checkpoint_in_memory,
+                   "checkpoint_fixed_s": plan.checkpoint_fixed_s,
                    "category_rates": plan.category_rates or {}, "link_flap_share": plan.link_flap_share,
                    "link_flap_s": plan.link_flap_s,
                    "restart_s": plan.restart_s}

@@ -56,8 +56,9 @@ def curves(document, params: EngineParams | None = None, result: dict | None = N
     if parsed["has_workload"]:
         out["scaling"] = _scaling(document, parsed, params)
         rel = (result or evaluate_parsed(parsed, params))["reliability"]
-        out["ettr_vs_interval"] = _ettr_vs_interval(rel)
-        out["ettr_vs_restart"] = _ettr_vs_restart(rel)
+        if np.isfinite(np.asarray(rel["ettr"], float)).all():  # none where the checkpoint cost is unknown
+            out["ettr_vs_interval"] = _ettr_vs_interval(rel)
+            out["ettr_vs_restart"] = _ettr_vs_restart(rel)
     return to_json(out)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from simcore import collectives, compute, cost, power, storage, topology
 from simcore.arrays import label
 from simcore.devices import DeviceFamily
+from simcore.errors import ScenarioError
 from simcore.node import collective_json, domain_io
 
 
@@ -218,15 +219,24 @@ def cost_section(c, f: Fabrics, power_out: dict, hw: Hardware) -> dict:
 
 def storage_section(c) -> tuple[dict, dict]:
     """Aggregate read and write throughput with what bounds each, and capacity; also the rates
-    checkpoints read and write at (unbounded without storage nodes)."""
+    checkpoints read and write at: the storage nodes', else the external storage's (storage module
+    docstring), else NaN (unknown)."""
     node, sto, nodes = c["node"], c["storage"], c["node_count"]
+    both = (sto["nodes"] > 0) & ~np.isnan(sto["external_write_gbyte_s"])
+    if np.any(both):
+        raise ScenarioError("cluster.storage.external_write_gbyte_s",
+                            "is for a storage system outside the plan: this plan has storage nodes; "
+                            "give one or the other")
     client_nic_gbyte_s = np.where(node["storage_nics"] > 0, node["storage_nics"] * node["storage_nic_gbit_s"],
                                   node["compute_nics"] * node["compute_nic_gbit_s"]) / 8
+    external = storage.external_rates_gbyte_s(sto["external_write_gbyte_s"], sto["external_read_gbyte_s"], nodes,
+                                              client_nic_gbyte_s)
     read, read_bound = storage.storage_throughput_gbyte_s(
         sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_read_gbyte_s"], nodes, client_nic_gbyte_s)
     write, write_bound = storage.storage_throughput_gbyte_s(
         sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_write_gbyte_s"], nodes, client_nic_gbyte_s)
-    rates = {"read": np.where(sto["nodes"] > 0, read, np.inf), "write": np.where(sto["nodes"] > 0, write, np.inf)}
+    rates = {"read": np.where(sto["nodes"] > 0, read, external["read"]),
+             "write": np.where(sto["nodes"] > 0, write, external["write"])}
     return {
         "aggregate_read_gbyte_s": read,
         "read_bound": label(storage.STORAGE_LABELS, read_bound),

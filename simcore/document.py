@@ -150,6 +150,12 @@ SPEC: dict[str, Any] = {
             "cpu_tdp_w": opt(nullable=True, unit="W"),
             "checkpoint_write_gbyte_s_per_node": opt(default=10.74, unit="GB/s",
                                                      doc="FF VII-A: > 10 GiB/s per node"),
+            "external_write_gbyte_s": opt(nullable=True, unit="GB/s",
+                                          doc="a storage system outside the plan (no storage nodes): its sustained "
+                                              "write rate as its operators publish it; null: none, so checkpoints "
+                                              "without storage nodes have no known cost"),
+            "external_read_gbyte_s": opt(nullable=True, unit="GB/s",
+                                         doc="that system's sustained read rate; null: its write rate"),
         },
         "prices": {
             "currency": Text(r"^([A-Z]{3}|REL)$", "USD", doc="ISO 4217 code, or REL for relative units"),
@@ -170,8 +176,15 @@ SPEC: dict[str, Any] = {
             "checkpoint_interval_s": opt(nullable=True, unit="s", doc="null: the optimum"),
             "checkpoint_mode": Choice(("sync", "async"), "sync",
                                       doc="async: the job stalls only for the snapshot to host memory"),
-            "checkpoint_in_memory": Flag(False, doc="redundant copies in peer host memory: a restart loads "
-                                                    "over the compute NICs, not from storage"),
+            "checkpoint_in_memory": Flag(False, doc="redundant copies in peer host memory (Gemini): the save "
+                                                    "stalls for the snapshot (and, synchronous, the copy to a peer), "
+                                                    "the storage write runs in the background, and a restart loads "
+                                                    "over the compute NICs"),
+            "checkpoint_fixed_s": opt("non_negative", 0.77, unit="s",
+                                      doc="the fixed cost of each save (barrier, metadata, staging set-up): PyTorch "
+                                          "DCP's asynchronous staging of Llama 3 70B on 1,856 H200 blocked 0.78 s "
+                                          "(PyTorch blog, Meta and Crusoe, 2025), of which moving the bytes over "
+                                          "PCIe is about 0.01 s"),
             "restart_profile": Choice(tuple(RESTART_PROFILES), DEFAULT_RESTART_PROFILE,
                                       doc="how the platform restarts a job (detection, set-up, warm-up)"),
             "crash_detection_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),

@@ -73,33 +73,35 @@ def node_availability(categories, units):
 
 
 def _checkpoint_policy(rel, job, node, sto, storage_rates) -> dict:
-    """Checkpoint write and load times (the storage model, or peer host memory over the compute NICs
-    for in-memory copies); an asynchronous checkpoint stalls the job only for the snapshot to host
-    memory over PCIe, and its write lags behind."""
-    per_node = sto["checkpoint_write_gbyte_s_per_node"]
-    write_s, write_bound = storage.checkpoint_time_s(job["checkpoint_bytes"], job["nodes"], per_node,
-                                                     storage_rates["write"])
-    load_s, load_bound = storage.checkpoint_time_s(job["checkpoint_bytes"], job["nodes"], per_node,
-                                                   storage_rates["read"])
-    peer_s = job["checkpoint_bytes"] / job["nodes"] / (node["compute_nics"] * node["compute_nic_gbit_s"] / 8 * 1e9)
+    """What a checkpoint costs the job (reliability module docstring, checkpoint policy): the
+    storage write and load (unknown without a storage plane), the snapshot to host memory over
+    PCIe, and for in-memory copies the copy to a peer's host memory over the compute NICs; the
+    stall, what runs behind the job (``behind_s``: a failure loses it too) and what a restart loads."""
+    per_node, fixed_s = sto["checkpoint_write_gbyte_s_per_node"], rel["checkpoint_fixed_s"]
+    size = job["checkpoint_bytes"]
+    write_s, write_bound = storage.checkpoint_time_s(size, job["nodes"], per_node, storage_rates["write"], fixed_s)
+    load_s, load_bound = storage.checkpoint_time_s(size, job["nodes"], per_node, storage_rates["read"])
+    peer_s = size / job["nodes"] / (node["compute_nics"] * node["compute_nic_gbit_s"] / 8 * 1e9)
+    snapshot_s = size / job["gpus"] / (node["pcie_bw_gbyte_s"] * 1e9) + fixed_s
     in_memory = rel["checkpoint_in_memory"]
     asynchronous = rel["checkpoint_mode"] == "async"
-    snapshot_s = job["checkpoint_bytes"] / job["gpus"] / (node["pcie_bw_gbyte_s"] * 1e9)
+    behind_s = np.where(in_memory, peer_s, write_s)  # what runs behind the job when it does not wait for it
+    stall_s = np.where(asynchronous, snapshot_s, np.where(in_memory, snapshot_s + peer_s, write_s))
     return {"write_s": write_s, "write_bound": write_bound, "load_s": np.where(in_memory, peer_s, load_s),
-            "load_bound": load_bound, "in_memory": in_memory, "asynchronous": asynchronous,
-            "stall_s": np.where(asynchronous, snapshot_s, write_s), "lag_s": np.where(asynchronous, write_s, 0.0)}
+            "load_bound": load_bound, "in_memory": in_memory, "asynchronous": asynchronous, "peer_s": peer_s,
+            "stall_s": stall_s, "behind_s": np.where(asynchronous, behind_s, 0.0)}
 
 
-def _checked_interval(rel, asynchronous, write_s, optimal):
-    """The plan's checkpoint interval, or the optimum; an asynchronous one shorter than its write is bad input."""
+def _checked_interval(rel, behind_s, optimal):
+    """The plan's checkpoint interval, or the optimum; one shorter than the write running behind it is bad input."""
     given = rel["checkpoint_interval_s"]
-    too_short = np.broadcast_to(asynchronous & (given < write_s), np.broadcast(given, write_s).shape)
+    too_short = np.broadcast_to(given < behind_s, np.broadcast(given, behind_s).shape)
     if np.any(too_short):
         first = np.flatnonzero(too_short.ravel())[0]
         raise ScenarioError("cluster.reliability.checkpoint_interval_s",
                             f"{float(np.broadcast_to(given, too_short.shape).ravel()[first]):.3g} s is shorter than "
-                            f"the asynchronous checkpoint write "
-                            f"({float(np.broadcast_to(write_s, too_short.shape).ravel()[first]):.3g} s): "
+                            f"the checkpoint write running behind it "
+                            f"({float(np.broadcast_to(behind_s, too_short.shape).ravel()[first]):.3g} s): "
                             "a snapshot cannot start before the previous one is written")
     return np.where(np.isnan(given), optimal, given)
 
@@ -110,19 +112,19 @@ def reliability_job(p, categories, job, node, sto, storage_rates):
     rel = p["cluster"]["reliability"]
     units, factor = job["units"], job["job_fault_factor"]
     ckpt = _checkpoint_policy(rel, job, node, sto, storage_rates)
-    write_s, load_s, stall_s, asynchronous = ckpt["write_s"], ckpt["load_s"], ckpt["stall_s"], ckpt["asynchronous"]
+    load_s, stall_s, behind_s = ckpt["load_s"], ckpt["stall_s"], ckpt["behind_s"]
     timing = reliability.restart_timing(rel["restart_profile"],
                                         **{name: rel[name] for name in reliability.RESTART_TIMING_FIELDS})
     kinds, restart_s, parts, by_kind = reliability.job_interruptions(categories, units, factor, timing, job["gpus"],
-                                                                     load_s, ckpt["lag_s"])
+                                                                     load_s, behind_s)
     rate_h = sum(kinds.values())
     rate_s = rate_h / 3600
     given_restart = ~np.isnan(rel["restart_s"])
     restart_s = np.where(given_restart, rel["restart_s"], restart_s)
     by_kind = {kind: np.where(given_restart, rel["restart_s"], seconds) for kind, seconds in by_kind.items()}
     optimal = reliability.optimal_interval_s(stall_s, rate_s)
-    optimal = np.where(asynchronous, np.maximum(optimal, write_s), optimal)
-    interval = _checked_interval(rel, asynchronous, write_s, optimal)
+    optimal = np.maximum(optimal, behind_s)
+    interval = _checked_interval(rel, behind_s, optimal)
     spares = reliability.spares_needed(job["nodes"], node_availability(categories, units)[0],
                                        rel["spare_confidence"])
     flap_stall = reliability.flap_stall_fraction(categories, units, rel["link_flap_s"])
@@ -136,9 +138,11 @@ def reliability_job(p, categories, job, node, sto, storage_rates):
         "job_caused_interruptions_per_day": (kinds[(reliability.JOB, reliability.CRASH)]
                                              + kinds[(reliability.JOB, reliability.HANG)]) * 24,
         "checkpoint_mode": rel["checkpoint_mode"],
+        "checkpoint_bytes": job["checkpoint_bytes"],
         "checkpoint_time_s": stall_s,
-        "checkpoint_write_time_s": write_s,
+        "checkpoint_write_time_s": ckpt["write_s"],
         "checkpoint_bound": label(storage.CHECKPOINT_LABELS, ckpt["write_bound"]),
+        "checkpoint_peer_copy_s": np.where(ckpt["in_memory"], ckpt["peer_s"], np.nan),
         "checkpoint_load_time_s": load_s,
         "checkpoint_load_bound": np.where(ckpt["in_memory"], "peer host memory over the compute NICs",
                                           label(storage.CHECKPOINT_LABELS, ckpt["load_bound"])),
@@ -165,7 +169,7 @@ def monte_carlo(p, categories, units, result, points, work_budget_s):
     replicas = int(opts["monte_carlo_replicas"])
     hours = opts["monte_carlo_horizon_h"]
     rel = result["reliability"]
-    simulate_ettr = "ettr" in rel and result["training"]["feasible"].any()
+    simulate_ettr = "ettr" in rel and result["training"]["feasible"].any() and np.isfinite(rel["ettr"]).all()
     if simulate_ettr:
         segment = rel["checkpoint_interval_s"] + rel["checkpoint_time_s"]
         segments = int(np.clip(np.min(hours * 3600 / segment), 1, 1_000_000))

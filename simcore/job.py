@@ -36,7 +36,19 @@ INFEASIBLE_REASONS = (
     "does not fit in HBM",
 )
 MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
-PLACEMENTS = ("none", "scale-up", "PCIe", "network")  # where a parallel group's traffic runs
+# Where a parallel group's traffic runs; the last: groups that fit a scale-up domain's size but cannot
+# all sit whole in the cluster's domains, so some span two and cross the network.
+PLACEMENTS = ("none", "scale-up", "PCIe", "network", "network: groups cross scale-up domains")
+ACROSS_DOMAINS = 4
+
+
+def whole_in_domains(reach, domain, job_gpus, cluster_gpus):
+    """Whether the job's groups of ``reach`` consecutive GPUs can all sit whole inside scale-up
+    domains of ``domain`` GPUs: the domain divides into such groups, or the cluster has domains
+    enough for them packed floor(domain / reach) to a domain, the rest of each left idle (1,152
+    GPUs in TP 8 x EP 8 groups of 64 need 18 NVL72 racks, not 16)."""
+    per_domain = np.maximum(np.floor(domain / reach), 1.0)
+    return (domain % reach == 0) | (np.ceil(job_gpus / reach / per_domain) <= np.ceil(cluster_gpus / domain))
 
 
 def workload_rules(w, stage_layer_counts) -> tuple:
@@ -122,10 +134,12 @@ def transformer_model(w) -> transformer.Model:
     )
 
 
-def parallel_links(node, io, family, w, g, dp, params: CollectiveParams):
+def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: CollectiveParams):
     """Where each parallel group runs: the scale-up link (achievable bus bandwidth from the family's
     nccl-tests share), the PCIe path through the host (half the host link each way), or the
-    network (the node's NICs shared by its GPUs). Returns links and their placement labels."""
+    network (the node's NICs shared by its GPUs), also for groups that fit a domain's size but not
+    whole in the cluster's domains (:func:`whole_in_domains`: the slowest spans two, and the step
+    waits for it). Returns links and their placement labels."""
     nvlink = w["use_nvlink"]
     topology = node["nvlink_topology"]
     domain = scaleup_domain_gpus(node) if topology == "all-to-all" else (2.0 if topology == "pairs" else 1.0)
@@ -143,10 +157,11 @@ def parallel_links(node, io, family, w, g, dp, params: CollectiveParams):
     def place(span, stride, on_scaleup=scaleup):
         """Group of ``span`` GPUs ``stride`` apart: the first link that holds it."""
         reach = span * stride
-        in_domain = reach <= domain
-        in_node = reach <= g
+        across = (reach <= domain) & ~whole_in_domains(reach, domain, job_gpus, cluster_gpus)
+        in_domain = (reach <= domain) & ~across
+        in_node = (reach <= g) & ~across
         link = training.pick_link(in_domain, on_scaleup, training.pick_link(in_node, pcie, network))
-        code = np.where(span <= 1, 0, np.where(in_domain, 1, np.where(in_node, 2, 3)))
+        code = np.where(span <= 1, 0, np.where(in_domain, 1, np.where(across, ACROSS_DOMAINS, np.where(in_node, 2, 3))))
         return link, label(PLACEMENTS, code)
 
     tp_link, tp_where = place(tp, 1, tp_scaleup)
@@ -156,9 +171,12 @@ def parallel_links(node, io, family, w, g, dp, params: CollectiveParams):
     stride = tp * cp * np.floor(dp)
     pp_link, pp_where = place(np.where(w["pp"] > 1, 2.0, 1.0), stride)
     # The expert-parallel group: ep ranks etp apart (Megatron-Core's folding), r of them to a scale-up
-    # domain (or, without an all-to-all one, a node reached over PCIe), over ep / r domains.
+    # domain (or, without an all-to-all one, a node reached over PCIe), over ep / r domains; a group
+    # that cannot sit whole in one spans two, half in each at worst.
     unit = np.maximum(domain, g)
     ranks_in_domain = np.maximum(np.minimum(ep, np.floor(unit / etp)), 1.0)
+    ranks_in_domain = np.where(ep_where == PLACEMENTS[ACROSS_DOMAINS], np.maximum(np.ceil(ep / 2), 1.0),
+                               ranks_in_domain)
     inside = training.pick_link(np.minimum(ep * etp, unit) <= domain, scaleup, pcie)
     dispatch = training.Dispatch(
         inside=inside, network=network, ranks_in_domain=ranks_in_domain, domains=np.maximum(ep / ranks_in_domain, 1.0),
@@ -324,7 +342,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
     reason = layout_checks(w, job_gpus, nodes, g, nccl_unit, dp, micro_batches, stage_layer_counts)
     m = np.maximum(np.floor(micro_batches), 1)
     device, peak_tflops = device_at(acc, family, clock, w["precision"])
-    links, placement = parallel_links(node, io, family, w, g, dp, params.collectives)
+    links, placement = parallel_links(node, io, family, w, g, dp, job_gpus, nodes * g, params.collectives)
     if w["kind"] == "transformer":
         step = _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts)
     else:

@@ -30,12 +30,15 @@ maximised where e^(lambda (tau + delta)) (1 - lambda tau) = 1, that is at
 tau* = M (1 + W0(-e^(-1 - delta/M))) with M = 1/lambda, independent of R. Young (1974)
 approximates tau* by sqrt(2 delta M); Daly (2006) adds higher-order terms.
 
-Checkpoint policy. Synchronous: the job stalls for the whole write (delta = write time).
-Asynchronous (PyTorch DCP async, Gemini): the job stalls only for the snapshot to host memory
-(delta = bytes per GPU / PCIe), the write runs behind the next segment, so tau is at least the
-write time and a failure loses, on average, the write time more (added to R). In-memory redundant
-copies on peer nodes (Gemini, SOSP 2023; Ascend MindCluster) load a restart's checkpoint over the
-compute NICs instead of from storage.
+Checkpoint policy. Every save pays a fixed cost (barrier, metadata) on top of moving its bytes.
+Synchronous: the job stalls for the whole storage write (delta = write time; unknown without a
+storage plane). Asynchronous (PyTorch DCP async): the job stalls only for the snapshot to host
+memory (delta = bytes per GPU / PCIe), the write runs behind the next segment, so tau is at least
+the write time and a failure loses, on average, the write time more (added to R). In-memory
+redundant copies on peer nodes (Gemini, SOSP 2023; Ascend MindCluster): the save is the snapshot
+plus the copy of each node's share to a peer's host memory over the compute NICs (asynchronous:
+the copy runs behind, as the write does above), the storage write persists in the background off
+the critical path, and a restart loads from the peer over the compute NICs.
 """
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -468,7 +471,8 @@ def restart_time_s(kind_rates_h: dict, timing: dict, ranks, load_s, lag_s):
         reschedule = reschedule + share * moved
         with np.errstate(divide="ignore"):
             log_terms.append(np.log(share) - lam_s * by_kind[f"{cause}-{how}"])
-    effective = -np.logaddexp.reduce(np.broadcast_arrays(*log_terms), axis=0) / np.where(failing, lam_s, 1.0)
+    with np.errstate(invalid="ignore"):  # an unknown checkpoint load (no storage plane) makes R unknown
+        effective = -np.logaddexp.reduce(np.broadcast_arrays(*log_terms), axis=0) / np.where(failing, lam_s, 1.0)
     effective = np.where(failing, effective, by_kind[f"{PLATFORM}-{CRASH}"])
     parts = {"detection": detection, "reschedule": reschedule, "checkpoint_load": load_s, "init": init,
              "warmup": np.asarray(timing["warmup_s"], float), "checkpoint_lag": lag_s}

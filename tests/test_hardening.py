@@ -167,6 +167,7 @@ HEAVY_SCENARIO = {
                                                                          "peak_fp16_tflops": 312, "tdp_w": 400},
                                               "compute_nics": 1, "compute_nic_gbit_s": 200},
                 "fabric": {"switch_radix": 64, "switch_gbit_s": 200, "layers": 3},
+                "storage": {"external_write_gbyte_s": 2000},
                 "reliability": {"profile": "llama3", "restart_s": [60 + 6 * i for i in range(100)]}},
     "workload": {"kind": "transformer", "layers": 40, "hidden": 5120, "heads": 40, "vocab": 32000, "seq_len": 4096,
                  "gpus": 131072, "global_batch": 131072, "micro_batch": 1, "tp": 8, "pp": 4},

@@ -175,7 +175,20 @@ class ClusterPlan(OwnedEntry):
         help_text="Hang detection (the collective's watchdog). Empty: the restart profile's.")
     checkpoint_mode = models.CharField(max_length=8, choices=CheckpointMode.choices, default=CheckpointMode.SYNC)
     checkpoint_in_memory = models.BooleanField(
-        default=False, help_text="Redundant checkpoint copies in peer host memory: restarts load over the NICs.")
+        default=False, help_text="Redundant checkpoint copies in peer host memory (Gemini): a save stalls for the "
+                                 "snapshot and the copy to a peer, restarts load over the NICs.")
+    checkpoint_fixed_s = models.FloatField(
+        default=0.77, validators=[MinValueValidator(0.0)],
+        help_text="The fixed cost of each checkpoint save (barrier, metadata, staging set-up): PyTorch DCP's "
+                  "asynchronous staging blocked 0.78 s on 1,856 H200 (PyTorch blog, Meta and Crusoe, 2025).")
+    external_storage_write_gbyte_s = models.FloatField(
+        null=True, blank=True, validators=[validate_positive],
+        help_text="A storage system outside the plan (no storage nodes): its sustained write rate in GB/s as its "
+                  "operators publish it (Meta's Tectonic: 2,000). Empty: none, so checkpoint costs are unknown "
+                  "without storage nodes.")
+    external_storage_read_gbyte_s = models.FloatField(
+        null=True, blank=True, validators=[validate_positive],
+        help_text="That system's sustained read rate in GB/s. Empty: its write rate.")
     restart_s = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0.0)],
         help_text="The whole restart, overriding its parts. Empty: from the restart profile's parts."
@@ -195,6 +208,11 @@ class ClusterPlan(OwnedEntry):
             errors["interzone_switches"] = "a single zone has nothing to join"
         if self.storage_node_count and self.storage_node_type_id is None:
             errors["storage_node_type"] = "required when the plan has storage nodes"
+        if self.storage_node_count and self.external_storage_write_gbyte_s is not None:
+            errors["external_storage_write_gbyte_s"] = ("is for a storage system outside the plan: this plan has "
+                                                        "storage nodes; give one or the other")
+        if self.external_storage_read_gbyte_s is not None and self.external_storage_write_gbyte_s is None:
+            errors["external_storage_read_gbyte_s"] = "needs the external system's write rate as well"
         if self.failure_profile == self.FailureProfile.PER_NODE_RATE and self.failures_per_1000_node_days is None:
             errors["failures_per_1000_node_days"] = "required by the per-node-rate profile"
         elif self.category_rates:

@@ -496,7 +496,11 @@ def test_preview_evaluates_an_unsaved_plan(catalog, reader_client):
     assert body["result"]["cluster"]["gpus"] == 1024 and body["workload"] == "llama-13b-512"
     # 128 one-NIC nodes on 40-port switches: 7 leaves (20 down ports each) and their spines.
     assert body["result"]["fabric"]["fits"] and body["result"]["fabric"]["leaf_switches"] == 7
-    assert "ettr_vs_interval" in body["curves"]
+    # No storage plane: the checkpoint's cost is unknown, and so is the ETTR curve; with one, both are drawn.
+    assert body["result"]["reliability"]["ettr"] is None and "ettr_vs_interval" not in body["curves"]
+    stored = reader_client.post("/api/plans/preview/", {**PREVIEW, "workload": "llama-13b-512",
+                                                        "external_storage_write_gbyte_s": 200}, format="json").json()
+    assert stored["result"]["reliability"]["ettr"] > 0.5 and "ettr_vs_interval" in stored["curves"]
     assert ClusterPlan.objects.count() == before
 
 

@@ -53,6 +53,7 @@ def test_the_llama3_plan_gives_table_5s_rate_and_an_ettr_above_90_percent(catalo
 
 
 def test_restart_parts_of_the_ascend_and_fast_profiles(catalog, reader_client):
+    ClusterPlan.objects.filter(slug=SINGLE).update(checkpoint_in_memory=True)  # no storage plane in the preset
     ascend = evaluate(reader_client, SINGLE, "llama-13b-512")["result"]["reliability"]
     parts = ascend["restart_parts_s"]
     assert ascend["restart_profile"] == "ascend-10k-2025"
@@ -102,7 +103,8 @@ def test_bad_reliability_input_names_the_field_and_changes_nothing(change, field
 
 def test_overrides_change_the_evaluation(catalog, reader_client):
     plan = {"slug": "no-nvlink-errors", "name": "x", "node_type": "ff-pcie-a100", "node_count": 64, "switch": "qm8700",
-            "price_book": "fire-flyer-relative", "category_rates": {"xid-74": 0.0}, "collective_timeout_s": 120}
+            "price_book": "fire-flyer-relative", "category_rates": {"xid-74": 0.0}, "collective_timeout_s": 120,
+            "external_storage_write_gbyte_s": 100}
     response = reader_client.post("/api/plans/", plan, format="json")
     assert response.status_code == 201, response.json()
     reliability = evaluate(reader_client, "no-nvlink-errors", "llama-13b-512")["result"]["reliability"]

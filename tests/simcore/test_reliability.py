@@ -203,6 +203,63 @@ def test_in_memory_copies_load_over_the_nics_and_overrides_replace_profile_parts
         assert error.value.field == f"cluster.reliability.{field}"
 
 
+def test_without_a_storage_plane_the_checkpoint_cost_is_unknown_not_free():
+    no_storage = {**FF_2ZONE, "storage": {}}
+    result = evaluate({"cluster": no_storage, "workload": {**LLAMA_13B, "gpus": 512, "tokens_to_train": 1e12},
+                       "options": {"monte_carlo_replicas": 4}})
+    rel = result["reliability"]
+    assert rel["checkpoint_bound"] == "no storage plane: unknown"
+    for key in ("checkpoint_time_s", "checkpoint_write_time_s", "checkpoint_load_time_s", "ettr"):
+        assert rel[key] is None, key
+    assert result["training"]["time_to_train_days"] is None
+    assert "ettr_mean" not in rel["monte_carlo"] and rel["monte_carlo"]["events_mean"]
+
+
+def test_an_external_storage_system_bounds_checkpoints_by_its_rate_and_the_nodes_nics():
+    cluster = {**LLAMA3_CLUSTER, "storage": {"external_write_gbyte_s": 2000.0, "external_read_gbyte_s": 7000.0}}
+    result = evaluate({"cluster": cluster, "workload": LLAMA3_405B})
+    rel = result["reliability"]
+    size = rel["checkpoint_bytes"]
+    assert rel["checkpoint_bound"] == "storage aggregate"
+    assert rel["checkpoint_write_time_s"] == pytest.approx(size / 2000e9 + 0.77)
+    assert rel["checkpoint_load_time_s"] == pytest.approx(size / 7000e9)
+    narrow = {**cluster, "node_count": 4}  # 4 nodes x 8 x 400 Gb/s = 1.6 TB/s of NICs, under the system's 2
+    narrow_rel = evaluate({"cluster": narrow, "workload": {**LLAMA3_405B, "gpus": 32, "tp": 8, "pp": 4,
+                                                           "global_batch": 16}})["reliability"]
+    assert narrow_rel["checkpoint_bound"] == "per-node write rate"
+    with pytest.raises(ScenarioError) as error:
+        evaluate({"cluster": {**FF_2ZONE, "storage": {**FF_2ZONE["storage"], "external_write_gbyte_s": 100.0}}})
+    assert error.value.field == "cluster.storage.external_write_gbyte_s"
+
+
+def test_llama3_checkpoints_every_few_minutes_on_tectonic():
+    """With the 2 TB/s Meta describes, the optimum is minutes apart, asynchronous or not."""
+    for mode in ("async", "sync"):
+        rel = _job(LLAMA3_CLUSTER, LLAMA3_405B, checkpoint_mode=mode)
+        assert 60 < rel["checkpoint_interval_s"] < 600, mode
+
+
+def test_in_memory_checkpoints_stall_for_the_snapshot_and_the_peer_copy_only():
+    """Closed form: snapshot = bytes / GPUs / PCIe + fixed; peer copy = bytes / nodes / NIC rate; the
+    storage write leaves the critical path."""
+    result = evaluate({"cluster": {**FF_2ZONE, "reliability": {"checkpoint_in_memory": True}},
+                       "workload": {**LLAMA_13B, "gpus": 512}})
+    rel = result["reliability"]
+    size = rel["checkpoint_bytes"]
+    snapshot_s = size / 512 / (FF_2ZONE["node"]["pcie_bw_gbyte_s"] * 1e9) + 0.77
+    peer_s = size / 64 / (FF_2ZONE["node"]["compute_nics"] * FF_2ZONE["node"]["compute_nic_gbit_s"] / 8 * 1e9)
+    assert rel["checkpoint_peer_copy_s"] == pytest.approx(peer_s)
+    assert rel["checkpoint_time_s"] == pytest.approx(snapshot_s + peer_s)
+    assert rel["checkpoint_time_s"] < _job()["checkpoint_time_s"]
+    asynchronous = _job(checkpoint_in_memory=True, checkpoint_mode="async")
+    assert asynchronous["checkpoint_time_s"] == pytest.approx(snapshot_s)
+    assert asynchronous["restart_parts_s"]["checkpoint_lag"] == pytest.approx(peer_s)
+    no_storage = evaluate({"cluster": {**FF_2ZONE, "storage": {}, "reliability": {"checkpoint_in_memory": True}},
+                           "workload": {**LLAMA_13B, "gpus": 512}})["reliability"]
+    assert no_storage["checkpoint_time_s"] == pytest.approx(snapshot_s + peer_s)
+    assert no_storage["checkpoint_write_time_s"] is None
+
+
 def test_per_node_rate_profile():
     cluster = {**FF_2ZONE, "reliability": {"profile": "per-node-rate", "failures_per_1000_node_days": 6.5}}
     rel = evaluate({"cluster": cluster})["reliability"]

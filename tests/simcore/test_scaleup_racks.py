@@ -31,6 +31,20 @@ def test_a_72_gpu_domain_keeps_tp_8_x_ep_8_off_the_nics_and_an_8_gpu_node_puts_e
     assert spilled["placement"]["ep"] == "network"
 
 
+def test_groups_that_cannot_all_sit_whole_in_the_racks_cross_the_network_and_the_report_says_so():
+    """1,152 GPUs in TP 8 x EP 8 groups of 64: 16 racks of 72 hold 16 whole groups, not 18."""
+    whole = run(GB200_TRAY, 288)["training"]  # 1,024 GPUs: 16 groups, one to a rack
+    job = {**MOE, "gpus": 1152, "global_batch": 288}
+    crossing = run(GB200_TRAY, 288, job)["training"]
+    assert crossing["placement"]["ep"] == "network: groups cross scale-up domains"
+    assert crossing["placement"]["tp"] == "scale-up"  # groups of 8: nine to a rack
+    assert crossing["step_parts_s"]["expert all-to-all"] > 5 * whole["step_parts_s"]["expert all-to-all"]
+    roomy = run(GB200_TRAY, 324, job)["training"]  # 18 racks: every group whole, 8 GPUs of each rack idle
+    assert roomy["placement"]["ep"] == "scale-up" and roomy["placement"]["tp"] == "scale-up"
+    divides = run(GB200_TRAY, 288, {**job, "tp": 4, "ep": 18, "experts": 72})["training"]  # 72 = 4 x 18
+    assert divides["placement"]["ep"] == "scale-up"
+
+
 def test_hierarchical_allreduce_over_domains_never_beats_the_scale_out_bound():
     node = parse({"cluster": {**NVL72_RACKS}})["cluster"]["node"]
     io = node_io(node, node["accelerator"], 4, scaleup_fraction=1.0)

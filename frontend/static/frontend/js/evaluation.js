@@ -182,7 +182,7 @@ function collectivesSection(result, curves) {
 
 const RESTART_PARTS = {
   detection: "detection", reschedule: "rescheduling", checkpoint_load: "checkpoint load",
-  init: "rendezvous and set-up", warmup: "warm-up", checkpoint_lag: "asynchronous write lag",
+  init: "rendezvous and set-up", warmup: "warm-up", checkpoint_lag: "write running behind (asynchronous)",
 };
 
 function ettrChart(id, caption, { series, markers, xLabel, title }) {
@@ -222,8 +222,9 @@ function reliabilitySection(result, curves) {
     ["node availability", percent(r.node_availability, 3)],
     r.job_interruptions_per_day !== undefined ? ["job interruptions per day", num(r.job_interruptions_per_day),
       `of which job-caused ${num(r.job_caused_interruptions_per_day)}`] : null,
-    r.checkpoint_time_s !== undefined ? [`checkpoint stall (${r.checkpoint_mode})`, duration(r.checkpoint_time_s),
-      `write ${duration(r.checkpoint_write_time_s)}, bound by ${r.checkpoint_bound}`] : null,
+    r.checkpoint_mode !== undefined ? [`checkpoint stall (${r.checkpoint_mode}${r.checkpoint_peer_copy_s != null ? ", in memory" : ""})`,
+      duration(r.checkpoint_time_s), [`${si(r.checkpoint_bytes, "B")}; storage write ${duration(r.checkpoint_write_time_s)}, bound by ${r.checkpoint_bound}`,
+        r.checkpoint_peer_copy_s != null ? `copy to a peer's memory ${duration(r.checkpoint_peer_copy_s)}` : null].filter(Boolean).join("; ")] : null,
     r.restart_time_s !== undefined ? ["restart", duration(r.restart_time_s),
       `${r.restart_profile}; after a crash ${duration(r.restart_by_kind_s["platform-crash"])}, after a hang ${duration(r.restart_by_kind_s["platform-hang"])}`] : null,
     r.optimal_interval_s !== undefined ? ["optimal checkpoint interval", duration(r.optimal_interval_s),
@@ -232,6 +233,11 @@ function reliabilitySection(result, curves) {
     r.ettr !== undefined ? ["ETTR at the plan's interval", percent(r.ettr, 2)] : null,
     r.spare_nodes !== undefined ? ["spare nodes (99%)", num(r.spare_nodes)] : null,
   ]));
+  if (r.checkpoint_mode !== undefined && r.ettr === null && r.checkpoint_bound === "no storage plane: unknown") {
+    section.append(el("p", { class: "note", id: "checkpoint-unknown" },
+      "The checkpoint's cost is unknown: the plan has no storage plane, so its ETTR, restart and time to train are " +
+      "unknown too. Add storage nodes, give the external storage system's sustained rate, or keep checkpoints in peer memory."));
+  }
   if (r.restart_parts_s) {
     section.append(table(r.restart_given ? "Restart time in parts from the profile (the plan gives the whole restart instead)"
       : "Restart time in parts (rate-weighted over the kinds of failure)",
