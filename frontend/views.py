@@ -67,11 +67,14 @@ WORKLOAD_FIELD_GROUPS = [
     ("Kernels and overlap", ["flash_attention", "fused_kernels", "overlap_grad_reduce", "grad_accumulation_fusion",
                              "tp_comm_overlap", "comm_sms"]),
     ("Communication", ["collective", "use_nvlink", "cross_zone", "grad_bytes", "weight_bytes"]),
+    ("State and checkpoints", ["optimizer_bytes_per_param", "checkpoint_bytes"]),
     ("Training run", ["tokens_to_train", "preprocess_s_per_sample", "preprocess_cached", "job_fault_factor"]),
 ]
 
 FIELD_LABELS = {"pue": "PUE (empty: the price book's)", "checkpoint_interval_s": "checkpoint interval (s)",
                 "checkpoint_fixed_s": "fixed cost per checkpoint (s)",
+                "optimizer_bytes_per_param": "optimizer bytes per parameter",
+                "checkpoint_bytes": "checkpoint size (bytes, empty: weights and optimizer states)",
                 "external_storage_write_gbyte_s": "external storage write (GB/s, no storage nodes)",
                 "external_storage_read_gbyte_s": "external storage read (GB/s, empty: its write rate)",
                 "restart_s": "restart time (s, empty: from its parts)",

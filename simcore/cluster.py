@@ -186,7 +186,9 @@ def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, 
         "energy_per_year_kwh": power.energy_per_year_kwh(it_total_w, pue),
         "fp16_tflops_per_kw": hw.gemm_tflops["fp16"] * nodes * g / (facility_w / 1000),
     }
-    racks_section = {"count": racks, "nodes_per_rack": per_rack, "gpus_per_rack": per_rack * g, "power_w": rack_w,
+    network_racks = np.where(domain > g, np.ceil(nodes * g / domain), 0.0) * rack["network_racks_per_domain"]
+    racks_section = {"count": racks, "network_count": network_racks, "total_count": racks + network_racks,
+                     "nodes_per_rack": per_rack, "gpus_per_rack": per_rack * g, "power_w": rack_w,
                      "max_power_w": rack_max_w, "cooling": rack["cooling"],
                      "within_power_limit": np.where(np.isnan(rack["power_limit_w"]), True,
                                                     rack_max_w <= rack["power_limit_w"])}

@@ -124,6 +124,9 @@ SPEC: dict[str, Any] = {
             "extra_w": opt("non_negative", 0.0, unit="W",
                            doc="power of parts in the rack but not in its nodes (NVLink switch trays, ToR)"),
             "cooling": Choice(("air", "liquid"), "air", doc="sets the facility PUE when the price book has none"),
+            "network_racks_per_domain": opt("non_negative", 0, integer=True,
+                                            doc="racks of scale-up switches beside each domain's compute racks "
+                                                "(CloudMatrix 384: 4 beside 12)"),
         },
         "fabric": {
             "layers": opt(default=2, integer=True),

@@ -125,8 +125,12 @@ def reliability_job(p, categories, job, node, sto, storage_rates):
     optimal = reliability.optimal_interval_s(stall_s, rate_s)
     optimal = np.maximum(optimal, behind_s)
     interval = _checked_interval(rel, behind_s, optimal)
-    spares = reliability.spares_needed(job["nodes"], node_availability(categories, units)[0],
-                                       rel["spare_confidence"])
+    availability = node_availability(categories, units)[0]
+    domains = units["domain"]
+    per_domain = reliability.spares_per_domain(np.ceil(job["nodes"] / np.maximum(domains, 1)), domains, availability,
+                                               rel["spare_confidence"])
+    spares = np.where(domains > 0, per_domain * domains,
+                      reliability.spares_needed(job["nodes"], availability, rel["spare_confidence"]))
     flap_stall = reliability.flap_stall_fraction(categories, units, rel["link_flap_s"])
     with np.errstate(divide="ignore"):
         mtbi_h = 1 / rate_h
@@ -159,6 +163,7 @@ def reliability_job(p, categories, job, node, sto, storage_rates):
         "ettr": reliability.ettr_closed_form(interval, stall_s, restart_s, rate_s) * (1 - flap_stall),
         "ettr_at_optimum": reliability.ettr_closed_form(optimal, stall_s, restart_s, rate_s) * (1 - flap_stall),
         "spare_nodes": spares,
+        "spare_nodes_per_domain": np.where(domains > 0, per_domain, np.nan),
     }
 
 

@@ -586,19 +586,28 @@ def spares_needed(job_nodes, availability, confidence=0.99, max_iterations: int 
 
     With F ~ Binomial(n + s, 1 - A) failed nodes, s must satisfy s >= ppf(confidence; n + s). The
     right side grows with s, so iterating s <- ppf(confidence; n + s) from 0 climbs to the least
-    such s. Evaluated once per distinct (n, A) pair, so a sweep costs what its distinct jobs cost.
+    such s. Evaluated once per distinct (n, A, confidence), so a sweep costs what its distinct jobs cost.
     """
-    n, a = np.broadcast_arrays(np.asarray(job_nodes, float), np.asarray(availability, float))
+    n, a, c = np.broadcast_arrays(np.asarray(job_nodes, float), np.asarray(availability, float),
+                                  np.asarray(confidence, float))
     if n.size == 1:  # one job: memoized, as plan pages and previews ask the same question repeatedly
-        return np.full(n.shape, _spares_for_one(float(n.ravel()[0]), float(a.ravel()[0]), float(confidence),
+        return np.full(n.shape, _spares_for_one(float(n.ravel()[0]), float(a.ravel()[0]), float(c.ravel()[0]),
                                                 max_iterations))
-    if np.all(a == a.flat[0]):  # one node availability (one node type): distinct job sizes alone
+    if np.all(a == a.flat[0]) and np.all(c == c.flat[0]):  # one node type and confidence: distinct job sizes
         sizes, inverse = _distinct(n.ravel())
-        failure = np.full(sizes.shape, 1.0 - a.flat[0])
+        failure, levels = np.full(sizes.shape, 1.0 - a.flat[0]), c.flat[0]
     else:
-        pairs, inverse = np.unique(n.ravel() + 1j * a.ravel(), return_inverse=True)
-        sizes, failure = pairs.real, 1.0 - pairs.imag
-    return _climb_spares(sizes, failure, confidence, max_iterations)[inverse.ravel()].reshape(n.shape)
+        rows, inverse = np.unique(np.stack([n.ravel(), a.ravel(), c.ravel()], axis=1), axis=0, return_inverse=True)
+        sizes, failure, levels = rows[:, 0], 1.0 - rows[:, 1], rows[:, 2]
+    return _climb_spares(sizes, failure, levels, max_iterations)[inverse.ravel()].reshape(n.shape)
+
+
+def spares_per_domain(nodes_per_domain, domains, availability, confidence=0.99):
+    """Spare nodes each of a job's ``domains`` scale-up domains keeps, when a failed node can be
+    replaced only inside its own domain (a GB200 tray by a tray of the same rack): every domain
+    must keep ``nodes_per_domain`` healthy nodes, together with probability ``confidence``, so
+    each at confidence^(1 / domains)."""
+    return spares_needed(nodes_per_domain, availability, np.asarray(confidence) ** (1 / np.maximum(domains, 1)))
 
 
 def _distinct(values):

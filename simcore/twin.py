@@ -15,6 +15,12 @@ link failure stops the jobs on its leaf's nodes and is rerouted around (no lasti
 node with ``exclude_after`` platform faults within a week is excluded until the next weekly
 validation run returns it (FF VII: the HAI Platform's weekly validator).
 
+Where a scale-up domain spans nodes (the 18 trays of a GB200 NVL72 rack), a job holds its nodes
+domain by domain (``nodes_per_domain`` in each, the rest of the rack its spares) and a failed
+node is replaced only by an idle node of the same domain, so its NVLink groups stay whole; when
+the domain has none, the job's share moves to a domain with room for all of it, or the job waits
+for the repair.
+
 Jobs follow Fire-Flyer's HAI Platform: node-granular, each job holds whole nodes, checkpoints
 every ``interval_s`` of work at a cost of ``checkpoint_s``, and on an interruption loses the work
 since its last checkpoint, takes replacement nodes for any that failed, and restarts for
@@ -56,6 +62,7 @@ class Job:
     checkpoint_s: float
     restart_s: float
     fault_factor: float = 0.0  # its own faults at this multiple of the profile's per-GPU rate
+    nodes_per_domain: int = 0  # where a domain spans nodes: the job's nodes in each (0: whole domains)
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,7 @@ class Twin:
     job_lost_s: np.ndarray = None  # wall time lost to rework and restarts (times the job's GPUs = GPU-seconds)
     leaf_repair_until: np.ndarray = None  # per leaf switch, simulated seconds (0: up)
     node_fault_times: np.ndarray = None  # per node, its last ``exclude_after`` platform faults (newest first)
+    job_domain_nodes: np.ndarray = None  # (jobs, domains): the nodes each job holds in each domain (0: none)
 
     def __post_init__(self):
         if self.nodes < 1 or self.gpus_per_node < 1:
@@ -120,6 +128,9 @@ class Twin:
             for name in ("restart_s", "fault_factor"):
                 if getattr(job, name) < 0:
                     raise ScenarioError(f"twin.jobs.{i}.{name}", "must be zero or more")
+            if not 0 <= job.nodes_per_domain <= self.fabric.domain_nodes:
+                raise ScenarioError(f"twin.jobs.{i}.nodes_per_domain",
+                                    f"from 0 (whole domains) to the domain's {self.fabric.domain_nodes} nodes")
         f = self.fabric
         if f.nics_per_node < 1 or min(f.links, f.leaves, f.switches) < 0 or (f.links or f.switches) and not f.leaves:
             raise ScenarioError("twin.fabric", "needs at least one NIC per node, and leaves for its links and switches")
@@ -141,6 +152,8 @@ class Twin:
         if self.leaf_repair_until is None:  # a state saved before the fabric had components
             self.leaf_repair_until = np.zeros(f.leaves)
             self.node_fault_times = np.full((self.nodes, max(self.exclude_after, 1)), -np.inf)
+        if self.job_domain_nodes is None:  # a state saved before jobs were placed by domain
+            self.job_domain_nodes = self._domain_counts(self.node_job)
 
     @property
     def gpus(self) -> int:
@@ -163,6 +176,7 @@ class Twin:
         self.job_lost_s = np.zeros(n)
         self.leaf_repair_until = np.zeros(self.fabric.leaves)
         self.node_fault_times = np.full((self.nodes, max(self.exclude_after, 1)), -np.inf)
+        self.job_domain_nodes = self._domain_counts(self.node_job)
         self._schedule([])
 
     # --- jobs -------------------------------------------------------------------------------
@@ -217,6 +231,54 @@ class Twin:
         events.append(TwinEvent(self.time_s, "job-interrupted", job=job,
                                 message=f"{self.jobs[job].name}: {cause}; {lost:.0f} s of work lost"))
 
+    def _domain_counts(self, node_job) -> np.ndarray:
+        """(jobs, domains): how many nodes each job holds in each scale-up domain."""
+        domains = -(-self.nodes // self.fabric.domain_nodes)
+        held = node_job >= 0
+        counts = np.zeros((len(self.jobs), domains), np.int32)
+        np.add.at(counts, (node_job[held], np.flatnonzero(held) // self.fabric.domain_nodes), 1)
+        return counts
+
+    def _take_nodes(self, job: int, spec: Job, usable: np.ndarray) -> int:
+        """Give the job idle usable nodes for those it lacks; returns how many it still lacks.
+        Without multi-node domains any idle node will do; with them, see the module docstring."""
+        idle = usable & (self.node_job < 0)
+        d = self.fabric.domain_nodes
+        if d <= 1:
+            missing = spec.nodes - int((self.node_job == job).sum())
+            free = np.flatnonzero(idle)
+            if 0 < missing <= free.size:
+                self.node_job[free[:missing]] = job
+                return 0
+            return max(missing, 0)
+        domain_of = np.arange(self.nodes) // d
+        held = np.bincount(domain_of[self.node_job == job], minlength=self.job_domain_nodes.shape[1])
+        idle_in = np.bincount(domain_of[idle], minlength=held.size)
+        need = self.job_domain_nodes[job]
+        if not need.any():  # a first start: best fit, the domains with the fewest idle nodes that hold a share
+            share = min(spec.nodes_per_domain or d, spec.nodes)
+            count = -(-spec.nodes // share)
+            order = np.argsort(np.where(idle_in >= share, idle_in, self.nodes + 1), kind="stable")[:count]
+            if order.size < count or (idle_in[order] < share).any():
+                return spec.nodes - int(held.sum())
+            need[order] = share
+            need[order[-1]] = spec.nodes - share * (count - 1)
+        for domain in np.flatnonzero(need > held):  # the domains that lost nodes: refill, else move
+            short = need[domain] - held[domain]
+            if idle_in[domain] < short:
+                room = np.flatnonzero((need == 0) & (idle_in >= need[domain]))
+                if not room.size:
+                    continue
+                self.node_job[(self.node_job == job) & (domain_of == domain)] = -1
+                need[room[0]], need[domain], held[domain] = need[domain], 0, 0
+                domain, short = room[0], need[room[0]]
+            free = np.flatnonzero(idle & (domain_of == domain))[:short]
+            self.node_job[free] = job
+            idle[free] = False
+            idle_in[domain] -= free.size
+            held[domain] += free.size
+        return int(np.maximum(need - held, 0).sum())
+
     def _schedule(self, events: list):
         """Give every job whole healthy nodes, replacing failed ones from the idle pool."""
         usable = (self.node_state == HEALTHY) & ~self.node_drained & self._leaf_up()
@@ -224,24 +286,16 @@ class Twin:
         for job, spec in enumerate(self.jobs):  # a handful of jobs
             if self.job_state[job] == DONE:
                 continue
-            held = np.flatnonzero(self.node_job == job)
-            missing = spec.nodes - held.size
+            missing = self._take_nodes(job, spec, usable)
             if missing <= 0 and self.job_state[job] == WAITING:
                 self.job_state[job] = RESTARTING
                 self.job_restart_left_s[job] = spec.restart_s
-            elif missing > 0:
-                idle = np.flatnonzero(usable & (self.node_job < 0))
-                if idle.size >= missing:
-                    self.node_job[idle[:missing]] = job
-                    if self.job_state[job] == WAITING:
-                        self.job_state[job] = RESTARTING
-                        self.job_restart_left_s[job] = spec.restart_s
-                        events.append(TwinEvent(self.time_s, "job-resumed", job=job,
-                                                message=f"{spec.name}: nodes allocated, starting"))
-                elif self.job_state[job] != WAITING:
-                    self.job_state[job] = WAITING
-                    events.append(TwinEvent(self.time_s, "job-waiting", job=job,
-                                            message=f"{spec.name}: waiting for {missing} healthy node(s)"))
+                events.append(TwinEvent(self.time_s, "job-resumed", job=job,
+                                        message=f"{spec.name}: nodes allocated, starting"))
+            elif missing > 0 and self.job_state[job] != WAITING:
+                self.job_state[job] = WAITING
+                events.append(TwinEvent(self.time_s, "job-waiting", job=job,
+                                        message=f"{spec.name}: waiting for {missing} healthy node(s)"))
 
     def _leaf_up(self):
         if not self.fabric.leaves:
@@ -491,7 +545,7 @@ class Twin:
 
     ARRAYS = ("gpu_state", "node_state", "repair_until", "node_drained", "node_job", "job_state",
               "job_committed_s", "job_segment_s", "job_restart_left_s", "job_started_s", "job_finished_s",
-              "job_interruptions", "job_lost_s", "leaf_repair_until", "node_fault_times")
+              "job_interruptions", "job_lost_s", "leaf_repair_until", "node_fault_times", "job_domain_nodes")
 
     def to_bytes(self) -> bytes:
         """Everything needed to continue exactly: arrays, clock and the random generator's state."""

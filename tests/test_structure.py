@@ -109,3 +109,26 @@ def test_simcore_imports_no_other_project_package():
     for module, targets in _graph().items():
         if module.startswith("simcore"):
             assert not {t for t in targets if not t.startswith("simcore")}, module
+
+
+def _engine_entry_calls(path: Path) -> bool:
+    """Whether a module calls ``simcore.evaluate`` (or ``evaluate_parsed``), by attribute or by import."""
+    entries = {"evaluate", "evaluate_parsed"}
+    tree = ast.parse(path.read_text())
+    imported = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("simcore") for alias in node.names if alias.name in entries}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in entries and isinstance(func.value, ast.Name) \
+                    and func.value.id == "simcore":
+                return True
+            if isinstance(func, ast.Name) and func.id in imported:
+                return True
+    return False
+
+
+def test_one_service_module_is_the_web_projects_way_into_the_engine():
+    callers = sorted(name for name, path in _modules().items()
+                     if not name.startswith("simcore") and _engine_entry_calls(path))
+    assert callers == ["planner.services.engine"]

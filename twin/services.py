@@ -19,6 +19,7 @@ from config import observability as metrics
 from planner.adapters import scenario_document
 from planner.events import send_to_group
 from planner.models import Visibility
+from planner.services import engine as engine_service
 from planner.services.errors import InputError
 from simcore import reliability
 from simcore import twin as engine
@@ -32,7 +33,7 @@ DEFAULT_PCI_BUS_IDS = [f"0000:{bus:02x}:00.0" for bus in (0x07, 0x0f, 0x47, 0x4e
 XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): "
                       r"(?P<xid>\d+),")
 JOB_FIELDS = ("name", "nodes", "work_s", "interval_s", "checkpoint_s", "restart_s")
-OPTIONAL_JOB_FIELDS = {"fault_factor": 0.0}
+OPTIONAL_JOB_FIELDS = {"fault_factor": 0.0, "nodes_per_domain": 0}
 DEFAULT_CHECKPOINT_S = 60.0
 NO_FAILURE_INTERVAL_S = 86400.0  # a plan whose rates are all zero: a daily checkpoint (any interval is optimal)
 
@@ -91,13 +92,19 @@ def plan_fabric(plan, result: dict) -> dict:
 
 def default_jobs(plan, result: dict | None = None, spare_nodes: int | None = None) -> list[dict]:
     """One production job on all but a spare pool of nodes (``spare_nodes``, or the spares the
-    engine sizes at 99%), with the plan's checkpoint interval (or the optimum for a 60-s
-    checkpoint) and the restart its restart profile gives (or the plan's)."""
-    result = result or simcore.evaluate(scenario_document(plan))
+    engine sizes at 99%: where a scale-up domain spans nodes, per domain, as a failed tray is
+    replaced only from its own rack), with the plan's checkpoint interval (or the optimum for a
+    60-s checkpoint) and the restart its restart profile gives (or the plan's)."""
+    result = result or engine_service.evaluate(scenario_document(plan))
     nodes = int(result["cluster"]["nodes"])
-    if spare_nodes is None:
-        spares = int(min(max(1, reliability.spares_needed(nodes, result["reliability"]["node_availability"])),
-                         nodes // 2))
+    domain_nodes, per_domain = _domain_nodes(plan), 0
+    availability = result["reliability"]["node_availability"]
+    if spare_nodes is None and domain_nodes > 1:
+        domains = nodes // domain_nodes
+        per_domain = max(1, domain_nodes - int(reliability.spares_per_domain(domain_nodes, domains, availability)))
+        spares = nodes - domains * per_domain
+    elif spare_nodes is None:
+        spares = int(min(max(1, reliability.spares_needed(nodes, availability)), nodes // 2))
     elif isinstance(spare_nodes, bool) or not isinstance(spare_nodes, int) or not 0 <= spare_nodes < nodes:
         raise TwinInputError({"spare_nodes": [f"a whole number of nodes from 0 to {nodes - 1}: the job needs at "
                                               f"least one of the cluster's {nodes}"]})
@@ -117,7 +124,7 @@ def default_jobs(plan, result: dict | None = None, spare_nodes: int | None = Non
     interval_s = plan.checkpoint_interval_s or (optimal_s if np.isfinite(optimal_s) else NO_FAILURE_INTERVAL_S)
     return [{"name": "main", "nodes": job_nodes, "work_s": 365 * 86400.0, "interval_s": interval_s,
              "checkpoint_s": DEFAULT_CHECKPOINT_S, "restart_s": plan.restart_s if plan.restart_s is not None
-             else float(restart_s), "fault_factor": 0.0}]
+             else float(restart_s), "fault_factor": 0.0, "nodes_per_domain": per_domain}]
 
 
 def _jobs(specs: list[dict]) -> list[engine.Job]:
@@ -138,7 +145,8 @@ def _jobs(specs: list[dict]) -> list[engine.Job]:
             raise TwinInputError({f"jobs.{i}.name": ["a name of 1 to 100 characters (no NUL)"]})
         jobs.append(engine.Job(name=spec["name"], nodes=int(values["nodes"]), work_s=values["work_s"],
                                interval_s=values["interval_s"], checkpoint_s=values["checkpoint_s"],
-                               restart_s=values["restart_s"], fault_factor=values["fault_factor"]))
+                               restart_s=values["restart_s"], fault_factor=values["fault_factor"],
+                               nodes_per_domain=int(values["nodes_per_domain"])))
     return jobs
 
 
@@ -177,7 +185,7 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
     try:
         simcore.budget.check("plan", simcore.budget.twin_s(plan.node_count * gpus_per_node), work_budget_s,
                              "a smaller plan")
-        result = simcore.evaluate(scenario_document(plan), work_budget_s=work_budget_s)
+        result = engine_service.evaluate(scenario_document(plan), work_budget_s=work_budget_s)
     except simcore.ScenarioError as error:
         raise TwinInputError({error.field: [error.reason]}) from error
     twin = Twin(owner=owner, plan=plan, name=name or f"{plan.name} twin", seed=seed, speed=speed, visibility=visibility,
@@ -280,7 +288,7 @@ def snapshot(twin: Twin) -> dict:
     return {"twin": twin.pk, "status": twin.status, "speed": twin.speed, "time_s": sim.time_s,
             "last_seq": twin.last_seq, "gpus_per_node": sim.gpus_per_node,
             "gpu_state": sim.gpu_state.tolist(), "node_state": sim.node_state.tolist(),
-            "state_names": list(engine.STATE_NAMES),
+            "node_job": sim.node_job.tolist(), "state_names": list(engine.STATE_NAMES),
             "metrics": sim.metrics(), "events": [event_json(e) for e in reversed(recent)]}
 
 

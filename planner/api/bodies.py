@@ -18,6 +18,21 @@ class EngineResultField(serializers.JSONField):
     """The engine's result document (docs/scenario-format.md)."""
 
 
+class MatchingPartSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    fits = serializers.BooleanField()
+    reason = serializers.CharField(help_text="why it cannot be cabled to the node type (and switch); empty if it fits")
+
+
+class MatchingPartsSerializer(serializers.Serializer):
+    switch = MatchingPartSerializer(many=True)
+    endpoint_cable = MatchingPartSerializer(many=True, help_text="judged against the given switch, or the first "
+                                                                 "that fits")
+    transceiver = MatchingPartSerializer(many=True)
+    fiber = MatchingPartSerializer(many=True)
+
+
 class TokenIssuedSerializer(serializers.Serializer):
     token = serializers.CharField(help_text="The new key of your default token, shown this once.")
 

@@ -20,13 +20,12 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 import simcore
-from config import observability as metrics
 from planner import serializers as api
 from planner.adapters import calibration, scenario_document
 from planner.api import bodies
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import AccessToken, ClusterPlan, ComputeNodeType, StorageNodeType, Workload
-from planner.services import netbox
+from planner.services import engine, netbox
 from planner.services import plans as services
 from planner.services.accounts import token_issue
 from planner.services.measurements import overrides_seen_by
@@ -319,9 +318,8 @@ class EvaluateScenarioView(APIView):
                                + ", ".join(f"`{o.path}`" for o in simcore.outputs.OUTPUTS if o.path) + ".")
     def post(self, request):
         enforce_engine_limits(request.data)
-        metrics.EVALUATIONS.labels("scenario").inc()
-        with metrics.EVALUATION_SECONDS.labels("scenario").time():
-            return Response(simcore.evaluate(request.data, work_budget_s=settings.API_WORK_BUDGET_S))
+        return Response(engine.evaluate(request.data, work_budget_s=settings.API_WORK_BUDGET_S, kind="scenario",
+                                        memoize=False))
 
 
 class ReliabilityProfilesView(APIView):

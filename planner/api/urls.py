@@ -20,6 +20,7 @@ router.register("measurements", measurement_views.MeasurementViewSet, basename="
 
 urlpatterns = [
     path("evaluate/", plan_views.EvaluateScenarioView.as_view(), name="evaluate"),
+    path("catalog/matching-parts/", views.MatchingPartsView.as_view(), name="matching-parts"),
     path("auth/token/", plan_views.ObtainTokenView.as_view(), name="api-token"),
     path("outputs/", plan_views.OutputsView.as_view(), name="outputs"),
     path("reliability-profiles/", plan_views.ReliabilityProfilesView.as_view(), name="reliability-profiles"),

@@ -1,9 +1,14 @@
-"""Catalogue endpoints: one slug-keyed model viewset per catalogue table."""
-from drf_spectacular.utils import extend_schema, extend_schema_view
+"""Catalogue endpoints: one slug-keyed model viewset per catalogue table, and the parts that fit."""
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import viewsets
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from planner import models, serializers
+from planner.api.bodies import MatchingPartsSerializer
 from planner.filtersets import FILTERSETS
+from planner.services.catalog import matching_parts
 
 
 def catalog_viewset(model, serializer_class, queryset, description: str):
@@ -59,3 +64,18 @@ PriceBookViewSet = catalog_viewset(
     models.PriceBook.objects.prefetch_related("items"),
     "price books",
 )
+
+
+class MatchingPartsView(APIView):
+    """The parts a plan on a node type can use, those that fit first."""
+
+    @extend_schema(tags=["catalogue"], responses=MatchingPartsSerializer, parameters=[
+        OpenApiParameter("node_type", str, required=True, description="compute node type slug"),
+        OpenApiParameter("switch", str, description="switch slug the cables and optics are judged against")],
+        description="Switches, endpoint cables and transceivers for a plan on `node_type`: those that can be "
+                    "cabled together first, each with the reason it cannot (the plan's own rule).")
+    def get(self, request):
+        node_type = get_object_or_404(models.ComputeNodeType.objects.select_related("compute_nic"),
+                                      slug=request.query_params.get("node_type", ""))
+        slug = request.query_params.get("switch")
+        return Response(matching_parts(node_type, get_object_or_404(models.Switch, slug=slug) if slug else None))

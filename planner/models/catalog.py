@@ -226,6 +226,9 @@ class ComputeNodeType(CatalogEntry):
     rack_extra_power_w = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0.0)],
         help_text="Power of a rack's parts outside its nodes (NVLink switch trays, power shelves).")
+    network_racks_per_domain = models.PositiveIntegerField(
+        default=0, help_text="Racks of scale-up switches beside each domain's compute racks (CloudMatrix 384: 4 "
+                             "beside its 12 compute racks).")
     cooling = models.CharField(max_length=8, choices=Cooling.choices, default=Cooling.AIR)
     nvlink_sharp = models.BooleanField(
         default=False, help_text="The NVLink switches reduce in the network (NVLink SHARP: NVSwitch 3 and later).")

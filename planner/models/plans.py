@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from planner.choices import LinkPartKind
 from planner.models.catalog import (
     ComputeNodeType,
     LinkPart,
@@ -223,18 +224,19 @@ class ClusterPlan(OwnedEntry):
                 errors["node_count"] = (f"{self.node_type.name} comes in scale-up domains of {per_domain} nodes: "
                                         f"give a multiple of {per_domain}")
         if self.node_type_id and self.switch_id:
-            part_errors = self._part_errors()
+            part_errors = self.part_errors()
             errors.update(part_errors)
             if self.node_count and not part_errors:
                 errors.update(self._fabric_errors())
         if errors:
             raise ValidationError(errors)
 
-    def _part_errors(self) -> dict[str, str]:
+    def part_errors(self) -> dict[str, str]:
         """Parts that cannot be cabled together. The computation NIC speaks the switch's protocol
         at no more than its port speed (a slower NIC takes a port, or a breakout of one); the cable
-        from each NIC runs at the NIC's rate; a switch-to-switch transceiver runs at the port speed, or twice it as a
-        twin-port module (Quantum-2's 2 x 400G OSFP cages)."""
+        from each NIC (a copper or active optical cable) runs at the NIC's rate; a switch-to-switch
+        transceiver (a module) runs at the port speed, or twice it as a twin-port module
+        (Quantum-2's 2 x 400G OSFP cages); the fibre is a fibre."""
         nic, switch = self.node_type.compute_nic, self.switch
         port = switch.port_speed_gbit_s
         errors = {}
@@ -245,14 +247,18 @@ class ClusterPlan(OwnedEntry):
         elif nic.line_rate_gbit_s > port:
             errors["switch"] = (f"{switch.name} ports ({port:g} Gb/s) are slower than the "
                                 f"nodes' NICs ({nic.line_rate_gbit_s:g} Gb/s)")
-        cable = self.endpoint_cable
+        cable, optic = self.endpoint_cable, self.transceiver
         if cable is not None and cable.speed_gbit_s != nic.line_rate_gbit_s:
             errors["endpoint_cable"] = (f"runs at {cable.speed_gbit_s:g} Gb/s; the computation NIC ({nic.name}) "
                                         f"runs at {nic.line_rate_gbit_s:g} Gb/s")
-        optic = self.transceiver
         if optic is not None and optic.speed_gbit_s not in (port, 2 * port):
             errors["transceiver"] = (f"runs at {optic.speed_gbit_s:g} Gb/s; the switch's ports run at {port:g} Gb/s "
                                      f"(a module of {port:g}, or a twin-port {2 * port:g})")
+        for field, kinds in PART_KINDS.items():  # the wrong kind of part says so before its speed
+            part = getattr(self, field)
+            if part is not None and part.kind not in kinds:
+                errors[field] = (f"{part.name} ({part.get_kind_display().lower()}) cannot go here: it takes "
+                                 f"{' or '.join(LinkPartKind(kind).label.lower() for kind in kinds)}")
         return errors
 
     def _rate_errors(self) -> dict[str, str]:
@@ -437,6 +443,12 @@ class Workload(OwnedEntry):
     cross_zone = models.BooleanField(default=False)
     grad_bytes = models.FloatField(default=4.0, validators=[validate_positive])
     weight_bytes = models.FloatField(default=2.0, validators=[validate_positive])
+    optimizer_bytes_per_param = models.FloatField(
+        default=12.0, validators=[MinValueValidator(0.0)],
+        help_text="Optimizer state per parameter (Adam: fp32 master weights and two moments, 12 bytes).")
+    checkpoint_bytes = models.FloatField(
+        null=True, blank=True, validators=[validate_positive],
+        help_text="Bytes written per checkpoint. Empty: the weights and optimizer states.")
     tokens_to_train = models.FloatField(null=True, blank=True, validators=[validate_positive])
     preprocess_s_per_sample = models.FloatField(default=0.0, validators=[MinValueValidator(0.0)])
     preprocess_cached = models.BooleanField(default=False)
@@ -503,5 +515,7 @@ class Workload(OwnedEntry):
         return {name: getattr(self, name) for name in ENGINE_WORKLOAD_FIELDS}
 
 
+PART_KINDS = {"endpoint_cable": (LinkPartKind.DAC, LinkPartKind.AOC), "transceiver": (LinkPartKind.TRANSCEIVER,),
+              "fiber": (LinkPartKind.FIBER,)}
 ENGINE_WORKLOAD_FIELDS = tuple(name for name in SPEC["workload"]
                                if name in {field.name for field in Workload._meta.fields})

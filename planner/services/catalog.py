@@ -162,3 +162,26 @@ def catalog_summary() -> list[dict]:
         summary.append({"name": table.name, "label": table.label, "preset": table.preset, "api_path": table.path,
                         "count": count, "by_confidence": by_confidence})
     return summary
+
+
+def matching_parts(node_type: models.ComputeNodeType, switch: models.Switch | None = None) -> dict[str, list[dict]]:
+    """The switches, endpoint cables, transceivers and fibres a plan on ``node_type`` can be built from,
+    those that fit first (each group by slug), each with the reason it does not fit: the plan's
+    own rule (:meth:`ClusterPlan.part_errors`). Cables and optics are judged against ``switch``,
+    or the first switch that fits (none: no cable or optic is listed)."""
+    def judged(place, candidates, **plan):
+        rows = []
+        for part in candidates:
+            reason = models.ClusterPlan(node_type=node_type, **plan, **{place: part}).part_errors().get(place, "")
+            rows.append({"slug": part.slug, "name": part.name, "fits": not reason, "reason": reason})
+        return sorted(rows, key=lambda row: not row["fits"])
+
+    switches = list(models.Switch.objects.order_by("slug"))
+    out = {"switch": judged("switch", switches)}
+    if switch is None:
+        switch = next((s for s in switches if not models.ClusterPlan(node_type=node_type, switch=s).part_errors()),
+                      None)
+    link_parts = list(models.LinkPart.objects.order_by("slug")) if switch is not None else []
+    for place in ("endpoint_cable", "transceiver", "fiber"):
+        out[place] = judged(place, link_parts, switch=switch)
+    return out

@@ -1,17 +1,14 @@
 """Plan services: evaluate, compare, bill of materials, clone (keyword-only, one per workflow)."""
 import csv
-import hashlib
 import io
-import json
 from dataclasses import dataclass
 
-from django.core.cache import cache
 from django.db import transaction
 
 import simcore
-from config import observability as metrics
 from planner.adapters import calibration, price_index, scenario_document
 from planner.models import ClusterPlan, PriceItem, Workload
+from planner.services import engine
 from simcore import outputs
 
 
@@ -22,24 +19,6 @@ class PlanInfeasible(Exception):
         self.reasons = reasons
         self.details = details
         super().__init__("; ".join(reasons))
-
-
-EVALUATION_CACHE_S = 600
-
-
-def memoized(kind: str, document: dict, compute):
-    """``compute()``, memoized in the cache for EVALUATION_CACHE_S under the document and engine
-    version: the engine's outputs are a pure function of both, and architects evaluate the same
-    presets and plans again and again."""
-    digest = hashlib.sha256(json.dumps([simcore.ENGINE_VERSION, document], sort_keys=True, default=str).encode())
-    key = f"{kind}:{digest.hexdigest()}"
-    value = cache.get(key)
-    if value is None:
-        metrics.EVALUATIONS.labels(kind).inc()
-        with metrics.EVALUATION_SECONDS.labels(kind).time():
-            value = compute()
-        cache.set(key, value, EVALUATION_CACHE_S)
-    return value
 
 
 def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None,
@@ -56,7 +35,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
     """
     overrides = calibration(plan) if overrides is None else overrides
     document = document or scenario_document(plan, workload, options, overrides)
-    result = memoized("evaluation", document, lambda: simcore.evaluate(document, work_budget_s=work_budget_s))
+    result = engine.evaluate(document, work_budget_s=work_budget_s)
     reasons = [c["message"] for c in result["constraints"] if c["code"] in simcore.cluster.BUILD_BLOCKERS]
     training = result.get("training")
     if training is not None and not training["feasible"]:
@@ -75,7 +54,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "engine_version": result["engine_version"],
         "overrides": overrides,
         "result": result,
-        "curves": memoized("curves", document, lambda: simcore.curves(document, result=result)),
+        "curves": engine.curves(document, result),
     }
 
 
@@ -101,7 +80,7 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
     NICs ship inside the nodes and are listed for completeness with no price of their own. Where a
     counted part has no price the total is null and the part is named in ``unpriced``.
     """
-    result = result or simcore.evaluate(scenario_document(plan))
+    result = result or engine.evaluate(scenario_document(plan))
     fabric = result["fabric"]
     prices = price_index(plan.price_book)
     basis = {(i.part_kind, i.part_slug): i.basis for i in PriceItem.objects.filter(price_book=plan.price_book)}

@@ -104,6 +104,12 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     page.login()
     page.goto("/plans/new/?from=ff2-pcie-2zone")
     expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
+    # Parts that fit the InfiniBand HDR nodes first; an Ethernet switch or an NDR optic says why not.
+    switches = page.page.locator("#f-switch option[data-fits]")
+    expect(switches.first).to_have_attribute("data-fits", "true")
+    expect(switches.last).to_have_attribute("data-fits", "false")
+    expect(page.page.locator("#f-switch option[value=spectrum4-sn5600]")).to_have_attribute("title", re.compile("RoCE"))
+    expect(page.page.locator("#f-endpoint_cable option[data-fits]").first).to_have_attribute("data-fits", "true")
     page.page.fill("#f-node_count", "5000")
     error = page.page.locator("#e-node_count")
     expect(error).to_be_visible()

@@ -243,6 +243,12 @@ PLAN_RULES = [
      "transceiver", "runs at 200 Gb/s; the switch's ports run at 400 Gb/s"),
     ({"node_type": "deepseek-h800", "switch": "qm9700", "endpoint_cable": "hdr-dac-200g"}, "endpoint_cable",
      "runs at 200 Gb/s; the computation NIC (NVIDIA ConnectX-7"),
+    ({"endpoint_cable": "hdr-sr4-transceiver-200g"}, "endpoint_cable",
+     "(optical transceiver module) cannot go here: it takes copper direct-attach cable or active optical cable"),
+    ({"fiber": "hdr-aoc-200g"}, "fiber", "cannot go here: it takes passive fibre cable"),
+    ({"external_storage_write_gbyte_s": 500}, "external_storage_write_gbyte_s", "this plan has storage nodes"),
+    ({"external_storage_read_gbyte_s": 500, "storage_node_count": 0}, "external_storage_read_gbyte_s",
+     "needs the external system's write rate"),
     ({"planes": 2}, "planes", "do not split into 2 planes"),
     ({"rails": 3}, "rails", "do not split into 3 rails"),
     ({"oversubscription": 0.5}, "oversubscription", "greater than or equal to 1"),
@@ -268,6 +274,20 @@ def _refused_naming(client, url, model, body, field, words):
 @pytest.mark.parametrize("change,field,words", PLAN_RULES)
 def test_plan_rules_answer_400_naming_the_field(change, field, words, catalog, reader_client):
     _refused_naming(reader_client, "/api/plans/", ClusterPlan, {**NEW_PLAN, **change}, field, words)
+
+
+def test_the_builder_is_offered_the_parts_that_fit_first_with_the_reason_for_the_rest(catalog, reader_client):
+    answer = reader_client.get("/api/catalog/matching-parts/?node_type=ff-pcie-a100&switch=qm8700").json()
+    switches = [row["slug"] for row in answer["switch"] if row["fits"]]
+    assert switches == ["qm8700", "qm9700", "quantum-x800-q3400"]  # InfiniBand, ports at 200 Gb/s or faster
+    assert [row["fits"] for row in answer["switch"]] == sorted((row["fits"] for row in answer["switch"]), reverse=True)
+    assert "RoCE (Ethernet) but the nodes' NIC is InfiniBand" in answer["switch"][-1]["reason"]
+    assert [row["slug"] for row in answer["endpoint_cable"] if row["fits"]] == ["hdr-aoc-200g", "hdr-dac-200g"]
+    assert [row["slug"] for row in answer["fiber"] if row["fits"]] == ["mmf-fiber-cable"]
+    ndr = reader_client.get("/api/catalog/matching-parts/?node_type=deepseek-h800").json()
+    assert ndr["switch"][0]["fits"] and not [row for row in ndr["endpoint_cable"] if row["fits"]]  # no 400G cable
+    assert reader_client.get("/api/catalog/matching-parts/?node_type=nope").status_code == 404
+    assert reader_client.get("/api/catalog/matching-parts/?node_type=ff-pcie-a100&switch=nope").status_code == 404
 
 
 WORKLOAD_RULES = [
@@ -523,7 +543,7 @@ def test_evaluations_are_memoized_per_document(catalog, reader_client, monkeypat
 
     calls = []
     real = simcore.evaluate
-    monkeypatch.setattr("planner.services.plans.simcore.evaluate", lambda document,
+    monkeypatch.setattr("planner.services.engine.simcore.evaluate", lambda document,
                         **kw: calls.append(1) or real(document, **kw))
     first = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
     again = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
@@ -549,6 +569,25 @@ def test_workload_preview_evaluates_an_unsaved_workload_layer_by_layer(catalog, 
     assert training["placement"] == {"tp": "scale-up", "cp": "none", "ep": "none", "pp": "network"}
     assert 0 < training["mfu"] < training["hfu"] < 1
     assert Workload.objects.count() == before
+
+
+def test_every_engine_workload_field_is_stored_and_a_stated_checkpoint_size_is_the_one_written(catalog,
+                                                                                               reader_client):
+    from simcore.document import SPEC
+
+    assert set(SPEC["workload"]) <= {field.name for field in Workload._meta.fields}
+    body = {**NEW_WORKLOAD, "plan": "ff2-pcie-2zone"}
+    default = reader_client.post("/api/workloads/preview/", body, format="json").json()["result"]
+    params = default["training"]["params"]
+    assert default["reliability"]["checkpoint_bytes"] == pytest.approx(params * (2 + 12))
+    lean = reader_client.post("/api/workloads/preview/", {**body, "optimizer_bytes_per_param": 4}, format="json")
+    assert lean.json()["result"]["reliability"]["checkpoint_bytes"] == pytest.approx(params * (2 + 4))
+    stated = reader_client.post("/api/workloads/preview/", {**body, "checkpoint_bytes": 1e12}, format="json")
+    rel = stated.json()["result"]["reliability"]
+    assert rel["checkpoint_bytes"] == 1e12 and rel["checkpoint_write_time_s"] > default["reliability"][
+        "checkpoint_write_time_s"]
+    refused = reader_client.post("/api/workloads/preview/", {**body, "checkpoint_bytes": -1}, format="json")
+    assert refused.status_code == 400 and "checkpoint_bytes" in refused.json()
 
 
 @pytest.mark.parametrize("change, field, words", [

@@ -45,6 +45,14 @@ def test_groups_that_cannot_all_sit_whole_in_the_racks_cross_the_network_and_the
     assert divides["placement"]["ep"] == "scale-up"
 
 
+def test_a_supernodes_network_racks_are_counted_beside_its_compute_racks():
+    node = {**GB200_TRAY, "gpus": 8, "scaleup_domain_gpus": 384}
+    racks = evaluate({"cluster": {**NVL72_RACKS, "node": node, "node_count": 48 * 3,
+                                  "rack": {"nodes_per_rack": 4, "network_racks_per_domain": 4}}})["racks"]
+    assert (racks["count"], racks["network_count"], racks["total_count"]) == (36, 12, 48)  # 3 x (12 + 4)
+    assert evaluate({"cluster": NVL72_RACKS})["racks"]["network_count"] == 0
+
+
 def test_hierarchical_allreduce_over_domains_never_beats_the_scale_out_bound():
     node = parse({"cluster": {**NVL72_RACKS}})["cluster"]["node"]
     io = node_io(node, node["accelerator"], 4, scaleup_fraction=1.0)

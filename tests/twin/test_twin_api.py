@@ -455,3 +455,18 @@ def test_a_whole_kernel_log_applies_its_xid_lines_and_names_the_bad_ones(catalog
     refused = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 99_999, "log": text}, format="json")
     assert refused.status_code == 400 and "node" in refused.json()
     assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() - before == 70  # the refusal stored nothing
+
+
+def test_a_gb200_twin_keeps_spare_trays_in_every_rack_and_drains_within_the_rack(catalog, owner_client):
+    twin = create(owner_client, plan="gb200-nvl72-1152")
+    job = twin.jobs[0]
+    racks = 288 // 18
+    assert 0 < job["nodes_per_domain"] < 18 and job["nodes"] == racks * job["nodes_per_domain"]
+    state = owner_client.get(f"/api/twins/{twin.pk}/state/").json()
+    held = np.array(state["node_job"]) == 0
+    assert list(np.bincount(np.flatnonzero(held) // 18, minlength=racks)) == [job["nodes_per_domain"]] * racks
+    node = int(np.flatnonzero(held)[0])
+    owner_client.post(f"/api/twins/{twin.pk}/drain/", {"node": node, "drained": True}, format="json")
+    after = np.array(owner_client.get(f"/api/twins/{twin.pk}/state/").json()["node_job"]) == 0
+    assert list(np.bincount(np.flatnonzero(after) // 18, minlength=racks)) == [job["nodes_per_domain"]] * racks
+    assert not after[node] and after[: 18].sum() == job["nodes_per_domain"]  # its place taken in rack 0

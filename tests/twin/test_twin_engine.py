@@ -11,7 +11,7 @@ from simcore.reliability import (
     optimal_interval_s,
     unit_counts,
 )
-from simcore.twin import FAILED, HEALTHY, REPAIR, WEEK_S, Fabric, Job, Twin
+from simcore.twin import FAILED, HEALTHY, REPAIR, WAITING, WEEK_S, Fabric, Job, Twin
 
 
 def twin_with(job_nodes=1000, delta=300.0, restart=1200.0, seed=1):
@@ -184,3 +184,59 @@ def test_a_state_saved_before_fabric_components_still_loads():
     np.savez_compressed(buffer, **old)
     restored = Twin.from_bytes(buffer.getvalue(), nodes=1250, gpus_per_node=8, jobs=twin.jobs)
     assert restored.time_s == twin.time_s and json.dumps(restored.metrics()) == json.dumps(twin.metrics())
+
+
+def _racks(racks, *jobs):
+    """GB200-like racks of 18 four-GPU trays; a node-level fault category is the first Xid's."""
+    return Twin(nodes=18 * racks, gpus_per_node=4, fabric=Fabric(4, 18 * racks * 4, racks, racks, domain_nodes=18),
+                jobs=list(jobs), rng=np.random.default_rng(0))
+
+
+def _node_fault(twin):
+    return next(i for i, c in enumerate(twin.categories) if c.unit == "node" and c.repair_h > 0 and c.interrupts_job)
+
+
+def _racks_of(twin, job=0):
+    return np.bincount(np.flatnonzero(twin.node_job == job) // 18, minlength=twin.nodes // 18)
+
+
+def test_a_failed_tray_is_replaced_from_its_own_rack_and_a_rack_out_of_spares_waits():
+    twin = _racks(2, Job("main", 32, 1e9, 3600.0, 60.0, 60.0, nodes_per_domain=16))
+    assert list(_racks_of(twin)) == [16, 16]  # two spare trays in each rack
+    fault = _node_fault(twin)
+    for lost in range(2):
+        node = int(np.flatnonzero((twin.node_job == 0) & (np.arange(36) < 18))[0])
+        twin.apply_failure(fault, node=node)
+        assert list(_racks_of(twin)) == [16, 16], lost  # refilled from rack 0's spares, never rack 1's
+    node = int(np.flatnonzero((twin.node_job == 0) & (np.arange(36) < 18))[0])
+    events = twin.apply_failure(fault, node=node)
+    assert twin.job_state[0] == WAITING and any(e.kind == "job-waiting" for e in events)  # for the repair
+    assert list(_racks_of(twin)) == [15, 16]  # rack 1's two idle trays are not taken
+
+
+def test_a_rack_that_cannot_refill_moves_the_jobs_share_whole_to_an_idle_rack():
+    twin = _racks(3, Job("main", 32, 1e9, 3600.0, 60.0, 60.0, nodes_per_domain=16))
+    assert sorted(_racks_of(twin)) == [0, 16, 16]
+    fault, first = _node_fault(twin), int(np.flatnonzero(_racks_of(twin))[0])
+    for _ in range(3):
+        node = int(np.flatnonzero((twin.node_job == 0) & (np.arange(54) // 18 == first))[0])
+        twin.apply_failure(fault, node=node)
+    assert _racks_of(twin)[first] == 0 and sorted(_racks_of(twin)) == [0, 16, 16]
+    assert twin.job_state[0] != WAITING  # restarting on the new rack
+
+
+def test_over_a_year_of_failures_no_job_ever_holds_trays_outside_its_racks():
+    twin = _racks(4, Job("a", 32, 1e12, 3600.0, 60.0, 60.0, nodes_per_domain=16),
+                  Job("b", 18, 1e12, 3600.0, 60.0, 60.0))
+    for _ in range(365):
+        twin.advance(86400.0)
+        for job in range(2):
+            held = _racks_of(twin, job)
+            assert (held <= twin.job_domain_nodes[job]).all()
+    assert twin.metrics()["interruptions"] > 0
+    restored = Twin.from_bytes(twin.to_bytes(), nodes=twin.nodes, gpus_per_node=4, jobs=twin.jobs,
+                               fabric=twin.fabric)
+    assert (restored.job_domain_nodes == twin.job_domain_nodes).all()
+    with pytest.raises(ScenarioError) as error:
+        _racks(1, Job("big", 18, 1e9, 3600.0, 60.0, 60.0, nodes_per_domain=19))
+    assert error.value.field == "twin.jobs.0.nodes_per_domain"

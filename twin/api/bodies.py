@@ -103,5 +103,6 @@ class TwinStateSerializer(EventsSerializer):
     gpus_per_node = serializers.IntegerField()
     gpu_state = serializers.ListField(child=serializers.IntegerField(), help_text="each GPU's index into state_names")
     node_state = serializers.ListField(child=serializers.IntegerField())
+    node_job = serializers.ListField(child=serializers.IntegerField(), help_text="the job holding each node, -1: idle")
     state_names = serializers.ListField(child=serializers.CharField())
     metrics = TwinMetricsSerializer()

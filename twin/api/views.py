@@ -37,9 +37,11 @@ class TwinCreateSerializer(serializers.Serializer):
     visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.PRIVATE)
     jobs = serializers.ListField(child=serializers.DictField(), required=False,
                                  help_text="[{name, nodes, work_s, interval_s, checkpoint_s, restart_s, "
-                                           "fault_factor}] (fault_factor: the job's own faults as a multiple of "
-                                           "the profile's per-GPU rate, default 0); default: one production job "
-                                           "on all but the spare nodes")
+                                           "fault_factor, nodes_per_domain}] (fault_factor: the job's own faults "
+                                           "as a multiple of the profile's per-GPU rate, default 0; "
+                                           "nodes_per_domain: where a scale-up domain spans nodes, the job's "
+                                           "nodes in each, default 0: whole domains); default: one production "
+                                           "job on all but the spare nodes")
     spare_nodes = serializers.IntegerField(required=False, help_text="nodes left idle as the spare pool for the "
                                                                      "default job; default: the engine's 99% sizing")
     exclude_after = serializers.IntegerField(min_value=0, default=3,

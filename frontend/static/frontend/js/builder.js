@@ -6,9 +6,36 @@ import { collect, fill, livePreview, namedControls, showErrors, showPreview } fr
 
 const NOT_PREVIEWED = new Set(["name", "slug", "description", "visibility", "workload"]);
 
+const MATCHED = ["switch", "endpoint_cable", "transceiver", "fiber"];
+
+// The parts that fit the node type (and switch) first, each other one marked with why it does not
+// (GET /api/catalog/matching-parts/, the plan's own rule).
+async function offerMatchingParts(form) {
+  const nodeType = form.elements.node_type.value;
+  if (!nodeType) return;
+  const query = new URLSearchParams({ node_type: nodeType });
+  if (form.elements.switch.value) query.set("switch", form.elements.switch.value);
+  const response = await api(`/api/catalog/matching-parts/?${query}`);
+  if (!response.ok) return;
+  for (const field of MATCHED) {
+    const select = form.elements[field];
+    const options = new Map([...select.options].map((option) => [option.value, option]));
+    for (const part of response.data[field]) {
+      const option = options.get(part.slug);
+      if (!option) continue;
+      option.dataset.fits = String(part.fits);
+      option.textContent = part.fits ? part.name + ` (${part.slug})` : `${part.name} (${part.slug}): does not fit`;
+      option.title = part.reason;
+      select.append(option);  // in the answer's order: matching parts first
+    }
+  }
+}
+
 export function builder({ form, editing, initial, status, body, formErrors }) {
   const controls = namedControls(form);
   fill(controls, initial);
+  offerMatchingParts(form);
+  for (const name of ["node_type", "switch"]) form.elements[name].addEventListener("change", () => offerMatchingParts(form));
   const plan = (skip) => {
     const data = collect(controls, skip);
     if (data.node_count === null) delete data.node_count;

@@ -94,6 +94,7 @@ function racksTable(result) {
   const r = result.racks, c = result.cluster;
   return table("Racks and scale-up domains", [
     ["racks", num(r.count), `${num(r.nodes_per_rack)} nodes, ${num(r.gpus_per_rack)} GPUs each, ${r.cooling} cooled`],
+    r.network_count > 0 ? ["scale-up network racks", num(r.network_count), `beside the compute racks: ${num(r.total_count)} racks in all`] : null,
     ["power per rack", si(r.power_w, "W"), "under training"],
     ["power per rack, maximum", si(r.max_power_w, "W"),
       r.within_power_limit ? "provisioned for this" : "over the site's rack power limit"],
