@@ -70,7 +70,30 @@ class Fabrics:
     storage_plane: topology.FabricCounts
     total: topology.FabricCounts
     storage_endpoints: np.ndarray
+    layout_ok: np.ndarray  # the nodes' NICs meet the planes and rails (:func:`layout_rules`)
+    layout_errors: dict  # field -> the reason, at the first point that breaks its rule
 
+    @property
+    def fits(self):
+        return self.main.fits & self.storage_plane.fits & self.layout_ok
+
+
+def layout_rules(compute_nics, planes, rails, radix, oversubscription) -> list[tuple[str, np.ndarray, str]]:
+    """How a node's NICs meet the fabric, whatever its size: one NIC per plane (a node reaches a
+    plane only through a NIC of its own), each plane's NICs split over its rails, and a leaf with
+    an endpoint port for each rail. Each rule as (field, bad mask, reason at the first bad point)."""
+    nics, planes, rails, down = np.broadcast_arrays(*(np.asarray(x, float) for x in (
+        compute_nics, planes, rails, topology.leaf_down_ports(radix, oversubscription))))
+    per_plane = np.floor(nics / planes)
+    rules = (
+        ("planes", nics % planes != 0,
+         lambda i: f"each node needs one NIC per plane: {nics[i]:g} NICs do not split into {planes[i]:g} planes"),
+        ("rails", (rails > 1) & (per_plane % rails != 0),
+         lambda i: f"{per_plane[i]:g} NICs per node and plane do not split into {rails[i]:g} rails"),
+        ("rails", rails > down, lambda i: f"{rails[i]:g} rails need leaves with at least that many endpoint ports"),
+    )
+    return [(field, bad, reason(np.unravel_index(np.argmax(bad), bad.shape) if bad.ndim else ()))
+            for field, bad, reason in rules if bad.any()]
 
 def fabrics(c) -> Fabrics:
     """The scenario's fabrics (:func:`fabric_trees` on its cluster fields)."""
@@ -97,7 +120,12 @@ def fabric_trees(nodes, compute_nics, node_storage_nics, storage_nodes, storage_
     plane_endpoints = storage_endpoints if separate else np.zeros_like(np.asarray(storage_endpoints, float))
     storage_plane = topology.fat_tree(plane_endpoints, layers=_plane_layers(plane_endpoints, radix, oversubscription),
                                       **fabric_kwargs)
-    return Fabrics(main, storage_plane, main + storage_plane, storage_endpoints)
+    broken = layout_rules(compute_nics, planes, rails, radix, oversubscription)
+    layout_ok = ~np.logical_or.reduce([bad for _, bad, _ in broken]) if broken else np.array(True)
+    errors = {}
+    for field, _, reason in broken:
+        errors.setdefault(field, reason)
+    return Fabrics(main, storage_plane, main + storage_plane, storage_endpoints, layout_ok, errors)
 
 
 def _plane_layers(endpoints, radix, oversubscription):
@@ -149,7 +177,7 @@ def fabric_section(f: Fabrics, c) -> dict:
         "storage_plane_switches": f.storage_plane.switches,
         "endpoints": total.endpoints,
         "capacity_endpoints": main.capacity_endpoints,
-        "fits": main.fits & f.storage_plane.fits,
+        "fits": f.fits,
         "compute_nics": c["node_count"] * c["node"]["compute_nics"],
         "storage_nics": f.storage_endpoints,
         "endpoint_cables": total.endpoint_links,
@@ -269,10 +297,11 @@ def collectives_section(c, io, domain, message_bytes, params) -> dict:
 
 
 FABRIC_OVERFLOW = "fabric.overflow"
+NIC_LAYOUT = "fabric.nic_layout"
 STORAGE_PLANE_OVERFLOW = "storage_plane.overflow"
 COST_UNPRICED = "cost.unpriced"
 # Constraints that mean the build cannot exist as given (the others are caveats on its figures).
-BUILD_BLOCKERS = (FABRIC_OVERFLOW, STORAGE_PLANE_OVERFLOW)
+BUILD_BLOCKERS = (FABRIC_OVERFLOW, NIC_LAYOUT, STORAGE_PLANE_OVERFLOW)
 
 
 def constraint(code: str, message: str) -> dict:
@@ -287,6 +316,8 @@ def constraints(f: Fabrics, unpriced) -> list[dict]:
         out.append(constraint(FABRIC_OVERFLOW, f"fabric: {int(np.max(f.main.endpoints))} endpoints exceed what the "
                               f"fabric holds ({int(np.min(f.main.capacity_endpoints))}); add layers, planes or "
                               "zones, or use a larger radix"))
+    for field, reason in f.layout_errors.items():
+        out.append(constraint(NIC_LAYOUT, f"fabric.{field}: {reason}"))
     if not f.storage_plane.fits.all():
         out.append(constraint(STORAGE_PLANE_OVERFLOW, f"storage plane: {int(np.max(f.storage_plane.endpoints))} "
                               "endpoints exceed a three-layer fat-tree of this switch"))

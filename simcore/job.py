@@ -326,6 +326,26 @@ def _preprocessing_s(w, node, job_nodes):
     return np.where(preprocessing, samples_per_node * w["preprocess_s_per_sample"] / node["cpu_cores"], 0.0)
 
 
+def _memory(w, step, dp_ranks, hbm_gib, params) -> dict:
+    """Memory per GPU by term against the HBM the device reports (simcore.training.memory_per_gpu_bytes)."""
+    terms = training.memory_per_gpu_bytes(
+        dense_params=step["dense"], expert_params=step["expert_params"], tp=w["tp"], pp=w["pp"], ep=w["ep"],
+        etp=expert_tp(w), dp=dp_ranks, expert_dp=step["expert_dp"], zero_stage=w["zero_stage"],
+        weight_bytes=w["weight_bytes"], grad_bytes=w["grad_bytes"],
+        optimizer_bytes_per_param=w["optimizer_bytes_per_param"], activation_bytes=step["activations"],
+        copies=2.0 if w["pipeline_schedule"] == "dualpipe" else 1.0)
+    fits, total, dominant = training.memory_verdict(terms, hbm_gib, params.training)
+    return {
+        "fits": fits,
+        "per_gpu_gib": total / training.GIB,
+        "hbm_gib": hbm_gib,
+        "allocatable_gib": training.allocatable_gib(hbm_gib, params.training),
+        **{f"{name.replace(' ', '_')}_gib": terms[..., i] / training.GIB
+           for i, name in enumerate(training.MEMORY_TERMS)},
+        "dominant_term": label(training.MEMORY_TERMS, dominant),
+    }
+
+
 def train(p, params, family, clock, io, node, acc, g, nodes):
     """The job's step: a transformer layer by layer (simcore.training.transformer_step), a CNN from
     its FLOPs at the family's convolution share (or a measured forward time); then data
@@ -350,14 +370,8 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
     dp_s, ar, exposed_dp = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params)
     step_s, stacked, step_bound = training.assemble_step(step["parts"], exposed_dp,
                                                           _preprocessing_s(w, node, job_nodes))
-    terms = training.memory_per_gpu_bytes(
-        dense_params=step["dense"], expert_params=step["expert_params"], tp=w["tp"], pp=w["pp"], ep=w["ep"],
-        etp=expert_tp(w), dp=dp_ranks, expert_dp=step["expert_dp"], zero_stage=w["zero_stage"],
-        weight_bytes=w["weight_bytes"], grad_bytes=w["grad_bytes"],
-        optimizer_bytes_per_param=w["optimizer_bytes_per_param"], activation_bytes=step["activations"],
-        copies=2.0 if w["pipeline_schedule"] == "dualpipe" else 1.0)
-    hbm_gib = acc["memory_gib"]
-    fits, mem_total, dominant = training.memory_verdict(terms, hbm_gib, params.training)
+    memory = _memory(w, step, dp_ranks, acc["memory_gib"], params)
+    fits = memory["fits"]
     feasible = (reason == 0) & fits
     out = {
         "feasible": feasible,
@@ -366,15 +380,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
         **_speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops),
         "dp_allreduce_s": dp_s,
         "dp_allreduce_bound": ar.binding,
-        "memory": {
-            "fits": fits,
-            "per_gpu_gib": mem_total / training.GIB,
-            "hbm_gib": hbm_gib,
-            "allocatable_gib": training.allocatable_gib(hbm_gib, params.training),
-            **{f"{name.replace(' ', '_')}_gib": terms[..., i] / training.GIB
-               for i, name in enumerate(training.MEMORY_TERMS)},
-            "dominant_term": label(training.MEMORY_TERMS, dominant),
-        },
+        "memory": memory,
     }
     if step["stage_s"] is not None:  # a transformer: its stages, where its groups run, its FLOPs per token
         out["stage_time_s"] = {name: np.where(feasible, step["stage_s"][..., i], np.nan)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore.cluster import NIC_LAYOUT
 from simcore.document import parse
 from simcore.errors import ScenarioError
 from simcore.outputs import dig
@@ -135,7 +136,9 @@ def evaluate_points(base_document: dict, numeric_axes: list[Axis], indices: list
         value = np.asarray(value)
         columns[path] = np.broadcast_to(value.astype(float), (count,)).copy()
     fits = np.broadcast_to(np.asarray(result["fabric"]["fits"]), (count,))
-    reason = np.where(fits, "", "the fabric cannot hold the endpoints").astype(object)
+    layout = [c["message"] for c in result["constraints"] if c["code"] == NIC_LAYOUT]
+    unfit = "the fabric cannot hold the endpoints" + (f" or breaks a rule ({'; '.join(layout)})" if layout else "")
+    reason = np.where(fits, "", unfit).astype(object)
     if "training" in result:
         feasible = np.broadcast_to(np.asarray(result["training"]["feasible"]), (count,))
         training_reason = np.broadcast_to(np.asarray(result["training"]["infeasible_reason"], dtype=object), (count,))

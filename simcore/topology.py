@@ -197,19 +197,43 @@ def fat_tree_wiring(endpoints: int, radix: int, *, layers=2, zones=1, planes=1, 
         raise ScenarioError("fabric", f"{endpoints} endpoints do not fit this fat-tree: nothing to wire")
     k, fabrics = int(radix), int(zones) * int(planes)
     down = int(leaf_down_ports(k, oversubscription))
-    up = k - down
-    per_fabric = int(np.ceil(endpoints / fabrics))
     leaves, spines, cores = (int(x) // fabrics for x in (counts.leaf_switches, counts.spine_switches,
                                                          counts.core_switches))
     iz = int(counts.interzone_switches)
     per_tier = np.array([leaves, spines, cores], int)
-    first = np.concatenate([[0], np.cumsum(per_tier)])[:3]  # first id of each tier within a fabric
-    in_fabric = int(per_tier.sum())
+    ids = _SwitchIds(np.concatenate([[0], np.cumsum(per_tier)])[:3], int(per_tier.sum()))
+    fabric, position = _endpoint_places(int(endpoints), planes, int(np.ceil(endpoints / fabrics)), fabrics,
+                                        endpoint_zone)
+    leaf = (position % rails) * (leaves // rails) + (position // rails) // down
+    endpoint_switch, endpoint_port = ids(fabric, 0, leaf), (position // rails) % down
+    lower, lower_port, upper, upper_port = _tree_links(ids, fabrics, layers, k, down, leaves, spines, cores)
+    if iz:
+        top_tier, top_count = (2, cores) if layers == 3 else (1, spines)
+        taken = np.bincount(upper, minlength=fabrics * ids.in_fabric)  # ports the tree already uses
+        extra = _interzone_links(ids, iz, k, planes, zones, top_tier, top_count, taken)
+        lower, lower_port, upper, upper_port = (np.concatenate([a, b]) for a, b in
+                                                zip((lower, lower_port, upper, upper_port), extra))
+    tiers = np.concatenate([np.tile(np.repeat(np.arange(3), per_tier), fabrics), np.full(iz, 3)])
+    fabric_of = np.concatenate([np.repeat(np.arange(fabrics), ids.in_fabric), np.arange(iz) // max(iz // planes, 1)])
+    index_of = np.concatenate([np.tile(np.concatenate([np.arange(n) for n in per_tier]), fabrics),
+                               np.arange(iz) % max(iz // planes, 1)])
+    return Wiring(tiers, fabric_of, index_of, endpoint_switch, endpoint_port, lower, lower_port, upper, upper_port)
 
-    def switch_id(fabric, tier, index):
-        return fabric * in_fabric + first[tier] + index
 
-    e = np.arange(int(endpoints))
+@dataclass(frozen=True)
+class _SwitchIds:
+    """Switch ids: the fabrics' switches in turn, each fabric's leaves, spines and cores in turn."""
+
+    first: np.ndarray  # first id of each tier within a fabric
+    in_fabric: int
+
+    def __call__(self, fabric, tier, index):
+        return fabric * self.in_fabric + self.first[tier] + index
+
+
+def _endpoint_places(endpoints: int, planes, per_fabric: int, fabrics: int, endpoint_zone):
+    """Each endpoint's fabric (zone x plane) and its position in it (:func:`fat_tree_wiring`)."""
+    e = np.arange(endpoints)
     plane, q = e % planes, e // planes
     zone, position = q // per_fabric, q % per_fabric
     if endpoint_zone is not None:
@@ -221,38 +245,34 @@ def fat_tree_wiring(endpoints: int, radix: int, *, layers=2, zones=1, planes=1, 
             position = np.empty_like(e)
             position[order] = np.arange(e.size) - np.repeat(group_start, load)
             zone = chosen // planes
-    fabric = zone * planes + plane
-    leaves_per_rail = leaves // rails
-    leaf = (position % rails) * leaves_per_rail + (position // rails) // down
-    endpoint_switch, endpoint_port = switch_id(fabric, 0, leaf), (position // rails) % down
+    return zone * planes + plane, position
 
-    links = [(np.zeros(0, int),) * 4]  # (lower ids, lower ports, upper ids, upper ports) per fabric and tier pair
-    for f in range(fabrics):
+
+def _tree_links(ids: _SwitchIds, fabrics: int, layers, k: int, down: int, leaves: int, spines: int, cores: int):
+    """(lower ids, lower ports, upper ids, upper ports) of every fabric's switch-to-switch links."""
+    up = k - down
+    links = [(np.zeros(0, int),) * 4]
+    for f in range(fabrics):  # a few zones x planes
         if layers == 2:
             lo, u, hi, port = _round_robin(leaves, up, spines)
-            links.append((switch_id(f, 0, lo), down + u, switch_id(f, 1, hi), port))
+            links.append((ids(f, 0, lo), down + u, ids(f, 1, hi), port))
         else:
             half = k // 2
             pod, j = np.divmod(np.arange(leaves), half)
             lo, u = np.repeat(np.arange(leaves), up), np.tile(np.arange(up), leaves)
-            links.append((switch_id(f, 0, lo), down + u, switch_id(f, 1, pod[lo] * up + u), j[lo]))
+            links.append((ids(f, 0, lo), down + u, ids(f, 1, pod[lo] * up + u), j[lo]))
             lo, u, hi, port = _round_robin(spines, half, cores)
-            links.append((switch_id(f, 1, lo), half + u, switch_id(f, 2, hi), port))
-    lower, lower_port, upper, upper_port = (np.concatenate([part[i] for part in links]) for i in range(4))
-    if iz:
-        top_tier, top_count = (2, cores) if layers == 3 else (1, spines)
-        taken = np.bincount(upper, minlength=fabrics * in_fabric)  # ports the tree already uses
-        per_plane = iz // planes
-        g = np.arange(iz * k)  # port g % k of inter-zone switch g // k
-        p, local = np.divmod(g, per_plane * k)  # its plane, and its place among the plane's ports
-        z, top = local % zones, (local // zones) % top_count
-        slot = local // (zones * top_count)
-        top_ids = switch_id(z * planes + p, top_tier, top)
-        lower, lower_port = np.concatenate([lower, top_ids]), np.concatenate([lower_port, taken[top_ids] + slot])
-        upper = np.concatenate([upper, fabrics * in_fabric + g // k])
-        upper_port = np.concatenate([upper_port, g % k])
-    tiers = np.concatenate([np.tile(np.repeat(np.arange(3), per_tier), fabrics), np.full(iz, 3)])
-    fabric_of = np.concatenate([np.repeat(np.arange(fabrics), in_fabric), np.arange(iz) // max(iz // planes, 1)])
-    index_of = np.concatenate([np.tile(np.concatenate([np.arange(n) for n in per_tier]), fabrics),
-                               np.arange(iz) % max(iz // planes, 1)])
-    return Wiring(tiers, fabric_of, index_of, endpoint_switch, endpoint_port, lower, lower_port, upper, upper_port)
+            links.append((ids(f, 1, lo), half + u, ids(f, 2, hi), port))
+    return tuple(np.concatenate([part[i] for part in links]) for i in range(4))
+
+
+def _interzone_links(ids: _SwitchIds, iz: int, k: int, planes, zones, top_tier: int, top_count: int, taken):
+    """The inter-zone switches' links: each plane's switches give their ports in turn to the zones'
+    top-tier switches, round-robin, on the ports those have free."""
+    per_plane = iz // planes
+    g = np.arange(iz * k)  # port g % k of inter-zone switch g // k
+    p, local = np.divmod(g, per_plane * k)  # its plane, and its place among the plane's ports
+    z, top = local % zones, (local // zones) % top_count
+    slot = local // (zones * top_count)
+    top_ids = ids(z * planes + p, top_tier, top)
+    return top_ids, taken[top_ids] + slot, ids.in_fabric * (int(zones) * int(planes)) + g // k, g % k

@@ -293,16 +293,11 @@ class ClusterPlan(OwnedEntry):
     def _fabric_errors(self) -> dict[str, str]:
         node, switch = self.node_type, self.switch
         errors = {}
-        nics = node.compute_nics_per_node
-        if nics % self.planes:
-            errors["planes"] = f"each node needs one NIC per plane: {nics} NICs do not split into {self.planes} planes"
-        if self.rails > 1 and (nics // self.planes) % self.rails:
-            errors["rails"] = f"{nics // self.planes} NICs per node and plane do not split into {self.rails} rails"
-        down = topology.leaf_down_ports(switch.radix, self.oversubscription)
-        if down < 1:
+        if topology.leaf_down_ports(switch.radix, self.oversubscription) < 1:
             errors["oversubscription"] = f"leaves a {switch.radix}-port leaf no endpoint port"
-        if self.rails > down:
-            errors["rails"] = f"{self.rails} rails need leaves with at least that many endpoint ports"
+        for field, _, reason in cluster.layout_rules(node.compute_nics_per_node, self.planes, self.rails, switch.radix,
+                                                     self.oversubscription):
+            errors.setdefault(field, reason)
         if errors:
             return errors
         counts, layout = self.fabric_arguments()

@@ -43,14 +43,57 @@ def _switch_names(prefix: str, wiring, fabric_label) -> list[str]:
             for tier, fabric, index in zip(wiring.switch_tier, wiring.switch_fabric, wiring.switch_index)]
 
 
+def _endpoints(plan: ClusterPlan, counts, separate: bool, nodes, storage, port_type: str) -> tuple[list, list]:
+    """Each fabric's endpoints as (device, interface, its type), in fabric_wiring's order: the
+    computation fabric's and the storage plane's."""
+    node_count, compute_nics, node_storage_nics, storage_nodes, storage_nics = counts
+    node_type, storage_type = plan.node_type, plan.storage_node_type if storage_nodes else None
+    prefix = "ib" if plan.switch.protocol == "ib" else "eth"
+
+    def nic_type(nic):
+        return interface_type(nic.protocol, nic.line_rate_gbit_s * nic.ports) if nic else port_type
+
+    compute_type, node_storage_type = nic_type(node_type.compute_nic), nic_type(node_type.storage_nic)
+    storage_type_name = nic_type(storage_type.nic if storage_type else None)
+    compute_ends = [(nodes[i], f"{prefix}{j}", compute_type) for i in range(node_count) for j in range(compute_nics)]
+    storage_ends = [(storage[i], f"{prefix}{j}", storage_type_name) for i in range(storage_nodes)
+                    for j in range(storage_nics)]
+    node_storage_ends = [(nodes[i], f"storage{j}", node_storage_type) for i in range(node_count)
+                         for j in range(node_storage_nics)]
+    if separate:
+        return compute_ends, storage_ends + node_storage_ends
+    return compute_ends + storage_ends, []
+
+
+def _ports_and_cables(plan: ClusterPlan, fabrics, port_type: str) -> tuple[list, list]:
+    """Interface rows for the switch ports the cables use, and the cable rows: an endpoint cable
+    from each endpoint to its leaf port, a fibre for each switch-to-switch link."""
+    endpoint_cable = CABLE_TYPES.get(plan.endpoint_cable.kind, "") if plan.endpoint_cable else ""
+    fiber = plan.fiber
+    fiber_type = ("mmf" if "multimode" in fiber.name.lower() or "mmf" in fiber.slug else "smf") if fiber else ""
+    interfaces, cables = [], []
+    for wiring, names, ends in fabrics:
+        if wiring is None:
+            continue
+        names = np.array(names, dtype=object)
+        used = [(names[wiring.endpoint_switch], wiring.endpoint_port),
+                (names[wiring.lower_switch], wiring.lower_port), (names[wiring.upper_switch], wiring.upper_port)]
+        interfaces += [[device, f"p{port + 1}", port_type] for devices, ports in used
+                       for device, port in zip(devices, ports)]
+        cables += [[device, "dcim.interface", name, switch_name, "dcim.interface", f"p{port + 1}", endpoint_cable,
+                    "planned"] for (device, name, _), switch_name, port in zip(ends, *used[0])]
+        cables += [[a, "dcim.interface", f"p{pa + 1}", b, "dcim.interface", f"p{pb + 1}", fiber_type, "planned"]
+                   for a, pa, b, pb in zip(*used[1], *used[2])]
+    return interfaces, cables
+
+
 def plan_netbox(*, plan: ClusterPlan) -> dict[str, list[list]]:
     """Each NetBox import file's rows (the header first), from the plan's fabric wiring."""
     counts, layout = plan.fabric_arguments()
-    node_count, compute_nics, node_storage_nics, storage_nodes, storage_nics = counts
+    node_count, _, _, storage_nodes, _ = counts
     main, plane = cluster.fabric_wiring(*counts, **layout)
     site, switch, node_type = plan.slug, plan.switch, plan.node_type
     storage_type = plan.storage_node_type if storage_nodes else None
-    separate = layout["storage_network"] == "separate"
 
     def fabric_label(tier, fabric):
         if SWITCH_TIERS[tier] == "interzone":
@@ -63,43 +106,10 @@ def plan_netbox(*, plan: ClusterPlan) -> dict[str, list[list]]:
     main_switches = _switch_names(f"{site}-", main, fabric_label)
     plane_switches = _switch_names(f"{site}-storage-", plane, lambda tier, fabric: "") if plane else []
     port_type = interface_type(switch.protocol, switch.port_speed_gbit_s)
-    nic_prefix = "ib" if switch.protocol == "ib" else "eth"
-
-    def nic_type(nic):
-        return interface_type(nic.protocol, nic.line_rate_gbit_s * nic.ports) if nic else port_type
-
-    # Each fabric's endpoints as (device, interface, its type), in fabric_wiring's order.
-    compute_type, node_storage_type = nic_type(node_type.compute_nic), nic_type(node_type.storage_nic)
-    storage_type_name = nic_type(storage_type.nic if storage_type else None)
-    compute_ends = [(nodes[i], f"{nic_prefix}{j}", compute_type) for i in range(node_count)
-                    for j in range(compute_nics)]
-    storage_ends = [(storage[i], f"{nic_prefix}{j}", storage_type_name) for i in range(storage_nodes)
-                    for j in range(storage_nics)]
-    node_storage_ends = [(nodes[i], f"storage{j}", node_storage_type) for i in range(node_count)
-                         for j in range(node_storage_nics)]
-    main_ends = compute_ends + ([] if separate else storage_ends)
-    plane_ends = (storage_ends + node_storage_ends) if separate else []
-    endpoint_cable = CABLE_TYPES.get(plan.endpoint_cable.kind, "") if plan.endpoint_cable else ""
-    fiber = plan.fiber
-    fiber_type = ("mmf" if "multimode" in fiber.name.lower() or "mmf" in fiber.slug else "smf") if fiber else ""
-
-    interfaces = [["device", "name", "type"]]
-    interfaces += [list(end) for end in main_ends + plane_ends]
-    cables = [["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
-               "type", "status"]]
-    for wiring, names, ends in ((main, main_switches, main_ends), (plane, plane_switches, plane_ends)):
-        if wiring is None:
-            continue
-        names = np.array(names, dtype=object)
-        used = [(names[wiring.endpoint_switch], wiring.endpoint_port),
-                (names[wiring.lower_switch], wiring.lower_port), (names[wiring.upper_switch], wiring.upper_port)]
-        interfaces += [[device, f"p{port + 1}", port_type] for devices, ports in used
-                       for device, port in zip(devices, ports)]
-        cables += [[device, "dcim.interface", name, switch_name, "dcim.interface", f"p{port + 1}", endpoint_cable,
-                    "planned"] for (device, name, _), switch_name, port in zip(ends, *used[0])]
-        cables += [[a, "dcim.interface", f"p{pa + 1}", b, "dcim.interface", f"p{pb + 1}", fiber_type, "planned"]
-                   for a, pa, b, pb in zip(*used[1], *used[2])]
-
+    main_ends, plane_ends = _endpoints(plan, counts, layout["storage_network"] == "separate", nodes, storage,
+                                       port_type)
+    ports, cables = _ports_and_cables(plan, ((main, main_switches, main_ends), (plane, plane_switches, plane_ends)),
+                                      port_type)
     types = [(node_type, "gpu-node", nodes), (storage_type, "storage-node", storage)]
     parts = [part for part, _, members in types if part is not None and members] + [switch]
     devices = [["name", "role", "manufacturer", "device_type", "site", "status"]]
@@ -116,8 +126,9 @@ def plan_netbox(*, plan: ClusterPlan) -> dict[str, list[list]]:
         "sites": [["name", "slug", "status"], [site, site, "planned"]],
         "device-types": [["manufacturer", "model", "slug"]] + [[p.vendor, p.name, _slug(p.slug)] for p in parts],
         "devices": devices,
-        "interfaces": interfaces,
-        "cables": cables,
+        "interfaces": [["device", "name", "type"]] + [list(end) for end in main_ends + plane_ends] + ports,
+        "cables": [["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
+                    "type", "status"]] + cables,
     }
 
 

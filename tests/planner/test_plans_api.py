@@ -276,6 +276,21 @@ def test_plan_rules_answer_400_naming_the_field(change, field, words, catalog, r
     _refused_naming(reader_client, "/api/plans/", ClusterPlan, {**NEW_PLAN, **change}, field, words)
 
 
+def test_planes_and_rails_the_nics_cannot_reach_do_not_fit_through_the_evaluate_endpoint(catalog, reader_client):
+    """The plan's rule, on the scenario path: 8 NICs in 3 planes and 5 rails, or 128 planes, fit nothing."""
+    from simcore.references import DGX_3LAYER
+
+    for layout, words in (({"planes": 3, "rails": 5}, ["do not split into 3 planes", "do not split into 5 rails"]),
+                          ({"planes": 128}, ["8 NICs do not split into 128 planes"])):
+        cluster = {**DGX_3LAYER, "fabric": {**DGX_3LAYER["fabric"], **layout}}
+        body = reader_client.post("/api/evaluate/", {"cluster": cluster}, format="json").json()
+        messages = [c["message"] for c in body["constraints"] if c["code"] == "fabric.nic_layout"]
+        assert body["fabric"]["fits"] is False and all(any(w in m for m in messages) for w in words), messages
+    preview = reader_client.post("/api/plans/preview/", {**NEW_PLAN, "node_type": "dgx-a100", "planes": 3},
+                                 format="json")
+    assert preview.status_code == 400 and "8 NICs do not split into 3 planes" in preview.json()["planes"][0]
+
+
 def test_the_builder_is_offered_the_parts_that_fit_first_with_the_reason_for_the_rest(catalog, reader_client):
     answer = reader_client.get("/api/catalog/matching-parts/?node_type=ff-pcie-a100&switch=qm8700").json()
     switches = [row["slug"] for row in answer["switch"] if row["fits"]]

@@ -248,6 +248,22 @@ def test_a_part_combination_the_engine_refuses_is_recorded_per_point(catalog, re
     assert any(r["valid"] for r in rows)
 
 
+def test_planes_the_nodes_nics_cannot_reach_make_the_point_invalid_as_they_refuse_a_plan(catalog, reader_client,
+                                                                                        eager_celery):
+    """FF's nodes have one computation NIC: a second plane is out of reach, here as in the plan's check."""
+    response = reader_client.post("/api/sweeps/", {"plan": FF, "workload": LLAMA,
+                                                   "axes": {"cluster.fabric.planes": [1, 2]}}, format="json")
+    assert response.status_code == 201, response.json()
+    rows = {r["axes"]["cluster.fabric.planes"]: r for r in
+            reader_client.get(f"/api/sweeps/{response.json()['id']}/results/").json()["results"]}
+    assert rows[1]["valid"] and not rows[2]["valid"]
+    assert "each node needs one NIC per plane: 1 NICs do not split into 2 planes" in rows[2]["invalid_reason"]
+    plan = reader_client.post("/api/plans/", {"slug": "two-planes", "name": "x", "node_type": "ff-pcie-a100",
+                                              "node_count": 64, "switch": "qm8700", "price_book": "fire-flyer-relative",
+                                              "planes": 2}, format="json")
+    assert plan.status_code == 400 and "1 NICs do not split into 2 planes" in plan.json()["planes"][0]
+
+
 @pytest.mark.parametrize("body,field", [
     ({"axes": {"cluster.node_count": {"start": 1, "stop": 1e300, "step": 1e-300}}}, "axes.cluster.node_count"),
     ({"axes": AXES, "goal": {"minimize": "cost.capex_total", "constraints": {"metric": "x"}}}, "goal.constraints"),
