@@ -167,14 +167,14 @@ def reliability_job(p, categories, job, node, sto, storage_rates):
     }
 
 
-def monte_carlo(p, categories, units, result, points, work_budget_s):
-    """Monte Carlo event counts for the whole cluster over the horizon and, with a workload, ETTR;
-    refused first if its estimated work is over ``work_budget_s``."""
+def monte_carlo(p, categories, units, points, work_budget_s, rel: dict | None = None, feasible=None):
+    """Monte Carlo event counts for the whole cluster over the horizon and, with a job (``rel``:
+    :func:`reliability_job`'s figures; ``feasible``: where it can run), its ETTR; refused first if
+    its estimated work is over ``work_budget_s``."""
     opts = p["options"]
     replicas = int(opts["monte_carlo_replicas"])
     hours = opts["monte_carlo_horizon_h"]
-    rel = result["reliability"]
-    simulate_ettr = "ettr" in rel and result["training"]["feasible"].any() and np.isfinite(rel["ettr"]).all()
+    simulate_ettr = rel is not None and np.any(feasible) and np.isfinite(rel["ettr"]).all()
     if simulate_ettr:
         segment = rel["checkpoint_interval_s"] + rel["checkpoint_time_s"]
         segments = int(np.clip(np.min(hours * 3600 / segment), 1, 1_000_000))

@@ -442,20 +442,19 @@ def _cnn_forward_s(w, family, device, job_gpus):
     return samples_per_gpu * np.where(np.isnan(measured), from_flops, measured)
 
 
-def time_and_cost_to_train(result, p, job, facility_w, capex_total, prices):
-    """Steps to train ``tokens_to_train``, wall time through ETTR, and the job's share of energy and
-    amortized capital."""
-    tokens = p["workload"]["tokens_to_train"]
-    training_out = result["training"]
+def time_and_cost_to_train(tokens, job, step_time_s, ettr, cluster_gpus, facility_w, capex_total, prices) -> dict:
+    """Steps to train ``tokens`` (none given: no figures) at ``step_time_s`` (NaN where the job
+    cannot run), wall time through the job's ETTR, and the job's share (its GPUs of
+    ``cluster_gpus``) of energy and amortized capital."""
     if np.isnan(tokens).all():
-        return
+        return {}
     steps = np.ceil(tokens / job["tokens_per_step"])
-    ideal_s = steps * training_out["step_time_s"]
-    wall_s = ideal_s / result["reliability"]["ettr"]
-    job_share = job["gpus"] / result["cluster"]["gpus"]
+    ideal_s = steps * step_time_s
+    wall_s = ideal_s / ettr
+    job_share = job["gpus"] / cluster_gpus
     energy_cost = facility_w * job_share * wall_s / 3.6e6 * prices["energy_per_kwh"]
     capex_share = capex_total * job_share * wall_s / (prices["amortization_years"] * HOURS_PER_YEAR * 3600)
-    training_out.update({
+    return {
         "steps_to_train": steps,
         "time_to_train_days": wall_s / SECONDS_PER_DAY,
         "time_to_train_ideal_days": ideal_s / SECONDS_PER_DAY,
@@ -463,17 +462,16 @@ def time_and_cost_to_train(result, p, job, facility_w, capex_total, prices):
         "capex_share_to_train": capex_share,
         "cost_to_train": energy_cost + capex_share,
         "cost_per_million_tokens": (energy_cost + capex_share) / tokens * 1e6,
-    })
+    }
 
 
 TRAINING_INFEASIBLE = "training.infeasible"
 
 
-def explain_training(result):
-    """A one-point infeasible job's reason among the result's constraints."""
-    t = result["training"]
+def training_constraints(t) -> list[dict]:
+    """A one-point infeasible job's reason, as a constraint of the result (none otherwise)."""
     if np.ndim(t["feasible"]) == 0 and not bool(t["feasible"]):
         dominant = (f" (dominant term: {t['memory']['dominant_term']})"
                     if t["infeasible_reason"] == INFEASIBLE_REASONS[MEMORY_REASON] else "")
-        result["constraints"].append(constraint(TRAINING_INFEASIBLE,
-                                                f"training: infeasible: {t['infeasible_reason']}{dominant}"))
+        return [constraint(TRAINING_INFEASIBLE, f"training: infeasible: {t['infeasible_reason']}{dominant}")]
+    return []
