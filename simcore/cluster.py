@@ -9,6 +9,7 @@ import numpy as np
 from simcore import collectives, compute, cost, power, storage, topology
 from simcore.arrays import label
 from simcore.devices import DeviceFamily
+from simcore.document import SPEC
 from simcore.errors import ScenarioError
 from simcore.node import collective_json, domain_io
 
@@ -23,7 +24,7 @@ class Hardware:
     gemm_tflops: dict
 
 
-CALIBRATED = ("gemm_fraction", "fp8_gemm_fraction", "scaleup_fraction")
+CALIBRATED = tuple(SPEC["cluster"]["calibration"])  # the constants a measurement may replace
 
 
 def calibrated_family(family: DeviceFamily, calibration) -> DeviceFamily:
@@ -41,7 +42,7 @@ def calibration_section(family: DeviceFamily, calibration) -> dict:
 def hardware(acc, calibration, params) -> Hardware:
     """Achieved GEMM per precision at the sustained clock (:func:`simcore.compute.gemm_tflops`), with
     the family's shares or the measured ones of ``calibration``."""
-    full_clock_w = np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
+    full_clock_w = compute.full_clock_w(acc)
     clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
     family = calibrated_family(params.families[acc["family"]], calibration)
     gemm = {name: compute.gemm_tflops(acc[key], acc["tdp_w"], full_clock_w,

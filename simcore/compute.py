@@ -28,6 +28,12 @@ class ComputeParams:
     static_power_fraction: float = 0.125
 
 
+def full_clock_w(acc) -> np.ndarray:
+    """The accelerator's power running dense GEMM at full clock: the catalogue's figure, else its
+    TDP (unknown: the cap is taken never to bind)."""
+    return np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
+
+
 def sustained_clock_factor(tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):
     """Fraction of the maximum clock a power-capped part sustains under dense GEMM (<= 1).
 

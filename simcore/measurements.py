@@ -33,7 +33,7 @@ import numpy as np
 
 from simcore import collectives, job, transformer
 from simcore.collectives import CollectiveParams
-from simcore.compute import sustained_clock_factor
+from simcore.compute import full_clock_w, sustained_clock_factor
 from simcore.devices import FAMILIES
 from simcore.document import parse_node
 from simcore.errors import ScenarioError
@@ -182,8 +182,7 @@ def _node(node_document: dict):
     node = parse_node(node_document)
     acc = node["accelerator"]
     family = FAMILIES[acc["family"]]
-    full_w = np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
-    return node, family, sustained_clock_factor(acc["tdp_w"], full_w)
+    return node, family, sustained_clock_factor(acc["tdp_w"], full_clock_w(acc))
 
 
 def _errors_pct(measured_rate, predicted_rate):

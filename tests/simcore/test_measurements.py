@@ -81,3 +81,15 @@ def test_the_collective_report_the_training_and_the_nccl_tests_comparison_see_on
     tp_s = [evaluate({"cluster": c, "workload": tp8})["training"]["step_parts_s"]["tensor-parallel traffic"]
             for c in (cluster, calibrated)]
     assert tp_s[1] / tp_s[0] == pytest.approx(231.6 / 150.0, rel=0.01)
+
+
+def test_every_constant_a_measurement_fits_is_one_the_scenario_can_override():
+    """One list: the scenario's calibration fields; the fits and the engine's override take them from it."""
+    from simcore.cluster import CALIBRATED
+    from simcore.devices import CONSTANT_NAMES
+    from simcore.document import SPEC
+
+    assert CALIBRATED == tuple(SPEC["cluster"]["calibration"])
+    assert {*m.FIT_BY_DTYPE.values(), "scaleup_fraction"} == set(CALIBRATED) <= set(CONSTANT_NAMES)
+    table = m.parse_gemm_csv("m,n,k,dtype,tflops\n8192,8192,8192,bf16,280\n")
+    assert set(m.compare_gemm(DGX_A100_NODE, table)["fitted"]) == {"gemm_fraction"}
