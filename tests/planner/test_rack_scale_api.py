@@ -36,6 +36,16 @@ def test_compare_hgx_b200_with_gb200_nvl72_on_the_moe_workload(catalog, reader_c
     assert len(unpriced) == 1 and unpriced[0].startswith("cost: not priced in this price book: switches")
 
 
+def test_the_dgx_h200_hall_is_racked_at_its_published_maximum_and_says_what_it_lacks(catalog, reader_client):
+    result = reader_client.post("/api/plans/dgx-h200-1024/evaluate/", {"workload": "deepseek-v3-class-1024"},
+                                format="json").json()["result"]
+    assert result["power"]["node_max_w"] == 10_200 and result["power"]["node_max_basis"].startswith("vendor")
+    assert result["racks"]["nodes_per_rack"] == 40_000 // 10_200 and result["racks"]["count"] == math.ceil(128 / 3)
+    assert result["training"]["placement"]["ep"] == "network" and result["training"]["feasible"]
+    assert result["reliability"]["checkpoint_bound"] == "no storage plane: unknown"
+    assert result["cost"]["capex_total"] is None
+
+
 def test_an_unsourced_price_row_is_refused_by_the_catalogue_schema(tmp_path):
     table = next(t for t in TABLES if t.name == "price-books")
     document = yaml.safe_load(open("planner/catalog/data/price-books/indicative-usd-2025.yaml").read())
