@@ -134,6 +134,18 @@ def transformer_model(w) -> transformer.Model:
     )
 
 
+def job_domains(w, node, g, job_gpus, cluster_gpus):
+    """Scale-up domains the job spans where one spans nodes (0 otherwise): its largest TP, CP or EP
+    group that fits a domain packed whole, floor(domain / reach) to a domain (1,024 GPUs in groups
+    of 64 take 16 NVL72 racks, not 15), else its GPUs over the domain."""
+    domain = scaleup_domain_gpus(node)
+    reaches = np.stack(np.broadcast_arrays(w["tp"] * 1.0, w["tp"] * w["cp"], w["ep"] * expert_tp(w)))
+    reach = np.max(np.where(reaches <= domain, reaches, 1.0), axis=0)
+    packed = np.floor(domain / reach) * reach
+    whole = whole_in_domains(reach, domain, job_gpus, cluster_gpus)
+    return np.where(domain > g, np.ceil(job_gpus / np.where(whole, packed, domain)), 0.0)
+
+
 def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: CollectiveParams):
     """Where each parallel group runs: the scale-up link (achievable bus bandwidth from the family's
     nccl-tests share), the PCIe path through the host (half the host link each way), or the
@@ -390,7 +402,8 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
     checkpoint_bytes = np.where(np.isnan(w["checkpoint_bytes"]),
                                 step["total_params"] * (w["weight_bytes"] + w["optimizer_bytes_per_param"]),
                                 w["checkpoint_bytes"])
-    job = {"gpus": job_gpus, "nodes": job_nodes, "step_s": step_s, "tokens_per_step": step["tokens_per_step"],
+    job = {"gpus": job_gpus, "nodes": job_nodes, "domains": job_domains(w, node, g, job_gpus, nodes * g),
+           "step_s": step_s, "tokens_per_step": step["tokens_per_step"],
            "checkpoint_bytes": checkpoint_bytes, "feasible": feasible, "job_fault_factor": w["job_fault_factor"]}
     return out, job
 

@@ -133,7 +133,7 @@ def _train(p, params, hw, io, domain, main_fabric, categories, storage_rates, fa
     train_job["units"] = reliability.unit_counts(
         train_job["gpus"], train_job["nodes"], nic=train_job["nodes"] * node["compute_nics"],
         link=(main_fabric.endpoint_links + main_fabric.switch_links) * share, switch=main_fabric.switches * share,
-        domain=np.where(domain > g, np.ceil(train_job["gpus"] / domain), 0.0))
+        domain=train_job["domains"])
     job_rel = failures.reliability_job(p, categories, train_job, node, c["storage"], storage_rates)
     training_out.update(job.time_and_cost_to_train(p["workload"]["tokens_to_train"], train_job,
                                                    training_out["step_time_s"], job_rel["ettr"], nodes * g, facility_w,

@@ -153,8 +153,12 @@ def test_a_scale_up_domain_fails_as_a_unit_at_the_rate_a_scenario_gives():
     assert plain["by_category_per_day"]["nvlink-switch-tray"] == 0  # no published rate
     rated = {**NVL72_RACKS, "reliability": {"category_rates": {"nvlink-switch-tray": 1e-4}}}
     given = evaluate({"cluster": rated, "workload": MOE})["reliability"]
-    # The job's 1,024 GPUs span 15 of the 72-GPU domains (ceil), each failing at 1e-4 an hour.
-    assert given["job_by_category_per_day"]["nvlink-switch-tray"] == pytest.approx(1e-4 * 15 * 24)
+    # The job's 1,024 GPUs in TP 8 x EP 8 groups of 64 sit one group to a 72-GPU domain: 16 domains
+    # (not the 15 its GPUs would fill), each failing at 1e-4 an hour, each with its own spare trays.
+    assert given["job_by_category_per_day"]["nvlink-switch-tray"] == pytest.approx(1e-4 * 16 * 24)
+    assert given["spare_nodes"] == 16 * given["spare_nodes_per_domain"]
+    dense = evaluate({"cluster": rated, "workload": {**MOE, "ep": 1}})["reliability"]  # TP 8 groups: 9 to a rack
+    assert dense["job_by_category_per_day"]["nvlink-switch-tray"] == pytest.approx(1e-4 * 15 * 24)
     assert given["node_availability"] < plain["node_availability"]
     assert "nvlink-switch-tray" not in evaluate({"cluster": {**NVL72_RACKS, "node": HGX_NODE, "node_count": 144,
                                                              "rack": {}}})["reliability"]["by_category_per_day"]
