@@ -433,7 +433,7 @@ def _speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops) -
         "model_flops_per_step": model_flops,
         "hardware_flops_per_step": hw_flops,
         "step_time_s": nan_if_infeasible(step_s),
-        "step_parts_s": {name: parts_masked[..., i] for i, name in enumerate(training.STEP_LABELS)},
+        "step_parts_s": {key: parts_masked[..., i] for i, key in enumerate(training.STEP_KEYS)},
         "step_bound": label(training.STEP_LABELS, step_bound),
         "mfu": nan_if_infeasible(model_flops / (step_s * job_gpus * peak)),
         "hfu": nan_if_infeasible(hw_flops / (step_s * job_gpus * peak)),

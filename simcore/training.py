@@ -97,9 +97,13 @@ def pick_link(inside_domain, scaleup: Link, network: Link) -> Link:
                 np.where(inside_domain, scaleup.latency_s, network.latency_s))
 
 
-STEP_LABELS = ("forward", "backward", "recomputation", "optimizer", "pipeline bubble", "tensor-parallel traffic",
-               "context-parallel traffic", "pipeline traffic", "expert all-to-all", "exposed data-parallel traffic",
-               "host data preprocessing")
+# A step's parts: the result's key (``training.step_parts_s``) and the label a report shows.
+STEP_PARTS = {"forward": "forward", "backward": "backward", "recomputation": "recomputation", "optimizer": "optimizer",
+              "pipeline_bubble": "pipeline bubble", "tp_traffic": "tensor-parallel traffic",
+              "cp_traffic": "context-parallel traffic", "pp_traffic": "pipeline traffic",
+              "ep_all_to_all": "expert all-to-all", "dp_exposed": "exposed data-parallel traffic",
+              "host_preprocessing": "host data preprocessing"}
+STEP_KEYS, STEP_LABELS = tuple(STEP_PARTS), tuple(STEP_PARTS.values())
 
 
 SCHEDULES = ("1f1b", "zb-h1", "dualpipe")
@@ -248,9 +252,9 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
         recompute = dense_layers * parts["recompute_dense"] + moe * parts["recompute_moe"]
         wgrad = dense_layers * parts["w_dense"] + moe * parts["w_moe"] + head * heads * out_w
         send = overlapped_s(pp_send, forward + backward, 0.0) if pp_overlap else pp_send
-        comm = {"tensor-parallel traffic": (dense_layers + moe) * traffic["tp_s"],
-                "context-parallel traffic": (dense_layers + moe) * traffic["cp_s"],
-                "expert all-to-all": moe * traffic["ep_s"], "pipeline traffic": send}
+        comm = {"tp_traffic": (dense_layers + moe) * traffic["tp_s"],
+                "cp_traffic": (dense_layers + moe) * traffic["cp_s"],
+                "ep_all_to_all": moe * traffic["ep_s"], "pp_traffic": send}
         return {"forward": forward, "backward": backward, "recomputation": recompute, "_w": wgrad, **comm,
                 "_comm": sum(comm.values())}
 
@@ -322,8 +326,7 @@ def in_flight_micro_batches(schedule: str, pp, virtual_stages, micro_batches):
     return np.minimum(pp, micro_batches) * interleave
 
 
-STAGE_PARTS = ("forward", "backward", "recomputation", "tensor-parallel traffic", "context-parallel traffic",
-               "expert all-to-all", "pipeline traffic")
+STAGE_PARTS = ("forward", "backward", "recomputation", "tp_traffic", "cp_traffic", "ep_all_to_all", "pp_traffic")
 
 
 def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtual_stages, micro_batches,
@@ -332,7 +335,7 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
                      comm_sm_share) -> dict:
     """Per-step times of a transformer on the slowest pipeline stage, before data parallelism.
 
-    Returns ``parts`` (seconds per step, keyed by :data:`STEP_LABELS`' first nine), ``stage_s``
+    Returns ``parts`` (seconds per step, keyed by :data:`STEP_KEYS`' first nine), ``stage_s``
     (per micro-batch, each stage: first, middle, last; NaN for a stage the pipeline does not have),
     ``backward_s`` (the last micro-batch's backward on that stage: the window for gradient
     reduction) and ``compute_s``. DualPipe overlaps the pipeline sends with compute as well as the
@@ -346,7 +349,7 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
                      dualpipe)
     stage_s, pick, means = _slowest(stages, pp, dualpipe)
     step_parts = {key: micro_batches * pick(key) for key in STAGE_PARTS}
-    step_parts["pipeline bubble"] = pipeline_bubble_s(schedule, pp, virtual_stages, means)
+    step_parts["pipeline_bubble"] = pipeline_bubble_s(schedule, pp, virtual_stages, means)
     local_params = optimizer_shards["dense"] + optimizer_shards["experts"]
     accumulate = np.where(grad_accumulation_fused, 0.0, local_params * (WGRAD_BYTES + 2 * grad_bytes)
                           / device.hbm_bytes_s)
@@ -467,11 +470,11 @@ def exposed_dp_s(dp_comm_s, window_s, on_copy_engines, params: TrainingParams = 
 
 
 def assemble_step(parts: dict, exposed_dp, data_s):
-    """Step time, its parts stacked in ``STEP_LABELS`` order and the index of the largest; host
+    """Step time, its parts stacked in ``STEP_KEYS`` order and the index of the largest; host
     preprocessing is a floor under the GPU time and binds when it is longer."""
     gpu_s = sum(parts.values()) + exposed_dp
     total = np.maximum(gpu_s, data_s)
-    ordered = [parts.get(label, 0.0) for label in STEP_LABELS[:-2]] + [exposed_dp, np.maximum(data_s - gpu_s, 0.0)]
+    ordered = [parts.get(key, 0.0) for key in STEP_KEYS[:-2]] + [exposed_dp, np.maximum(data_s - gpu_s, 0.0)]
     stacked = np.stack(np.broadcast_arrays(*ordered), axis=-1)
     bound = np.where(data_s > gpu_s, len(STEP_LABELS) - 1, np.argmax(stacked[..., :-1], axis=-1))
     return total, stacked, bound

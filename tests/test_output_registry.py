@@ -49,3 +49,17 @@ def test_every_registered_path_is_in_an_evaluation(catalog, reader_client):
     missing = [o.path for o in outputs.OUTPUTS
                if o.path and outputs.dig(result["result"], o.path, absent) is absent]
     assert missing == []
+
+
+def test_step_parts_are_keyed_by_identifiers_and_the_page_labels_each_as_the_engine_does():
+    """The result keys a step's parts by identifier; the plan page's label map is the engine's."""
+    import re
+    from pathlib import Path
+
+    from simcore.training import STEP_PARTS
+
+    assert all(re.fullmatch(r"[a-z][a-z0-9_]*", key) for key in STEP_PARTS)
+    script = (Path(__file__).resolve().parent.parent / "frontend/static/frontend/js/evaluation.js").read_text()
+    block = script[script.index("const STEP_PARTS = {"):]
+    page = dict(re.findall(r"(\w+): \"([^\"]+)\"", block[:block.index("};")]))
+    assert page == STEP_PARTS

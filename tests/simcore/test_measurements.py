@@ -78,7 +78,7 @@ def test_the_collective_report_the_training_and_the_nccl_tests_comparison_see_on
     assert halved == pytest.approx(150.0)
     tp8 = {"kind": "transformer", "layers": 4, "hidden": 8192, "heads": 64, "vocab": 32000, "seq_len": 8192,
            "global_batch": 4, "micro_batch": 4, "precision": "bf16", "tp": 8, "gpus": 8}
-    tp_s = [evaluate({"cluster": c, "workload": tp8})["training"]["step_parts_s"]["tensor-parallel traffic"]
+    tp_s = [evaluate({"cluster": c, "workload": tp8})["training"]["step_parts_s"]["tp_traffic"]
             for c in (cluster, calibrated)]
     assert tp_s[1] / tp_s[0] == pytest.approx(231.6 / 150.0, rel=0.01)
 

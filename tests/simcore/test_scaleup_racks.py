@@ -25,7 +25,7 @@ def test_a_72_gpu_domain_keeps_tp_8_x_ep_8_off_the_nics_and_an_8_gpu_node_puts_e
     hgx = run(HGX_NODE, 144, rack={})["training"]
     assert rack["placement"] == {"tp": "scale-up", "cp": "none", "ep": "scale-up", "pp": "none"}
     assert hgx["placement"]["tp"] == "scale-up" and hgx["placement"]["ep"] == "network"
-    assert hgx["step_parts_s"]["expert all-to-all"] > 5 * rack["step_parts_s"]["expert all-to-all"]
+    assert hgx["step_parts_s"]["ep_all_to_all"] > 5 * rack["step_parts_s"]["ep_all_to_all"]
     # Past the domain, EP spills onto the NICs on the rack as well.
     spilled = run(GB200_TRAY, 288, {**MOE, "ep": 16})["training"]
     assert spilled["placement"]["ep"] == "network"
@@ -38,7 +38,7 @@ def test_groups_that_cannot_all_sit_whole_in_the_racks_cross_the_network_and_the
     crossing = run(GB200_TRAY, 288, job)["training"]
     assert crossing["placement"]["ep"] == "network: groups cross scale-up domains"
     assert crossing["placement"]["tp"] == "scale-up"  # groups of 8: nine to a rack
-    assert crossing["step_parts_s"]["expert all-to-all"] > 5 * whole["step_parts_s"]["expert all-to-all"]
+    assert crossing["step_parts_s"]["ep_all_to_all"] > 5 * whole["step_parts_s"]["ep_all_to_all"]
     roomy = run(GB200_TRAY, 324, job)["training"]  # 18 racks: every group whole, 8 GPUs of each rack idle
     assert roomy["placement"]["ep"] == "scale-up" and roomy["placement"]["tp"] == "scale-up"
     divides = run(GB200_TRAY, 288, {**job, "tp": 4, "ep": 18, "experts": 72})["training"]  # 72 = 4 x 18
@@ -109,20 +109,20 @@ def test_nvlink_sharp_speeds_tp_allreduces_by_the_measured_share_but_not_sp_or_a
     from simcore.devices import FAMILIES
 
     dense = {**MOE, "experts": 0, "moe_top_k": 0, "ep": 1, "ffn_hidden": 16384}
-    plain = run(HGX_NODE, 128, dense, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
+    plain = run(HGX_NODE, 128, dense, rack={})["training"]["step_parts_s"]["tp_traffic"]
     sharp = run({**HGX_NODE, "nvlink_sharp": True}, 128, dense, rack={})["training"]["step_parts_s"]
     gain = FAMILIES["blackwell"].nvls_allreduce_gain
     assert gain == pytest.approx(480 / 370)
-    assert 1.1 < plain / sharp["tensor-parallel traffic"] <= gain  # the latency part does not gain
+    assert 1.1 < plain / sharp["tp_traffic"] <= gain  # the latency part does not gain
     big = {**dense, "micro_batch": 16, "global_batch": 2048}  # 0.5 GB messages: bandwidth-bound
-    ratio = (run(HGX_NODE, 128, big, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
+    ratio = (run(HGX_NODE, 128, big, rack={})["training"]["step_parts_s"]["tp_traffic"]
              / run({**HGX_NODE, "nvlink_sharp": True}, 128, big,
-                   rack={})["training"]["step_parts_s"]["tensor-parallel traffic"])
+                   rack={})["training"]["step_parts_s"]["tp_traffic"])
     assert ratio == pytest.approx(gain, rel=0.03)
     sp = {**dense, "sequence_parallel": True}
     assert run({**HGX_NODE, "nvlink_sharp": True}, 128, sp, rack={})["training"]["step_parts_s"][
-        "tensor-parallel traffic"] == run(HGX_NODE, 128, sp,
-                                          rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
+        "tp_traffic"] == run(HGX_NODE, 128, sp,
+                                          rack={})["training"]["step_parts_s"]["tp_traffic"]
     assert np.isnan(FAMILIES["ampere"].nvls_allreduce_gain)
 
 
@@ -132,9 +132,9 @@ def test_part_domains_and_bridged_pairs_are_handled():
     # NVLink SHARP needs switches: bridged pairs gain nothing.
     pairs = {**HGX_NODE, "nvlink_topology": "pairs", "nvlink_sharp": True}
     dense = {**MOE, "experts": 0, "moe_top_k": 0, "ep": 1, "tp": 2}
-    with_flag = run(pairs, 128, dense, rack={})["training"]["step_parts_s"]["tensor-parallel traffic"]
+    with_flag = run(pairs, 128, dense, rack={})["training"]["step_parts_s"]["tp_traffic"]
     without = run({**pairs, "nvlink_sharp": False}, 128, dense, rack={})["training"]["step_parts_s"]
-    assert with_flag == without["tensor-parallel traffic"]
+    assert with_flag == without["tp_traffic"]
     # Without NVLink in use, TP 8 on 4-GPU trays is larger than the domain the job uses.
     tray = run(GB200_TRAY, 288, {**MOE, "use_nvlink": False})["training"]
     assert tray["infeasible_reason"].startswith("TP is larger than a scale-up domain")

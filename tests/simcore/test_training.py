@@ -54,15 +54,15 @@ def test_llama_strong_scaling_efficiency_falls_with_gpus():
     assert all(0 < e <= 1 for e in efficiency)
     assert efficiency == sorted(efficiency, reverse=True)
     parts = train(LLAMA_13B, 512)["step_parts_s"]
-    assert parts["pipeline bubble"] > 0 and parts["tensor-parallel traffic"] > 0
-    assert parts["exposed data-parallel traffic"] > 0  # with PP the allreduce waits for the flush
+    assert parts["pipeline_bubble"] > 0 and parts["tp_traffic"] > 0
+    assert parts["dp_exposed"] > 0  # with PP the allreduce waits for the flush
 
 
 def test_hfreduce_halves_vgg16_step_against_nccl():
     hf = train({**VGG16, "global_batch": 50 * 256, "collective": "hfreduce"}, 256)
     nccl = train({**VGG16, "global_batch": 50 * 256, "collective": "nccl"}, 256)
     assert nccl["step_time_s"] / hf["step_time_s"] == pytest.approx(2.0, rel=0.15)
-    exposed = "exposed data-parallel traffic"
+    exposed = "dp_exposed"
     assert hf["step_parts_s"][exposed] < nccl["step_parts_s"][exposed] / 5
     weak = weak_scaling_efficiency(train({**VGG16, "global_batch": 50 * 512, "collective": "hfreduce"}, 512)
                                    ["step_time_s"], train({**VGG16, "global_batch": 50 * 32, "collective": "hfreduce"},
@@ -77,7 +77,7 @@ def test_fsdp_shards_weights_and_hides_traffic_behind_the_whole_step():
     # Two gathers and a reduce-scatter, each a whole HFReduce allreduce, against the whole step's compute.
     assert fsdp["dp_allreduce_s"] == pytest.approx(3 * ddp["dp_allreduce_s"])
     compute = fsdp["step_parts_s"]["forward"] + fsdp["step_parts_s"]["backward"]
-    assert fsdp["step_parts_s"]["exposed data-parallel traffic"] == pytest.approx(
+    assert fsdp["step_parts_s"]["dp_exposed"] == pytest.approx(
         max(0.0, fsdp["dp_allreduce_s"] - 0.8 * compute))
 
 
@@ -85,7 +85,7 @@ def test_mixture_of_experts_with_expert_parallelism():
     result = train(MOE, 640)
     assert result["feasible"], result["infeasible_reason"]
     assert result["model_flops_per_step"] < 6 * result["params"] * MOE["global_batch"] * MOE["seq_len"] / 3
-    assert result["step_parts_s"]["expert all-to-all"] > 0
+    assert result["step_parts_s"]["ep_all_to_all"] > 0
     assert 0 < result["mfu"] < 1
     more_ep = train({**MOE, "ep": 16}, 640)
     assert more_ep["memory"]["weights_gib"] < result["memory"]["weights_gib"]
@@ -93,8 +93,8 @@ def test_mixture_of_experts_with_expert_parallelism():
     assert more_ep["placement"]["ep"] == "network"
     faster_nics = copy.deepcopy(FF_2ZONE)
     faster_nics["node"]["compute_nic_gbit_s"] = 400
-    assert (train({**MOE, "ep": 16}, 640, faster_nics)["step_parts_s"]["expert all-to-all"]
-            < more_ep["step_parts_s"]["expert all-to-all"])
+    assert (train({**MOE, "ep": 16}, 640, faster_nics)["step_parts_s"]["ep_all_to_all"]
+            < more_ep["step_parts_s"]["ep_all_to_all"])
     assert train({**MOE, "ep": 64}, 320)["infeasible_reason"] == ("EP x expert TP does not divide TP x CP x DP (the "
                                                                  "ranks of a pipeline stage)")
     with pytest.raises(ScenarioError, match="EP does not divide the routed experts"):

@@ -102,6 +102,14 @@ function racksTable(result) {
   ]);
 }
 
+// The step's parts as the result keys them (simcore.training.STEP_PARTS), with their labels.
+const STEP_PARTS = {
+  forward: "forward", backward: "backward", recomputation: "recomputation", optimizer: "optimizer",
+  pipeline_bubble: "pipeline bubble", tp_traffic: "tensor-parallel traffic", cp_traffic: "context-parallel traffic",
+  pp_traffic: "pipeline traffic", ep_all_to_all: "expert all-to-all", dp_exposed: "exposed data-parallel traffic",
+  host_preprocessing: "host data preprocessing",
+};
+
 const PLACES = { "scale-up": "scale-up link (NVLink/HCCS)", PCIe: "PCIe through the host", network: "scale-out NICs", none: "not used" };
 
 // Where a training step's time goes: the stacked bar of its parts, the rates, and where each
@@ -112,12 +120,12 @@ export function trainingTables(t, currency) {
       ["memory per GPU", `${num(t.memory.per_gpu_gib)} of ${num(t.memory.allocatable_gib)} GiB allocatable`, `mostly ${t.memory.dominant_term}`]])];
   }
   const fig = el("figure", { class: "chart-box wide", id: "step-breakdown" });
-  stackedBar(fig, { parts: Object.entries(t.step_parts_s).map(([name, value]) => ({ name, value })),
+  stackedBar(fig, { parts: Object.entries(t.step_parts_s).map(([key, value]) => ({ name: STEP_PARTS[key] ?? key, value })),
     title: `Where the ${duration(t.step_time_s)} step goes`, format: (v) => num(v, 3) });
   fig.prepend(el("figcaption", {}, `Where the step time goes (${duration(t.step_time_s)}; largest part: ${t.step_bound})`));
   const rows = [
     ["GPUs in the job", num(t.gpus)], ["step time", duration(t.step_time_s)], ["largest part", t.step_bound],
-    ...Object.entries(t.step_parts_s).filter(([, s]) => s > 0).map(([part, s]) => [`  ${part}`, duration(s)]),
+    ...Object.entries(t.step_parts_s).filter(([, s]) => s > 0).map(([key, s]) => [`  ${STEP_PARTS[key] ?? key}`, duration(s)]),
     ["MFU", percent(t.mfu)], ["HFU (with recomputation)", percent(t.hfu)],
     ["model TFLOPS per GPU", num(t.model_tflops_per_gpu)], ["hardware TFLOPS per GPU", num(t.hardware_tflops_per_gpu)],
     ["tokens per second", num(t.tokens_per_s)],
