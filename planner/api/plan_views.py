@@ -1,6 +1,5 @@
-"""Plans, workloads, evaluations, comparisons, bills of materials and API tokens."""
+"""Plans and workloads: their evaluations, previews, comparisons, bills of materials and exports."""
 from django.conf import settings
-from django.contrib.auth import authenticate
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -11,23 +10,21 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
-from rest_framework.views import APIView
 
-import simcore
 from planner import serializers as api
 from planner.adapters import calibration, scenario_document
 from planner.api import bodies
+from planner.api.limits import enforce_engine_limits
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
-from planner.models import AccessToken, ClusterPlan, ComputeNodeType, StorageNodeType, Workload
-from planner.services import engine, netbox
+from planner.models import ClusterPlan, ComputeNodeType, StorageNodeType, Workload
+from planner.services import netbox
 from planner.services import plans as services
-from planner.services.accounts import token_issue
 from planner.services.measurements import overrides_seen_by
 from planner.services.spreadsheets import XLSX_MEDIA_TYPE, bom_xlsx, comparison_xlsx
 
@@ -56,21 +53,6 @@ def _attachment(content, filename: str) -> Response:
     response = Response(content)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
-
-
-def enforce_engine_limits(document) -> None:
-    """Refuse (400) requests that would ask the engine for more than one request may: too many
-    scenario points or Monte Carlo replicas (API_MAX_SCENARIO_POINTS, API_MAX_MONTE_CARLO_REPLICAS)."""
-    options = document.get("options") if isinstance(document, dict) else None
-    replicas = options.get("monte_carlo_replicas") if isinstance(options, dict) else None
-    cap = settings.API_MAX_MONTE_CARLO_REPLICAS
-    if isinstance(replicas, int | float) and not isinstance(replicas, bool) and replicas > cap:
-        raise serializers.ValidationError({"options.monte_carlo_replicas": [f"at most {cap:,} through the API"]})
-    points = simcore.scenario.point_count(document)
-    if points > settings.API_MAX_SCENARIO_POINTS:
-        raise serializers.ValidationError({"(document)": [
-            f"{points:,} scenario points; at most {settings.API_MAX_SCENARIO_POINTS:,} per request "
-            "(submit a sweep for more)"]})
 
 
 def evaluation_response(request, plan, workload=None, options=None) -> Response:
@@ -286,113 +268,3 @@ class WorkloadViewSet(OwnedEntryViewSet):
         fields = dict(body.validated_data)
         plan = ClusterPlan.objects.visible_slug(request.user, fields.pop("plan"), field="plan")
         return evaluation_response(request, plan, Workload(slug="preview", name="preview", **fields))
-
-
-SCENARIO_EXAMPLE = OpenApiExample(
-    "Two-layer fat-tree of 40-port switches",
-    value={"cluster": {"node_count": 100, "node": {"gpus": 8, "accelerator": {"peak_fp16_tflops": 312, "tdp_w": 400},
-                                                   "compute_nics": 1, "compute_nic_gbit_s": 200},
-                       "fabric": {"switch_radix": 40, "switch_gbit_s": 200}}},
-    request_only=True,
-)
-
-
-# The scenario document's JSON Schema, generated from the engine's field spec (docs/scenario-format.md).
-SCENARIO_SCHEMA = simcore.document.json_schema()
-
-
-class EvaluateScenarioView(APIView):
-    """Evaluate a full scenario document (docs/scenario-format.md) without saving anything;
-    read-only tokens may use it."""
-
-    permission_classes = [IsAuthenticated]
-
-    throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "evaluate"
-
-    @extend_schema(tags=["evaluate"], request={"application/json": SCENARIO_SCHEMA},
-                   responses={200: bodies.RESULT_SCHEMA}, examples=[SCENARIO_EXAMPLE],
-                   description="Any number field may be a list: the result then has one value per point "
-                               "(at most API_MAX_SCENARIO_POINTS; submit a sweep for more). The registered metrics "
-                               "(GET /api/outputs/ gives each one's label, unit and better direction): "
-                               + ", ".join(f"`{o.path}`" for o in simcore.outputs.OUTPUTS if o.path) + ".")
-    def post(self, request):
-        enforce_engine_limits(request.data)
-        return Response(engine.evaluate(request.data, work_budget_s=settings.API_WORK_BUDGET_S, kind="scenario",
-                                        memoize=False))
-
-
-class ReliabilityProfilesView(APIView):
-    """The failure profiles (every category's rate, unit, cause, detection, repair and source) and
-    the restart profiles (each part's seconds, source and confidence) plans and scenarios choose from."""
-
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(tags=["catalogue"], responses={200: bodies.ReliabilityProfilesSerializer})
-    def get(self, request):
-        return Response(simcore.reliability.describe_profiles())
-
-
-class OutputsView(APIView):
-    """The output registry: every metric the product names (comparisons, sweeps, the CLI table, the
-    pages), with its path into an evaluation's result, label, unit and which way is better."""
-
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(tags=["evaluate"], responses={200: api.OutputSerializer(many=True)})
-    def get(self, request):
-        rows = [{**o.describe(), "compare": o.compare, "sweep": o.sweep} for o in simcore.outputs.OUTPUTS]
-        return Response(api.OutputSerializer(rows, many=True).data)
-
-
-class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
-                   viewsets.GenericViewSet):
-    """Your API tokens: create full or read-only tokens for scripts, list them, revoke them."""
-
-    serializer_class = api.AccessTokenSerializer
-    permission_classes = [TokenScopePermission, IsAuthenticated]
-    pagination_class = None
-
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
-            return AccessToken.objects.none()
-        return AccessToken.objects.filter(user=self.request.user)
-
-    def perform_create(self, serializer):
-        serializer.save(user=self.request.user)
-
-    def get_serializer_class(self):
-        return api.AccessTokenListSerializer if self.action == "list" else api.AccessTokenSerializer
-
-
-LOGIN_TOKEN_NAME = "default"
-
-
-class ObtainTokenSerializer(serializers.Serializer):
-    username = serializers.CharField()
-    password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
-
-
-class ObtainTokenView(APIView):
-    """Exchange a username and password for a new key of your default (full-access) API token.
-
-    Only the key's digest is stored, so each call issues a new key and the previous one stops
-    working; give each script a named token (``POST /api/tokens/``) instead of sharing this one."""
-
-    permission_classes = [AllowAny]
-    authentication_classes = []
-    throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "login"
-
-    @extend_schema(tags=["tokens"], request=ObtainTokenSerializer,
-                   responses={200: bodies.TokenIssuedSerializer, 400: OpenApiResponse(description="wrong credentials"),
-                              429: OpenApiResponse(description="too many failed logins: locked out")})
-    def post(self, request):
-        body = ObtainTokenSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        # The Django request, on which the lockout check (django-axes) marks a locked-out login.
-        user = authenticate(request._request, username=body.validated_data["username"],
-                            password=body.validated_data["password"])
-        if user is None or not user.is_active:
-            raise serializers.ValidationError({"non_field_errors": ["unable to log in with those credentials"]})
-        return Response({"token": token_issue(user, name=LOGIN_TOKEN_NAME)})

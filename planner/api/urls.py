@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from planner.api import measurement_views, plan_views, sweep_views, views
+from planner.api import engine_views, measurement_views, plan_views, sweep_views, token_views, views
 
 router = DefaultRouter()
 router.register("catalog/accelerators", views.AcceleratorViewSet, basename="accelerator")
@@ -14,15 +14,16 @@ router.register("catalog/storage-node-types", views.StorageNodeTypeViewSet, base
 router.register("catalog/price-books", views.PriceBookViewSet, basename="pricebook")
 router.register("plans", plan_views.ClusterPlanViewSet, basename="plan")
 router.register("workloads", plan_views.WorkloadViewSet, basename="workload")
-router.register("tokens", plan_views.TokenViewSet, basename="token")
+router.register("tokens", token_views.TokenViewSet, basename="token")
 router.register("sweeps", sweep_views.SweepViewSet, basename="sweep")
 router.register("measurements", measurement_views.MeasurementViewSet, basename="measurement")
 
 urlpatterns = [
-    path("evaluate/", plan_views.EvaluateScenarioView.as_view(), name="evaluate"),
+    path("evaluate/", engine_views.EvaluateScenarioView.as_view(), name="evaluate"),
     path("catalog/matching-parts/", views.MatchingPartsView.as_view(), name="matching-parts"),
-    path("auth/token/", plan_views.ObtainTokenView.as_view(), name="api-token"),
-    path("outputs/", plan_views.OutputsView.as_view(), name="outputs"),
-    path("reliability-profiles/", plan_views.ReliabilityProfilesView.as_view(), name="reliability-profiles"),
+    path("auth/token/", token_views.ObtainTokenView.as_view(), name="api-token"),
+    path("outputs/", engine_views.OutputsView.as_view(), name="outputs"),
+    path("reliability-profiles/", engine_views.ReliabilityProfilesView.as_view(),
+         name="reliability-profiles"),
     *router.urls,
 ]

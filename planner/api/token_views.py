@@ -1,0 +1,67 @@
+"""API tokens: your named tokens for scripts, and a key for a username and password."""
+from django.contrib.auth import authenticate
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from planner import serializers as api
+from planner.api import bodies
+from planner.api.permissions import TokenScopePermission
+from planner.models import AccessToken
+from planner.services.accounts import token_issue
+
+
+class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin,
+                   viewsets.GenericViewSet):
+    """Your API tokens: create full or read-only tokens for scripts, list them, revoke them."""
+
+    serializer_class = api.AccessTokenSerializer
+    permission_classes = [TokenScopePermission, IsAuthenticated]
+    pagination_class = None
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return AccessToken.objects.none()
+        return AccessToken.objects.filter(user=self.request.user)
+
+    def perform_create(self, serializer):
+        serializer.save(user=self.request.user)
+
+    def get_serializer_class(self):
+        return api.AccessTokenListSerializer if self.action == "list" else api.AccessTokenSerializer
+
+
+LOGIN_TOKEN_NAME = "default"
+
+
+class ObtainTokenSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
+
+
+class ObtainTokenView(APIView):
+    """Exchange a username and password for a new key of your default (full-access) API token.
+
+    Only the key's digest is stored, so each call issues a new key and the previous one stops
+    working; give each script a named token (``POST /api/tokens/``) instead of sharing this one."""
+
+    permission_classes = [AllowAny]
+    authentication_classes = []
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "login"
+
+    @extend_schema(tags=["tokens"], request=ObtainTokenSerializer,
+                   responses={200: bodies.TokenIssuedSerializer, 400: OpenApiResponse(description="wrong credentials"),
+                              429: OpenApiResponse(description="too many failed logins: locked out")})
+    def post(self, request):
+        body = ObtainTokenSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        # The Django request, on which the lockout check (django-axes) marks a locked-out login.
+        user = authenticate(request._request, username=body.validated_data["username"],
+                            password=body.validated_data["password"])
+        if user is None or not user.is_active:
+            raise serializers.ValidationError({"non_field_errors": ["unable to log in with those credentials"]})
+        return Response({"token": token_issue(user, name=LOGIN_TOKEN_NAME)})
