@@ -30,7 +30,7 @@ from simcore.errors import ScenarioError
 from simcore.measurements import COLLECTIVES
 from simcore.reliability import describe_profiles
 from twin.models import Twin
-from twin.services import twin_categories
+from twin.services.creation import twin_categories
 
 FIRE_FLYER_COMPARISON = ["dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer"]
 BLACKWELL_COMPARISON = ["hgx-b200-1152", "gb200-nvl72-1152"]

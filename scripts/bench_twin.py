@@ -35,7 +35,7 @@ def percentile(values, q):
 def run_driver(twin, seconds: float):
     """Drive the twin for ``seconds`` of wall time; returns (achieved sim/wall, tick durations)."""
     from twin.models import Twin
-    from twin.services import Driver
+    from twin.services.driver import Driver
 
     Twin.objects.filter(pk=twin.pk).update(status="running")
     driver = Driver(tick_s=0.2)
@@ -93,7 +93,7 @@ def main() -> int:
     from django.test import Client
 
     from planner.models import ClusterPlan
-    from twin.services import twin_create
+    from twin.services.creation import twin_create
 
     plan = ClusterPlan.objects.get(slug="ff2-pcie-2zone")
 

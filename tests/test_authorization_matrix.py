@@ -13,7 +13,7 @@ from planner.models import AccessToken, ClusterPlan, Sweep, Workload
 from planner.services.measurements import measurement_upload
 from planner.services.sweeps import sweep_create
 from tests.helpers import ANONYMOUS, session_headers
-from twin.services import twin_create
+from twin.services.creation import twin_create
 
 CALLERS = ("anonymous", "read_only_token", "other_user", "owner", "staff")
 SWITCH = {"slug": "matrix-switch", "name": "M", "vendor": "x", "source": "test", "confidence": "estimate",

@@ -225,7 +225,7 @@ def _sweep(plan, owner, *, finished_days_ago, status=Sweep.Status.DONE, reused_f
 
 def test_retention_removes_exactly_what_is_older_than_the_settings(catalog, victim, settings):
     from twin.models import Twin, TwinEvent, TwinSample
-    from twin.services import twin_create
+    from twin.services.creation import twin_create
 
     settings.RETENTION_SWEEP_DAYS, settings.RETENTION_TWIN_EVENT_DAYS, settings.RETENTION_TWIN_SAMPLE_DAYS = 90, 30, 7
     plan = ClusterPlan.objects.get(slug=FF)

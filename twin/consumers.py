@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from twin.models import Twin
-from twin.services import snapshot, twin_group
+from twin.services.persistence import snapshot, twin_group
 
 MAX_MESSAGES_PER_S = 10
 CLOSE_UNAUTHENTICATED = 4401

@@ -5,7 +5,7 @@ import threading
 from django.conf import settings
 from django.db import close_old_connections
 
-from twin.services import Driver
+from twin.services.driver import Driver
 
 _lock = threading.Lock()
 _thread: threading.Thread | None = None

@@ -7,7 +7,7 @@ import yaml
 
 from planner.models import ClusterPlan
 from planner.services.measurements import measurement_upload
-from twin.services import twin_create
+from twin.services.creation import twin_create
 
 BODY_METHODS = ("get", "post", "put", "patch", "delete")
 

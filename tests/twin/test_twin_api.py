@@ -18,8 +18,9 @@ from simcore.reliability import (
     unit_counts,
 )
 from tests.helpers import ANONYMOUS, connect_attempt, session_headers
-from twin import services
 from twin.models import Twin, TwinEvent
+from twin.services import controls, persistence
+from twin.services.driver import Driver
 
 FF = "ff2-pcie-2zone"
 # Channels closes the thread's database connection after each consumer query, which would end the
@@ -56,7 +57,7 @@ def test_a_year_of_the_fire_flyer_twin_has_the_published_xid_mix_and_ettr(catalo
                                                         "switches": 122,
                                                         "domain_nodes": 1}
     for _ in range(365):
-        services.twin_advance(twin=twin, sim_seconds=86400.0)
+        controls.twin_advance(twin=twin, sim_seconds=86400.0)
     counts = dict(TwinEvent.objects.filter(twin=twin, kind="failure").values_list("category").annotate(
         n=__import__("django.db.models", fromlist=["Count"]).Count("id")))
     platform = [codes for name, codes in XID_CLASSES.items() if name != "software"]
@@ -86,7 +87,7 @@ def test_a_year_of_the_fire_flyer_twin_has_the_published_xid_mix_and_ettr(catalo
 def test_a_simulated_week_of_the_fire_flyer_preset_shows_its_closed_form_ettr(catalog, owner_client):
     twin = create(owner_client, seed=11)
     for _ in range(7):
-        services.twin_advance(twin=twin, sim_seconds=86400.0)
+        controls.twin_advance(twin=twin, sim_seconds=86400.0)
     twin.refresh_from_db()
     job = twin.metrics["jobs"][0]
     assert 0.7 < job["ettr_closed_form"] < 0.95
@@ -134,14 +135,14 @@ def test_controls_through_the_api(catalog, owner_client):
 def test_driver_ticks_advance_by_speed_and_a_restart_neither_loses_nor_replays(catalog, owner_client):
     twin = create(owner_client, speed=86400.0)
     owner_client.post(f"/api/twins/{twin.pk}/start/")
-    first = services.Driver()
+    first = Driver()
     first.tick(now=0.0)  # loads the twin
     for second in range(1, 6):
         first.tick(now=float(second))
     twin.refresh_from_db()
     assert twin.sim_time_s == pytest.approx(5 * 86400)
     seq_before = twin.last_seq
-    restarted = services.Driver()  # a new process: nothing in memory, everything from the database
+    restarted = Driver()  # a new process: nothing in memory, everything from the database
     restarted.tick(now=100.0)
     for second in range(101, 106):
         restarted.tick(now=float(second))
@@ -151,7 +152,7 @@ def test_driver_ticks_advance_by_speed_and_a_restart_neither_loses_nor_replays(c
     assert seqs == list(range(1, twin.last_seq + 1)) and twin.last_seq > seq_before > 0
     reference = create(owner_client, speed=86400.0)  # the same ten one-day ticks, never interrupted
     for _ in range(10):
-        services.twin_advance(twin=reference, sim_seconds=86400.0)
+        controls.twin_advance(twin=reference, sim_seconds=86400.0)
     same = lambda t: list(TwinEvent.objects.filter(twin=t).values_list("sim_time_s", "kind", "category", "gpu"))  # noqa
     assert same(reference) == same(twin)  # the restart changed nothing: same seed, same history
 
@@ -163,7 +164,7 @@ def test_ingested_kernel_log_line_marks_the_right_gpu(catalog, owner_client):
     event = response.json()["events"][0]
     assert (event["kind"], event["category"], event["gpu"], event["node"]) == ("ingested", "xid-74", 3 * 8 + 2, 3)
     assert "NVLink: fatal error" in event["message"]
-    assert services.snapshot(Twin.objects.get(pk=twin.pk))["gpu_state"][26] == 2  # failed
+    assert persistence.snapshot(Twin.objects.get(pk=twin.pk))["gpu_state"][26] == 2  # failed
     bad = [({"node": 3, "line": "kernel: something else"}, "line", "not an 'NVRM: Xid"),
            ({"node": 3, "line": XID74_LINE.replace("74,", "999,")}, "xid", "Xid 999 is not a known category"),
            ({"node": 3, "line": XID74_LINE.replace("0000:47:00", "0000:99:00")}, "line", "not one of this twin's"),
@@ -358,7 +359,7 @@ def test_the_driver_skips_paused_twins_follows_speed_and_survives_a_broken_twin(
         owner_client.post(f"/api/twins/{twin.pk}/start/")
     owner_client.post(f"/api/twins/{paused.pk}/pause/")
     Twin.objects.filter(pk=broken.pk).update(jobs=[{"name": "x"}])  # no longer a valid job mix
-    driver = services.Driver()
+    driver = Driver()
     driver.tick(now=0.0)
     driver.tick(now=1.0)
     owner_client.post(f"/api/twins/{fast.pk}/speed/", {"speed": 3 * 86400.0}, format="json")

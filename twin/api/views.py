@@ -11,11 +11,11 @@ from rest_framework.throttling import ScopedRateThrottle
 
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Visibility
-from twin import services
 from twin.api import bodies
 from twin.filtersets import TwinEventFilterSet
 from twin.local import ensure_local_driver
 from twin.models import Twin, TwinEvent, TwinSample
+from twin.services import controls, creation, exports, ingestion, persistence
 
 
 class TwinSerializer(serializers.ModelSerializer):
@@ -112,14 +112,14 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         request_body.is_valid(raise_exception=True)
         data = request_body.validated_data
         plan = ClusterPlan.objects.visible_slug(request.user, data["plan"], field="plan")
-        twin = services.twin_create(owner=request.user, plan=plan, name=data.get("name", ""), seed=data["seed"],
+        twin = creation.twin_create(owner=request.user, plan=plan, name=data.get("name", ""), seed=data["seed"],
                                     speed=data["speed"], jobs=data.get("jobs"), pci_bus_ids=data.get("pci_bus_ids"),
                                     exclude_after=data["exclude_after"], spare_nodes=data.get("spare_nodes"),
                                     visibility=data["visibility"], work_budget_s=settings.API_WORK_BUDGET_S)
         return Response(TwinSerializer(twin).data, status=status.HTTP_201_CREATED)
 
     def _status(self, new_status):
-        twin = services.twin_set_status(twin=self.get_object(), status=new_status)
+        twin = controls.twin_set_status(twin=self.get_object(), status=new_status)
         if new_status == Twin.Status.RUNNING:
             ensure_local_driver()
         return Response(TwinSerializer(twin).data)
@@ -144,7 +144,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     @action(detail=True, methods=["post"])
     def speed(self, request, pk=None):
         twin = self.get_object()
-        services.twin_set_speed(twin=twin, speed=body(request).get("speed"))
+        controls.twin_set_speed(twin=twin, speed=body(request).get("speed"))
         return Response(TwinSerializer(twin).data)
 
     @extend_schema(request=InjectSerializer, responses={201: bodies.EventsSerializer})
@@ -153,8 +153,8 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         twin = self.get_object()
         request_body = InjectSerializer(data=request.data)
         request_body.is_valid(raise_exception=True)
-        rows = services.twin_inject(twin=twin, **request_body.validated_data)
-        return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
+        rows = controls.twin_inject(twin=twin, **request_body.validated_data)
+        return Response({"events": [persistence.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=bodies.IngestSerializer, responses={201: bodies.EventsSerializer}, examples=[INGEST_EXAMPLE],
                    description="A real event: {node, line} with an 'NVRM: Xid' kernel-log line, {node, gpu, xid} "
@@ -162,8 +162,8 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     @action(detail=True, methods=["post"])
     def ingest(self, request, pk=None):
         twin = self.get_object()
-        rows = services.twin_ingest(twin=twin, payload=request.data)
-        return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
+        rows = ingestion.twin_ingest(twin=twin, payload=request.data)
+        return Response({"events": [persistence.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=KernelLogSerializer, responses={201: bodies.IngestLogResultSerializer},
                    description="A node's whole kernel log (dmesg or journalctl -k output), as JSON {node, log} or a "
@@ -177,7 +177,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         upload.is_valid(raise_exception=True)
         data = upload.validated_data
         text = data["log"] if "log" in data else data["file"].read().decode("utf-8", errors="replace")
-        return Response(services.twin_ingest_log(twin=twin, node=data["node"], text=text),
+        return Response(ingestion.twin_ingest_log(twin=twin, node=data["node"], text=text),
                         status=status.HTTP_201_CREATED)
 
     @extend_schema(request=bodies.DrainSerializer, responses={201: bodies.EventsSerializer},
@@ -190,13 +190,13 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         drained = data.get("drained", True)
         if not isinstance(drained, bool):
             return Response({"drained": ["must be true or false"]}, status=status.HTTP_400_BAD_REQUEST)
-        rows = services.twin_drain(twin=twin, node=data.get("node"), drained=drained)
-        return Response({"events": [services.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
+        rows = controls.twin_drain(twin=twin, node=data.get("node"), drained=drained)
+        return Response({"events": [persistence.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: bodies.TwinStateSerializer}, description="Component states, metrics, latest events.")
     @action(detail=True, methods=["get"])
     def state(self, request, pk=None):
-        return Response(services.snapshot(self.get_object()))
+        return Response(persistence.snapshot(self.get_object()))
 
     @extend_schema(parameters=[
         OpenApiParameter("kind", str), OpenApiParameter("category", str),
@@ -205,7 +205,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         responses={200: bodies.EventsSerializer})
     @action(detail=True, methods=["get"])
     def events(self, request, pk=None):
-        return Response({"events": [services.event_json(e) for e in self._event_filter(request).qs]})
+        return Response({"events": [persistence.event_json(e) for e in self._event_filter(request).qs]})
 
     def _event_filter(self, request) -> TwinEventFilterSet:
         """The twin's events under the request's filters, or a field error naming a bad one."""
@@ -221,7 +221,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     @action(detail=True, methods=["get"], url_path="events/export")
     def events_export(self, request, pk=None):
         found = self._event_filter(request)
-        response = StreamingHttpResponse(services.events_csv(found.filter_queryset(found.queryset)),
+        response = StreamingHttpResponse(exports.events_csv(found.filter_queryset(found.queryset)),
                                          content_type="text/csv")
         response["Content-Disposition"] = f'attachment; filename="twin-{pk}-events.csv"'
         return response

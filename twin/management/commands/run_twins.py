@@ -2,7 +2,7 @@ import signal
 
 from django.core.management.base import BaseCommand
 
-from twin.services import Driver
+from twin.services.driver import Driver
 
 
 class Command(BaseCommand):

@@ -1,0 +1,104 @@
+"""Running and controlling a twin: advance, start and pause, speed, inject a failure, drain a node."""
+from django.conf import settings
+from django.db import transaction
+
+import simcore
+from config import observability as metrics
+from simcore import reliability
+from simcore import twin as engine
+from twin.models import Twin, TwinEvent
+from twin.services.creation import _check_speed, simulator
+from twin.services.errors import TwinInputError
+from twin.services.persistence import _save, _states, publish
+
+
+def twin_advance(*, twin: Twin, sim_seconds: float, sim: engine.Twin | None = None) -> engine.Twin:
+    """Run the twin ``sim_seconds`` on from its saved state (or the driver's in-memory copy)."""
+    sim = sim or simulator(twin, twin.state)
+    before = _states(sim)
+    events = sim.advance(sim_seconds)
+    _save(twin, sim, events, before)
+    metrics.TWIN_TICKS.inc()
+    return sim
+
+
+def twin_set_status(*, twin: Twin, status: str) -> Twin:
+    """Start, pause or resume a twin; starting one needs its owner under TWIN_MAX_RUNNING_PER_USER."""
+    if status == Twin.Status.RUNNING and twin.status != Twin.Status.RUNNING:
+        cap = settings.TWIN_MAX_RUNNING_PER_USER
+        if Twin.objects.filter(owner_id=twin.owner_id, status=Twin.Status.RUNNING).count() >= cap:
+            raise TwinInputError({"status": [
+                f"at most {cap} running twins per user (TWIN_MAX_RUNNING_PER_USER); pause one first"]})
+    twin.status = status
+    twin.error = ""
+    twin.save(update_fields=["status", "error", "updated_at"])
+    publish(twin.pk, {"status": status, "time_s": twin.sim_time_s, "last_seq": twin.last_seq})
+    return twin
+
+
+def twin_set_speed(*, twin: Twin, speed) -> Twin:
+    _check_speed(speed)
+    twin.speed = float(speed)
+    twin.save(update_fields=["speed", "updated_at"])
+    publish(twin.pk, {"speed": twin.speed, "time_s": twin.sim_time_s, "last_seq": twin.last_seq})
+    return twin
+
+
+def category_index(categories, key: str) -> int:
+    keys = [c.key for c in categories]
+    if key not in keys:
+        raise TwinInputError({"category": [f"unknown category '{key}' for this twin (known: {', '.join(keys)})"]})
+    return keys.index(key)
+
+
+@transaction.atomic
+def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int | None = None,
+                part: int | None = None, job: int | None = None, kind: str = "injected",
+                note: str = "") -> list[TwinEvent]:
+    """Apply one failure now, by hand or from a real event; it is logged and pushed like any other.
+    A platform fault names the GPU, node or fabric part it hit; a job-caused one the job."""
+    twin = Twin.objects.select_for_update().get(pk=twin.pk)
+    sim = simulator(twin, twin.state)
+    index = category_index(sim.categories, category)
+    before = _states(sim)
+    chosen = sim.categories[index]
+    if chosen.unit in reliability.FABRIC_UNITS and chosen.unit != "switch" and part is None and node is not None:
+        part = int(node) * sim.fabric.nics_per_node  # an event from a node: its first NIC and link
+    target = {"gpu": ("gpu", gpu, sim.gpus), "node": ("node", node, sim.nodes)}.get(chosen.unit, ("part", part, None))
+    if chosen.cause == reliability.JOB:
+        if node is None and gpu is not None:  # an Xid line names the GPU: the fault is its node's job's
+            node = int(gpu) // sim.gpus_per_node
+        target = ("job", job if node is None else node, len(sim.jobs))
+    name, value, count = target
+    if value is None:
+        limit = f" (0-{count - 1})" if count else ""
+        raise TwinInputError({f"target.{name}": [f"{category} happens on a {chosen.unit if name == 'part' else name}:"
+                                                 f" give {name}{limit}"]})
+    try:
+        if name == "job":  # a job-caused fault: the job given, or the one holding the node it came from
+            events = sim.apply_job_fault(index, -1 if job is None else int(job),
+                                         node=-1 if node is None else int(node), kind=kind)
+        else:
+            events = sim.apply_failure(index, gpu=-1 if gpu is None else int(gpu),
+                                       node=-1 if node is None else int(node),
+                                       part=-1 if part is None else int(part), kind=kind)
+    except simcore.ScenarioError as error:
+        raise TwinInputError({error.field: [error.reason]}) from error
+    if note:
+        events[0].message = f"{events[0].message}: {note}"
+    return _save(twin, sim, events, before)
+
+
+@transaction.atomic
+def twin_drain(*, twin: Twin, node, drained: bool) -> list[TwinEvent]:
+    """Drain a node (take it out of service; its job restarts elsewhere) or return it."""
+    if isinstance(node, bool) or not isinstance(node, int):
+        raise TwinInputError({"node": ["give a node index"]})
+    twin = Twin.objects.select_for_update().get(pk=twin.pk)
+    sim = simulator(twin, twin.state)
+    before = _states(sim)
+    try:
+        events = sim.set_drained(node, drained)
+    except simcore.ScenarioError as error:
+        raise TwinInputError({"node": [error.reason]}) from error
+    return _save(twin, sim, events, before)
