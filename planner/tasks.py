@@ -9,8 +9,8 @@ from django.db import DatabaseError, OperationalError, close_old_connections
 from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from config.retention import retention_enforce
 from planner.services import sweeps
+from planner.services.retention import retention_enforce
 from planner.services.sweep_store import pending_chunks
 
 logger = logging.getLogger(__name__)

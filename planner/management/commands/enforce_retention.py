@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from config.retention import retention_enforce
+from planner.services.retention import retention_enforce
 
 
 class Command(BaseCommand):
