@@ -96,6 +96,7 @@ def layout_rules(compute_nics, planes, rails, radix, oversubscription) -> list[t
     return [(field, bad, reason(np.unravel_index(np.argmax(bad), bad.shape) if bad.ndim else ()))
             for field, bad, reason in rules if bad.any()]
 
+
 def fabrics(c) -> Fabrics:
     """The scenario's fabrics (:func:`fabric_trees` on its cluster fields)."""
     node, fab, sto = c["node"], c["fabric"], c["storage"]

@@ -127,10 +127,10 @@ def reliability_job(p, categories, job, node, sto, storage_rates):
     interval = _checked_interval(rel, behind_s, optimal)
     availability = node_availability(categories, units)[0]
     domains = units["domain"]
+    # Without multi-node domains the job's nodes are one pool: the one-domain case of the same sizing.
     per_domain = reliability.spares_per_domain(np.ceil(job["nodes"] / np.maximum(domains, 1)), domains, availability,
                                                rel["spare_confidence"])
-    spares = np.where(domains > 0, per_domain * domains,
-                      reliability.spares_needed(job["nodes"], availability, rel["spare_confidence"]))
+    spares = per_domain * np.maximum(domains, 1)
     flap_stall = reliability.flap_stall_fraction(categories, units, rel["link_flap_s"])
     with np.errstate(divide="ignore"):
         mtbi_h = 1 / rate_h

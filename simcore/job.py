@@ -173,7 +173,7 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
         in_domain = (reach <= domain) & ~across
         in_node = (reach <= g) & ~across
         link = training.pick_link(in_domain, on_scaleup, training.pick_link(in_node, pcie, network))
-        code = np.where(span <= 1, 0, np.where(in_domain, 1, np.where(across, ACROSS_DOMAINS, np.where(in_node, 2, 3))))
+        code = np.select(np.broadcast_arrays(span <= 1, in_domain, across, in_node), [0, 1, ACROSS_DOMAINS, 2], 3)
         return link, label(PLACEMENTS, code)
 
     tp_link, tp_where = place(tp, 1, tp_scaleup)

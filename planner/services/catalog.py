@@ -176,11 +176,10 @@ def matching_parts(node_type: models.ComputeNodeType, switch: models.Switch | No
             rows.append({"slug": part.slug, "name": part.name, "fits": not reason, "reason": reason})
         return sorted(rows, key=lambda row: not row["fits"])
 
-    switches = list(models.Switch.objects.order_by("slug"))
-    out = {"switch": judged("switch", switches)}
+    switches = {part.slug: part for part in models.Switch.objects.order_by("slug")}
+    out = {"switch": judged("switch", switches.values())}
     if switch is None:
-        switch = next((s for s in switches if not models.ClusterPlan(node_type=node_type, switch=s).part_errors()),
-                      None)
+        switch = next((switches[row["slug"]] for row in out["switch"] if row["fits"]), None)
     link_parts = list(models.LinkPart.objects.order_by("slug")) if switch is not None else []
     for place in ("endpoint_cable", "transceiver", "fiber"):
         out[place] = judged(place, link_parts, switch=switch)

@@ -7,17 +7,17 @@ from config import observability as metrics
 from simcore import reliability
 from simcore import twin as engine
 from twin.models import Twin, TwinEvent
-from twin.services.creation import _check_speed, simulator
+from twin.services.creation import check_speed, simulator
 from twin.services.errors import TwinInputError
-from twin.services.persistence import _save, _states, publish
+from twin.services.persistence import component_states, publish, save_change
 
 
 def twin_advance(*, twin: Twin, sim_seconds: float, sim: engine.Twin | None = None) -> engine.Twin:
     """Run the twin ``sim_seconds`` on from its saved state (or the driver's in-memory copy)."""
     sim = sim or simulator(twin, twin.state)
-    before = _states(sim)
+    before = component_states(sim)
     events = sim.advance(sim_seconds)
-    _save(twin, sim, events, before)
+    save_change(twin, sim, events, before)
     metrics.TWIN_TICKS.inc()
     return sim
 
@@ -37,7 +37,7 @@ def twin_set_status(*, twin: Twin, status: str) -> Twin:
 
 
 def twin_set_speed(*, twin: Twin, speed) -> Twin:
-    _check_speed(speed)
+    check_speed(speed)
     twin.speed = float(speed)
     twin.save(update_fields=["speed", "updated_at"])
     publish(twin.pk, {"speed": twin.speed, "time_s": twin.sim_time_s, "last_seq": twin.last_seq})
@@ -60,7 +60,7 @@ def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int 
     twin = Twin.objects.select_for_update().get(pk=twin.pk)
     sim = simulator(twin, twin.state)
     index = category_index(sim.categories, category)
-    before = _states(sim)
+    before = component_states(sim)
     chosen = sim.categories[index]
     if chosen.unit in reliability.FABRIC_UNITS and chosen.unit != "switch" and part is None and node is not None:
         part = int(node) * sim.fabric.nics_per_node  # an event from a node: its first NIC and link
@@ -86,7 +86,7 @@ def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int 
         raise TwinInputError({error.field: [error.reason]}) from error
     if note:
         events[0].message = f"{events[0].message}: {note}"
-    return _save(twin, sim, events, before)
+    return save_change(twin, sim, events, before)
 
 
 @transaction.atomic
@@ -96,9 +96,9 @@ def twin_drain(*, twin: Twin, node, drained: bool) -> list[TwinEvent]:
         raise TwinInputError({"node": ["give a node index"]})
     twin = Twin.objects.select_for_update().get(pk=twin.pk)
     sim = simulator(twin, twin.state)
-    before = _states(sim)
+    before = component_states(sim)
     try:
         events = sim.set_drained(node, drained)
     except simcore.ScenarioError as error:
         raise TwinInputError({"node": [error.reason]}) from error
-    return _save(twin, sim, events, before)
+    return save_change(twin, sim, events, before)

@@ -134,13 +134,13 @@ def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
         raise TwinInputError({error.field: [error.reason]}) from error
 
 
-def _check_speed(speed):
+def check_speed(speed):
     if isinstance(speed, bool) or not isinstance(speed, int | float) or not np.isfinite(speed) \
             or not 0 < speed <= MAX_SPEED:
         raise TwinInputError({"speed": [f"simulated seconds per wall second, above 0 and at most {MAX_SPEED:,.0f}"]})
 
 
-def _bus(bus: str) -> str:
+def pci_bus(bus: str) -> str:
     """Normalise a PCI bus id to domain:bus:device.function, lower case."""
     text = str(bus).strip().lower()
     return text if "." in text else f"{text}.0"
@@ -152,7 +152,7 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
                 visibility: str = Visibility.PRIVATE, work_budget_s: float | None = None) -> Twin:
     """A new twin of the plan, paused at time zero; ``work_budget_s`` (web requests) bounds the
     engine work of building it (simcore.budget)."""
-    _check_speed(speed)
+    check_speed(speed)
     if isinstance(exclude_after, bool) or not isinstance(exclude_after, int) or exclude_after < 0:
         raise TwinInputError({"exclude_after": ["a whole number of faults, zero (never exclude) or more"]})
     gpus_per_node = plan.node_type.accelerators_per_node
@@ -160,7 +160,7 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
         raise TwinInputError({"plan": [f"{plan.node_count * gpus_per_node:,} GPUs; a twin holds at most "
                                        f"{settings.TWIN_MAX_GPUS:,} (TWIN_MAX_GPUS)"]})
     buses = pci_bus_ids or DEFAULT_PCI_BUS_IDS[:gpus_per_node]
-    if len(buses) != gpus_per_node or len({_bus(b) for b in buses}) != gpus_per_node:
+    if len(buses) != gpus_per_node or len({pci_bus(b) for b in buses}) != gpus_per_node:
         raise TwinInputError({"pci_bus_ids": [f"give {gpus_per_node} distinct PCI bus ids, one per GPU"]})
     if jobs is not None and spare_nodes is not None:
         raise TwinInputError({"spare_nodes": ["sizes the default job's spare pool: give it or jobs, not both"]})
@@ -179,7 +179,7 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
                 fabric=plan_fabric(plan, result),
                 exclude_after=exclude_after,
                 jobs=jobs if jobs is not None else default_jobs(plan, result, spare_nodes),
-                pci_bus_ids=[_bus(b) for b in buses])
+                pci_bus_ids=[pci_bus(b) for b in buses])
     sim = simulator(twin)
     twin.state = sim.to_bytes()
     twin.metrics = sim.metrics()

@@ -7,7 +7,7 @@ from django.db import transaction
 from simcore import reliability
 from twin.models import Twin, TwinEvent
 from twin.services.controls import twin_inject
-from twin.services.creation import _bus
+from twin.services.creation import pci_bus
 from twin.services.errors import TwinInputError
 from twin.services.persistence import event_json
 
@@ -20,7 +20,7 @@ def parse_xid_line(twin: Twin, line: str) -> tuple[int, int]:
     match = XID_LINE.search(line or "")
     if match is None:
         raise TwinInputError({"line": ["not an 'NVRM: Xid (PCI:dddd:bb:dd[.f]): <code>, ...' kernel-log line"]})
-    bus = _bus(match["bus"])
+    bus = pci_bus(match["bus"])
     if bus not in twin.pci_bus_ids:
         known = ", ".join(twin.pci_bus_ids)
         raise TwinInputError({"line": [f"PCI bus {bus} is not one of this twin's GPUs ({known})"]})

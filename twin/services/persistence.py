@@ -18,7 +18,7 @@ def twin_group(twin_id: int) -> str:
     return f"twin.{twin_id}"
 
 
-def _save(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: tuple | None):
+def save_change(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: tuple | None):
     """Persist the events and the state they lead to together, then push the delta."""
     rows = [TwinEvent(twin=twin, seq=twin.last_seq + i + 1, sim_time_s=e.time_s, kind=e.kind,
                       category=e.category, gpu=e.gpu, node=e.node, job=e.job, message=e.message)
@@ -52,7 +52,7 @@ def _sample(metrics: dict) -> dict:
         "ettr": [job["ettr"] for job in metrics["jobs"]]}
 
 
-def _states(sim: engine.Twin) -> tuple[np.ndarray, np.ndarray]:
+def component_states(sim: engine.Twin) -> tuple[np.ndarray, np.ndarray]:
     """GPU and node states before a change, to send viewers only what it changed."""
     return sim.gpu_state.copy(), sim.node_state.copy()
 
