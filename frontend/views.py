@@ -17,6 +17,7 @@ from django.templatetags.static import static
 from planner.choices import Confidence
 from planner.filtersets import FILTERSETS
 from planner.models import ClusterPlan, Sweep, Workload
+from planner.models.declared import PLAN_SECTIONS, WORKLOAD_SECTIONS, stored_fields
 from planner.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.services import measurements as measurement_services
 from planner.services import plans as plan_services
@@ -36,55 +37,19 @@ FIRE_FLYER_COMPARISON = ["dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer"]
 BLACKWELL_COMPARISON = ["hgx-b200-1152", "gb200-nvl72-1152"]
 SUPERNODE_COMPARISON = ["ascend-910b-single-rail", "cloudmatrix384-x26"]
 CATALOG_TABLES = {table.name: table for table in TABLES if not table.preset}
-# The plan builder's fields, in the order an architect decides them.
+# The plan builder's own fields, in the order an architect decides them; each engine field the plan
+# stores joins the group its declaration names (simcore.document.SPEC), in declaration order.
 PLAN_FIELD_GROUPS = [
     ("Plan", ["name", "slug", "description", "visibility"]),
     ("Compute", ["node_type", "node_count"]),
-    ("Fabric", ["switch", "fabric_layers", "zones", "interzone_switches", "planes", "rails", "oversubscription",
-                "core_pods"]),
-    ("Storage", ["storage_node_type", "storage_node_count", "storage_network", "external_storage_write_gbyte_s",
-                 "external_storage_read_gbyte_s"]),
+    ("Fabric", ["switch", "fabric_layers"]),
+    ("Storage", ["storage_node_type", "storage_node_count"]),
     ("Cabling", ["endpoint_cable", "transceiver", "fiber"]),
-    ("Cost and reliability", ["price_book", "pue", "failure_profile", "failures_per_1000_node_days", "category_rates",
-                              "link_flap_share", "link_flap_s"]),
-    ("Checkpoints and restarts", ["checkpoint_mode", "checkpoint_in_memory", "checkpoint_interval_s",
-                                  "checkpoint_fixed_s", "restart_profile", "collective_timeout_s", "restart_s"]),
+    ("Cost and reliability", ["price_book", "pue", "failure_profile"]),
+    ("Checkpoints and restarts", []),
 ]
-
-# The workload editor's fields: the model, its experts, the layout, then kernels and communication.
-WORKLOAD_FIELD_GROUPS = [
-    ("Workload", ["name", "slug", "description", "visibility", "kind"]),
-    ("Model", ["layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "gated_mlp", "vocab",
-               "tied_embeddings", "seq_len", "causal", "resolution_scale", "attention_window", "mtp_layers", "params"]),
-    ("Latent attention (MLA)", ["q_lora_rank", "kv_lora_rank", "rope_head_dim", "v_head_dim"]),
-    ("Mixture of experts", ["experts", "moe_top_k", "expert_ffn_hidden", "shared_experts", "dense_layers",
-                            "moe_imbalance", "expert_tp", "moe_dispatcher", "moe_max_domains", "moe_overlap"]),
-    ("CNN", ["flops_per_sample_forward", "forward_s_per_sample", "activation_bytes_per_sample"]),
-    ("Batch and layout", ["global_batch", "micro_batch", "gpus", "tp", "sequence_parallel", "cp", "pp",
-                          "virtual_stages", "pipeline_schedule", "first_stage_layers", "last_stage_layers", "ep",
-                          "zero_stage", "recompute", "recompute_norms", "recompute_mla_up_proj", "precision",
-                          "fp8_cached_activations"]),
-    ("Kernels and overlap", ["flash_attention", "fused_kernels", "overlap_grad_reduce", "grad_accumulation_fusion",
-                             "tp_comm_overlap", "comm_sms"]),
-    ("Communication", ["collective", "use_nvlink", "cross_zone", "grad_bytes", "weight_bytes"]),
-    ("State and checkpoints", ["optimizer_bytes_per_param", "checkpoint_bytes"]),
-    ("Training run", ["tokens_to_train", "preprocess_s_per_sample", "preprocess_cached", "job_fault_factor"]),
-]
-
-FIELD_LABELS = {"pue": "PUE (empty: the price book's)", "checkpoint_interval_s": "checkpoint interval (s)",
-                "checkpoint_fixed_s": "fixed cost per checkpoint (s)",
-                "optimizer_bytes_per_param": "optimizer bytes per parameter",
-                "checkpoint_bytes": "checkpoint size (bytes, empty: weights and optimizer states)",
-                "external_storage_write_gbyte_s": "external storage write (GB/s, no storage nodes)",
-                "external_storage_read_gbyte_s": "external storage read (GB/s, empty: its write rate)",
-                "restart_s": "restart time (s, empty: from its parts)",
-                "category_rates": "failure-rate overrides (JSON: category key -> events per unit-hour)",
-                "collective_timeout_s": "collective timeout (s)", "link_flap_share": "link flap share",
-                "link_flap_s": "link flap length (s)", "job_fault_factor": "job-caused fault factor",
-                "failures_per_1000_node_days": "failures per 1,000 node-days",
-                "oversubscription": "oversubscription (down:up)", "tp": "TP (tensor parallel)",
-                "cp": "CP (context parallel)", "pp": "PP (pipeline parallel)", "ep": "EP (expert parallel)",
-                "moe_top_k": "experts per token", "kv_heads": "key/value heads", "ffn_hidden": "MLP width"}
+WORKLOAD_FIELD_GROUPS = [("Workload", ["name", "slug", "description", "visibility"])]
+FIELD_LABELS = {"pue": "PUE (empty: the price book's)"}
 
 
 def _visible_plans(user):
@@ -173,21 +138,26 @@ def _choices(field):
     return [(str(value), label) for value, label in field.choices] if field.choices else None
 
 
-def _form_fields(model, field_groups):
-    """Form fields for a model's fields in groups: kind, choices, label, help and whether optional."""
+def _form_fields(model, field_groups, sections):
+    """Form fields in groups: the model's own (``field_groups``) and the engine fields it stores from
+    ``sections``, each with its kind, choices, label (with its unit), help and whether optional."""
+    declared = stored_fields(sections)
+    names = {title: list(own) for title, own in field_groups}
+    for stored in declared.values():
+        names.setdefault(stored.rule.group, []).append(stored.name)
     groups = []
-    for title, names in field_groups:
+    for title, group_names in names.items():
         fields = []
-        for name in names:
+        for name in group_names:
             field = model._meta.get_field(name)
             kind = "select" if field.choices or isinstance(field, models.ForeignKey) else (
                 "checkbox" if isinstance(field, models.BooleanField) else
                 "textarea" if isinstance(field, models.TextField) else
                 "json" if isinstance(field, models.JSONField) else
                 "number" if isinstance(field, models.IntegerField | models.FloatField) else "text")
+            label = declared[name].label if name in declared else FIELD_LABELS.get(name, field.verbose_name)
             fields.append({
-                "name": name, "label": FIELD_LABELS.get(name, field.verbose_name), "kind": kind,
-                "choices": _choices(field),
+                "name": name, "label": label, "kind": kind, "choices": _choices(field),
                 "optional": field.null or field.blank or field.has_default(), "help": field.help_text,
                 "step": "1" if isinstance(field, models.IntegerField) else "any",
             })
@@ -213,7 +183,7 @@ def plan_builder(request, slug=None):
     """Create a plan (optionally starting from a visible one, ``?from=slug``) or edit your own."""
     plan, start = _form_start(request, _visible_plans(request.user), slug, "plan")
     return render(request, "frontend/plan_builder.html", {
-        "plan": plan, "groups": _form_fields(ClusterPlan, PLAN_FIELD_GROUPS),
+        "plan": plan, "groups": _form_fields(ClusterPlan, PLAN_FIELD_GROUPS, PLAN_SECTIONS),
         "initial": _initial(ClusterPlan, ClusterPlanSerializer, start, copying=plan is None),
         "workloads": _visible_workloads(request.user),
     })
@@ -241,7 +211,7 @@ def workload_editor(request, slug=None):
     live evaluation on a chosen plan."""
     workload, start = _form_start(request, _visible_workloads(request.user), slug, "workload")
     return render(request, "frontend/workload_editor.html", {
-        "workload": workload, "groups": _form_fields(Workload, WORKLOAD_FIELD_GROUPS),
+        "workload": workload, "groups": _form_fields(Workload, WORKLOAD_FIELD_GROUPS, WORKLOAD_SECTIONS),
         "initial": _initial(Workload, WorkloadSerializer, start, copying=workload is None),
         "plans": _visible_plans(request.user),
     })

@@ -8,6 +8,7 @@ from decimal import Decimal
 from django.db import models
 
 from planner.models import ClusterPlan, Measurement, PriceBook, Workload
+from planner.models.declared import PLAN_SECTIONS, section_values
 from simcore.compute import pcie_practical_gbyte_s
 
 
@@ -61,8 +62,7 @@ def node_document(node) -> dict:
 def storage_document(plan: ClusterPlan) -> dict:
     storage = plan.storage_node_type
     if storage is None or not plan.storage_node_count:
-        return {"external_write_gbyte_s": plan.external_storage_write_gbyte_s,
-                "external_read_gbyte_s": plan.external_storage_read_gbyte_s}
+        return section_values(plan, PLAN_SECTIONS, "cluster.storage")
     return {
         "nodes": plan.storage_node_count,
         "nics": storage.nics_per_node,
@@ -120,15 +120,6 @@ def calibration(plan: ClusterPlan) -> dict[str, dict]:
 def cluster_document(plan: ClusterPlan, overrides: dict | None = None) -> dict:
     """The engine's cluster section for a plan; ``overrides``: :func:`calibration` of the plan when
     the caller has it already."""
-    reliability = {"profile": plan.failure_profile, "checkpoint_interval_s": plan.checkpoint_interval_s,
-                   "restart_profile": plan.restart_profile, "collective_timeout_s": plan.collective_timeout_s,
-                   "checkpoint_mode": plan.checkpoint_mode, "checkpoint_in_memory": plan.checkpoint_in_memory,
-                   "checkpoint_fixed_s": plan.checkpoint_fixed_s,
-                   "category_rates": plan.category_rates or {}, "link_flap_share": plan.link_flap_share,
-                   "link_flap_s": plan.link_flap_s,
-                   "restart_s": plan.restart_s}
-    if plan.failure_profile == ClusterPlan.FailureProfile.PER_NODE_RATE:
-        reliability["failures_per_1000_node_days"] = plan.failures_per_1000_node_days
     return {
         "node_count": plan.node_count,
         "node": node_document(plan.node_type),
@@ -137,20 +128,14 @@ def cluster_document(plan: ClusterPlan, overrides: dict | None = None) -> dict:
             "switch_radix": plan.switch.radix,
             "switch_gbit_s": plan.switch.port_speed_gbit_s,
             "switch_power_w": plan.switch.power_w,
-            "zones": plan.zones,
-            "interzone_switches": plan.interzone_switches,
-            "planes": plan.planes,
-            "rails": plan.rails,
-            "oversubscription": plan.oversubscription,
-            "storage_network": plan.storage_network,
-            "core_pods": plan.core_pods,
+            **section_values(plan, PLAN_SECTIONS, "cluster.fabric"),
         },
         "rack": {"nodes_per_rack": plan.node_type.nodes_per_rack, "power_limit_w": plan.rack_power_limit_w,
                  "extra_w": plan.node_type.rack_extra_power_w or 0.0, "cooling": plan.node_type.cooling,
                  "network_racks_per_domain": plan.node_type.network_racks_per_domain},
         "storage": storage_document(plan),
         "prices": prices_document(plan),
-        "reliability": reliability,
+        "reliability": {"profile": plan.failure_profile, **section_values(plan, PLAN_SECTIONS, "cluster.reliability")},
         "calibration": {constant: fit["value"] for constant, fit in
                         (calibration(plan) if overrides is None else overrides).items()},
     }

@@ -7,12 +7,12 @@ from simcore.errors import ScenarioError
 
 
 def as_array(value, field: str, *, positive: bool = False, non_negative: bool = False,
-             at_most: float | None = None, integer: bool = False) -> np.ndarray:
+             at_most: float | None = None, at_least: float | None = None, integer: bool = False) -> np.ndarray:
     """``value`` as a float array, or a ScenarioError naming ``field`` when it is not valid."""
     if isinstance(value, float | int) and not isinstance(value, bool):
-        return _checked_scalar(float(value), field, positive, non_negative, at_most, integer)
+        return _checked_scalar(float(value), field, positive, non_negative, at_most, at_least, integer)
     if isinstance(value, np.ndarray) and value.ndim == 0:
-        return _checked_scalar(float(value), field, positive, non_negative, at_most, integer)
+        return _checked_scalar(float(value), field, positive, non_negative, at_most, at_least, integer)
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -25,12 +25,14 @@ def as_array(value, field: str, *, positive: bool = False, non_negative: bool = 
         raise ScenarioError(field, "must be zero or more")
     if at_most is not None and np.any(array > at_most):
         raise ScenarioError(field, f"must be at most {at_most}")
+    if at_least is not None and np.any(array < at_least):
+        raise ScenarioError(field, f"must be at least {at_least}")
     if integer and np.any(array != np.round(array)):
         raise ScenarioError(field, "must be a whole number")
     return array
 
 
-def _checked_scalar(number: float, field, positive, non_negative, at_most, integer) -> np.ndarray:
+def _checked_scalar(number: float, field, positive, non_negative, at_most, at_least, integer) -> np.ndarray:
     """The checks of :func:`as_array` on one number, without array reductions."""
     if number != number or number in (float("inf"), float("-inf")):
         raise ScenarioError(field, "must be finite (no NaN or infinity)")
@@ -40,6 +42,8 @@ def _checked_scalar(number: float, field, positive, non_negative, at_most, integ
         raise ScenarioError(field, "must be zero or more")
     if at_most is not None and number > at_most:
         raise ScenarioError(field, f"must be at most {at_most}")
+    if at_least is not None and number < at_least:
+        raise ScenarioError(field, f"must be at least {at_least}")
     if integer and number != round(number):
         raise ScenarioError(field, "must be a whole number")
     return np.array(number)

@@ -7,7 +7,7 @@ scenario points. Unknown keys, wrong types and out-of-range values raise :class:
 naming the dotted field path.
 """
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,9 @@ from simcore.training import SCHEDULES
 @dataclass(frozen=True)
 class Num:
     """A numeric field. ``check`` is positive, non_negative or fraction; ``default`` None = required,
-    ``nullable`` = may be null (unknown; stored as NaN)."""
+    ``nullable`` = may be null (unknown; stored as NaN); ``at_least``/``at_most`` bound it. Every
+    rule also carries how people see it: ``label`` (empty: its key in words), ``group`` (the
+    editor's section) and ``doc`` (its help)."""
 
     check: str = "positive"
     default: Any = None
@@ -31,8 +33,11 @@ class Num:
     required: bool = True
     scalar: bool = False
     at_most: float | None = None
+    at_least: float | None = None
     unit: str = ""
     doc: str = ""
+    label: str = ""
+    group: str = ""
 
 
 @dataclass(frozen=True)
@@ -40,21 +45,28 @@ class Text:
     pattern: str
     default: str
     doc: str = ""
+    label: str = ""
+    group: str = ""
 
 
 @dataclass(frozen=True)
 class Choice:
-    """One of ``options``; ``default`` None = required."""
+    """One of ``options`` (``labels``: how each reads, in the same order); ``default`` None = required."""
 
     options: tuple[str, ...]
     default: str | None = None
     doc: str = ""
+    labels: tuple[str, ...] = ()
+    label: str = ""
+    group: str = ""
 
 
 @dataclass(frozen=True)
 class Flag:
     default: bool = False
     doc: str = ""
+    label: str = ""
+    group: str = ""
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,21 @@ class Rates:
     """A mapping of names to one non-negative number each (failure-category rate overrides)."""
 
     doc: str = ""
+    label: str = ""
+    group: str = ""
+
+
+Rule = Num | Text | Choice | Flag | Rates
+
+
+def label_of(key: str, rule: Rule) -> str:
+    """How a field reads: its declared label, else its key in words."""
+    return rule.label or key.replace("_", " ")
+
+
+def grouped(group: str, fields: dict[str, Rule]) -> dict[str, Rule]:
+    """``fields`` with their editor section set to ``group``."""
+    return {key: replace(rule, group=group) for key, rule in fields.items()}
 
 
 def opt(check="positive", default=None, **kw):
@@ -133,13 +160,24 @@ SPEC: dict[str, Any] = {
             "switch_radix": Num(integer=True, unit="ports"),
             "switch_gbit_s": Num(unit="Gb/s"),
             "switch_power_w": opt(nullable=True, unit="W"),
-            "zones": opt(default=1, integer=True),
-            "interzone_switches": opt("non_negative", 0, integer=True),
-            "planes": opt(default=1, integer=True),
-            "rails": opt(default=1, integer=True),
-            "oversubscription": opt(default=1.0),
-            "storage_network": Choice(("shared", "separate"), "shared"),
-            "core_pods": Choice(("power_of_two", "exact"), "power_of_two"),
+            **grouped("Fabric", {
+                "zones": opt(default=1, integer=True, doc="independent fat-trees joined by inter-zone switches"),
+                "interzone_switches": opt("non_negative", 0, integer=True, label="inter-zone switches",
+                                          doc="switches joining the zones"),
+                "planes": opt(default=1, integer=True,
+                              doc="independent network planes (one NIC port per node per plane)"),
+                "rails": opt(default=1, integer=True, doc="rails: NIC i of every node on leaf group i"),
+                "oversubscription": opt(default=1.0, at_least=1.0, label="oversubscription (down:up)",
+                                        doc="leaf down:up port ratio (1 = non-blocking)"),
+                "core_pods": Choice(("power_of_two", "exact"), "power_of_two", label="core sizing",
+                                    labels=("Core provisioned for the next power-of-two pod count",
+                                            "Core sized for the pods built")),
+            }),
+            **grouped("Storage", {
+                "storage_network": Choice(("shared", "separate"), "shared",
+                                          labels=("Shared with computation (storage nodes on the compute fabric)",
+                                                  "Separate storage plane")),
+            }),
         },
         "storage": {
             "nodes": opt("non_negative", 0, integer=True),
@@ -153,12 +191,15 @@ SPEC: dict[str, Any] = {
             "cpu_tdp_w": opt(nullable=True, unit="W"),
             "checkpoint_write_gbyte_s_per_node": opt(default=10.74, unit="GB/s",
                                                      doc="FF VII-A: > 10 GiB/s per node"),
-            "external_write_gbyte_s": opt(nullable=True, unit="GB/s",
-                                          doc="a storage system outside the plan (no storage nodes): its sustained "
-                                              "write rate as its operators publish it; null: none, so checkpoints "
-                                              "without storage nodes have no known cost"),
-            "external_read_gbyte_s": opt(nullable=True, unit="GB/s",
-                                         doc="that system's sustained read rate; null: its write rate"),
+            **grouped("Storage", {
+                "external_write_gbyte_s": opt(nullable=True, unit="GB/s", label="external storage write",
+                                              doc="a storage system outside the plan (no storage nodes): its "
+                                                  "sustained write rate as its operators publish it (Meta's "
+                                                  "Tectonic: 2,000); null: none, so checkpoints without storage "
+                                                  "nodes have no known cost"),
+                "external_read_gbyte_s": opt(nullable=True, unit="GB/s", label="external storage read",
+                                             doc="that system's sustained read rate; null: its write rate"),
+            }),
         },
         "prices": {
             "currency": Text(r"^([A-Z]{3}|REL)$", "USD", doc="ISO 4217 code, or REL for relative units"),
@@ -175,38 +216,62 @@ SPEC: dict[str, Any] = {
         "reliability": {
             "profile": Choice(FAILURE_PROFILES, "fire-flyer",
                               doc="failure categories: FF Tables V-VIII, Llama 3 Table 5, or one per-node rate"),
-            "failures_per_1000_node_days": opt(nullable=True, doc="used by the per-node-rate profile"),
-            "checkpoint_interval_s": opt(nullable=True, unit="s", doc="null: the optimum"),
-            "checkpoint_mode": Choice(("sync", "async"), "sync",
-                                      doc="async: the job stalls only for the snapshot to host memory"),
-            "checkpoint_in_memory": Flag(False, doc="redundant copies in peer host memory (Gemini): the save "
-                                                    "stalls for the snapshot (and, synchronous, the copy to a peer), "
-                                                    "the storage write runs in the background, and a restart loads "
-                                                    "over the compute NICs"),
-            "checkpoint_fixed_s": opt("non_negative", 0.77, unit="s",
-                                      doc="the fixed cost of each save (barrier, metadata, staging set-up): PyTorch "
-                                          "DCP's asynchronous staging of Llama 3 70B on 1,856 H200 blocked 0.78 s "
-                                          "(PyTorch blog, Meta and Crusoe, 2025), of which moving the bytes over "
-                                          "PCIe is about 0.01 s"),
-            "restart_profile": Choice(tuple(RESTART_PROFILES), DEFAULT_RESTART_PROFILE,
-                                      doc="how the platform restarts a job (detection, set-up, warm-up)"),
-            "crash_detection_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
-            "collective_timeout_s": opt(nullable=True, unit="s", doc="hang detection; null: the restart profile's"),
-            "reschedule_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
-            "init_base_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
-            "init_s_per_rank": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
-            "warmup_s": opt("non_negative", nullable=True, unit="s", doc="null: the restart profile's"),
-            "restart_s": opt("non_negative", nullable=True, unit="s",
-                             doc="the whole restart, overriding its parts; null: from the parts"),
-            "link_flap_share": opt("non_negative", 0.0, at_most=1.0, scalar=True,
-                                   doc="share of link failures that are flaps back within link_flap_s (no "
-                                       "published split: 0 counts every one as stopping the job)"),
-            "link_flap_s": opt(default=1.0, unit="s", scalar=True,
-                               doc="a flap's length: under the transport's retry window (about 7 s for NCCL on "
-                                   "InfiniBand) it stalls the job instead of stopping it"),
-            "category_rates": Rates(doc="failure category key -> events per unit-hour (its GPU, node, NIC, link or "
-                                        "switch), replacing the profile's measured rate"),
-            "spare_confidence": opt(default=0.99, at_most=0.999999),
+            **grouped("Cost and reliability", {
+                "failures_per_1000_node_days": opt(nullable=True, label="failures per 1,000 node-days",
+                                                   doc="used by the per-node-rate profile (Meta HPCA 2025: 6.50 on "
+                                                       "RSC-1, 2.34 on RSC-2)"),
+                "category_rates": Rates(label="failure-rate overrides",
+                                        doc="failure category key -> events per unit-hour (its GPU, node, NIC, link "
+                                            "or switch), replacing the profile's measured rate"),
+                "link_flap_share": opt("non_negative", 0.0, at_most=1.0, scalar=True,
+                                       doc="share of link failures that are flaps back within link_flap_s (no "
+                                           "published split: 0 counts every one as stopping the job)"),
+                "link_flap_s": opt(default=1.0, unit="s", scalar=True, label="link flap length",
+                                   doc="a flap's length: under the transport's retry window (about 7 s for NCCL on "
+                                       "InfiniBand) it stalls the job instead of stopping it"),
+                "spare_confidence": opt(default=0.99, at_most=0.999999,
+                                        doc="spare nodes are sized so that the job keeps all its nodes healthy "
+                                            "with this probability (per domain: its root over the domains)"),
+            }),
+            **grouped("Checkpoints and restarts", {
+                "checkpoint_mode": Choice(("sync", "async"), "sync",
+                                          labels=("Synchronous (the job stalls for the write)",
+                                                  "Asynchronous (the job stalls for the snapshot to host memory)"),
+                                          doc="async: the job stalls only for the snapshot to host memory"),
+                "checkpoint_in_memory": Flag(False, label="in-memory checkpoints",
+                                             doc="redundant copies in peer host memory (Gemini): the save stalls "
+                                                 "for the snapshot (and, synchronous, the copy to a peer), the "
+                                                 "storage write runs in the background, and a restart loads over "
+                                                 "the compute NICs"),
+                "checkpoint_interval_s": opt(nullable=True, unit="s", label="checkpoint interval",
+                                             doc="null: the ETTR-optimal interval"),
+                "checkpoint_fixed_s": opt("non_negative", 0.77, unit="s", label="fixed cost per checkpoint",
+                                          doc="the fixed cost of each save (barrier, metadata, staging set-up): "
+                                              "PyTorch DCP's asynchronous staging of Llama 3 70B on 1,856 H200 "
+                                              "blocked 0.78 s (PyTorch blog, Meta and Crusoe, 2025), of which "
+                                              "moving the bytes over PCIe is about 0.01 s"),
+                "restart_profile": Choice(tuple(RESTART_PROFILES), DEFAULT_RESTART_PROFILE,
+                                          labels=tuple(profile.label for profile in RESTART_PROFILES.values()),
+                                          doc="how the platform restarts a job (detection, set-up, warm-up)"),
+                "crash_detection_s": opt("non_negative", nullable=True, unit="s", label="crash detection",
+                                         doc="a crash seen (process exit, heartbeat); null: the restart profile's"),
+                "collective_timeout_s": opt(nullable=True, unit="s", label="collective timeout",
+                                            doc="hang detection (the collective's watchdog); null: the restart "
+                                                "profile's"),
+                "reschedule_s": opt("non_negative", nullable=True, unit="s", label="rescheduling",
+                                    doc="a spare node swapped in and the job relaunched (platform faults); null: "
+                                        "the restart profile's"),
+                "init_base_s": opt("non_negative", nullable=True, unit="s", label="set-up, fixed part",
+                                   doc="rendezvous and communicator set-up, its fixed part; null: the restart "
+                                       "profile's"),
+                "init_s_per_rank": opt("non_negative", nullable=True, unit="s", label="set-up per rank",
+                                       doc="rendezvous and communicator set-up per rank; null: the restart "
+                                           "profile's"),
+                "warmup_s": opt("non_negative", nullable=True, unit="s", label="warm-up",
+                                doc="first steps back to full speed; null: the restart profile's"),
+                "restart_s": opt("non_negative", nullable=True, unit="s", label="restart time",
+                                 doc="the whole restart, overriding its parts; null: from the parts"),
+            }),
         },
         "calibration": {
             "gemm_fraction": opt(nullable=True, scalar=True, at_most=1.0,
@@ -220,111 +285,165 @@ SPEC: dict[str, Any] = {
         },
     },
     "workload": {
-        "kind": Choice(("transformer", "cnn"), "transformer"),
-        "layers": opt(integer=True, nullable=True),
-        "hidden": opt(integer=True, nullable=True),
-        "heads": opt(integer=True, nullable=True, doc="attention (query) heads"),
-        "kv_heads": opt(integer=True, nullable=True, doc="key/value heads (GQA/MQA); null: as many as heads"),
-        "head_dim": opt(integer=True, nullable=True, doc="null: hidden / heads"),
-        "q_lora_rank": opt("non_negative", 0, integer=True,
-                           doc="MLA: the query projection's low-rank width (0: a full-rank query projection)"),
-        "kv_lora_rank": opt("non_negative", 0, integer=True,
-                            doc="MLA (multi-head latent attention, DeepSeek-V2/V3) when > 0: the key/value latent's "
-                                "width; kv_heads is then unused (every head has its own up-projected key and value)"),
-        "rope_head_dim": opt("non_negative", 0, integer=True,
-                             doc="MLA: the decoupled rotary part of each query and key head, beside head_dim"),
-        "v_head_dim": opt(integer=True, nullable=True, doc="value head width; null: head_dim"),
-        "attention_window": opt(integer=True, nullable=True,
-                                doc="sliding-window attention: keys a query sees; null: the whole sequence"),
-        "mtp_layers": opt("non_negative", 0, integer=True,
-                          doc="multi-token prediction modules (DeepSeek-V3: 1), each one layer of the model's last "
-                              "kind and a 2h x h projection on the last pipeline stage; their parameters are "
-                              "reported apart"),
-        "ffn_hidden": opt(integer=True, nullable=True, doc="MLP width; null: 4 x hidden"),
-        "gated_mlp": Flag(False, doc="three MLP matrices (SwiGLU), Llama-style: RMSNorm, rotary, no position table"),
-        "vocab": opt("non_negative", 0, integer=True),
-        "tied_embeddings": Flag(True, doc="input and output embeddings share one matrix"),
-        "seq_len": opt(integer=True, default=1),
-        "causal": Flag(True, doc="causal attention mask: a fused attention kernel skips half the scores"),
-        "resolution_scale": opt(default=1.0, doc="video models: n x base resolution; tokens per sample x n^2"),
-        "experts": opt("non_negative", 0, integer=True, doc="routed experts per MoE layer (0 = dense)"),
-        "moe_top_k": opt("non_negative", 0, integer=True, doc="routed experts per token"),
-        "expert_ffn_hidden": opt(integer=True, nullable=True, doc="one expert's MLP width; null: ffn_hidden"),
-        "shared_experts": opt("non_negative", 0, integer=True, doc="experts every token passes through"),
-        "dense_layers": opt("non_negative", 0, integer=True, doc="leading layers with a dense MLP (MoE)"),
-        "moe_imbalance": opt(default=1.0, doc="busiest expert rank's tokens / the mean (>= 1)"),
-        "params": opt(nullable=True, doc="total parameters, for a model the fields cannot describe (CNNs: required); "
-                                         "transformers: null derives them from the shape"),
-        "flops_per_sample_forward": opt(nullable=True, doc="CNN forward FLOPs per sample"),
-        "forward_s_per_sample": opt(nullable=True, unit="s",
-                                    doc="CNN: measured forward time per sample on this accelerator; null: "
-                                        "the family's convolution efficiency"),
-        "activation_bytes_per_sample": opt("non_negative", 0.0, doc="CNN activations per sample"),
-        "global_batch": Num(integer=True, doc="samples (sequences or images) per step"),
-        "micro_batch": opt(default=1, integer=True),
-        "precision": Choice(("tf32", "fp16", "bf16", "fp8"), "bf16", doc="GEMM precision (fp8: bf16 elsewhere)"),
-        "gpus": opt(integer=True, nullable=True, doc="GPUs the job uses; null: all"),
-        "tp": opt(default=1, integer=True),
-        "sequence_parallel": Flag(False,
-                                  doc="split norms and dropouts over the TP ranks (reduce-scatter + all-gather)"),
-        "cp": opt(default=1, integer=True, doc="context-parallel degree (splits the sequence)"),
-        "pp": opt(default=1, integer=True),
-        "ep": opt(default=1, integer=True,
-                  doc="expert-parallel degree, folded over a pipeline stage's TP x CP x DP ranks (Megatron-Core)"),
-        "expert_tp": opt(integer=True, nullable=True, doc="tensor parallelism inside each expert; null: tp"),
-        "moe_dispatcher": Choice(("alltoall", "hierarchical"), "alltoall",
-                                 doc="alltoall: every token-expert pair sent directly (NCCL); hierarchical: a "
-                                     "token crosses the network once per remote domain and is forwarded inside "
-                                     "it (DeepEP)"),
-        "moe_max_domains": opt(integer=True, nullable=True,
-                               doc="node-limited routing: a token's experts in at most this many scale-up "
-                                   "domains or nodes (DeepSeek-V3: 4); null: unlimited"),
-        "moe_overlap": Flag(False, doc="run each micro-batch's expert all-to-all beside another's compute "
-                                       "(Megatron-Core's EP overlap; DualPipe always does)"),
-        "tp_comm_overlap": Flag(False, doc="overlap tensor-parallel collectives with the GEMMs they feed "
-                                           "(Transformer Engine userbuffers)"),
-        "comm_sms": opt("non_negative", 20, integer=True,
-                        doc="SMs an overlapped collective's kernels take from compute (DeepSeek-V3 3.2.2: 20 "
-                            "of an H800's 132 for its all-to-all)"),
-        "pipeline_schedule": Choice(SCHEDULES, "1f1b",
-                                    doc="1f1b (interleaved when virtual_stages > 1), zb-h1 (zero bubble, Qi et "
-                                        "al. 2024) or dualpipe (DeepSeek-V3: two weight copies, all-to-all and "
-                                        "pipeline sends hidden)"),
-        "virtual_stages": opt(default=1, integer=True, doc="interleaved pipeline stages per GPU"),
-        "first_stage_layers": opt(integer=True, nullable=True,
-                                  doc="layers of the first pipeline stage (Megatron's "
-                                      "--decoder-first-pipeline-num-layers); null: an even split"),
-        "last_stage_layers": opt(integer=True, nullable=True,
-                                 doc="layers of the last pipeline stage; null: an even split"),
-        "zero_stage": opt("non_negative", 0, integer=True, at_most=3,
-                          doc="1: distributed optimizer states; 2: and gradients; 3: and weights (FSDP)"),
-        "recompute": Choice(("none", "selective", "full"), "none", doc="activation recomputation"),
-        "recompute_norms": Flag(False, doc="recompute the norms in backward instead of keeping their outputs "
-                                           "(Megatron-Core's recompute module layernorm; DeepSeek-V3 3.2.3)"),
-        "recompute_mla_up_proj": Flag(False, doc="recompute MLA's query and key/value up-projections in backward, "
-                                                 "keeping only the latents (Megatron-Core's mla_up_proj; "
-                                                 "DeepSeek-V3 3.2.3)"),
-        "fp8_cached_activations": Flag(False, doc="keep the FP8 inputs of the weight GEMMs for backward, one byte "
-                                                  "each (DeepSeek-V3 3.3.2); false: 16-bit copies"),
-        "flash_attention": Flag(True, doc="fused attention: no stored score matrices (drops the 5as/h term)"),
-        "fused_kernels": Flag(True, doc="Megatron-style fused bias-GeLU, bias-dropout-residual and masked softmax; "
-                                        "false: one pass per element-wise operation (plain PyTorch)"),
-        "overlap_grad_reduce": Flag(True, doc="reduce gradients by bucket during the last backward"),
-        "grad_accumulation_fusion": Flag(True, doc="weight-gradient GEMMs add into the fp32 main gradients; "
-                                                   "false: a separate pass per micro-batch (Megatron-LM 2021)"),
-        "collective": Choice(("nccl", "hfreduce"), "nccl"),
-        "use_nvlink": Flag(True, doc="let collectives use the node's NVLink"),
-        "cross_zone": Flag(False, doc="the job spans zones"),
-        "grad_bytes": opt(default=4.0, doc="bytes per gradient element communicated"),
-        "weight_bytes": opt(default=2.0),
-        "optimizer_bytes_per_param": opt("non_negative", 12.0),
-        "tokens_to_train": opt(nullable=True, doc="tokens (or samples for a CNN) to train on"),
-        "preprocess_s_per_sample": opt("non_negative", 0.0, doc="host CPU-seconds per sample"),
-        "preprocess_cached": Flag(False, doc="encodings cached after the first epoch"),
-        "checkpoint_bytes": opt(nullable=True, doc="null: weights + optimizer states"),
-        "job_fault_factor": opt("non_negative", 0.0, doc="the job's own faults (software Xids, user errors) as a "
-                                                         "multiple of the profile's measured per-GPU rate: 0 a "
-                                                         "mature production job, 1 a new job"),
+        **grouped("Workload", {
+            "kind": Choice(("transformer", "cnn"), "transformer",
+                           labels=("Transformer (dense or MoE)", "CNN (by FLOPs and parameters)")),
+        }),
+        **grouped("Model", {
+            "layers": opt(integer=True, nullable=True, doc="transformer layers (blocks)"),
+            "hidden": opt(integer=True, nullable=True, label="hidden size", doc="the model width"),
+            "heads": opt(integer=True, nullable=True, doc="attention (query) heads"),
+            "kv_heads": opt(integer=True, nullable=True, label="key/value heads",
+                            doc="key/value heads (GQA/MQA); null: as many as heads"),
+            "head_dim": opt(integer=True, nullable=True, label="head width", doc="null: hidden / heads"),
+            "ffn_hidden": opt(integer=True, nullable=True, label="MLP width", doc="MLP width; null: 4 x hidden"),
+            "gated_mlp": Flag(False, label="gated MLP (SwiGLU)",
+                              doc="three MLP matrices (SwiGLU), Llama-style: RMSNorm, rotary, no position table"),
+            "vocab": opt("non_negative", 0, integer=True, label="vocabulary", unit="tokens",
+                         doc="vocabulary size (0: no embeddings counted)"),
+            "tied_embeddings": Flag(True, doc="input and output embeddings share one matrix"),
+            "seq_len": opt(integer=True, default=1, label="sequence length", unit="tokens",
+                           doc="tokens per sample at the base resolution"),
+            "causal": Flag(True, doc="causal attention mask: a fused attention kernel skips half the scores"),
+            "resolution_scale": opt(default=1.0, doc="video models: n x base resolution; tokens per sample x n^2"),
+            "attention_window": opt(integer=True, nullable=True, unit="tokens",
+                                    doc="sliding-window attention: keys a query sees; null: the whole sequence"),
+            "mtp_layers": opt("non_negative", 0, integer=True, label="MTP modules",
+                              doc="multi-token prediction modules (DeepSeek-V3: 1), each one layer of the model's "
+                                  "last kind and a 2h x h projection on the last pipeline stage; their parameters "
+                                  "are reported apart"),
+            "params": opt(nullable=True, label="parameters",
+                          doc="total parameters, for a model the fields cannot describe (CNNs: required); "
+                              "transformers: null derives them from the shape"),
+        }),
+        **grouped("Latent attention (MLA)", {
+            "q_lora_rank": opt("non_negative", 0, integer=True, label="query LoRA rank",
+                               doc="MLA: the query projection's low-rank width (0: a full-rank query projection)"),
+            "kv_lora_rank": opt("non_negative", 0, integer=True, label="key/value LoRA rank",
+                                doc="MLA (multi-head latent attention, DeepSeek-V2/V3) when > 0: the key/value "
+                                    "latent's width; kv_heads is then unused (every head has its own up-projected "
+                                    "key and value)"),
+            "rope_head_dim": opt("non_negative", 0, integer=True, label="rotary head width",
+                                 doc="MLA: the decoupled rotary part of each query and key head, beside head_dim"),
+            "v_head_dim": opt(integer=True, nullable=True, label="value head width",
+                              doc="value head width; null: head_dim"),
+        }),
+        **grouped("Mixture of experts", {
+            "experts": opt("non_negative", 0, integer=True, doc="routed experts per MoE layer (0 = dense)"),
+            "moe_top_k": opt("non_negative", 0, integer=True, label="experts per token",
+                             doc="routed experts per token"),
+            "expert_ffn_hidden": opt(integer=True, nullable=True, label="expert MLP width",
+                                     doc="one expert's MLP width; null: ffn_hidden"),
+            "shared_experts": opt("non_negative", 0, integer=True, doc="experts every token passes through"),
+            "dense_layers": opt("non_negative", 0, integer=True, doc="leading layers with a dense MLP (MoE)"),
+            "moe_imbalance": opt(default=1.0, at_least=1.0, label="MoE imbalance",
+                                 doc="busiest expert rank's tokens / the mean"),
+            "expert_tp": opt(integer=True, nullable=True, label="expert TP",
+                             doc="tensor parallelism inside each expert; null: tp"),
+            "moe_dispatcher": Choice(("alltoall", "hierarchical"), "alltoall", label="MoE dispatcher",
+                                     labels=("All-to-all (every pair sent)", "Hierarchical (DeepEP)"),
+                                     doc="alltoall: every token-expert pair sent directly (NCCL); hierarchical: a "
+                                         "token crosses the network once per remote domain and is forwarded inside "
+                                         "it (DeepEP)"),
+            "moe_max_domains": opt(integer=True, nullable=True, label="MoE routing domains",
+                                   doc="node-limited routing: a token's experts in at most this many scale-up "
+                                       "domains or nodes (DeepSeek-V3: 4); null: unlimited"),
+            "moe_overlap": Flag(False, label="MoE overlap",
+                                doc="run each micro-batch's expert all-to-all beside another's compute "
+                                    "(Megatron-Core's EP overlap; DualPipe always does)"),
+        }),
+        **grouped("CNN", {
+            "flops_per_sample_forward": opt(nullable=True, label="forward FLOPs per sample", unit="FLOP",
+                                            doc="CNN forward FLOPs per sample"),
+            "forward_s_per_sample": opt(nullable=True, unit="s", label="forward time per sample",
+                                        doc="CNN: measured forward time per sample on this accelerator; null: "
+                                            "the family's convolution efficiency"),
+            "activation_bytes_per_sample": opt("non_negative", 0.0, unit="B", doc="CNN activations per sample"),
+        }),
+        **grouped("Batch and layout", {
+            "global_batch": Num(integer=True, unit="samples", doc="samples (sequences or images) per step"),
+            "micro_batch": opt(default=1, integer=True, unit="samples", doc="samples per micro-batch"),
+            "gpus": opt(integer=True, nullable=True, label="GPUs", doc="GPUs the job uses; null: all"),
+            "tp": opt(default=1, integer=True, label="TP (tensor parallel)", doc="tensor-parallel degree"),
+            "sequence_parallel": Flag(False,
+                                      doc="split norms and dropouts over the TP ranks (reduce-scatter + all-gather)"),
+            "cp": opt(default=1, integer=True, label="CP (context parallel)",
+                      doc="context-parallel degree (splits the sequence)"),
+            "pp": opt(default=1, integer=True, label="PP (pipeline parallel)", doc="pipeline-parallel degree"),
+            "virtual_stages": opt(default=1, integer=True, doc="interleaved pipeline stages per GPU"),
+            "pipeline_schedule": Choice(SCHEDULES, "1f1b",
+                                        labels=("1F1B (interleaved with virtual stages)", "Zero bubble (ZB-H1)",
+                                                "DualPipe"),
+                                        doc="1f1b (interleaved when virtual_stages > 1), zb-h1 (zero bubble, Qi et "
+                                            "al. 2024) or dualpipe (DeepSeek-V3: two weight copies, all-to-all and "
+                                            "pipeline sends hidden)"),
+            "first_stage_layers": opt(integer=True, nullable=True,
+                                      doc="layers of the first pipeline stage (Megatron's "
+                                          "--decoder-first-pipeline-num-layers); null: an even split"),
+            "last_stage_layers": opt(integer=True, nullable=True,
+                                     doc="layers of the last pipeline stage; null: an even split"),
+            "ep": opt(default=1, integer=True, label="EP (expert parallel)",
+                      doc="expert-parallel degree, folded over a pipeline stage's TP x CP x DP ranks (Megatron-Core)"),
+            "zero_stage": opt("non_negative", 0, integer=True, at_most=3, label="ZeRO stage",
+                              doc="1: distributed optimizer states; 2: and gradients; 3: and weights (FSDP)"),
+            "recompute": Choice(("none", "selective", "full"), "none", label="activation recomputation",
+                                labels=("None", "Selective (attention core)", "Full (every layer's forward)")),
+            "recompute_norms": Flag(False, doc="recompute the norms in backward instead of keeping their outputs "
+                                               "(Megatron-Core's recompute module layernorm; DeepSeek-V3 3.2.3)"),
+            "recompute_mla_up_proj": Flag(False, label="recompute MLA up-projections",
+                                          doc="recompute MLA's query and key/value up-projections in backward, "
+                                              "keeping only the latents (Megatron-Core's mla_up_proj; "
+                                              "DeepSeek-V3 3.2.3)"),
+            "precision": Choice(("tf32", "fp16", "bf16", "fp8"), "bf16", label="GEMM precision",
+                                labels=("TF32", "FP16", "BF16", "FP8 GEMMs (BF16 elsewhere)"),
+                                doc="GEMM precision (fp8: bf16 elsewhere)"),
+            "fp8_cached_activations": Flag(False, label="FP8 cached activations",
+                                           doc="keep the FP8 inputs of the weight GEMMs for backward, one byte "
+                                               "each (DeepSeek-V3 3.3.2); false: 16-bit copies"),
+        }),
+        **grouped("Kernels and overlap", {
+            "flash_attention": Flag(True, doc="fused attention: no stored score matrices (drops the 5as/h term)"),
+            "fused_kernels": Flag(True, doc="Megatron-style fused bias-GeLU, bias-dropout-residual and masked "
+                                            "softmax; false: one pass per element-wise operation (plain PyTorch)"),
+            "overlap_grad_reduce": Flag(True, label="overlap gradient reduction",
+                                        doc="reduce gradients by bucket during the last backward"),
+            "grad_accumulation_fusion": Flag(True, label="gradient accumulation fusion",
+                                             doc="weight-gradient GEMMs add into the fp32 main gradients; "
+                                                 "false: a separate pass per micro-batch (Megatron-LM 2021)"),
+            "tp_comm_overlap": Flag(False, label="TP communication overlap",
+                                    doc="overlap tensor-parallel collectives with the GEMMs they feed "
+                                        "(Transformer Engine userbuffers)"),
+            "comm_sms": opt("non_negative", 20, integer=True, label="communication SMs", unit="SMs",
+                            doc="SMs an overlapped collective's kernels take from compute (DeepSeek-V3 3.2.2: 20 "
+                                "of an H800's 132 for its all-to-all)"),
+        }),
+        **grouped("Communication", {
+            "collective": Choice(("nccl", "hfreduce"), "nccl", labels=("NCCL", "HFReduce"),
+                                 doc="the data-parallel allreduce: NCCL's rings and trees, or HFReduce "
+                                     "(Fire-Flyer: reduced on the host CPUs, then over the network)"),
+            "use_nvlink": Flag(True, label="use NVLink", doc="let collectives use the node's NVLink"),
+            "cross_zone": Flag(False, doc="the job spans zones"),
+            "grad_bytes": opt(default=4.0, unit="B", label="gradient bytes",
+                              doc="bytes per gradient element communicated"),
+            "weight_bytes": opt(default=2.0, unit="B",
+                                doc="bytes per weight element held, gathered (ZeRO-3) and saved"),
+        }),
+        **grouped("State and checkpoints", {
+            "optimizer_bytes_per_param": opt("non_negative", 12.0, unit="B", label="optimizer bytes per parameter",
+                                             doc="optimizer state per parameter (Adam: fp32 master weights and two "
+                                                 "moments, 12 bytes)"),
+            "checkpoint_bytes": opt(nullable=True, unit="B", label="checkpoint size",
+                                    doc="bytes written per checkpoint; null: weights + optimizer states"),
+        }),
+        **grouped("Training run", {
+            "tokens_to_train": opt(nullable=True, unit="tokens", doc="tokens (or samples for a CNN) to train on"),
+            "preprocess_s_per_sample": opt("non_negative", 0.0, unit="s", label="host preprocessing per sample",
+                                           doc="host CPU-seconds per sample"),
+            "preprocess_cached": Flag(False, doc="encodings cached after the first epoch"),
+            "job_fault_factor": opt("non_negative", 0.0, label="job-caused fault factor",
+                                    doc="the job's own faults (software Xids, user errors) as a multiple of the "
+                                        "profile's measured per-GPU rate: 0 a mature production job, 1 a new job"),
+        }),
     },
     "options": {
         "message_bytes": opt(default=186 * 2**20, doc="allreduce size for the collective report"),
@@ -345,7 +464,7 @@ def _check_num(spec: Num, value, path: str):
     if isinstance(value, list) and not value:
         raise ScenarioError(path, "an empty list has no scenarios")
     checks = dict(positive=spec.check == "positive", non_negative=spec.check == "non_negative",
-                  at_most=spec.at_most, integer=spec.integer)
+                  at_most=spec.at_most, at_least=spec.at_least, integer=spec.integer)
     if isinstance(value, float | int):
         return as_array(value, path, **checks)
     try:
@@ -466,7 +585,6 @@ def _check_transformer_shape(w: dict):
         ("moe_top_k", np.any(top_k > experts), "cannot exceed the routed experts"),
         ("dense_layers", np.any((experts > 0) & (w["dense_layers"] >= w["layers"])),
          "must leave at least one MoE layer"),
-        ("moe_imbalance", np.any(w["moe_imbalance"] < 1), "must be at least 1 (the busiest rank / the mean)"),
     )
     for field, bad, reason in rules:
         if bad:
@@ -487,6 +605,8 @@ def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
             default = "required" if rule.required else ("null" if rule.default is None else str(rule.default))
             if rule.scalar:
                 kind += ", one value"
+            kind += "".join(f", {word} {bound:g}" for word, bound in (("at least", rule.at_least),
+                                                                     ("at most", rule.at_most)) if bound is not None)
             rows.append((path, kind + (f", {rule.unit}" if rule.unit else ""), default, rule.doc))
         elif isinstance(rule, Choice):
             rows.append((path, " / ".join(rule.options), "required" if rule.default is None else rule.default,
@@ -533,7 +653,7 @@ def json_schema(spec=SPEC) -> dict:
         if isinstance(rule, dict):
             properties[key] = json_schema(rule)
         else:
-            properties[key] = _field_schema(rule)
+            properties[key] = field_schema(rule)
             if (isinstance(rule, Num) and rule.required and rule.default is None) or (
                     isinstance(rule, Choice) and rule.default is None):
                 required.append(key)
@@ -545,7 +665,8 @@ def json_schema(spec=SPEC) -> dict:
     return schema
 
 
-def _field_schema(rule) -> dict:
+def field_schema(rule: Rule, lists: bool = True) -> dict:
+    """One field's JSON Schema; with ``lists``, a number field may be a list of numbers."""
     if isinstance(rule, Num):
         number = {"type": "integer" if rule.integer else "number"}
         if rule.check == "positive":
@@ -556,7 +677,10 @@ def _field_schema(rule) -> dict:
             number["maximum"] = 1
         if rule.at_most is not None:
             number["maximum"] = rule.at_most
-        variants = [number] if rule.scalar else [number, {"type": "array", "items": number, "minItems": 1}]
+        if rule.at_least is not None:
+            number["minimum"] = rule.at_least
+        variants = [number] if rule.scalar or not lists else [number, {"type": "array", "items": number,
+                                                                        "minItems": 1}]
         if rule.nullable:
             variants.append({"type": "null"})
         schema = {"anyOf": variants} if len(variants) > 1 else number

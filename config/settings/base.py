@@ -289,11 +289,11 @@ SPECTACULAR_SETTINGS = {
         "NetworkProtocolEnum": "planner.choices.NetworkProtocol",
         "ConfidenceEnum": "planner.choices.Confidence",
         "VisibilityEnum": "planner.models.plans.Visibility",
-        "WorkloadKindEnum": "planner.models.plans.Workload.Kind",
+        "WorkloadKindEnum": "planner.models.plans.WORKLOAD_KINDS",
         "LinkPartKindEnum": "planner.choices.LinkPartKind",
         "MeasurementKindEnum": "planner.models.measurements.Measurement.Kind",
         "MeasuredCollectiveEnum": "simcore.measurements.COLLECTIVES",
-        "GradientCollectiveEnum": "planner.models.plans.Workload.Collective",
+        "GradientCollectiveEnum": "planner.models.plans.GRADIENT_COLLECTIVES",
     },
 }
 

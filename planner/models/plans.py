@@ -21,10 +21,9 @@ from planner.models.catalog import (
     Switch,
     validate_positive,
 )
+from planner.models.declared import PLAN_SECTIONS, WORKLOAD_SECTIONS, declared_base, section_values
 from planner.services.errors import InputError
 from simcore import ScenarioError, cluster, job, reliability, topology
-from simcore.document import SPEC
-from simcore.reliability import DEFAULT_RESTART_PROFILE, RESTART_PROFILES
 
 
 class Visibility(models.TextChoices):
@@ -90,47 +89,28 @@ def positive_int(help_text: str, default=None, minimum: int = 1, maximum: int | 
     return models.PositiveIntegerField(validators=validators, help_text=help_text, **kwargs)
 
 
-class ClusterPlan(OwnedEntry):
-    """A build: compute nodes, the computation fabric, storage, prices, reliability policy."""
+class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS, __name__)):
+    """A build: compute nodes, the computation fabric, storage, prices, reliability policy. Its
+    fabric, external-storage and reliability settings are the engine's fields of those sections,
+    declared once in :data:`simcore.document.SPEC` (:mod:`planner.models.declared`)."""
 
     class FabricLayers(models.IntegerChoices):
         TWO = 2, "Two-layer fat-tree"
         THREE = 3, "Three-layer fat-tree"
-
-    class StorageNetwork(models.TextChoices):
-        SHARED = "shared", "Shared with computation (storage nodes on the compute fabric)"
-        SEPARATE = "separate", "Separate storage plane"
 
     class FailureProfile(models.TextChoices):
         FIRE_FLYER = "fire-flyer", "Fire-Flyer 2 measured rates (Xid table, IB links, host ECC)"
         LLAMA3 = "llama3", "Llama 3 405B run (Table 5: GPUs, hosts, network parts)"
         PER_NODE_RATE = "per-node-rate", "One per-node failure rate"
 
-    class CheckpointMode(models.TextChoices):
-        SYNC = "sync", "Synchronous (the job stalls for the write)"
-        ASYNC = "async", "Asynchronous (the job stalls for the snapshot to host memory)"
-
-    class CorePods(models.TextChoices):
-        POWER_OF_TWO = "power_of_two", "Core provisioned for the next power-of-two pod count"
-        EXACT = "exact", "Core sized for the pods built"
-
     node_type = models.ForeignKey(ComputeNodeType, on_delete=models.PROTECT, related_name="plans")
     node_count = positive_int("Compute nodes.")
     fabric_layers = models.PositiveSmallIntegerField(choices=FabricLayers.choices, default=FabricLayers.TWO)
     switch = models.ForeignKey(Switch, on_delete=models.PROTECT, related_name="plans")
-    zones = positive_int("Independent fat-trees joined by inter-zone switches.", default=1)
-    interzone_switches = positive_int("Switches joining the zones.", default=0, minimum=0)
-    planes = positive_int("Independent network planes (one NIC port per node per plane).", default=1)
-    rails = positive_int("Rails: NIC i of every node on leaf group i.", default=1)
-    oversubscription = models.FloatField(
-        default=1.0, validators=[MinValueValidator(1.0)], help_text="Leaf down:up port ratio (1 = non-blocking)."
-    )
-    core_pods = models.CharField(max_length=16, choices=CorePods.choices, default=CorePods.POWER_OF_TWO)
     storage_node_type = models.ForeignKey(
         StorageNodeType, on_delete=models.PROTECT, null=True, blank=True, related_name="plans"
     )
     storage_node_count = positive_int("Storage nodes.", default=0, minimum=0)
-    storage_network = models.CharField(max_length=8, choices=StorageNetwork.choices, default=StorageNetwork.SHARED)
     endpoint_cable = models.ForeignKey(
         LinkPart, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
         help_text="Cable from each NIC to its leaf.",
@@ -150,50 +130,6 @@ class ClusterPlan(OwnedEntry):
         null=True, blank=True, validators=[validate_positive],
         help_text="The site's power and cooling budget per rack: sets nodes per rack where the node type does not.")
     failure_profile = models.CharField(max_length=16, choices=FailureProfile.choices, default=FailureProfile.FIRE_FLYER)
-    failures_per_1000_node_days = models.FloatField(
-        null=True, blank=True, validators=[validate_positive],
-        help_text="For the per-node-rate profile (Meta HPCA 2025: 6.50 on RSC-1, 2.34 on RSC-2).",
-    )
-    category_rates = models.JSONField(
-        default=dict, blank=True,
-        help_text="Failure-rate overrides: category key -> events per unit-hour (per GPU, node, NIC, link or switch).")
-    link_flap_share = models.FloatField(
-        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-        help_text="Share of link failures that are flaps back within the flap length (no published split: 0 "
-                  "counts every one as stopping the job).")
-    link_flap_s = models.FloatField(
-        default=1.0, validators=[validate_positive],
-        help_text="A flap's length: under the transport's retry window (about 7 s) it stalls the job instead.")
-    checkpoint_interval_s = models.FloatField(
-        null=True, blank=True, validators=[validate_positive], help_text="Empty: the ETTR-optimal interval."
-    )
-    restart_profile = models.CharField(
-        max_length=24, choices=[(key, profile.label) for key, profile in RESTART_PROFILES.items()],
-        default=DEFAULT_RESTART_PROFILE,
-        help_text="How the platform restarts a job: detection, rescheduling, set-up, warm-up.")
-    collective_timeout_s = models.FloatField(
-        null=True, blank=True, validators=[validate_positive],
-        help_text="Hang detection (the collective's watchdog). Empty: the restart profile's.")
-    checkpoint_mode = models.CharField(max_length=8, choices=CheckpointMode.choices, default=CheckpointMode.SYNC)
-    checkpoint_in_memory = models.BooleanField(
-        default=False, help_text="Redundant checkpoint copies in peer host memory (Gemini): a save stalls for the "
-                                 "snapshot and the copy to a peer, restarts load over the NICs.")
-    checkpoint_fixed_s = models.FloatField(
-        default=0.77, validators=[MinValueValidator(0.0)],
-        help_text="The fixed cost of each checkpoint save (barrier, metadata, staging set-up): PyTorch DCP's "
-                  "asynchronous staging blocked 0.78 s on 1,856 H200 (PyTorch blog, Meta and Crusoe, 2025).")
-    external_storage_write_gbyte_s = models.FloatField(
-        null=True, blank=True, validators=[validate_positive],
-        help_text="A storage system outside the plan (no storage nodes): its sustained write rate in GB/s as its "
-                  "operators publish it (Meta's Tectonic: 2,000). Empty: none, so checkpoint costs are unknown "
-                  "without storage nodes.")
-    external_storage_read_gbyte_s = models.FloatField(
-        null=True, blank=True, validators=[validate_positive],
-        help_text="That system's sustained read rate in GB/s. Empty: its write rate.")
-    restart_s = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(0.0)],
-        help_text="The whole restart, overriding its parts. Empty: from the restart profile's parts."
-    )
 
     @property
     def gpu_count(self) -> int:
@@ -315,146 +251,16 @@ class ClusterPlan(OwnedEntry):
         return errors
 
 
-class Workload(OwnedEntry):
+class Workload(OwnedEntry, declared_base("DeclaredWorkloadFields", WORKLOAD_SECTIONS, __name__)):
     """A training job: a dense or MoE transformer described by its shape, or a CNN by its FLOPs,
     with its batch and parallel layout. The engine derives parameters, FLOPs and step time from
-    these fields (docs/engine.md); nothing here is an efficiency to guess."""
-
-    class Kind(models.TextChoices):
-        TRANSFORMER = "transformer", "Transformer (dense or MoE)"
-        CNN = "cnn", "CNN (by FLOPs and parameters)"
-
-    class Precision(models.TextChoices):
-        TF32 = "tf32", "TF32"
-        FP16 = "fp16", "FP16"
-        BF16 = "bf16", "BF16"
-        FP8 = "fp8", "FP8 GEMMs (BF16 elsewhere)"
-
-    class Collective(models.TextChoices):
-        NCCL = "nccl", "NCCL"
-        HFREDUCE = "hfreduce", "HFReduce"
-
-    class Recompute(models.TextChoices):
-        NONE = "none", "None"
-        SELECTIVE = "selective", "Selective (attention core)"
-        FULL = "full", "Full (every layer's forward)"
-
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.TRANSFORMER)
-    layers = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
-    hidden = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
-    heads = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                        help_text="Attention (query) heads.")
-    kv_heads = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                           help_text="Key/value heads (GQA/MQA); empty: as many as heads.")
-    head_dim = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                           help_text="Empty: hidden / heads.")
-    q_lora_rank = models.PositiveIntegerField(default=0, help_text="MLA: the query projection's low-rank width "
-                                                                   "(0: full rank).")
-    kv_lora_rank = models.PositiveIntegerField(default=0, help_text="MLA (multi-head latent attention) when > 0: the "
-                                                                    "key/value latent's width.")
-    rope_head_dim = models.PositiveIntegerField(default=0, help_text="MLA: the decoupled rotary part of each query "
-                                                                     "and key head.")
-    v_head_dim = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                             help_text="Value head width; empty: head_dim.")
-    attention_window = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                                   help_text="Sliding-window attention: keys a query sees; empty: "
-                                                             "the whole sequence.")
-    mtp_layers = models.PositiveIntegerField(default=0, help_text="Multi-token prediction modules (DeepSeek-V3: 1).")
-    ffn_hidden = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                             help_text="MLP width; empty: 4 x hidden.")
-    gated_mlp = models.BooleanField(default=False, help_text="Three MLP matrices (SwiGLU), Llama-style.")
-    vocab = models.PositiveIntegerField(default=0)
-    tied_embeddings = models.BooleanField(default=True)
-    seq_len = positive_int("Tokens per sample at the base resolution.", default=1)
-    causal = models.BooleanField(default=True, help_text="Causal mask: fused attention skips half the scores.")
-    resolution_scale = models.FloatField(
-        default=1.0, validators=[validate_positive],
-        help_text="Video models: n x base resolution gives n^2 x the tokens per sample.",
-    )
-    experts = models.PositiveIntegerField(default=0, help_text="Routed experts per MoE layer; 0 for a dense model.")
-    moe_top_k = models.PositiveIntegerField(default=0, help_text="Routed experts per token.")
-    expert_ffn_hidden = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                                    help_text="One expert's MLP width; empty: ffn_hidden.")
-    shared_experts = models.PositiveIntegerField(default=0, help_text="Experts every token passes through.")
-    dense_layers = models.PositiveIntegerField(default=0, help_text="Leading layers with a dense MLP (MoE).")
-    moe_imbalance = models.FloatField(default=1.0, validators=[MinValueValidator(1.0)],
-                                      help_text="Busiest expert rank's tokens over the mean.")
-    params = models.FloatField(null=True, blank=True, validators=[validate_positive],
-                               help_text="Total parameters, for a model the fields cannot describe (required "
-                                         "for a CNN); empty: derived from the transformer's shape.")
-    flops_per_sample_forward = models.FloatField(null=True, blank=True, validators=[validate_positive])
-    forward_s_per_sample = models.FloatField(
-        null=True, blank=True, validators=[validate_positive],
-        help_text="CNN: measured forward time per sample on the plan's accelerator; empty: the "
-                  "accelerator family's convolution efficiency.")
-    activation_bytes_per_sample = models.FloatField(default=0.0, validators=[MinValueValidator(0.0)])
-    global_batch = positive_int("Samples per step.")
-    micro_batch = positive_int("Samples per micro-batch.", default=1)
-    precision = models.CharField(max_length=8, choices=Precision.choices, default=Precision.BF16)
-    gpus = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                       help_text="GPUs the job uses; empty: the whole cluster.")
-    tp = positive_int("Tensor-parallel degree.", default=1)
-    sequence_parallel = models.BooleanField(default=False, help_text="Split norms and dropouts over the TP ranks.")
-    cp = positive_int("Context-parallel degree (splits the sequence).", default=1)
-    pp = positive_int("Pipeline-parallel degree.", default=1)
-    ep = positive_int("Expert-parallel degree, folded over a stage's TP x CP x DP ranks.", default=1)
-    expert_tp = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                            help_text="Tensor parallelism inside each expert; empty: TP.")
-    moe_dispatcher = models.CharField(max_length=16, choices=[("alltoall", "All-to-all (every pair sent)"),
-                                                              ("hierarchical", "Hierarchical (DeepEP)")],
-                                      default="alltoall")
-    moe_max_domains = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                                  help_text="Node-limited routing: a token's experts in at most "
-                                                            "this many domains; empty: unlimited.")
-    moe_overlap = models.BooleanField(default=False, help_text="Expert all-to-all beside another micro-batch's "
-                                                               "compute.")
-    tp_comm_overlap = models.BooleanField(default=False, help_text="TP collectives overlapped with their GEMMs.")
-    recompute_norms = models.BooleanField(default=False, help_text="Norms recomputed in backward, their outputs "
-                                                                   "not kept.")
-    recompute_mla_up_proj = models.BooleanField(default=False, help_text="MLA up-projections recomputed in "
-                                                                         "backward, only the latents kept.")
-    fp8_cached_activations = models.BooleanField(default=False, help_text="Weight-GEMM inputs kept in FP8 for "
-                                                                          "backward.")
-    comm_sms = models.PositiveIntegerField(default=20, help_text="SMs an overlapped collective takes from compute.")
-    pipeline_schedule = models.CharField(max_length=16, choices=[("1f1b", "1F1B (interleaved with virtual "
-                                                                          "stages)"),
-                                                                 ("zb-h1", "Zero bubble (ZB-H1)"),
-                                                                 ("dualpipe", "DualPipe")], default="1f1b")
-    virtual_stages = positive_int("Interleaved pipeline stages per GPU.", default=1)
-    first_stage_layers = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                                     help_text="Layers of the first pipeline stage; empty: even.")
-    last_stage_layers = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)],
-                                                    help_text="Layers of the last pipeline stage; empty: even.")
-    zero_stage = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(3)],
-                                                  help_text="ZeRO stage (1: distributed optimizer); 3 is FSDP.")
-    recompute = models.CharField(max_length=16, choices=Recompute.choices, default=Recompute.NONE)
-    flash_attention = models.BooleanField(default=True)
-    fused_kernels = models.BooleanField(default=True, help_text="Fused element-wise kernels (Megatron-style).")
-    overlap_grad_reduce = models.BooleanField(default=True, help_text="Reduce gradients during the last backward.")
-    grad_accumulation_fusion = models.BooleanField(
-        default=True, help_text="Weight-gradient GEMMs add into the fp32 main gradients.")
-    collective = models.CharField(max_length=16, choices=Collective.choices, default=Collective.NCCL)
-    use_nvlink = models.BooleanField(default=True)
-    cross_zone = models.BooleanField(default=False)
-    grad_bytes = models.FloatField(default=4.0, validators=[validate_positive])
-    weight_bytes = models.FloatField(default=2.0, validators=[validate_positive])
-    optimizer_bytes_per_param = models.FloatField(
-        default=12.0, validators=[MinValueValidator(0.0)],
-        help_text="Optimizer state per parameter (Adam: fp32 master weights and two moments, 12 bytes).")
-    checkpoint_bytes = models.FloatField(
-        null=True, blank=True, validators=[validate_positive],
-        help_text="Bytes written per checkpoint. Empty: the weights and optimizer states.")
-    tokens_to_train = models.FloatField(null=True, blank=True, validators=[validate_positive])
-    preprocess_s_per_sample = models.FloatField(default=0.0, validators=[MinValueValidator(0.0)])
-    preprocess_cached = models.BooleanField(default=False)
-    job_fault_factor = models.FloatField(
-        default=0.0, validators=[MinValueValidator(0.0)],
-        help_text="The job's own faults (software Xids, user errors) as a multiple of the failure profile's "
-                  "measured per-GPU rate: 0 a mature production job, 1 a new job.")
+    these fields (docs/engine.md); nothing here is an efficiency to guess. Its fields are the
+    engine's workload fields, declared once in :data:`simcore.document.SPEC`
+    (:mod:`planner.models.declared`)."""
 
     def clean(self):
         errors = {}
-        if self.kind == self.Kind.TRANSFORMER:
+        if self.kind == "transformer":
             for field in ("layers", "hidden", "heads"):
                 if getattr(self, field) is None:
                     errors[field] = "required for a transformer"
@@ -506,11 +312,12 @@ class Workload(OwnedEntry):
             raise ValidationError(errors)
 
     def engine_document(self) -> dict:
-        """The engine's workload document: each field of simcore's workload spec this model stores."""
-        return {name: getattr(self, name) for name in ENGINE_WORKLOAD_FIELDS}
+        """The engine's workload document: each field of simcore's workload spec, from its column."""
+        return section_values(self, WORKLOAD_SECTIONS, "workload")
 
 
 PART_KINDS = {"endpoint_cable": (LinkPartKind.DAC, LinkPartKind.AOC), "transceiver": (LinkPartKind.TRANSCEIVER,),
               "fiber": (LinkPartKind.FIBER,)}
-ENGINE_WORKLOAD_FIELDS = tuple(name for name in SPEC["workload"]
-                               if name in {field.name for field in Workload._meta.fields})
+# Choice sets the OpenAPI schema gives names (SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]).
+WORKLOAD_KINDS = Workload._meta.get_field("kind").choices
+GRADIENT_COLLECTIVES = Workload._meta.get_field("collective").choices

@@ -20,10 +20,12 @@ from django.db import transaction
 from django.db.models import Count
 
 from planner import models, serializers
+from planner.models.declared import PLAN_SECTIONS, WORKLOAD_SECTIONS, preset_properties
 
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
 DATA_DIR = CATALOG_DIR / "data"
 SCHEMA_DIR = CATALOG_DIR / "schemas"
+DECLARED_SECTIONS = {models.Workload: WORKLOAD_SECTIONS, models.ClusterPlan: PLAN_SECTIONS}
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,11 @@ class LoadReport:
 
 
 def load_schema(table: CatalogTable) -> dict:
-    return json.loads((SCHEMA_DIR / f"{table.name}.schema.json").read_text())
+    """The table's JSON Schema: its file, with the engine fields its model stores as declared
+    (:mod:`planner.models.declared`)."""
+    schema = json.loads((SCHEMA_DIR / f"{table.name}.schema.json").read_text())
+    sections = DECLARED_SECTIONS.get(table.model, ())
+    return {**schema, "properties": {**schema["properties"], **preset_properties(sections)}} if sections else schema
 
 
 def seed_files(table: CatalogTable, data_dir: Path = DATA_DIR) -> list[Path]:
