@@ -249,7 +249,16 @@ def cost_section(c, f: Fabrics, power_out: dict, hw: Hardware) -> dict:
     }
 
 
-def storage_section(c) -> tuple[dict, dict]:
+@dataclass(frozen=True)
+class StorageRates:
+    """The aggregate rates (GB/s, arrays over scenario points; NaN: unknown) that checkpoints are
+    read and written at, for the reliability stage."""
+
+    read_gbyte_s: np.ndarray
+    write_gbyte_s: np.ndarray
+
+
+def storage_section(c) -> tuple[dict, StorageRates]:
     """Aggregate read and write throughput with what bounds each, and capacity; also the rates
     checkpoints read and write at: the storage nodes', else the external storage's (storage module
     docstring), else NaN (unknown)."""
@@ -267,8 +276,8 @@ def storage_section(c) -> tuple[dict, dict]:
         sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_read_gbyte_s"], nodes, client_nic_gbyte_s)
     write, write_bound = storage.storage_throughput_gbyte_s(
         sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_write_gbyte_s"], nodes, client_nic_gbyte_s)
-    rates = {"read": np.where(sto["nodes"] > 0, read, external["read"]),
-             "write": np.where(sto["nodes"] > 0, write, external["write"])}
+    rates = StorageRates(read_gbyte_s=np.where(sto["nodes"] > 0, read, external["read"]),
+                         write_gbyte_s=np.where(sto["nodes"] > 0, write, external["write"]))
     return {
         "aggregate_read_gbyte_s": read,
         "read_bound": label(storage.STORAGE_LABELS, read_bound),

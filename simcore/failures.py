@@ -1,12 +1,13 @@
 """The reliability stage: failure categories for the scenario, cluster-wide rates, a job's
 interruptions, checkpoints, restarts and ETTR, and the Monte Carlo check (formulas and sources in
 :mod:`simcore.reliability` and :mod:`simcore.storage`)."""
+from dataclasses import dataclass
+
 import numpy as np
 
 from simcore import budget, reliability, storage
 from simcore.arrays import label
 from simcore.errors import ScenarioError
-from simcore.reliability import SECONDS_PER_DAY
 
 
 def failure_categories(rel, spans_nodes=False, xids=True, nvlink=True):
@@ -72,17 +73,32 @@ def node_availability(categories, units):
     return reliability.node_availability(down_per_node, mttr_h), mttr_h
 
 
-def _checkpoint_policy(rel, job, node, sto, storage_rates) -> dict:
+@dataclass(frozen=True)
+class JobCycle:
+    """What the job's reliability hands the cost stage and the Monte Carlo check, arrays over
+    scenario points: the checkpoint ``interval_s``, the job's stall per checkpoint
+    ``checkpoint_s`` and its ``restart_s`` (s), its ``interruptions_per_s``, the share of time
+    link flaps stall it (``flap_stall_fraction``) and its ETTR (fraction of wall time)."""
+
+    interval_s: np.ndarray
+    checkpoint_s: np.ndarray
+    restart_s: np.ndarray
+    interruptions_per_s: np.ndarray
+    flap_stall_fraction: np.ndarray
+    ettr: np.ndarray
+
+
+def _checkpoint_policy(rel, job, node, sto, rates) -> dict:
     """What a checkpoint costs the job (reliability module docstring, checkpoint policy): the
     storage write and load (unknown without a storage plane), the snapshot to host memory over
     PCIe, and for in-memory copies the copy to a peer's host memory over the compute NICs; the
     stall, what runs behind the job (``behind_s``: a failure loses it too) and what a restart loads."""
     per_node, fixed_s = sto["checkpoint_write_gbyte_s_per_node"], rel["checkpoint_fixed_s"]
-    size = job["checkpoint_bytes"]
-    write_s, write_bound = storage.checkpoint_time_s(size, job["nodes"], per_node, storage_rates["write"], fixed_s)
-    load_s, load_bound = storage.checkpoint_time_s(size, job["nodes"], per_node, storage_rates["read"])
-    peer_s = size / job["nodes"] / (node["compute_nics"] * node["compute_nic_gbit_s"] / 8 * 1e9)
-    snapshot_s = size / job["gpus"] / (node["pcie_bw_gbyte_s"] * 1e9) + fixed_s
+    size = job.checkpoint_bytes
+    write_s, write_bound = storage.checkpoint_time_s(size, job.nodes, per_node, rates.write_gbyte_s, fixed_s)
+    load_s, load_bound = storage.checkpoint_time_s(size, job.nodes, per_node, rates.read_gbyte_s)
+    peer_s = size / job.nodes / (node["compute_nics"] * node["compute_nic_gbit_s"] / 8 * 1e9)
+    snapshot_s = size / job.gpus / (node["pcie_bw_gbyte_s"] * 1e9) + fixed_s
     in_memory = rel["checkpoint_in_memory"]
     asynchronous = rel["checkpoint_mode"] == "async"
     behind_s = np.where(in_memory, peer_s, write_s)  # what runs behind the job when it does not wait for it
@@ -106,16 +122,27 @@ def _checked_interval(rel, behind_s, optimal):
     return np.where(np.isnan(given), optimal, given)
 
 
-def reliability_job(p, categories, job, node, sto, storage_rates):
-    """The job's interruptions (platform faults on its parts, its own faults at its stated rate),
-    checkpoint policy, restart time in parts, interval and ETTR (reliability module docstring)."""
+def _spares(categories, units, job_nodes, confidence):
+    """Spare nodes for the job, and per scale-up domain (NaN where domains are nodes): without
+    multi-node domains the job's nodes are one pool, the one-domain case of the same sizing."""
+    availability = node_availability(categories, units)[0]
+    domains = units["domain"]
+    per_domain = reliability.spares_per_domain(np.ceil(job_nodes / np.maximum(domains, 1)), domains, availability,
+                                               confidence)
+    return per_domain * np.maximum(domains, 1), np.where(domains > 0, per_domain, np.nan)
+
+
+def reliability_job(p, categories, job, units, node, sto, rates) -> tuple[dict, JobCycle]:
+    """The job's interruptions (platform faults on ``units``, its parts, and its own faults at its
+    stated rate), checkpoint policy (``rates``: the storage's), restart time in parts, interval and
+    ETTR (reliability module docstring): the result's figures and what later stages take."""
     rel = p["cluster"]["reliability"]
-    units, factor = job["units"], job["job_fault_factor"]
-    ckpt = _checkpoint_policy(rel, job, node, sto, storage_rates)
+    factor = job.fault_factor
+    ckpt = _checkpoint_policy(rel, job, node, sto, rates)
     load_s, stall_s, behind_s = ckpt["load_s"], ckpt["stall_s"], ckpt["behind_s"]
     timing = reliability.restart_timing(rel["restart_profile"],
                                         **{name: rel[name] for name in reliability.RESTART_TIMING_FIELDS})
-    kinds, restart_s, parts, by_kind = reliability.job_interruptions(categories, units, factor, timing, job["gpus"],
+    kinds, restart_s, parts, by_kind = reliability.job_interruptions(categories, units, factor, timing, job.gpus,
                                                                      load_s, behind_s)
     rate_h = sum(kinds.values())
     rate_s = rate_h / 3600
@@ -125,15 +152,13 @@ def reliability_job(p, categories, job, node, sto, storage_rates):
     optimal = reliability.optimal_interval_s(stall_s, rate_s)
     optimal = np.maximum(optimal, behind_s)
     interval = _checked_interval(rel, behind_s, optimal)
-    availability = node_availability(categories, units)[0]
-    domains = units["domain"]
-    # Without multi-node domains the job's nodes are one pool: the one-domain case of the same sizing.
-    per_domain = reliability.spares_per_domain(np.ceil(job["nodes"] / np.maximum(domains, 1)), domains, availability,
-                                               rel["spare_confidence"])
-    spares = per_domain * np.maximum(domains, 1)
+    spares, per_domain = _spares(categories, units, job.nodes, rel["spare_confidence"])
     flap_stall = reliability.flap_stall_fraction(categories, units, rel["link_flap_s"])
     with np.errstate(divide="ignore"):
         mtbi_h = 1 / rate_h
+    cycle = JobCycle(interval_s=interval, checkpoint_s=stall_s, restart_s=restart_s, interruptions_per_s=rate_s,
+                     flap_stall_fraction=flap_stall,
+                     ettr=reliability.ettr_closed_form(interval, stall_s, restart_s, rate_s) * (1 - flap_stall))
     return {
         "job_interruptions_per_day": rate_h * 24,
         "job_mtbi_h": mtbi_h,
@@ -142,7 +167,7 @@ def reliability_job(p, categories, job, node, sto, storage_rates):
         "job_caused_interruptions_per_day": (kinds[(reliability.JOB, reliability.CRASH)]
                                              + kinds[(reliability.JOB, reliability.HANG)]) * 24,
         "checkpoint_mode": rel["checkpoint_mode"],
-        "checkpoint_bytes": job["checkpoint_bytes"],
+        "checkpoint_bytes": job.checkpoint_bytes,
         "checkpoint_time_s": stall_s,
         "checkpoint_write_time_s": ckpt["write_s"],
         "checkpoint_bound": label(storage.CHECKPOINT_LABELS, ckpt["write_bound"]),
@@ -160,26 +185,26 @@ def reliability_job(p, categories, job, node, sto, storage_rates):
         "young_interval_s": reliability.young_interval_s(stall_s, rate_s),
         "daly_interval_s": reliability.daly_interval_s(stall_s, rate_s),
         "link_flap_stall_fraction": flap_stall,
-        "ettr": reliability.ettr_closed_form(interval, stall_s, restart_s, rate_s) * (1 - flap_stall),
+        "ettr": cycle.ettr,
         "ettr_at_optimum": reliability.ettr_closed_form(optimal, stall_s, restart_s, rate_s) * (1 - flap_stall),
         "spare_nodes": spares,
-        "spare_nodes_per_domain": np.where(domains > 0, per_domain, np.nan),
-    }
+        "spare_nodes_per_domain": per_domain,
+    }, cycle
 
 
-def monte_carlo(p, categories, units, points, work_budget_s, rel: dict | None = None, feasible=None):
-    """Monte Carlo event counts for the whole cluster over the horizon and, with a job (``rel``:
-    :func:`reliability_job`'s figures; ``feasible``: where it can run), its ETTR; refused first if
-    its estimated work is over ``work_budget_s``."""
+def monte_carlo(p, categories, units, points, work_budget_s, cycle: JobCycle | None = None, feasible=None):
+    """Monte Carlo event counts for the whole cluster over the horizon and, with a job (``cycle``:
+    :func:`reliability_job`'s; ``feasible``: where it can run), its ETTR; refused first if its
+    estimated work is over ``work_budget_s``."""
     opts = p["options"]
     replicas = int(opts["monte_carlo_replicas"])
     hours = opts["monte_carlo_horizon_h"]
-    simulate_ettr = rel is not None and np.any(feasible) and np.isfinite(rel["ettr"]).all()
+    simulate_ettr = cycle is not None and np.any(feasible) and np.isfinite(cycle.ettr).all()
     if simulate_ettr:
-        segment = rel["checkpoint_interval_s"] + rel["checkpoint_time_s"]
+        segment = cycle.interval_s + cycle.checkpoint_s
         segments = int(np.clip(np.min(hours * 3600 / segment), 1, 1_000_000))
-        rate_s = rel["job_interruptions_per_day"] / SECONDS_PER_DAY
-    draws = budget.ettr_failure_draws(segments, segment, rel["restart_time_s"], rate_s) if simulate_ettr else 0.0
+    draws = (budget.ettr_failure_draws(segments, segment, cycle.restart_s, cycle.interruptions_per_s)
+             if simulate_ettr else 0.0)
     budget.check("options.monte_carlo_replicas", budget.monte_carlo_s(replicas, points, len(categories), draws),
                  work_budget_s, f"{replicas:,} replicas over {hours:g} h; fewer replicas or a shorter horizon")
     rng = np.random.default_rng(int(opts["seed"]))
@@ -190,10 +215,9 @@ def monte_carlo(p, categories, units, points, work_budget_s, rel: dict | None = 
         "events_mean": {c.key: counts[..., i].mean(axis=0) for i, c in enumerate(categories)},
     }
     if simulate_ettr:
-        ettr = reliability.ettr_monte_carlo(rel["checkpoint_interval_s"], rel["checkpoint_time_s"],
-                                            rel["restart_time_s"], rate_s, segments=segments, replicas=replicas,
-                                            rng=rng)
-        ettr = ettr * (1 - rel["link_flap_stall_fraction"])
+        ettr = reliability.ettr_monte_carlo(cycle.interval_s, cycle.checkpoint_s, cycle.restart_s,
+                                            cycle.interruptions_per_s, segments=segments, replicas=replicas, rng=rng)
+        ettr = ettr * (1 - cycle.flap_stall_fraction)
         out["ettr_mean"] = ettr.mean(axis=0)
         out["ettr_p05"] = np.quantile(ettr, 0.05, axis=0)
     return out

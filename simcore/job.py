@@ -1,6 +1,8 @@
 """The training stage: a workload's layout checked against the cluster, its step layer by layer
 (or a CNN's from its FLOPs), data parallelism, memory, speed, and time and cost to train (formulas
 and sources in :mod:`simcore.transformer`, :mod:`simcore.training` and :mod:`simcore.collectives`)."""
+from dataclasses import dataclass
+
 import numpy as np
 
 from simcore import collectives, training, transformer
@@ -358,7 +360,24 @@ def _memory(w, step, dp_ranks, hbm_gib, params) -> dict:
     }
 
 
-def train(p, params, family, clock, io, node, acc, g, nodes):
+@dataclass(frozen=True)
+class TrainedJob:
+    """What the training stage hands the reliability and cost stages, arrays over scenario points:
+    the job's ``gpus`` and ``nodes``, the scale-up ``domains`` its groups span (0 where domains are
+    nodes), ``tokens_per_step`` (samples for a CNN), ``checkpoint_bytes`` (B) one save writes,
+    ``feasible`` where the layout runs and fits, and ``fault_factor``, the job's own faults as a
+    multiple of the profile's per-GPU rate."""
+
+    gpus: np.ndarray
+    nodes: np.ndarray
+    domains: np.ndarray
+    tokens_per_step: np.ndarray
+    checkpoint_bytes: np.ndarray
+    feasible: np.ndarray
+    fault_factor: np.ndarray
+
+
+def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, TrainedJob]:
     """The job's step: a transformer layer by layer (simcore.training.transformer_step), a CNN from
     its FLOPs at the family's convolution share (or a measured forward time); then data
     parallelism, memory, MFU and HFU. Returns the result's training section and the job's figures
@@ -402,10 +421,9 @@ def train(p, params, family, clock, io, node, acc, g, nodes):
     checkpoint_bytes = np.where(np.isnan(w["checkpoint_bytes"]),
                                 step["total_params"] * (w["weight_bytes"] + w["optimizer_bytes_per_param"]),
                                 w["checkpoint_bytes"])
-    job = {"gpus": job_gpus, "nodes": job_nodes, "domains": job_domains(w, node, g, job_gpus, nodes * g),
-           "step_s": step_s, "tokens_per_step": step["tokens_per_step"],
-           "checkpoint_bytes": checkpoint_bytes, "feasible": feasible, "job_fault_factor": w["job_fault_factor"]}
-    return out, job
+    return out, TrainedJob(gpus=job_gpus, nodes=job_nodes, domains=job_domains(w, node, g, job_gpus, nodes * g),
+                           tokens_per_step=step["tokens_per_step"], checkpoint_bytes=checkpoint_bytes,
+                           feasible=feasible, fault_factor=w["job_fault_factor"])
 
 
 def _speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops) -> dict:
@@ -455,16 +473,17 @@ def _cnn_forward_s(w, family, device, job_gpus):
     return samples_per_gpu * np.where(np.isnan(measured), from_flops, measured)
 
 
-def time_and_cost_to_train(tokens, job, step_time_s, ettr, cluster_gpus, facility_w, capex_total, prices) -> dict:
+def time_and_cost_to_train(tokens, job: TrainedJob, step_time_s, ettr, cluster_gpus, facility_w, capex_total,
+                           prices) -> dict:
     """Steps to train ``tokens`` (none given: no figures) at ``step_time_s`` (NaN where the job
     cannot run), wall time through the job's ETTR, and the job's share (its GPUs of
     ``cluster_gpus``) of energy and amortized capital."""
     if np.isnan(tokens).all():
         return {}
-    steps = np.ceil(tokens / job["tokens_per_step"])
+    steps = np.ceil(tokens / job.tokens_per_step)
     ideal_s = steps * step_time_s
     wall_s = ideal_s / ettr
-    job_share = job["gpus"] / cluster_gpus
+    job_share = job.gpus / cluster_gpus
     energy_cost = facility_w * job_share * wall_s / 3.6e6 * prices["energy_per_kwh"]
     capex_share = capex_total * job_share * wall_s / (prices["amortization_years"] * HOURS_PER_YEAR * 3600)
     return {

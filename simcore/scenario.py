@@ -109,36 +109,37 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
                                             domain=np.where(domain > g, np.ceil(gpus / domain), 0.0))
     result["reliability"] = {**failures.reliability_cluster(categories, cluster_units),
                              "excluded_categories": excluded}
-    job_rel = None
+    cycle = None
     if p["has_workload"]:
-        result["training"], job_rel = _train(p, params, hw, io, domain, fabrics.main, categories, storage_rates,
-                                             power_out["facility_w"], cost_out["capex_total"])
-        result["reliability"].update(job_rel)
+        result["training"], job_reliability, cycle = _train(p, params, hw, io, domain, fabrics.main, categories,
+                                                            storage_rates, power_out["facility_w"],
+                                                            cost_out["capex_total"])
+        result["reliability"].update(job_reliability)
         result["constraints"] += job.training_constraints(result["training"])
     if p["options"]["monte_carlo_replicas"] > 0:
         result["reliability"]["monte_carlo"] = failures.monte_carlo(
-            p, categories, cluster_units, _points(p), work_budget_s, job_rel,
-            result["training"]["feasible"] if job_rel is not None else None)
+            p, categories, cluster_units, _points(p), work_budget_s, cycle,
+            result["training"]["feasible"] if cycle is not None else None)
     return result
 
 
 def _train(p, params, hw, io, domain, main_fabric, categories, storage_rates, facility_w, capex_total):
     """The training stage, then the job's reliability (on its own parts and its share of the compute
     fabric's links and switches) and its time and cost to train: (training section, the job's
-    reliability figures)."""
+    reliability figures, its :class:`~simcore.failures.JobCycle`)."""
     c = p["cluster"]
     node, nodes, g = c["node"], c["node_count"], c["node"]["gpus"]
-    training_out, train_job = job.train(p, params, hw.family, hw.clock, io, node, node["accelerator"], g, nodes)
-    share = train_job["nodes"] / nodes
-    train_job["units"] = reliability.unit_counts(
-        train_job["gpus"], train_job["nodes"], nic=train_job["nodes"] * node["compute_nics"],
-        link=(main_fabric.endpoint_links + main_fabric.switch_links) * share, switch=main_fabric.switches * share,
-        domain=train_job["domains"])
-    job_rel = failures.reliability_job(p, categories, train_job, node, c["storage"], storage_rates)
-    training_out.update(job.time_and_cost_to_train(p["workload"]["tokens_to_train"], train_job,
-                                                   training_out["step_time_s"], job_rel["ettr"], nodes * g, facility_w,
+    training_out, trained = job.train(p, params, hw.family, hw.clock, io, node, node["accelerator"], g, nodes)
+    share = trained.nodes / nodes
+    units = reliability.unit_counts(trained.gpus, trained.nodes, nic=trained.nodes * node["compute_nics"],
+                                    link=(main_fabric.endpoint_links + main_fabric.switch_links) * share,
+                                    switch=main_fabric.switches * share, domain=trained.domains)
+    job_reliability, cycle = failures.reliability_job(p, categories, trained, units, node, c["storage"],
+                                                      storage_rates)
+    training_out.update(job.time_and_cost_to_train(p["workload"]["tokens_to_train"], trained,
+                                                   training_out["step_time_s"], cycle.ettr, nodes * g, facility_w,
                                                    capex_total, c["prices"]))
-    return training_out, job_rel
+    return training_out, job_reliability, cycle
 
 
 def _points(p: dict) -> int:
