@@ -25,11 +25,11 @@ from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
 from planner.services.sweep_spec import CATEGORICAL_AXES
 from simcore import outputs
-from simcore.devices import constant_rows
 from simcore.document import field_docs
 from simcore.errors import ScenarioError
-from simcore.measurements import COLLECTIVES
-from simcore.reliability import describe_profiles
+from simcore.formulas.devices import constant_rows
+from simcore.formulas.reliability import describe_profiles
+from simcore.tools.measurements import COLLECTIVES
 from twin.models import Twin
 from twin.services.creation import twin_categories
 

@@ -9,7 +9,7 @@ from django.db import models
 
 from planner.models import ClusterPlan, Measurement, PriceBook, Workload
 from planner.models.declared import PLAN_SECTIONS, section_values
-from simcore.compute import pcie_practical_gbyte_s
+from simcore.formulas.compute import pcie_practical_gbyte_s
 
 
 def _float(value):

@@ -1,7 +1,7 @@
 """Choice lists shared by the catalogue models, the seed schemas and the API."""
 from django.db import models
 
-from simcore.devices import FAMILIES
+from simcore.formulas.devices import FAMILIES
 
 
 class Confidence(models.TextChoices):

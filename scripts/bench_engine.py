@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MEASURE = """
 import json, sys, timeit
 from simcore import evaluate
-from simcore.bench import bench_analytical
+from simcore.tools.bench import bench_analytical
 document = json.load(open(sys.argv[1]))
 one_s = min(timeit.repeat(lambda: evaluate(document), number=40, repeat=15)) / 40
 print(json.dumps({"one_s": one_s, "grid": bench_analytical(1_000_000)["points_per_s"]}))
@@ -45,7 +45,7 @@ def measure(root: Path, document_path: str) -> str:
 
 def main():
     sys.path.insert(0, str(ROOT))
-    from simcore.references import FF_2ZONE, LLAMA_13B
+    from simcore.tools.references import FF_2ZONE, LLAMA_13B
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump({"cluster": FF_2ZONE, "workload": {**LLAMA_13B, "gpus": 512}}, handle)

@@ -3,26 +3,27 @@
 Everything takes arrays that broadcast over scenario points and returns arrays. The scenario
 document (docs/scenario-format.md) is the contract shared by the CLI, the REST API and sweeps.
 """
-from simcore import budget, cluster, document, job, outputs
-from simcore.charts import curves
-from simcore.collectives import CollectiveParams, NodeIO, hfreduce, nccl_allreduce
-from simcore.compute import ComputeParams, gemm_tflops, sustained_clock_factor
-from simcore.devices import FAMILIES, DeviceFamily
+from simcore import budget, document, outputs
 from simcore.errors import ScenarioError
-from simcore.power import PowerParams
-from simcore.references import CASES, validate
-from simcore.reliability import (
+from simcore.formulas.collectives import CollectiveParams, NodeIO, hfreduce, nccl_allreduce
+from simcore.formulas.compute import ComputeParams, gemm_tflops, sustained_clock_factor
+from simcore.formulas.devices import FAMILIES, DeviceFamily
+from simcore.formulas.power import PowerParams
+from simcore.formulas.reliability import (
     ettr_closed_form,
     ettr_monte_carlo,
     fire_flyer_categories,
     optimal_interval_s,
     spares_needed,
 )
-from simcore.scenario import EngineParams, evaluate
-from simcore.table import table, to_frame
-from simcore.topology import fat_tree
-from simcore.training import TrainingParams
-from simcore.transformer import gemm_efficiency
+from simcore.formulas.topology import fat_tree
+from simcore.formulas.training import TrainingParams
+from simcore.formulas.transformer import gemm_efficiency
+from simcore.stages import cluster, job
+from simcore.stages.scenario import EngineParams, evaluate
+from simcore.tools.charts import curves
+from simcore.tools.references import CASES, validate
+from simcore.tools.table import table, to_frame
 from simcore.version import ENGINE_VERSION
 
 __all__ = [

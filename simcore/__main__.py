@@ -28,7 +28,7 @@ def main(argv=None) -> int:
 
         print(fields_markdown())
         return 0
-    from simcore.bench import run_all
+    from simcore.tools.bench import run_all
 
     for line in run_all(args.points, args.replicas):
         print(line)
@@ -36,7 +36,7 @@ def main(argv=None) -> int:
 
 
 def _evaluate(path: str) -> int:
-    from simcore.scenario import evaluate
+    from simcore.stages.scenario import evaluate
 
     try:
         text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
@@ -59,8 +59,8 @@ def _evaluate(path: str) -> int:
 
 
 def _validate(as_json: bool) -> int:
-    from simcore.devices import constant_rows
-    from simcore.references import validate
+    from simcore.formulas.devices import constant_rows
+    from simcore.tools.references import validate
 
     rows, summary = validate()
     constants = constant_rows()

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from simcore.arrays import as_array
-from simcore.devices import FAMILY_KEYS
 from simcore.errors import ScenarioError
-from simcore.reliability import DEFAULT_RESTART_PROFILE, FAILURE_PROFILES, RESTART_PROFILES
-from simcore.training import SCHEDULES
+from simcore.formulas.devices import FAMILY_KEYS
+from simcore.formulas.reliability import DEFAULT_RESTART_PROFILE, FAILURE_PROFILES, RESTART_PROFILES
+from simcore.formulas.training import SCHEDULES
 
 
 @dataclass(frozen=True)

@@ -176,13 +176,13 @@ HEAVY_SCENARIO = {
 
 
 def test_a_request_over_the_work_budget_is_refused_before_the_work(reader_client, monkeypatch):
-    import simcore.reliability
+    import simcore.formulas.reliability
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("the Monte Carlo ran although the request is over the budget")
 
-    monkeypatch.setattr(simcore.reliability, "ettr_monte_carlo", must_not_run)
-    monkeypatch.setattr(simcore.reliability, "sample_category_counts", must_not_run)
+    monkeypatch.setattr(simcore.formulas.reliability, "ettr_monte_carlo", must_not_run)
+    monkeypatch.setattr(simcore.formulas.reliability, "sample_category_counts", must_not_run)
     response = reader_client.post("/api/evaluate/", HEAVY_SCENARIO, format="json")
     assert response.status_code == 400, response.content
     reason = response.json()["options.monte_carlo_replicas"][0]

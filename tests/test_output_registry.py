@@ -56,7 +56,7 @@ def test_step_parts_are_keyed_by_identifiers_and_the_page_labels_each_as_the_eng
     import re
     from pathlib import Path
 
-    from simcore.training import STEP_PARTS
+    from simcore.formulas.training import STEP_PARTS
 
     assert all(re.fullmatch(r"[a-z][a-z0-9_]*", key) for key in STEP_PARTS)
     script = (Path(__file__).resolve().parent.parent / "frontend/static/frontend/js/evaluation.js").read_text()

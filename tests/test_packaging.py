@@ -65,6 +65,6 @@ def test_the_project_installs_with_its_data_files(tmp_path):
     files = subprocess.run([str(bin_dir / "python"), "-m", "pip", "show", "-f", "ai-cluster-planner"],
                            capture_output=True, text=True, check=True).stdout
     for expected in ("planner/catalog/data/plans/ff2-pcie-2zone.yaml", "frontend/templates/frontend/base.html",
-                     "frontend/static/frontend/js/main.js", "simcore/scenario.py", "config/settings/base.py"):
+                     "frontend/static/frontend/js/main.js", "simcore/stages/scenario.py", "config/settings/base.py"):
         assert expected in files
     assert (bin_dir / "simcore").exists()

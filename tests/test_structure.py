@@ -160,3 +160,14 @@ def test_every_module_and_name_docs_architecture_names_exists():
         if target is None:
             missing.append(dotted)
     assert len(named) > 10 and missing == []
+
+
+def test_the_engine_rooms_import_downward_only():
+    """simcore's formulas (pure functions of arrays) import no stage or tool, and the stages (the
+    pipeline) no tool: what a formula computes never depends on who calls it."""
+    above = {"simcore.formulas": ("simcore.stages", "simcore.tools"), "simcore.stages": ("simcore.tools",)}
+    offenders = {module: sorted(t for t in targets if t.startswith(above[room]))
+                 for module, targets in _graph().items() for room in above if module.startswith(room + ".")}
+    assert {module: targets for module, targets in offenders.items() if targets} == {}
+    assert {name.rpartition(".")[0] for name in _modules() if name.count(".") == 2 and name.startswith("simcore.")} \
+        == {"simcore.formulas", "simcore.stages", "simcore.tools"}

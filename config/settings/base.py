@@ -292,7 +292,7 @@ SPECTACULAR_SETTINGS = {
         "WorkloadKindEnum": "planner.models.plans.WORKLOAD_KINDS",
         "LinkPartKindEnum": "planner.choices.LinkPartKind",
         "MeasurementKindEnum": "planner.models.measurements.Measurement.Kind",
-        "MeasuredCollectiveEnum": "simcore.measurements.COLLECTIVES",
+        "MeasuredCollectiveEnum": "simcore.tools.measurements.COLLECTIVES",
         "GradientCollectiveEnum": "planner.models.plans.GRADIENT_COLLECTIVES",
     },
 }

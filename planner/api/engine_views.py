@@ -55,7 +55,7 @@ class ReliabilityProfilesView(APIView):
 
     @extend_schema(tags=["catalogue"], responses={200: bodies.ReliabilityProfilesSerializer})
     def get(self, request):
-        return Response(simcore.reliability.describe_profiles())
+        return Response(simcore.formulas.reliability.describe_profiles())
 
 
 class OutputsView(APIView):

@@ -13,7 +13,7 @@ def enforce_engine_limits(document) -> None:
     cap = settings.API_MAX_MONTE_CARLO_REPLICAS
     if isinstance(replicas, int | float) and not isinstance(replicas, bool) and replicas > cap:
         raise serializers.ValidationError({"options.monte_carlo_replicas": [f"at most {cap:,} through the API"]})
-    points = simcore.scenario.point_count(document)
+    points = simcore.stages.scenario.point_count(document)
     if points > settings.API_MAX_SCENARIO_POINTS:
         raise serializers.ValidationError({"(document)": [
             f"{points:,} scenario points; at most {settings.API_MAX_SCENARIO_POINTS:,} per request "

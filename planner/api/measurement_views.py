@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import ClusterPlan, ComputeNodeType, Measurement
 from planner.services import measurements as services
-from simcore.measurements import COLLECTIVES
+from simcore.tools.measurements import COLLECTIVES
 
 TAG = ["measurements"]
 

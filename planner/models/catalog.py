@@ -25,7 +25,7 @@ from planner.choices import (
     PartKind,
     ScaleUpLink,
 )
-from simcore.devices import FAMILIES
+from simcore.formulas.devices import FAMILIES
 
 
 def validate_positive(value):
@@ -265,7 +265,7 @@ class ComputeNodeType(CatalogEntry):
 
     def failure_scope(self) -> dict:
         """What decides which failure categories can happen on these nodes, as
-        :func:`simcore.reliability.build_categories` takes it: NVIDIA Xids on NVIDIA GPUs only, the
+        :func:`simcore.formulas.reliability.build_categories` takes it: NVIDIA Xids on NVIDIA GPUs only, the
         NVLink Xid only with NVLink, the scale-up domain's own failure where it spans nodes."""
         n = self.accelerators_per_node
         return {"xids": FAMILIES[self.accelerator.family].vendor == "NVIDIA",

@@ -23,7 +23,9 @@ from planner.models.catalog import (
 )
 from planner.models.declared import PLAN_SECTIONS, WORKLOAD_SECTIONS, declared_base, section_values
 from planner.services.errors import InputError
-from simcore import ScenarioError, cluster, job, reliability, topology
+from simcore import ScenarioError
+from simcore.formulas import reliability, topology
+from simcore.stages import cluster, job
 
 
 class Visibility(models.TextChoices):
@@ -214,9 +216,9 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
         return {}
 
     def fabric_arguments(self) -> tuple[tuple, dict]:
-        """The plan's fabrics as :func:`simcore.cluster.fabric_trees` and :func:`~simcore.cluster.fabric_wiring`
-        take them: (node count, compute NICs per node, storage NICs per node, storage nodes, NICs per
-        storage node) and the layout."""
+        """The plan's fabrics as :func:`simcore.stages.cluster.fabric_trees` and
+        :func:`~simcore.stages.cluster.fabric_wiring` take them: (node count, compute NICs per node,
+        storage NICs per node, storage nodes, NICs per storage node) and the layout."""
         node = self.node_type
         storage = self.storage_node_type if self.storage_node_type_id else None
         counts = (self.node_count, node.compute_nics_per_node, node.storage_nics_per_node,

@@ -9,14 +9,14 @@ from django.core.cache import cache
 
 import simcore
 from config import observability as metrics
-from simcore.references import validate
+from simcore.tools.references import validate
 
 EVALUATION_CACHE_S = 600
 
 
 @lru_cache(maxsize=1)
 def engine_validation() -> tuple[list[dict], dict[str, dict]]:
-    """Every reference case with the engine's prediction and error (``simcore.references.validate``).
+    """Every reference case with the engine's prediction and error (``simcore.tools.references.validate``).
 
     The cases and the engine's parameters are fixed for a running process, so the result is
     computed once."""

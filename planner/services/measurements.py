@@ -1,6 +1,6 @@
 """Measurement services: upload (parse, compare, fit, store in one step), compare, mark as override.
 
-The engine reads the files and predicts (:mod:`simcore.measurements`); this module stores what it
+The engine reads the files and predicts (:mod:`simcore.tools.measurements`); this module stores what it
 read with its provenance. A file that does not read is refused with a field error naming the line,
 and nothing is stored.
 """
@@ -13,7 +13,7 @@ from planner.adapters import calibration, node_document
 from planner.models import ClusterPlan, ComputeNodeType, Measurement
 from planner.services.errors import InputError
 from simcore import ScenarioError
-from simcore import measurements as engine
+from simcore.tools import measurements as engine
 
 MAX_FILE_BYTES = 2 * 2**20
 

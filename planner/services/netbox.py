@@ -6,7 +6,7 @@ color), the site (name, slug, status), device types (manufacturer, model, slug),
 role, manufacturer, device_type, site, status), interfaces (device, name, type) and cables
 (side_a_device, side_a_type, side_a_name, side_b_device, side_b_type, side_b_name, type, status).
 
-Everything is ``planned``. The wiring is :func:`simcore.cluster.fabric_wiring`, the same trees the
+Everything is ``planned``. The wiring is :func:`simcore.stages.cluster.fabric_wiring`, the same trees the
 bill of materials counts: one device per compute node, storage node and switch; one interface per
 NIC the bill lists and per switch port a cable uses; one cable per endpoint cable and per fibre.
 The catalogue has no rack heights, so the device types leave ``u_height`` to NetBox's default.
@@ -18,8 +18,8 @@ import zipfile
 import numpy as np
 
 from planner.models import ClusterPlan
-from simcore import cluster
-from simcore.topology import SWITCH_TIERS
+from simcore.formulas.topology import SWITCH_TIERS
+from simcore.stages import cluster
 
 FILES = ("manufacturers", "device-roles", "sites", "device-types", "devices", "interfaces", "cables")
 INFINIBAND = {100: "infiniband-edr", 200: "infiniband-hdr", 400: "infiniband-ndr", 800: "infiniband-xdr"}

@@ -36,11 +36,11 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
     overrides = calibration(plan) if overrides is None else overrides
     document = document or scenario_document(plan, workload, options, overrides)
     result = engine.evaluate(document, work_budget_s=work_budget_s)
-    reasons = [c["message"] for c in result["constraints"] if c["code"] in simcore.cluster.BUILD_BLOCKERS]
+    reasons = [c["message"] for c in result["constraints"] if c["code"] in simcore.stages.cluster.BUILD_BLOCKERS]
     training = result.get("training")
     if training is not None and not training["feasible"]:
         reason = training["infeasible_reason"]
-        if reason == simcore.job.INFEASIBLE_REASONS[simcore.job.MEMORY_REASON]:
+        if reason == simcore.stages.job.INFEASIBLE_REASONS[simcore.stages.job.MEMORY_REASON]:
             memory = training["memory"]
             reason += (f": {memory['per_gpu_gib']:.1f} GiB per GPU against {memory['allocatable_gib']:.1f} GiB "
                        f"allocatable of {memory['hbm_gib']:g} GiB of HBM, "

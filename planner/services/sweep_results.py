@@ -7,7 +7,7 @@ import numpy as np
 from planner.models import Sweep
 from planner.services.sweep_spec import SweepInputError, sweep_axes
 from planner.services.sweep_store import chunk_columns, sweep_columns
-from simcore import sweep as engine
+from simcore.tools import sweep as engine
 
 
 def sweep_state(sweep: Sweep) -> dict:

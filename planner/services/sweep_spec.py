@@ -12,8 +12,8 @@ import simcore
 from planner.adapters import scenario_document
 from planner.models import ClusterPlan, ComputeNodeType, Sweep, Switch, Workload
 from planner.services.errors import InputError
-from simcore import sweep as engine
 from simcore.outputs import sweep_defaults
+from simcore.tools import sweep as engine
 
 # Axes that swap a catalogue part of the plan: path -> (model, plan field).
 CATEGORICAL_AXES = {

@@ -6,7 +6,7 @@ import numpy as np
 
 from planner.models import Sweep
 from planner.services.sweep_spec import sweep_axes
-from simcore import sweep as engine
+from simcore.tools import sweep as engine
 
 
 def pack_columns(columns: dict) -> tuple[bytes, int]:

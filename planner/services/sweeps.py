@@ -29,7 +29,7 @@ from planner.services.sweep_spec import (
     sweep_axes,
 )
 from planner.services.sweep_store import pack_columns, pending_chunks, sweep_columns
-from simcore import sweep as engine
+from simcore.tools import sweep as engine
 
 
 def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: dict, name: str = "") -> Sweep:

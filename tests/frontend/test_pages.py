@@ -54,7 +54,7 @@ def test_the_catalogue_page_and_the_api_filter_alike(catalog, signed_in, query):
 
 
 def test_validation_page_shows_every_reference_case(catalog, signed_in):
-    from simcore.references import CASES
+    from simcore.tools.references import CASES
 
     body = signed_in.get("/validation/").content.decode()
     assert body.count('<tr class="pass">') + body.count('<tr class="fail">') == len(CASES)
@@ -62,7 +62,7 @@ def test_validation_page_shows_every_reference_case(catalog, signed_in):
 
 
 def test_reliability_page_and_api_list_every_profile_with_its_sources(catalog, signed_in):
-    from simcore.reliability import FF_XID_COUNTS, LLAMA3_TABLE5, RESTART_PROFILES
+    from simcore.formulas.reliability import FF_XID_COUNTS, LLAMA3_TABLE5, RESTART_PROFILES
 
     body = text(signed_in.get("/reliability/"))
     for profile in ("fire-flyer", "llama3", "per-node-rate", *RESTART_PROFILES):

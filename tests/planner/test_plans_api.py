@@ -278,7 +278,7 @@ def test_plan_rules_answer_400_naming_the_field(change, field, words, catalog, r
 
 def test_planes_and_rails_the_nics_cannot_reach_do_not_fit_through_the_evaluate_endpoint(catalog, reader_client):
     """The plan's rule, on the scenario path: 8 NICs in 3 planes and 5 rails, or 128 planes, fit nothing."""
-    from simcore.references import DGX_3LAYER
+    from simcore.tools.references import DGX_3LAYER
 
     for layout, words in (({"planes": 3, "rails": 5}, ["do not split into 3 planes", "do not split into 5 rails"]),
                           ({"planes": 128}, ["8 NICs do not split into 128 planes"])):
@@ -644,7 +644,7 @@ def test_the_deepseekmoe_preset_evaluates_from_its_shape_with_its_breakdown(cata
 
 def test_the_plan_check_and_the_engine_make_one_fabric_decision(catalog):
     """A plan is refused exactly when the engine would find its fabric overflowing: both call
-    simcore.cluster.fabric_trees, the storage plane included."""
+    simcore.stages.cluster.fabric_trees, the storage plane included."""
     from django.core.exceptions import ValidationError
 
     import simcore

@@ -4,7 +4,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from planner.models import ClusterPlan
-from simcore.reliability import FF_XID_COUNTS, XID_CLASSES
+from simcore.formulas.reliability import FF_XID_COUNTS, XID_CLASSES
 from twin.models import Twin
 
 FF, FF3 = "ff2-pcie-2zone", "ff2-pcie-3layer"

@@ -4,7 +4,7 @@ import jsonschema
 import yaml
 
 from simcore.document import SPEC, Num, field_docs, json_schema
-from simcore.references import FF_2ZONE, LLAMA_13B
+from simcore.tools.references import FF_2ZONE, LLAMA_13B
 
 
 def _node(schema: dict, path: str) -> dict:

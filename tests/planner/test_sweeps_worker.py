@@ -20,7 +20,7 @@ import simcore
 from planner.models import Sweep, SweepChunk
 from planner.services import sweep_spec, sweep_store
 from simcore.outputs import dig
-from simcore.sweep import grid_shape, set_path
+from simcore.tools.sweep import grid_shape, set_path
 from tests.helpers import ANONYMOUS, connect_attempt, session_headers
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@ import copy
 
 import pytest
 
-from simcore.references import FF_2ZONE, LLAMA_13B
+from simcore.tools.references import FF_2ZONE, LLAMA_13B
 
 
 @pytest.fixture

@@ -3,11 +3,11 @@ import numpy as np
 import pytest
 
 from simcore import evaluate
-from simcore.charts import curves
-from simcore.collectives import CollectiveParams, NodeIO, hfreduce, hfreduce_memory_units, nccl_allreduce
-from simcore.compute import accelerator_power_w, gemm_tflops, sustained_clock_factor
-from simcore.devices import FAMILIES
-from simcore.references import DGX_3LAYER, FF_2ZONE, FF_NODE
+from simcore.formulas.collectives import CollectiveParams, NodeIO, hfreduce, hfreduce_memory_units, nccl_allreduce
+from simcore.formulas.compute import accelerator_power_w, gemm_tflops, sustained_clock_factor
+from simcore.formulas.devices import FAMILIES
+from simcore.tools.charts import curves
+from simcore.tools.references import DGX_3LAYER, FF_2ZONE, FF_NODE
 
 MIB = 2**20
 GPUS = np.array([16, 32, 64, 128, 256, 512, 1024, 1440])

@@ -9,7 +9,7 @@ import pytest
 
 from simcore import ScenarioError, evaluate
 from simcore.document import SPEC, field_docs, fields_markdown
-from simcore.references import FF_2ZONE, LLAMA_13B
+from simcore.tools.references import FF_2ZONE, LLAMA_13B
 
 
 def document(**workload):

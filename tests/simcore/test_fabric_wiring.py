@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from simcore import ScenarioError
-from simcore.cluster import fabric_wiring
-from simcore.topology import SWITCH_TIERS, fat_tree, fat_tree_wiring
+from simcore.formulas.topology import SWITCH_TIERS, fat_tree, fat_tree_wiring
+from simcore.stages.cluster import fabric_wiring
 
 CASES = [
     dict(endpoints=10_000, radix=40, layers=3),  # DGX-A100 (FF Table III): 500 + 500 + 320

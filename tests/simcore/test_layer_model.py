@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcore import ScenarioError, evaluate
-from simcore.devices import FAMILIES
-from simcore.references import CASES, SC21_GPT, SELENE, validate
-from simcore.transformer import gemm_efficiency
+from simcore.formulas.devices import FAMILIES
+from simcore.formulas.transformer import gemm_efficiency
+from simcore.tools.references import CASES, SC21_GPT, SELENE, validate
 
 A100 = FAMILIES["ampere"]
 # A Llama-style 8B-class dense model on DGX A100 80GB nodes (Selene), bf16, FlashAttention.

@@ -1,11 +1,11 @@
-"""Reading nccl-tests output and GEMM CSVs, and predicting the same runs (simcore.measurements)."""
+"""Reading nccl-tests output and GEMM CSVs, and predicting the same runs (simcore.tools.measurements)."""
 from pathlib import Path
 
 import pytest
 
 from simcore import ScenarioError, evaluate
-from simcore import measurements as m
-from simcore.references import DGX_A100_NODE
+from simcore.tools import measurements as m
+from simcore.tools.references import DGX_A100_NODE
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 EIGHT = (DATA / "nccl_all_reduce_dgx_a100_8gpu.txt").read_text()
@@ -85,9 +85,9 @@ def test_the_collective_report_the_training_and_the_nccl_tests_comparison_see_on
 
 def test_every_constant_a_measurement_fits_is_one_the_scenario_can_override():
     """One list: the scenario's calibration fields; the fits and the engine's override take them from it."""
-    from simcore.cluster import CALIBRATED
-    from simcore.devices import CONSTANT_NAMES
     from simcore.document import SPEC
+    from simcore.formulas.devices import CONSTANT_NAMES
+    from simcore.stages.cluster import CALIBRATED
 
     assert CALIBRATED == tuple(SPEC["cluster"]["calibration"])
     assert {*m.FIT_BY_DTYPE.values(), "scaleup_fraction"} == set(CALIBRATED) <= set(CONSTANT_NAMES)

@@ -6,14 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcore import EngineParams
-from simcore.collectives import NodeIO, hfreduce, nccl_allreduce
-from simcore.compute import accelerator_power_w, sustained_clock_factor
 from simcore.document import parse
-from simcore.power import node_power_w
-from simcore.references import FF_2ZONE, LLAMA_13B
-from simcore.reliability import ettr_closed_form
-from simcore.scenario import evaluate_parsed
-from simcore.topology import fat_tree
+from simcore.formulas.collectives import NodeIO, hfreduce, nccl_allreduce
+from simcore.formulas.compute import accelerator_power_w, sustained_clock_factor
+from simcore.formulas.power import node_power_w
+from simcore.formulas.reliability import ettr_closed_form
+from simcore.formulas.topology import fat_tree
+from simcore.stages.scenario import evaluate_parsed
+from simcore.tools.references import FF_2ZONE, LLAMA_13B
 
 radix = st.sampled_from([8, 16, 24, 32, 40, 48, 64, 128])
 counts = st.integers(min_value=1, max_value=200_000)

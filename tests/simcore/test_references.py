@@ -1,7 +1,7 @@
 """The validation suite: every published reference case the engine carries, against its criterion."""
 import pytest
 
-from simcore.references import CASES, validate
+from simcore.tools.references import CASES, validate
 
 # Cases the engine misses today, each a strict expected failure (it fails the suite the day the
 # engine meets it, so the list cannot go stale); docs/engine.md ("Known misses") says why.

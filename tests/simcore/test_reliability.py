@@ -5,8 +5,7 @@ from scipy import special, stats
 
 from simcore import evaluate
 from simcore.errors import ScenarioError
-from simcore.references import FF_2ZONE, FF_3LAYER, LLAMA3_405B, LLAMA3_CLUSTER, LLAMA_13B
-from simcore.reliability import (
+from simcore.formulas.reliability import (
     FF_LINKS,
     FF_XID_COUNTS,
     JOB,
@@ -25,6 +24,7 @@ from simcore.reliability import (
     unit_counts,
     young_interval_s,
 )
+from simcore.tools.references import FF_2ZONE, FF_3LAYER, LLAMA3_405B, LLAMA3_CLUSTER, LLAMA_13B
 
 FF_UNITS = unit_counts(10_000, 1_250, link=FF_LINKS)
 
@@ -276,7 +276,7 @@ def test_monte_carlo_of_a_segment_that_never_completes_gives_zero_not_an_error()
 def test_the_effective_restart_matches_restarts_of_mixed_kinds_simulated():
     """A failure during a restart starts the restart of its own kind: the mean time from a failure
     to a completed restart, simulated attempt by attempt, is the closed form's (e^(lambda R) - 1) / lambda."""
-    from simcore.reliability import CRASH, HANG, PLATFORM, restart_time_s
+    from simcore.formulas.reliability import CRASH, HANG, PLATFORM, restart_time_s
 
     rate_s, restarts, shares = 1 / 2000, np.array([100.0, 2000.0]), np.array([0.7, 0.3])
     kinds = {(PLATFORM, CRASH): shares[0] * rate_s * 3600, (PLATFORM, HANG): shares[1] * rate_s * 3600}
@@ -298,7 +298,7 @@ def test_the_effective_restart_matches_restarts_of_mixed_kinds_simulated():
 
 
 def test_a_plan_whose_rates_are_all_zero_has_an_ettr_of_one_everywhere():
-    from simcore.charts import curves
+    from simcore.tools.charts import curves
 
     rates = {c.key: 0.0 for c in fire_flyer_categories()}
     document = {"cluster": {**FF_2ZONE, "reliability": {"category_rates": rates}},

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from simcore import ScenarioError, evaluate
-from simcore.collectives import nccl_allreduce
 from simcore.document import parse
-from simcore.node import domain_io, node_io
-from simcore.references import GB200_TRAY, NVL72_RACKS
+from simcore.formulas.collectives import nccl_allreduce
+from simcore.formulas.node import domain_io, node_io
+from simcore.tools.references import GB200_TRAY, NVL72_RACKS
 
 MOE = {"kind": "transformer", "layers": 8, "hidden": 4096, "heads": 32, "vocab": 32000, "seq_len": 4096,
        "experts": 64, "moe_top_k": 8, "expert_ffn_hidden": 1536, "gated_mlp": True, "global_batch": 256,
@@ -106,7 +106,7 @@ def test_a_domain_must_be_whole_nodes_on_an_all_to_all_fabric():
 
 
 def test_nvlink_sharp_speeds_tp_allreduces_by_the_measured_share_but_not_sp_or_ampere():
-    from simcore.devices import FAMILIES
+    from simcore.formulas.devices import FAMILIES
 
     dense = {**MOE, "experts": 0, "moe_top_k": 0, "ep": 1, "ffn_hidden": 16384}
     plain = run(HGX_NODE, 128, dense, rack={})["training"]["step_parts_s"]["tp_traffic"]
@@ -147,7 +147,7 @@ def test_a_domain_tree_allreduce_never_beats_the_nvlink():
 
 
 def test_a_scale_up_domain_fails_as_a_unit_at_the_rate_a_scenario_gives():
-    from simcore.twin import REPAIR, Fabric, Job, Twin
+    from simcore.tools.twin import REPAIR, Fabric, Job, Twin
 
     plain = evaluate({"cluster": NVL72_RACKS, "workload": MOE})["reliability"]
     assert plain["by_category_per_day"]["nvlink-switch-tray"] == 0  # no published rate
@@ -162,7 +162,7 @@ def test_a_scale_up_domain_fails_as_a_unit_at_the_rate_a_scenario_gives():
     assert given["node_availability"] < plain["node_availability"]
     assert "nvlink-switch-tray" not in evaluate({"cluster": {**NVL72_RACKS, "node": HGX_NODE, "node_count": 144,
                                                              "rack": {}}})["reliability"]["by_category_per_day"]
-    from simcore.reliability import DOMAIN_CATEGORY, fire_flyer_categories, with_domain_category
+    from simcore.formulas.reliability import DOMAIN_CATEGORY, fire_flyer_categories, with_domain_category
 
     twin = Twin(nodes=36, gpus_per_node=4, fabric=Fabric(4, 36 * 4, 4, 6, domain_nodes=18),
                 categories=with_domain_category(fire_flyer_categories()), rng=np.random.default_rng(0),

@@ -4,9 +4,11 @@ import copy
 import numpy as np
 import pytest
 
-from simcore import ScenarioError, job, training, transformer
+from simcore import ScenarioError
 from simcore.document import parse
-from simcore.references import (
+from simcore.formulas import training, transformer
+from simcore.stages import job
+from simcore.tools.references import (
     DEEPSEEK_V3,
     DEEPSEEK_V3_CLUSTER,
     DEEPSEEK_V3_RUN,

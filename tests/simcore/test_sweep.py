@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from simcore import ScenarioError, evaluate
-from simcore.references import FF_2ZONE, LLAMA_13B
-from simcore.sweep import (
+from simcore.tools.references import FF_2ZONE, LLAMA_13B
+from simcore.tools.sweep import (
     axis_indices,
     evaluate_points,
     goal_seek,

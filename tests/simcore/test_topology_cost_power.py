@@ -4,8 +4,8 @@ import pytest
 
 from simcore import evaluate
 from simcore.errors import ScenarioError
-from simcore.references import DGX_3LAYER, FF_2ZONE, FF_3LAYER
-from simcore.topology import fat_tree, max_endpoints
+from simcore.formulas.topology import fat_tree, max_endpoints
+from simcore.tools.references import DGX_3LAYER, FF_2ZONE, FF_3LAYER
 
 
 def test_two_layer_40_port_fat_tree_holds_800_endpoints_on_20_spines_and_40_leaves():

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from simcore import ScenarioError, evaluate
-from simcore.references import FF_2ZONE, GPT2_MEDIUM, LLAMA_13B, VGG16
-from simcore.training import strong_scaling_efficiency, weak_scaling_efficiency
+from simcore.formulas.training import strong_scaling_efficiency, weak_scaling_efficiency
+from simcore.tools.references import FF_2ZONE, GPT2_MEDIUM, LLAMA_13B, VGG16
 
 # DeepSeekMoE-16B (Dai et al. 2024): 28 layers (the first dense, MLP 10,944), h = 2048, 64 routed
 # experts of width 1,408 with 6 per token and 2 shared; FF V-D trains it with PP 10.

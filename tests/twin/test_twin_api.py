@@ -9,7 +9,7 @@ from channels.testing import WebsocketCommunicator
 from rest_framework.test import APIClient
 from scipy import stats
 
-from simcore.reliability import (
+from simcore.formulas.reliability import (
     FF_XID_COUNTS,
     XID_CLASSES,
     ettr_closed_form,

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from simcore import ScenarioError
-from simcore.reliability import (
+from simcore.formulas.reliability import (
     ettr_closed_form,
     ettr_monte_carlo,
     fire_flyer_categories,
@@ -11,7 +11,7 @@ from simcore.reliability import (
     optimal_interval_s,
     unit_counts,
 )
-from simcore.twin import FAILED, HEALTHY, REPAIR, WAITING, WEEK_S, Fabric, Job, Twin
+from simcore.tools.twin import FAILED, HEALTHY, REPAIR, WAITING, WEEK_S, Fabric, Job, Twin
 
 
 def twin_with(job_nodes=1000, delta=300.0, restart=1200.0, seed=1):

@@ -2,7 +2,7 @@
 services validate every request themselves and answer 400 naming the field)."""
 from rest_framework import serializers
 
-from simcore.twin import JOB_STATE_NAMES, STATE_NAMES
+from simcore.tools.twin import JOB_STATE_NAMES, STATE_NAMES
 
 
 class SpeedSerializer(serializers.Serializer):

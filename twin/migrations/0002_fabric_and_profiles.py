@@ -6,7 +6,7 @@ from django.db import migrations, models
 def existing_twins_keep_their_profile(apps, schema_editor):
     """Twins made before profiles were stored: a per-node rate means that profile; no exclusion;
     their fabric's parts counted from their plan (the compute fabric, as the engine counts it)."""
-    from simcore import topology
+    from simcore.formulas import topology
 
     Twin = apps.get_model("twin", "Twin")
     Twin.objects.filter(failures_per_1000_node_days__isnull=False).update(failure_profile="per-node-rate")

@@ -4,8 +4,8 @@ from django.db import transaction
 
 import simcore
 from config import observability as metrics
-from simcore import reliability
-from simcore import twin as engine
+from simcore.formulas import reliability
+from simcore.tools import twin as engine
 from twin.models import Twin, TwinEvent
 from twin.services.creation import check_speed, simulator
 from twin.services.errors import TwinInputError

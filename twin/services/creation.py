@@ -8,8 +8,8 @@ import simcore
 from planner.adapters import scenario_document
 from planner.models import Visibility
 from planner.services import engine as engine_service
-from simcore import reliability
-from simcore import twin as engine
+from simcore.formulas import reliability
+from simcore.tools import twin as engine
 from twin.models import Twin
 from twin.services.errors import TwinInputError
 

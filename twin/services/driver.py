@@ -2,7 +2,7 @@
 import logging
 import time
 
-from simcore import twin as engine
+from simcore.tools import twin as engine
 from twin.models import Twin
 from twin.services.controls import twin_advance
 from twin.services.creation import simulator

@@ -4,7 +4,7 @@ import re
 
 from django.db import transaction
 
-from simcore import reliability
+from simcore.formulas import reliability
 from twin.models import Twin, TwinEvent
 from twin.services.controls import twin_inject
 from twin.services.creation import pci_bus

@@ -6,7 +6,7 @@ import numpy as np
 from django.db import transaction
 
 from planner.events import send_to_group
-from simcore import twin as engine
+from simcore.tools import twin as engine
 from twin.models import Twin, TwinEvent, TwinSample
 from twin.services.creation import simulator
 from twin.services.errors import StaleTwin

@@ -102,7 +102,7 @@ function racksTable(result) {
   ]);
 }
 
-// The step's parts as the result keys them (simcore.training.STEP_PARTS), with their labels.
+// The step's parts as the result keys them (simcore.formulas.training.STEP_PARTS), with their labels.
 const STEP_PARTS = {
   forward: "forward", backward: "backward", recomputation: "recomputation", optimizer: "optimizer",
   pipeline_bubble: "pipeline bubble", tp_traffic: "tensor-parallel traffic", cp_traffic: "context-parallel traffic",

@@ -1,13 +1,14 @@
 """The reliability stage: failure categories for the scenario, cluster-wide rates, a job's
 interruptions, checkpoints, restarts and ETTR, and the Monte Carlo check (formulas and sources in
-:mod:`simcore.reliability` and :mod:`simcore.storage`)."""
+:mod:`simcore.formulas.reliability` and :mod:`simcore.formulas.storage`)."""
 from dataclasses import dataclass
 
 import numpy as np
 
-from simcore import budget, reliability, storage
+from simcore import budget
 from simcore.arrays import label
 from simcore.errors import ScenarioError
+from simcore.formulas import reliability, storage
 
 
 def failure_categories(rel, spans_nodes=False, xids=True, nvlink=True):

@@ -6,7 +6,7 @@ family's flagship part, never from a training run:
 
 * ``gemm_fraction`` (and ``fp8_gemm_fraction``): the best large dense GEMM reaches this share of
   the precision's peak at full clock; smaller and ragged shapes get less
-  (:func:`simcore.transformer.gemm_efficiency`);
+  (:func:`simcore.formulas.transformer.gemm_efficiency`);
 * ``hbm_fraction``: a streaming kernel (STREAM triad: two reads and a write, like a residual add)
   reaches this share of peak HBM bandwidth: norms, activations, dropout, softmax, the optimizer;
 * ``attention_fraction``: a fused FlashAttention-style kernel reaches this share of the bf16 peak,
@@ -26,7 +26,7 @@ secondary (reported by others), estimate (no measurement found: basis given).
 """
 from dataclasses import dataclass, field
 
-from simcore.compute import sustained_clock_factor
+from simcore.formulas.compute import sustained_clock_factor
 
 CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "attention_fraction", "scaleup_fraction",
                   "nvls_allreduce_gain", "conv_fraction")

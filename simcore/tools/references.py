@@ -13,7 +13,7 @@ recomputation). Korthikanti et al. 2022, arXiv:2205.05198 (MFU with sequence par
 selective recomputation).
 
 The training cases are predictions: no constant of the engine was set from them. The family
-constants (simcore.devices) come from microbenchmarks; the cases marked ``calibration`` are the
+constants (simcore.formulas.devices) come from microbenchmarks; the cases marked ``calibration`` are the
 ones a constant was set from (FF Table II for the Ampere GEMM share, FF Fig. 7 for the HFReduce
 and NCCL constants, the FF Fig. 8 NCCL series for ``sm_collective_overlap``).
 """
@@ -24,10 +24,10 @@ from functools import partial
 
 import numpy as np
 
-from simcore import collectives
 from simcore.document import parse
-from simcore.node import node_io
-from simcore.scenario import EngineParams, evaluate_parsed
+from simcore.formulas import collectives
+from simcore.formulas.node import node_io
+from simcore.stages.scenario import EngineParams, evaluate_parsed
 
 GIB = 2**30
 MIB = 2**20

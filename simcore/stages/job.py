@@ -1,19 +1,20 @@
 """The training stage: a workload's layout checked against the cluster, its step layer by layer
 (or a CNN's from its FLOPs), data parallelism, memory, speed, and time and cost to train (formulas
-and sources in :mod:`simcore.transformer`, :mod:`simcore.training` and :mod:`simcore.collectives`)."""
+and sources in :mod:`simcore.formulas.transformer`, :mod:`simcore.formulas.training` and
+:mod:`simcore.formulas.collectives`)."""
 from dataclasses import dataclass
 
 import numpy as np
 
-from simcore import collectives, training, transformer
 from simcore.arrays import label
-from simcore.cluster import constraint
-from simcore.collectives import CollectiveParams
 from simcore.document import parse_workload
 from simcore.errors import ScenarioError
-from simcore.node import domain_io, nccl_domain, scaleup_domain_gpus
-from simcore.power import HOURS_PER_YEAR
-from simcore.reliability import SECONDS_PER_DAY
+from simcore.formulas import collectives, training, transformer
+from simcore.formulas.collectives import CollectiveParams
+from simcore.formulas.node import domain_io, nccl_domain, scaleup_domain_gpus
+from simcore.formulas.power import HOURS_PER_YEAR
+from simcore.formulas.reliability import SECONDS_PER_DAY
+from simcore.stages.cluster import constraint
 
 PRECISION_PEAK = {"tf32": "peak_tf32_tflops", "fp16": "peak_fp16_tflops", "bf16": "peak_fp16_tflops",
                   "fp8": "peak_fp8_tflops"}
@@ -230,7 +231,7 @@ def device_at(acc, family, clock, precision) -> tuple[transformer.Device, np.nda
 
 def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts) -> dict:
     """A transformer's parameters, FLOPs per token and step parts, layer by layer
-    (:func:`simcore.training.transformer_step`)."""
+    (:func:`simcore.formulas.training.transformer_step`)."""
     tp_, pp_, ep_, cp_ = w["tp"], w["pp"], w["ep"], w["cp"]
     etp = expert_tp(w)
     model = transformer_model(w)
@@ -341,7 +342,7 @@ def _preprocessing_s(w, node, job_nodes):
 
 
 def _memory(w, step, dp_ranks, hbm_gib, params) -> dict:
-    """Memory per GPU by term against the HBM the device reports (simcore.training.memory_per_gpu_bytes)."""
+    """Memory per GPU by term against the HBM the device reports (simcore.formulas.training.memory_per_gpu_bytes)."""
     terms = training.memory_per_gpu_bytes(
         dense_params=step["dense"], expert_params=step["expert_params"], tp=w["tp"], pp=w["pp"], ep=w["ep"],
         etp=expert_tp(w), dp=dp_ranks, expert_dp=step["expert_dp"], zero_stage=w["zero_stage"],
@@ -378,7 +379,7 @@ class TrainedJob:
 
 
 def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, TrainedJob]:
-    """The job's step: a transformer layer by layer (simcore.training.transformer_step), a CNN from
+    """The job's step: a transformer layer by layer (simcore.formulas.training.transformer_step), a CNN from
     its FLOPs at the family's convolution share (or a measured forward time); then data
     parallelism, memory, MFU and HFU. Returns the result's training section and the job's figures
     for the reliability and cost stages."""

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore.cluster import NIC_LAYOUT
 from simcore.document import parse
 from simcore.errors import ScenarioError
 from simcore.outputs import dig
-from simcore.scenario import EngineParams, evaluate_parsed
+from simcore.stages.cluster import NIC_LAYOUT
+from simcore.stages.scenario import EngineParams, evaluate_parsed
 
 MAX_AXIS_VALUES = 100_000
 

@@ -6,7 +6,7 @@ the part is named in ``unpriced``, so a bill that leaves parts out never looks c
 """
 import numpy as np
 
-from simcore.power import energy_per_year_kwh
+from simcore.formulas.power import energy_per_year_kwh
 
 
 def complete_sum(counts: dict[str, np.ndarray], unit_prices: dict[str, np.ndarray], parts=None):

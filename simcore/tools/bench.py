@@ -11,10 +11,11 @@ import time
 
 import numpy as np
 
-from simcore import budget, reliability
+from simcore import budget
 from simcore.document import parse
-from simcore.references import FF_2ZONE, LLAMA_13B
-from simcore.scenario import EngineParams, evaluate, evaluate_parsed
+from simcore.formulas import reliability
+from simcore.stages.scenario import EngineParams, evaluate, evaluate_parsed
+from simcore.tools.references import FF_2ZONE, LLAMA_13B
 
 
 def grid_document(points: int, seed: int = 0) -> dict:
@@ -80,7 +81,7 @@ def bench_work_costs(repeats: int = 3) -> dict[str, float]:
     """The unit costs of :mod:`simcore.budget` measured here (best of ``repeats``), to set
     :class:`~simcore.budget.WorkCosts` from: seconds per point of ``evaluate`` on the benchmark grid,
     per Poisson category count, per failure draw of the ETTR simulation, per simulated twin GPU."""
-    from simcore.twin import Job, Twin
+    from simcore.tools.twin import Job, Twin
 
     categories = reliability.fire_flyer_categories()
     units = reliability.unit_counts(10_000, 1_250, link=reliability.FF_LINKS, nic=1_250)

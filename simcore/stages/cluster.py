@@ -1,17 +1,17 @@
 """The cluster's stages: compute, fabric, power and racks, cost, storage and collectives, each
 turning the scenario's cluster fields into its section of the result (formulas and sources in
-:mod:`simcore.compute`, :mod:`simcore.topology`, :mod:`simcore.power`, :mod:`simcore.cost`,
-:mod:`simcore.storage` and :mod:`simcore.collectives`)."""
+:mod:`simcore.formulas.compute`, :mod:`simcore.formulas.topology`, :mod:`simcore.formulas.power`,
+:mod:`simcore.formulas.cost`, :mod:`simcore.formulas.storage` and :mod:`simcore.formulas.collectives`)."""
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from simcore import collectives, compute, cost, power, storage, topology
 from simcore.arrays import label
-from simcore.devices import DeviceFamily
 from simcore.document import SPEC
 from simcore.errors import ScenarioError
-from simcore.node import collective_json, domain_io
+from simcore.formulas import collectives, compute, cost, power, storage, topology
+from simcore.formulas.devices import DeviceFamily
+from simcore.formulas.node import collective_json, domain_io
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def calibration_section(family: DeviceFamily, calibration) -> dict:
 
 
 def hardware(acc, calibration, params) -> Hardware:
-    """Achieved GEMM per precision at the sustained clock (:func:`simcore.compute.gemm_tflops`), with
+    """Achieved GEMM per precision at the sustained clock (:func:`simcore.formulas.compute.gemm_tflops`), with
     the family's shares or the measured ones of ``calibration``."""
     full_clock_w = compute.full_clock_w(acc)
     clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
@@ -137,7 +137,7 @@ def _plane_layers(endpoints, radix, oversubscription):
 
 def fabric_wiring(nodes, compute_nics, node_storage_nics, storage_nodes, storage_nics, *, storage_network, radix,
                   layers, zones, planes, rails, oversubscription, interzone_switches, core_pods):
-    """The wiring of one build's fabrics (:func:`simcore.topology.fat_tree_wiring`), the same trees
+    """The wiring of one build's fabrics (:func:`simcore.formulas.topology.fat_tree_wiring`), the same trees
     :func:`fabric_trees` counts. Returns (compute fabric, storage plane or None). The compute fabric's
     endpoints are each compute node's NICs in order, then (storage shared) each storage node's; the
     storage plane's are each storage node's NICs, then each compute node's storage NICs.

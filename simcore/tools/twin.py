@@ -25,7 +25,7 @@ Jobs follow Fire-Flyer's HAI Platform: node-granular, each job holds whole nodes
 every ``interval_s`` of work at a cost of ``checkpoint_s``, and on an interruption loses the work
 since its last checkpoint, takes replacement nodes for any that failed, and restarts for
 ``restart_s`` (a failure during a restart starts it again). This is the accounting of
-:func:`simcore.reliability.ettr_closed_form`, so a long run's ETTR approaches it.
+:func:`simcore.formulas.reliability.ettr_closed_form`, so a long run's ETTR approaches it.
 """
 import io
 import json
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simcore.errors import ScenarioError
-from simcore.reliability import (
+from simcore.formulas.reliability import (
     JOB,
     FailureCategory,
     ettr_closed_form,

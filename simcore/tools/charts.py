@@ -1,14 +1,14 @@
 """Curves for the plan page's charts, each from one vectorized evaluation."""
 import numpy as np
 
-from simcore import collectives, reliability, training
 from simcore.arrays import to_json
-from simcore.cluster import calibrated_family, cluster_allreduces
 from simcore.document import parse
 from simcore.errors import ScenarioError
-from simcore.node import node_io, scaleup_domain_gpus
-from simcore.reliability import SECONDS_PER_DAY
-from simcore.scenario import EngineParams, evaluate_parsed
+from simcore.formulas import collectives, reliability, training
+from simcore.formulas.node import node_io, scaleup_domain_gpus
+from simcore.formulas.reliability import SECONDS_PER_DAY
+from simcore.stages.cluster import calibrated_family, cluster_allreduces
+from simcore.stages.scenario import EngineParams, evaluate_parsed
 
 
 def curves(document, params: EngineParams | None = None, result: dict | None = None) -> dict:
@@ -16,7 +16,7 @@ def curves(document, params: EngineParams | None = None, result: dict | None = N
 
     * allreduce algorithm bandwidth (HFReduce, HFReduce with NVLink pairs where the node has them,
       NCCL) against GPU count at ``options.message_bytes``, and against message size across the
-      whole cluster, as the collective report computes it (:func:`simcore.cluster.cluster_allreduces`),
+      whole cluster, as the collective report computes it (:func:`simcore.stages.cluster.cluster_allreduces`),
       with NCCL's algorithm at each point (ring below ``nccl_tree_min_ranks``, the tree from there:
       the one step in the NCCL curve);
     * with a workload, step time against the job's GPU count for strong scaling (global batch

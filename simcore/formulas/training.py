@@ -1,7 +1,7 @@
 """Training: a step's time from its operators, memory per GPU, and scaling efficiency.
 
 A transformer's step (:func:`transformer_step`) is built from one layer's operators
-(:mod:`simcore.transformer`) and the communication of its layout:
+(:mod:`simcore.formulas.transformer`) and the communication of its layout:
 
 * per layer and micro-batch: tensor-parallel allreduces (or, with sequence parallelism, a
   reduce-scatter and an all-gather of the same volume), 2 forward and 2 backward, 2 more when the
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore import collectives
-from simcore.transformer import Device, Layout, Model, layer_times_s, moe_dispatch_tokens
+from simcore.formulas import collectives
+from simcore.formulas.transformer import Device, Layout, Model, layer_times_s, moe_dispatch_tokens
 
 GIB = 2**30
 MEMORY_TERMS = ("weights", "gradients", "optimizer states", "activations")

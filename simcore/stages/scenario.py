@@ -9,16 +9,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcore import budget, cluster, failures, job, reliability
+from simcore import budget
 from simcore.arrays import to_json
-from simcore.collectives import CollectiveParams
-from simcore.compute import ComputeParams
-from simcore.devices import FAMILIES
 from simcore.document import parse
 from simcore.errors import ScenarioError
-from simcore.node import node_io, scaleup_domain_gpus
-from simcore.power import PowerParams
-from simcore.training import TrainingParams
+from simcore.formulas import reliability
+from simcore.formulas.collectives import CollectiveParams
+from simcore.formulas.compute import ComputeParams
+from simcore.formulas.devices import FAMILIES
+from simcore.formulas.node import node_io, scaleup_domain_gpus
+from simcore.formulas.power import PowerParams
+from simcore.formulas.training import TrainingParams
+from simcore.stages import cluster, failures, job
 from simcore.version import ENGINE_VERSION
 
 
@@ -126,7 +128,7 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
 def _train(p, params, hw, io, domain, main_fabric, categories, storage_rates, facility_w, capex_total):
     """The training stage, then the job's reliability (on its own parts and its share of the compute
     fabric's links and switches) and its time and cost to train: (training section, the job's
-    reliability figures, its :class:`~simcore.failures.JobCycle`)."""
+    reliability figures, its :class:`~simcore.stages.failures.JobCycle`)."""
     c = p["cluster"]
     node, nodes, g = c["node"], c["node_count"], c["node"]["gpus"]
     training_out, trained = job.train(p, params, hw.family, hw.clock, io, node, node["accelerator"], g, nodes)

@@ -1,6 +1,6 @@
 """Compute: sustained clocks under a power cap, achieved GEMM throughput, MFU and HFU.
 
-Model (see docs/engine.md): achieved GEMM = peak x the family's large-GEMM share (simcore.devices)
+Model (see docs/engine.md): achieved GEMM = peak x the family's large-GEMM share (simcore.formulas.devices)
 x clock factor. Dynamic
 power scales roughly as f * V^2 and, under DVFS, V tracks f, so dynamic power ~ f^3. A board
 whose cap P_cap is below the power P_full the die would draw at full clock sustains

@@ -13,10 +13,10 @@ Two kinds of file:
 
 The predictions are the engine's own, from the node's datasheet facts and its family's shares (any
 calibration in the node's scenario is ignored, so a measurement is always compared with the model):
-a GEMM through :func:`simcore.transformer.gemm_time_s`; a collective inside one scale-up domain as
+a GEMM through :func:`simcore.formulas.transformer.gemm_time_s`; a collective inside one scale-up domain as
 a ring over the link at the family's nccl-tests share (with NVLink SHARP's gain for an allreduce on
 switches that have it), inside a node without one over PCIe, and across nodes by
-:func:`simcore.collectives.nccl_allreduce` (the ring's bound for the other collectives).
+:func:`simcore.formulas.collectives.nccl_allreduce` (the ring's bound for the other collectives).
 
 Fitting: predicted compute-bound GEMM time and large-message scale-up collective time are both
 inversely proportional to the family's share, so the measured share is the family's times the
@@ -31,13 +31,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore import collectives, job, transformer
-from simcore.collectives import CollectiveParams
-from simcore.compute import full_clock_w, sustained_clock_factor
-from simcore.devices import FAMILIES
 from simcore.document import parse_node
 from simcore.errors import ScenarioError
-from simcore.node import domain_io, node_io, scaleup_domain_gpus
+from simcore.formulas import collectives, transformer
+from simcore.formulas.collectives import CollectiveParams
+from simcore.formulas.compute import full_clock_w, sustained_clock_factor
+from simcore.formulas.devices import FAMILIES
+from simcore.formulas.node import domain_io, node_io, scaleup_domain_gpus
+from simcore.stages import job
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 FIT_MIN_BYTES = 64 * 2**20

@@ -1,9 +1,9 @@
 """A node (or a scale-up domain of nodes) as the collectives and parallel groups see it."""
 import numpy as np
 
-from simcore import collectives
-from simcore.collectives import CollectiveParams
 from simcore.errors import ScenarioError
+from simcore.formulas import collectives
+from simcore.formulas.collectives import CollectiveParams
 
 
 def collective_json(result: collectives.CollectiveResult) -> dict:
