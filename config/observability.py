@@ -3,7 +3,7 @@
 Every request gets an id (the client's ``X-Request-ID`` when it is a short token, else a new one),
 sent back in the ``X-Request-ID`` response header and written on every log line the request causes,
 with one access line per request. ``/metrics/`` serves the Prometheus metrics (django-prometheus's
-request metrics and the engine counters below) to the addresses in ``METRICS_ALLOWED_ADDRESSES``
+request metrics and the planner's counters in ``planner.metrics``) to the addresses in ``METRICS_ALLOWED_ADDRESSES``
 and to staff.
 """
 import contextvars
@@ -15,20 +15,10 @@ import uuid
 from django.conf import settings
 from django.http import HttpResponseForbidden
 from django_prometheus.exports import ExportToDjangoView
-from prometheus_client import Counter, Histogram
 
 request_id_var = contextvars.ContextVar("request_id", default="-")
 REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 access_log = logging.getLogger("planner.access")
-
-EVALUATIONS = Counter("planner_evaluations_total", "Engine evaluations run (cache misses)", ["kind"])
-EVALUATION_SECONDS = Histogram("planner_evaluation_seconds", "Engine time per evaluation", ["kind"],
-                               buckets=(0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10))
-WORK_REFUSED = Counter("planner_work_budget_refusals_total", "Requests refused by the engine work budget")
-SWEEP_CHUNKS = Counter("planner_sweep_chunks_total", "Sweep chunks evaluated and stored")
-SWEEP_POINTS = Counter("planner_sweep_points_total", "Sweep points evaluated")
-TWIN_TICKS = Counter("planner_twin_ticks_total", "Digital-twin advances saved")
-
 
 class RequestIdMiddleware:
     """Tags the request, its log lines and its response with a request id; logs one access line."""

@@ -171,3 +171,11 @@ def test_the_engine_rooms_import_downward_only():
     assert {module: targets for module, targets in offenders.items() if targets} == {}
     assert {name.rpartition(".")[0] for name in _modules() if name.count(".") == 2 and name.startswith("simcore.")} \
         == {"simcore.formulas", "simcore.stages", "simcore.tools"}
+
+
+def test_the_apps_never_import_config():
+    """config/ holds settings and wiring; the apps it wires import none of it (settings come
+    through django.conf)."""
+    offenders = {module: sorted(t for t in targets if t == "config" or t.startswith("config."))
+                 for module, targets in _graph().items() if not module.startswith("config")}
+    assert {module: targets for module, targets in offenders.items() if targets} == {}

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 import simcore
-from config import observability as metrics
+from planner import metrics
 from planner.serializers import as_drf_validation_error
 from planner.services.errors import InputError
 from planner.services.plans import PlanInfeasible

@@ -8,7 +8,7 @@ from functools import lru_cache
 from django.core.cache import cache
 
 import simcore
-from config import observability as metrics
+from planner import metrics
 from simcore.tools.references import validate
 
 EVALUATION_CACHE_S = 600

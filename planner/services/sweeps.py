@@ -15,7 +15,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 import simcore
-from config import observability as metrics
+from planner import metrics
 from planner.events import publish_sweep_state
 from planner.models import ClusterPlan, Sweep, SweepChunk, Workload
 from planner.services.sweep_results import sweep_state

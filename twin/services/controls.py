@@ -3,7 +3,7 @@ from django.conf import settings
 from django.db import transaction
 
 import simcore
-from config import observability as metrics
+from planner import metrics
 from simcore.formulas import reliability
 from simcore.tools import twin as engine
 from twin.models import Twin, TwinEvent
