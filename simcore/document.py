@@ -554,26 +554,33 @@ def parse_node(node: dict) -> dict:
     return _walk(SPEC["cluster"]["node"], node, "cluster.node")
 
 
-def parse_workload(workload: dict) -> dict:
-    """Validate a workload's fields alone (``workload`` of a scenario document)."""
+def parse_workload(workload: dict, *, required: bool = True) -> dict:
+    """Validate a workload's fields alone (``workload`` of a scenario document); with
+    ``required``, also the fields its kind needs and its shape (:func:`workload_field_errors`)."""
     w = _walk(SPEC["workload"], workload, "workload")
-    _require_workload_fields(w)
+    if required:
+        _require_workload_fields(w)
     return w
 
 
 def _require_workload_fields(w: dict):
-    if w["kind"] == "transformer":
-        for key in ("layers", "hidden", "heads"):
-            if np.any(np.isnan(w[key])):
-                raise ScenarioError(f"workload.{key}", "is required for a transformer")
-        _check_transformer_shape(w)
-    elif np.any(np.isnan(w["flops_per_sample_forward"])) or np.any(np.isnan(w["params"])):
-        field = "flops_per_sample_forward" if np.any(np.isnan(w["flops_per_sample_forward"])) else "params"
-        raise ScenarioError(f"workload.{field}", "is required for a CNN")
+    errors = workload_field_errors(w)
+    if errors:
+        field, reason = next(iter(errors.items()))
+        raise ScenarioError(f"workload.{field}", reason)
 
 
-def _check_transformer_shape(w: dict):
-    """Rules of the model's own shape (its layout's rules are per scenario point, in the engine)."""
+def workload_field_errors(w: dict) -> dict[str, str]:
+    """Every field a parsed workload needs and lacks, and every rule of the model's own shape it
+    breaks, each bad field with its reason (its layout's rules are per scenario point, in the
+    training stage: :func:`simcore.stages.job.workload_errors`)."""
+    if w["kind"] != "transformer":
+        return {key: "is required for a CNN" for key in ("flops_per_sample_forward", "params")
+                if np.any(np.isnan(w[key]))}
+    missing = {key: "is required for a transformer" for key in ("layers", "hidden", "heads")
+               if np.any(np.isnan(w[key]))}
+    if missing:
+        return missing
     heads, kv = w["heads"], np.where(np.isnan(w["kv_heads"]), w["heads"], w["kv_heads"])
     experts, top_k = w["experts"], w["moe_top_k"]
     rules = (
@@ -586,9 +593,11 @@ def _check_transformer_shape(w: dict):
         ("dense_layers", np.any((experts > 0) & (w["dense_layers"] >= w["layers"])),
          "must leave at least one MoE layer"),
     )
+    errors: dict[str, str] = {}
     for field, bad, reason in rules:
         if bad:
-            raise ScenarioError(f"workload.{field}", reason)
+            errors.setdefault(field, reason)
+    return errors
 
 
 def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:

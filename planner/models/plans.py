@@ -261,55 +261,10 @@ class Workload(OwnedEntry, declared_base("DeclaredWorkloadFields", WORKLOAD_SECT
     (:mod:`planner.models.declared`)."""
 
     def clean(self):
-        errors = {}
-        if self.kind == "transformer":
-            for field in ("layers", "hidden", "heads"):
-                if getattr(self, field) is None:
-                    errors[field] = "required for a transformer"
-            if self.hidden and self.heads and self.head_dim is None and self.hidden % self.heads:
-                errors["heads"] = f"must divide the hidden size {self.hidden} (or give head_dim)"
-            if self.heads and self.kv_heads and (self.kv_heads > self.heads or self.heads % self.kv_heads):
-                errors["kv_heads"] = f"must divide the {self.heads} attention heads"
-            if self.tp and self.heads and self.heads % self.tp:
-                errors["tp"] = f"must divide the {self.heads} attention heads"
-            if self.pp and self.layers and self.pp > self.layers:
-                errors["pp"] = f"cannot exceed the {self.layers} layers (a stage needs a layer)"
-            tokens = self.seq_len * (self.resolution_scale or 1) ** 2 if self.seq_len else None
-            if self.cp and tokens and tokens % self.cp:
-                errors["cp"] = f"must divide the sequence of {tokens:g} tokens"
-            if self.virtual_stages > 1 and self.pp and self.layers and self.layers < self.pp * self.virtual_stages:
-                errors["virtual_stages"] = (f"PP x virtual stages = {self.pp * self.virtual_stages} exceeds "
-                                            f"the {self.layers} layers (a virtual stage needs a layer)")
-        else:
-            for field in ("flops_per_sample_forward", "params"):
-                if getattr(self, field) is None:
-                    errors[field] = "required for a CNN"
-            for field in ("tp", "pp", "cp"):
-                if (getattr(self, field) or 1) > 1:
-                    errors[field] = "a CNN trains data-parallel only (TP, PP and CP apply to transformers)"
-        if self.experts:
-            if not self.moe_top_k:
-                errors["moe_top_k"] = "a mixture-of-experts model needs at least one expert per token"
-            elif self.moe_top_k > self.experts:
-                errors["moe_top_k"] = f"cannot exceed the {self.experts} routed experts"
-            if self.layers and self.dense_layers >= self.layers:
-                errors["dense_layers"] = "must leave at least one MoE layer"
-        elif self.moe_top_k:
-            errors["experts"] = "experts per token (moe_top_k) need routed experts"
-        if self.ep > 1 and (not self.experts or self.experts % self.ep):
-            errors["ep"] = ("expert parallelism needs routed experts it divides" if self.experts
-                            else "expert parallelism needs a mixture-of-experts model (experts > 0)")
-        if self.micro_batch and self.global_batch and self.global_batch % self.micro_batch:
-            errors["global_batch"] = f"must be a multiple of the micro-batch {self.micro_batch}"
-        if self.gpus and self.tp and self.pp and self.cp and self.gpus % (self.tp * self.pp * self.cp):
-            errors["gpus"] = f"TP x PP x CP = {self.tp * self.pp * self.cp} does not divide {self.gpus} GPUs"
-        if self.virtual_stages > 1 and self.pp == 1:
-            errors["virtual_stages"] = "interleaving needs pipeline parallelism (pp > 1)"
-        if not errors:  # then the engine's own rules of a layout (schedules, stages, routing)
-            try:
-                job.check_workload(self.engine_document())
-            except ScenarioError as error:
-                errors[error.field.removeprefix("workload.")] = error.reason
+        """The engine's rules of a workload on its own, every bad field with its reason
+        (:func:`simcore.stages.job.workload_errors`: the one rule book of the API, the editor,
+        the preset loader and the engine)."""
+        errors = job.workload_errors(self.engine_document())
         if errors:
             raise ValidationError(errors)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcore.arrays import label
-from simcore.document import parse_workload
+from simcore.document import parse_workload, workload_field_errors
 from simcore.errors import ScenarioError
 from simcore.formulas import collectives, training, transformer
 from simcore.formulas.collectives import CollectiveParams
@@ -39,6 +39,13 @@ INFEASIBLE_REASONS = (
     "does not fit in HBM",
 )
 MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
+UNEVEN_GROUPS, UNEVEN_MICRO_BATCHES = 2, 5  # the reasons a stored workload's own splits can give
+# The fields whose values a workload's broken rule quotes, by the field it names.
+RULE_FIELDS = {"tp": ("tp", "heads"), "pp": ("pp", "layers"), "cp": ("cp", "seq_len"), "ep": ("ep", "experts"),
+               "virtual_stages": ("virtual_stages", "pp", "layers"),
+               "first_stage_layers": ("first_stage_layers", "last_stage_layers", "pp", "layers"),
+               "moe_max_domains": ("moe_max_domains", "ep"), "global_batch": ("global_batch", "micro_batch"),
+               "gpus": ("gpus", "tp", "pp", "cp")}
 # Where a parallel group's traffic runs; the last: groups that fit a scale-up domain's size but cannot
 # all sit whole in the cluster's domains, so some span two and cross the network.
 PLACEMENTS = ("none", "scale-up", "PCIe", "network", "network: groups cross scale-up domains")
@@ -79,15 +86,46 @@ def workload_rules(w, stage_layer_counts) -> tuple:
     )
 
 
-def check_workload(workload: dict) -> None:
-    """Raise :class:`ScenarioError` naming the field for the first layout rule a workload document
-    breaks on its own, before any cluster is chosen (what a stored workload must satisfy)."""
-    w = parse_workload(workload)
+def workload_errors(workload: dict) -> dict[str, str]:
+    """Every rule a workload document breaks on its own, before any cluster is chosen (what a
+    stored workload must satisfy), each bad field with its reason: its fields' types and ranges,
+    the fields its kind needs, its shape (:func:`simcore.document.workload_field_errors`), the
+    layout rules it decides alone, and the splits that no cluster can make whole (a global batch
+    in whole micro-batches, a stated GPU count in whole TP x PP x CP groups)."""
+    try:
+        w = parse_workload(workload, required=False)
+    except ScenarioError as error:
+        return {error.field.removeprefix("workload."): error.reason}
+    errors = workload_field_errors(w)
+    if errors:
+        return errors
     counts = training.stage_layers(w["layers"], w["pp"], w["first_stage_layers"], w["last_stage_layers"])
     rules = workload_rules(w, counts)
-    for code, (name, bad) in enumerate(rules, start=MEMORY_REASON - len(rules)):
+    named = [(name, bad, INFEASIBLE_REASONS[code])
+             for code, (name, bad) in enumerate(rules, start=MEMORY_REASON - len(rules))]
+    named += [("global_batch", w["global_batch"] % w["micro_batch"] != 0, INFEASIBLE_REASONS[UNEVEN_MICRO_BATCHES]),
+              ("gpus", ~np.isnan(w["gpus"]) & (w["gpus"] % (w["tp"] * w["pp"] * w["cp"]) != 0),
+               INFEASIBLE_REASONS[UNEVEN_GROUPS])]
+    for name, bad, reason in named:
         if np.ndim(bad) == 0 and bool(bad):
-            raise ScenarioError(f"workload.{name}", INFEASIBLE_REASONS[code])
+            errors.setdefault(name, _quoted(reason, name, w))
+    return errors
+
+
+def _quoted(reason: str, name: str, w: dict) -> str:
+    """A broken rule's reason with the values of the fields it relates (one-value fields only)."""
+    values = ", ".join(f"{key} {float(w[key]):g}" for key in RULE_FIELDS.get(name, ())
+                       if np.ndim(w[key]) == 0 and np.isfinite(w[key]))
+    return f"{reason} ({values})" if values else reason
+
+
+def check_workload(workload: dict) -> None:
+    """Raise :class:`ScenarioError` naming the field for the first rule of :func:`workload_errors`
+    a workload document breaks."""
+    errors = workload_errors(workload)
+    if errors:
+        field, reason = next(iter(errors.items()))
+        raise ScenarioError(f"workload.{field}", reason)
 
 
 def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches, stage_layer_counts):
@@ -106,7 +144,7 @@ def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches, stage_layer_
     reason = np.zeros(shape, np.intp)
     for code, (name, bad) in enumerate(rules, start=1):
         if name is not None and np.ndim(bad) == 0 and bool(bad):
-            raise ScenarioError(f"workload.{name}", INFEASIBLE_REASONS[code])
+            raise ScenarioError(f"workload.{name}", _quoted(INFEASIBLE_REASONS[code], name, w))
         reason = np.where(bad & (reason == 0), code, reason)
     return reason
 

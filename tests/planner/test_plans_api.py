@@ -308,25 +308,25 @@ def test_the_builder_is_offered_the_parts_that_fit_first_with_the_reason_for_the
 WORKLOAD_RULES = [
     ({"layers": None}, "layers", "required for a transformer"),
     ({"heads": 48}, "heads", "must divide the hidden size"),
-    ({"tp": 3}, "tp", "must divide the 40 attention heads"),
-    ({"pp": 41}, "pp", "cannot exceed the 40 layers"),
-    ({"gpus": 250}, "gpus", "does not divide 250 GPUs"),
-    ({"global_batch": 1000, "micro_batch": 3}, "global_batch", "multiple of the micro-batch"),
-    ({"ep": 2}, "ep", "needs a mixture-of-experts model"),
-    ({"experts": 64, "moe_top_k": 6, "ep": 3}, "ep", "routed experts it divides"),
-    ({"moe_top_k": 2}, "experts", "need routed experts"),
-    ({"experts": 8, "moe_top_k": 9}, "moe_top_k", "cannot exceed the 8 routed experts"),
+    ({"tp": 3}, "tp", "TP does not divide the attention heads (tp 3, heads 40)"),
+    ({"pp": 41}, "pp", "PP exceeds the layers (a stage needs a layer) (pp 41, layers 40)"),
+    ({"gpus": 250}, "gpus", "TP x PP x CP does not divide the job's GPUs (gpus 250, tp 2, pp 4, cp 1)"),
+    ({"global_batch": 1000, "micro_batch": 3}, "global_batch", "does not split evenly into micro-batches"),
+    ({"ep": 2}, "ep", "EP does not divide the routed experts (or the model has none) (ep 2, experts 0)"),
+    ({"experts": 64, "moe_top_k": 6, "ep": 3}, "ep", "EP does not divide the routed experts"),
+    ({"moe_top_k": 2}, "moe_top_k", "cannot exceed the routed experts"),
+    ({"experts": 8, "moe_top_k": 9}, "moe_top_k", "cannot exceed the routed experts"),
     ({"experts": 8, "moe_top_k": 2, "dense_layers": 40}, "dense_layers", "at least one MoE layer"),
-    ({"kv_heads": 6}, "kv_heads", "must divide the 40 attention heads"),
-    ({"cp": 3}, "cp", "must divide the sequence"),
-    ({"cp": 2, "gpus": 8}, "gpus", "TP x PP x CP = 16 does not divide 8 GPUs"),
-    ({"pp": 4, "virtual_stages": 11}, "virtual_stages", "exceeds the 40 layers"),
+    ({"kv_heads": 6}, "kv_heads", "must divide the attention heads"),
+    ({"cp": 3}, "cp", "CP does not divide the sequence (cp 3, seq_len 2048)"),
+    ({"cp": 2, "gpus": 8}, "gpus", "(gpus 8, tp 2, pp 4, cp 2)"),
+    ({"pp": 4, "virtual_stages": 11}, "virtual_stages", "at least as many layers as virtual stages on every stage"),
     ({"moe_imbalance": 0.5}, "moe_imbalance", "greater than or equal to 1"),
     ({"recompute": True}, "recompute", "not a valid choice"),
     ({"kind": "cnn", "params": 1e8}, "flops_per_sample_forward", "required for a CNN"),
-    ({"kind": "cnn", "params": 1e8, "flops_per_sample_forward": 3e10}, "pp", "data-parallel only"),
+    ({"kind": "cnn", "params": 1e8, "flops_per_sample_forward": 3e10}, "tp", "data-parallel only"),
     ({"zero_stage": 4}, "zero_stage", "less than or equal to 3"),
-    ({"virtual_stages": 2, "pp": 1}, "virtual_stages", "needs pipeline parallelism"),
+    ({"virtual_stages": 2, "pp": 1}, "virtual_stages", "interleaving needs PP > 1"),
     ({"precision": "fp4"}, "precision", "not a valid choice"),
     ({"pipeline_schedule": "dualpipe", "pp": 1, "gpus": 64}, "pp", "DualPipe needs an even PP"),
     ({"pipeline_schedule": "zb-h1", "virtual_stages": 2}, "virtual_stages", "one stage per rank"),
@@ -363,6 +363,27 @@ def test_evaluate_a_full_scenario_without_saving(catalog, reader_client):
     bad = reader_client.post("/api/evaluate/", {"cluster": {**scenario["cluster"], "node_count": 0}}, format="json")
     assert bad.status_code == 400 and bad.json() == {"cluster.node_count": ["must be greater than zero"]}
     assert ClusterPlan.objects.count() == before
+
+
+@pytest.mark.parametrize("change,field", [({"tp": 3}, "tp"), ({"cp": 3}, "cp"),
+                                          ({"experts": 64, "moe_top_k": 6, "ep": 3}, "ep"),
+                                          ({"moe_top_k": 2}, "moe_top_k"), ({"kv_heads": 6}, "kv_heads")])
+def test_a_bad_workload_gets_one_answer_on_every_path(change, field, catalog, reader_client):
+    """The workload API, its preview and /api/evaluate/ apply one rule book: the same field and
+    the same sentence."""
+    from planner.adapters import cluster_document
+
+    stored = reader_client.post("/api/workloads/", {**NEW_WORKLOAD, **change}, format="json")
+    preview = reader_client.post("/api/workloads/preview/", {**NEW_WORKLOAD, **change, "plan": "ff2-pcie-2zone"},
+                                 format="json")
+    workload = {key: value for key, value in {**NEW_WORKLOAD, **change}.items()
+                if key not in {"slug", "name", "description", "visibility"}}
+    cluster = cluster_document(ClusterPlan.objects.get(slug="ff2-pcie-2zone"))
+    evaluated = reader_client.post("/api/evaluate/", {"cluster": cluster, "workload": workload}, format="json")
+    assert stored.status_code == preview.status_code == evaluated.status_code == 400
+    sentence = stored.json()[field]
+    assert preview.json()[field] == sentence
+    assert evaluated.json() == {f"workload.{field}": sentence}
 
 
 def test_tokens_endpoint(catalog, reader_client, user):
@@ -606,9 +627,9 @@ def test_every_engine_workload_field_is_stored_and_a_stated_checkpoint_size_is_t
 
 
 @pytest.mark.parametrize("change, field, words", [
-    ({"kv_heads": 6}, "kv_heads", "must divide the 40 attention heads"),
-    ({"tp": 3}, "tp", "must divide the 40 attention heads"),
-    ({"cp": 3}, "cp", "must divide the sequence"),
+    ({"kv_heads": 6}, "kv_heads", "must divide the attention heads"),
+    ({"tp": 3}, "tp", "TP does not divide the attention heads (tp 3, heads 40)"),
+    ({"cp": 3}, "cp", "CP does not divide the sequence"),
     ({"plan": "no-such-plan"}, "plan", "no plan 'no-such-plan' is visible to you"),
     ({"recompute": "sometimes"}, "recompute", "not a valid choice"),
 ])
