@@ -1,0 +1,34 @@
+"""Request and response shapes, one module per domain as the models are: what every serializer
+shares (``base``), the catalogue, plans and workloads, tokens, and the output registry."""
+from .base import CleanModelSerializer, SlugReference, as_drf_validation_error, full_clean_or_raise, slug_ref
+from .catalog import (
+    AcceleratorSerializer,
+    ComputeNodeTypeSerializer,
+    CPUSerializer,
+    LinkPartSerializer,
+    NICSerializer,
+    PriceBookSerializer,
+    PriceItemSerializer,
+    StorageNodeTypeSerializer,
+    SwitchSerializer,
+)
+from .outputs import OutputSerializer
+from .plans import (
+    CloneRequestSerializer,
+    ClusterPlanSerializer,
+    EvaluateRequestSerializer,
+    OwnedEntrySerializer,
+    PlanPreviewSerializer,
+    WorkloadPreviewSerializer,
+    WorkloadSerializer,
+)
+from .tokens import AccessTokenListSerializer, AccessTokenSerializer
+
+__all__ = [
+    "AcceleratorSerializer", "AccessTokenListSerializer", "AccessTokenSerializer", "CPUSerializer",
+    "CleanModelSerializer", "CloneRequestSerializer", "ClusterPlanSerializer", "ComputeNodeTypeSerializer",
+    "EvaluateRequestSerializer", "LinkPartSerializer", "NICSerializer", "OutputSerializer", "OwnedEntrySerializer",
+    "PlanPreviewSerializer", "PriceBookSerializer", "PriceItemSerializer", "SlugReference",
+    "StorageNodeTypeSerializer", "SwitchSerializer", "WorkloadPreviewSerializer", "WorkloadSerializer",
+    "as_drf_validation_error", "full_clean_or_raise", "slug_ref",
+]

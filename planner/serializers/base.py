@@ -1,0 +1,59 @@
+"""What every serializer shares: model validation through ``full_clean()`` (so the rules in
+``Model.clean()`` hold for API writes exactly as for the admin and the seed loader) and
+references by slug."""
+import re
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import serializers
+
+
+def as_drf_validation_error(error: DjangoValidationError) -> serializers.ValidationError:
+    """Turn a model ``ValidationError`` into DRF's, keeping the field names."""
+    if hasattr(error, "error_dict"):
+        return serializers.ValidationError(
+            {field: [str(m) for m in msgs] for field, msgs in error.message_dict.items()})
+    return serializers.ValidationError({"non_field_errors": error.messages})
+
+
+def full_clean_or_raise(instance, exclude=None):
+    try:
+        instance.full_clean(exclude=exclude)
+    except DjangoValidationError as error:
+        raise as_drf_validation_error(error) from error
+
+
+class CleanModelSerializer(serializers.ModelSerializer):
+    """Validates by building the would-be instance and calling ``full_clean()`` on it."""
+
+    nested_fields: tuple[str, ...] = ()
+    clean_exclude: tuple[str, ...] = ()
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        model = self.Meta.model
+        if self.instance is not None:
+            candidate = model.objects.get(pk=self.instance.pk)
+        else:
+            candidate = model()
+        for field, value in attrs.items():
+            if field not in self.nested_fields:
+                setattr(candidate, field, value)
+        full_clean_or_raise(candidate, exclude=list(self.clean_exclude) or None)
+        return attrs
+
+
+SLUG = re.compile(r"[-a-zA-Z0-9_]+")
+
+
+class SlugReference(serializers.SlugRelatedField):
+    """A catalogue or preset entry by slug; text that cannot be a slug (a NUL byte, spaces) is a
+    field error before any database look-up."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str) or not SLUG.fullmatch(data):
+            self.fail("does_not_exist", slug_name=self.slug_field, value=str(data)[:100])
+        return super().to_internal_value(data)
+
+
+def slug_ref(model, **kwargs):
+    return SlugReference(slug_field="slug", queryset=model.objects.all(), **kwargs)

@@ -1,0 +1,114 @@
+"""The catalogue's serializers: parts, node types and price books."""
+from django.db import transaction
+from rest_framework import serializers
+
+from planner.models import (
+    CPU,
+    NIC,
+    Accelerator,
+    ComputeNodeType,
+    LinkPart,
+    PriceBook,
+    PriceItem,
+    StorageNodeType,
+    Switch,
+)
+from planner.serializers.base import CleanModelSerializer, full_clean_or_raise, slug_ref
+
+
+class AcceleratorSerializer(CleanModelSerializer):
+    class Meta:
+        model = Accelerator
+        exclude = ["id"]
+
+
+class CPUSerializer(CleanModelSerializer):
+    class Meta:
+        model = CPU
+        exclude = ["id"]
+
+
+class NICSerializer(CleanModelSerializer):
+    class Meta:
+        model = NIC
+        exclude = ["id"]
+
+
+class SwitchSerializer(CleanModelSerializer):
+    class Meta:
+        model = Switch
+        exclude = ["id"]
+
+
+class LinkPartSerializer(CleanModelSerializer):
+    class Meta:
+        model = LinkPart
+        exclude = ["id"]
+
+
+class ComputeNodeTypeSerializer(CleanModelSerializer):
+    accelerator = slug_ref(Accelerator)
+    cpu = slug_ref(CPU, allow_null=True, required=False)
+    compute_nic = slug_ref(NIC)
+    storage_nic = slug_ref(NIC, allow_null=True, required=False)
+
+    class Meta:
+        model = ComputeNodeType
+        exclude = ["id"]
+
+
+class StorageNodeTypeSerializer(CleanModelSerializer):
+    cpu = slug_ref(CPU, allow_null=True, required=False)
+    nic = slug_ref(NIC)
+
+    class Meta:
+        model = StorageNodeType
+        exclude = ["id"]
+
+
+class PriceItemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PriceItem
+        fields = ["part_kind", "part_slug", "unit_price", "basis", "confidence"]
+
+    def validate(self, attrs):
+        full_clean_or_raise(PriceItem(**attrs), exclude=["price_book"])
+        return attrs
+
+
+class PriceBookSerializer(CleanModelSerializer):
+    """A price book with its items; writing ``items`` replaces the whole list atomically."""
+
+    items = PriceItemSerializer(many=True, required=False)
+    nested_fields = ("items",)
+
+    class Meta:
+        model = PriceBook
+        exclude = ["id"]
+
+    def validate_items(self, items):
+        seen = set()
+        for index, item in enumerate(items):
+            key = (item["part_kind"], item["part_slug"])
+            if key in seen:
+                raise serializers.ValidationError(
+                    f"item {index}: {key[0]} '{key[1]}' is priced twice in this book"
+                )
+            seen.add(key)
+        return items
+
+    @transaction.atomic
+    def create(self, validated_data):
+        items = validated_data.pop("items", [])
+        book = super().create(validated_data)
+        PriceItem.objects.bulk_create(PriceItem(price_book=book, **item) for item in items)
+        return book
+
+    @transaction.atomic
+    def update(self, instance, validated_data):
+        items = validated_data.pop("items", None)
+        book = super().update(instance, validated_data)
+        if items is not None:
+            book.items.all().delete()
+            PriceItem.objects.bulk_create(PriceItem(price_book=book, **item) for item in items)
+        return book
