@@ -26,7 +26,10 @@ from simcore.tools.references import CASES, validate
 from simcore.tools.table import table, to_frame
 from simcore.version import ENGINE_VERSION
 
+__version__ = ENGINE_VERSION
+
 __all__ = [
+    "__version__",
     "budget",
     "cluster",
     "document",

@@ -31,5 +31,6 @@ def to_frame(result: dict):
     try:
         import pandas
     except ImportError as error:
-        raise ImportError("to_frame needs pandas: pip install 'simcore[pandas]' (or use simcore.table)") from error
+        raise ImportError("to_frame needs pandas: pip install pandas, or the engine with its extra "
+                          "(pip install './engine[pandas]'); simcore.table gives the same columns") from error
     return pandas.DataFrame(table(result))
