@@ -1,6 +1,7 @@
 """Command line: ``python -m simcore evaluate FILE|-``, ``validate`` and ``bench``."""
 import argparse
 import json
+import os
 import sys
 
 from simcore.errors import ScenarioError
@@ -18,7 +19,14 @@ def main(argv=None) -> int:
     bench_cmd.add_argument("--points", type=int, default=1_000_000)
     bench_cmd.add_argument("--replicas", type=int, default=1_000)
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except BrokenPipeError:  # the reader (head, less) closed the pipe: stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's advice: no second error at exit
+        return 1
 
+
+def _run(args) -> int:
     if args.command == "evaluate":
         return _evaluate(args.file)
     if args.command == "validate":

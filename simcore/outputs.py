@@ -148,6 +148,23 @@ OUTPUTS: list[Output] = [
 ]
 
 
+# Units whose values are whole things counted, and the unit of a yes/no flag: a table or a file
+# gives these as integers and booleans (``value_kind``), not as the engine's floats.
+COUNT_UNITS = frozenset({"GPUs", "nodes", "switches", "racks", "modules", "parts"})
+FLAG_UNIT = "yes/no"
+_BY_PATH = {o.path: o for o in OUTPUTS if o.path}
+
+
+def value_kind(path: str) -> str:
+    """How a result path's values are typed in tables and files: ``flag`` (true/false),
+    ``count`` (an integer) or ``number``, from the registered output's unit (unregistered paths
+    are numbers)."""
+    output = _BY_PATH.get(path)
+    if output is None:
+        return "number"
+    return "flag" if output.unit == FLAG_UNIT else "count" if output.unit in COUNT_UNITS else "number"
+
+
 def selected(flag: str, *, workload: bool | None = None) -> list[Output]:
     """The registry's outputs with ``flag`` set (``compare``, ``chart``, ``table``, ``sweep``), in
     registry order; ``workload`` False keeps only those every evaluation has."""

@@ -7,6 +7,7 @@ import numpy as np
 from planner.models import Sweep
 from planner.services.sweep_spec import SweepInputError, sweep_axes
 from planner.services.sweep_store import chunk_columns, sweep_columns
+from simcore.outputs import value_kind
 from simcore.tools import sweep as engine
 
 
@@ -75,14 +76,27 @@ def _export_order(columns: dict) -> list[str]:
     return ["point", *axes, *outputs, "valid", "invalid_reason"]
 
 
+def _arrow_column(key: str, values: np.ndarray):
+    """One exported column: text as text, validity and flag outputs as booleans, count outputs as
+    integers (``simcore.outputs.value_kind``), other numbers as doubles; NaN is a missing value."""
+    import pyarrow as pa
+
+    if values.dtype == object:
+        return pa.array(values.astype(str))
+    kind = "flag" if key == "valid" else value_kind(key)
+    if kind == "number":
+        return pa.array(values, from_pandas=True)
+    missing = np.isnan(values.astype(float))
+    whole = np.where(missing, 0, values).astype(bool if kind == "flag" else np.int64)
+    return pa.array(whole, mask=missing)
+
+
 def _table(columns: dict):
-    """One chunk as an Arrow table: NaN is a missing value, the axis prefix is dropped."""
+    """One chunk as an Arrow table (:func:`_arrow_column`), the axis prefix dropped."""
     import pyarrow as pa
 
     keys = _export_order(columns)
-    arrays = [pa.array(columns[k].astype(str) if columns[k].dtype == object else columns[k], from_pandas=True)
-              for k in keys]
-    return pa.table(arrays, names=[k.removeprefix("axis:") for k in keys])
+    return pa.table([_arrow_column(k, columns[k]) for k in keys], names=[k.removeprefix("axis:") for k in keys])
 
 
 def sweep_export(sweep: Sweep, kind: str):

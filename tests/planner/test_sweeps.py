@@ -188,6 +188,12 @@ def test_export_csv_parquet_and_npz(catalog, reader_client, eager_celery, small_
     step = table.column("training.step_time_s").to_pylist()
     assert [s is None for s in step] == [r["outputs"]["training.step_time_s"] is None for r in switches]
     assert [r["training.step_time_s"] == "" for r in rows] == [s is None for s in step]  # missing, not NaN
+    import pyarrow as pa
+
+    assert table.schema.field("valid").type == pa.bool_() and table.schema.field("fabric.fits").type == pa.bool_()
+    assert table.schema.field("training.feasible").type == pa.bool_()
+    assert table.schema.field("fabric.switches").type == pa.int64()
+    assert table.column("valid").to_pylist() == [r["valid"] for r in switches]
     npz = np.load(io.BytesIO(_download(reader_client, sweep, "npz")))
     assert npz["point"].tolist() == list(range(135))
     assert npz["fabric.switches"].shape == (135,)

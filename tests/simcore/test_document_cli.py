@@ -173,3 +173,17 @@ def test_cli_names_the_field_of_a_schedule_or_an_accelerator_it_refuses(changes,
             node[leaf] = value
     refused = run_cli("evaluate", "-", stdin=json.dumps(doc))
     assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(ff_cluster):
+    """``python -m simcore evaluate grid.json | head -1``: the closed pipe ends the command quietly
+    (the grid's result is megabytes, far more than a pipe holds, so the write meets the closed end)."""
+    grid = {"cluster": {**ff_cluster, "node_count": list(range(100, 20_100))}}
+    process = subprocess.Popen([sys.executable, "-m", "simcore", "evaluate", "-"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdin.write(json.dumps(grid))
+    process.stdin.close()
+    assert process.stdout.readline() == "{\n"
+    process.stdout.close()
+    stderr = process.stderr.read()
+    assert process.wait(timeout=120) == 1 and "Traceback" not in stderr and "BrokenPipe" not in stderr
