@@ -3,9 +3,10 @@
 Two kinds of file:
 
 * **nccl-tests output** (NVIDIA/nccl-tests: ``all_reduce_perf``, ``all_gather_perf``,
-  ``reduce_scatter_perf``, ``alltoall_perf``), the text they print: ``#  Rank ...`` lines naming each
-  rank's host and device, then one row per message size: size (B), count, type, [redop], [root],
-  then time (us), algbw and busbw (GB/s, 10^9 bytes) and the error count, out of place and in place.
+  ``reduce_scatter_perf``, ``alltoall_perf``), the text they print or their ``-J`` JSON report:
+  ``#  Rank ...`` lines naming each rank's host and device, then one row per message size: size (B),
+  count, type, [redop], [root], then time (us; cputime with ``-C 1``), algbw and busbw (GB/s, 10^9
+  bytes) and the error count, out of place and in place (:func:`parse_nccl_tests` lists the variants).
   ``busbw = algbw x`` the collective's bus factor (nccl-tests doc/PERFORMANCE.md): ``2(n-1)/n`` for
   allreduce, ``(n-1)/n`` for allgather, reduce-scatter and all-to-all. The out-of-place columns are
   the measurement.
@@ -26,6 +27,7 @@ median measured / predicted ratio: over the compute-bound rows of the dtype (16-
 """
 import csv
 import io
+import json
 import re
 from dataclasses import dataclass
 
@@ -47,8 +49,17 @@ GEMM_DTYPES = ("fp16", "bf16", "tf32", "fp8")
 FIT_BY_DTYPE = {"fp16": "gemm_fraction", "bf16": "gemm_fraction", "fp8": "fp8_gemm_fraction"}
 MAX_ROWS = 10_000
 
-_RANK_LINE = re.compile(r"^#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
-_STARTING = re.compile(r"^#\s*Collective test starting:\s*(\w+?)_perf(?:_mpi)?\s*$")
+# "#  Rank  0 Group  0 Pid ... on host device  0 [0x07] name" (nccl-tests 2.13.4 and later print the
+# group; earlier releases do not).
+_RANK_LINE = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+"
+                        r"device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
+# A binary's name wherever it shows: "# Collective test starting: all_reduce_perf" (recent releases),
+# or a command line that ran it ("mpirun ... ./build/all_gather_perf -b 8 ...").
+_BINARY = re.compile(r"(?:^|[\s/])(all_reduce|all_gather|reduce_scatter|alltoall|[a-z_]+?)_perf(?:_mpi)?\b")
+# Prefixes a launcher puts before each line: "srun -l" ("12: "), "mpirun --tag-output" ("[1,0]<stdout>:").
+_LAUNCHER_PREFIX = re.compile(r"^(?:\s*\d+:\s?|\[\d+,\d+\]<std(?:out|err)>:)")
+_SIZES = re.compile(r"minBytes\s+(\d+)\s+maxBytes\s+(\d+)\s+step:\s*(\d+)\((factor|bytes)\)")
+_FOOTER = "# Avg bus bandwidth"
 
 
 def _error(line: int, message: str) -> ScenarioError:
@@ -84,43 +95,31 @@ def _float(token: str, line: int, what: str) -> float:
     return value
 
 
-def parse_nccl_tests(text: str) -> NcclRun:
-    """Read the text nccl-tests prints. The columns are found from its header line (``#  size count
-    type [redop] [root] time algbw busbw #wrong time ...``; the first time, algbw and busbw are the
-    out-of-place ones), so optional columns before or after them do not matter. Lines that are
-    neither comments nor result rows (MPI and NCCL log lines) are skipped; a result row that does
-    not read raises a field error with its line."""
-    collective, header, columns = None, "", None
-    ranks: dict[int, tuple[str, str]] = {}
-    rows = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if line.startswith("#"):
-            names = line.lstrip("#").split()
-            if match := _STARTING.match(line):
-                collective = match.group(1)
-            elif match := _RANK_LINE.match(line):
-                ranks[int(match.group(1))] = (match.group(2), match.group(3).strip())
-            elif line.startswith(("# nThread", "# nccl-tests version")):
-                header = f"{header}; {line.lstrip('# ')}" if header else line.lstrip("# ")
-            elif names[:2] == ["size", "count"] and {"time", "algbw", "busbw"} <= set(names):
-                columns = [names.index(name) for name in ("size", "time", "algbw", "busbw")]
-            continue
-        tokens = line.split()
-        if not tokens or not tokens[0].isdigit():
-            continue
-        if columns is None:
-            raise _error(number, "a result row before the '#  size  count  type ...' header that names the columns")
-        if len(tokens) <= max(columns):
-            raise _error(number, f"a result row has {len(tokens)} columns; the header names {max(columns) + 1} "
-                                 "or more")
-        size, time_us, algbw, busbw = (_float(tokens[i], number, name)
-                                       for i, name in zip(columns, ("size", "time", "algbw", "busbw")))
-        if time_us <= 0:
-            raise _error(number, f"time {tokens[columns[1]]} us must be positive")
-        rows.append((size, time_us, algbw, busbw))
-        if len(rows) > MAX_ROWS:
-            raise _error(number, f"more than {MAX_ROWS} result rows")
+def expected_sizes(header_line: str) -> int | None:
+    """How many message sizes a run's "minBytes .. maxBytes .. step: N(factor|bytes)" line asks for."""
+    match = _SIZES.search(header_line)
+    if match is None:
+        return None
+    low, high, step, kind = int(match.group(1)), int(match.group(2)), int(match.group(3)), match.group(4)
+    if low <= 0 or high < low or step < 1 or (kind == "factor" and step < 2):
+        return None
+    count, size = 0, low
+    while size <= high:
+        count, size = count + 1, size * step if kind == "factor" else size + step
+    return count
+
+
+def _check_complete(rows: list, header: str, footer: bool):
+    expected = expected_sizes(header)
+    if expected is not None and len(rows) < expected:
+        last = int(rows[-1][0]) if rows else 0
+        raise ScenarioError("file", f"truncated: {len(rows)} of the {expected} message sizes the run asked for "
+                                    f"(the last read is {last:,} B)")
+    if not footer:
+        raise ScenarioError("file", f"truncated: no '{_FOOTER.lstrip('# ')}' line after the results")
+
+
+def _run(collective, ranks: dict, rows: list, header: str) -> NcclRun:
     if not rows:
         raise ScenarioError("file", "no result rows found: is this the output of an nccl-tests binary?")
     if not ranks:
@@ -132,6 +131,94 @@ def parse_nccl_tests(text: str) -> NcclRun:
     hosts = tuple(dict.fromkeys(host for host, _ in ranks.values()))
     devices = tuple(dict.fromkeys(device for _, device in ranks.values()))
     return NcclRun(collective, len(ranks), hosts, devices, table[:, 0], table[:, 1], table[:, 2], table[:, 3], header)
+
+
+def parse_nccl_tests(text: str) -> NcclRun:
+    """Read what nccl-tests wrote: its JSON report (``-J``) or the text it prints, from every
+    release since 2.10 (rank lines with or without their group, ``time`` or ``cputime`` (``-C 1``)
+    columns, per-iteration and timestamp columns), with or without a launcher's prefix on each line
+    (``srun -l``, ``mpirun --tag-output``). The columns come from the header line (the first time,
+    algbw and busbw are the out-of-place ones); the collective from the binary's name where the
+    file shows it (None otherwise: the caller asks); other lines (MPI and NCCL logs) are skipped.
+    A run cut short (fewer sizes than it asked for, or no summary line) is refused as truncated;
+    a result row that does not read raises a field error with its line."""
+    if text.lstrip().startswith("{"):
+        return _parse_nccl_json(text)
+    collective, header, columns, footer = None, "", None, False
+    ranks: dict[int, tuple[str, str]] = {}
+    rows = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _LAUNCHER_PREFIX.sub("", raw, count=1).strip()
+        if collective is None and (binary := _BINARY.search(line)):
+            collective = binary.group(1)
+        if line.startswith("#"):
+            names = line.lstrip("#").split()
+            if match := _RANK_LINE.match(line):
+                ranks[int(match.group(1))] = (match.group(2), match.group(3).strip())
+            elif line.startswith(("# nThread", "# nccl-tests version")):
+                header = f"{header}; {line.lstrip('# ')}" if header else line.lstrip("# ")
+            elif names[:2] == ["size", "count"] and {"algbw", "busbw"} <= set(names):
+                time_name = "time" if "time" in names else "cputime"
+                columns = [names.index(name) for name in ("size", time_name, "algbw", "busbw")]
+            footer = footer or line.startswith(_FOOTER)
+            continue
+        tokens = line.split()
+        if not tokens or not tokens[0].isdigit():
+            continue
+        rows.append(_result_row(tokens, columns, number))
+        if len(rows) > MAX_ROWS:
+            raise _error(number, f"more than {MAX_ROWS} result rows")
+    run = _run(collective, ranks, rows, header)
+    _check_complete(rows, header, footer)
+    return run
+
+
+def _result_row(tokens: list[str], columns: list[int] | None, number: int) -> tuple[float, ...]:
+    if columns is None:
+        raise _error(number, "a result row before the '#  size  count  type ...' header that names the columns")
+    if len(tokens) <= max(columns):
+        raise _error(number, f"a result row has {len(tokens)} columns; the header names {max(columns) + 1} or more")
+    size, time_us, algbw, busbw = (_float(tokens[i], number, name)
+                                   for i, name in zip(columns, ("size", "time", "algbw", "busbw")))
+    if time_us <= 0:
+        raise _error(number, f"time {tokens[columns[1]]} us must be positive")
+    return size, time_us, algbw, busbw
+
+
+def _parse_nccl_json(text: str) -> NcclRun:
+    """The JSON report nccl-tests writes with ``-J`` (its ``util.cu``, file version 2): the command
+    line (``args``, whose first is the binary), ``config`` with its ``devices``, ``results`` (each
+    size's ``out_of_place`` time or cpu_time, alg_bw and bus_bw) and the summary that closes it."""
+    try:
+        report = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ScenarioError("file", f"truncated or not JSON: {error.msg} at character {error.pos}") from None
+    if not isinstance(report, dict) or not isinstance(report.get("results"), list):
+        raise ScenarioError("file", "a JSON report needs a 'results' list (nccl-tests -J output)")
+    args = report.get("args") or [""]
+    binary = _BINARY.search(str(args[0]))
+    config = report.get("config") or {}
+    ranks = {int(d["rank"]): (str(d["hostname"]), str(d["device_info"])) for d in config.get("devices", [])
+             if isinstance(d, dict) and {"rank", "hostname", "device_info"} <= set(d)}
+    rows = []
+    for number, result in enumerate(report["results"], start=1):
+        place = result.get("out_of_place") if isinstance(result, dict) else None
+        if not isinstance(place, dict):
+            raise ScenarioError("file", f"result {number}: no out_of_place figures")
+        time_us = place.get("time", place.get("cpu_time"))
+        figures = [(result.get("size"), "size"), (time_us, "time"), (place.get("alg_bw"), "algbw"),
+                   (place.get("bus_bw"), "busbw")]
+        values = tuple(_float(str(value), number, name) for value, name in figures)
+        if values[1] <= 0:
+            raise ScenarioError("file", f"result {number}: time {time_us} us must be positive")
+        rows.append(values)
+    header = "; ".join(f"{key} {config[key]}" for key in ("nthreads", "ngpus", "minimum_bytes", "maximum_bytes")
+                       if key in config)
+    run = _run(binary.group(1) if binary else None, ranks, rows, header)
+    sizes = f"minBytes {config.get('minimum_bytes')} maxBytes {config.get('maximum_bytes')} step: " + (
+        f"{config['step_factor']}(factor)" if "step_factor" in config else f"{config.get('step_bytes')}(bytes)")
+    _check_complete(rows, sizes, "average_bus_bandwidth" in report)
+    return run
 
 
 @dataclass(frozen=True)

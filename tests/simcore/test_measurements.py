@@ -1,4 +1,5 @@
 """Reading nccl-tests output and GEMM CSVs, and predicting the same runs (simcore.tools.measurements)."""
+import re
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,99 @@ def test_every_constant_a_measurement_fits_is_one_the_scenario_can_override():
     assert {*m.FIT_BY_DTYPE.values(), "scaleup_fraction"} == set(CALIBRATED) <= set(CONSTANT_NAMES)
     table = m.parse_gemm_csv("m,n,k,dtype,tflops\n8192,8192,8192,bf16,280\n")
     assert set(m.compare_gemm(DGX_A100_NODE, table)["fitted"]) == {"gemm_fraction"}
+
+
+def _variant(text, *, rank=None, line=None, drop=()):
+    """The sample run rewritten as another release or launcher would print it."""
+    out = []
+    for original in text.splitlines():
+        if any(word in original for word in drop):
+            continue
+        changed = rank(original) if rank and original.startswith("#  Rank") else original
+        out.append(line(changed) if line else changed)
+    return "\n".join(out)
+
+
+def _json_report(run, binary="/opt/nccl-tests/build/all_reduce_perf", cputime=False, summary=True):
+    """The run as nccl-tests' -J report (util.cu, JSON file version 2)."""
+    import json
+
+    report = {"version": 2, "start_time": "2026-11-30 10:42:07", "args": [binary, "-b", "8", "-e", "8G", "-f", "2"],
+              "env": [], "nccl_version": 21805,
+              "config": {"nthreads": 1, "ngpus": 1, "minimum_bytes": 8, "maximum_bytes": 8589934592, "step_factor": 2,
+                         "devices": [{"rank": r, "group": 0, "pid": 41230 + r, "hostname": "dgx-a100-01", "device": r,
+                                      "device_hex": "0000:07:00", "device_info": "NVIDIA A100-SXM4-80GB"}
+                                     for r in range(run.ranks)]},
+              "results": [{"size": int(s), "count": int(s) // 4, "type": "float", "redop": "sum", "root": "    -1",
+                           "out_of_place": {"cpu_time" if cputime else "time": t, "alg_bw": a, "bus_bw": b,
+                                            "nwrong": 0.0},
+                           "in_place": {"time": t, "alg_bw": a, "bus_bw": b, "nwrong": 0.0},
+                           "actual_iterations": 20, "experiment_name": ""}
+                          for s, t, a, b in zip(run.size_bytes, run.time_us, run.algbw_gbyte_s, run.busbw_gbyte_s)]}
+    if summary:
+        report |= {"out_of_bounds": {"count": 0, "okay": "true"},
+                   "average_bus_bandwidth": {"bandwidth": 90.5585, "okay": "unchecked"}, "errors": []}
+    return json.dumps(report)
+
+
+def _per_iteration(text):
+    """A line as a per-iteration run with timestamps prints it: i_min, i_max, i_p99 and i_cv% after
+    each #wrong, a timestamp at the end."""
+    if "#wrong" in text:
+        return text.replace("#wrong", "#wrong   i_min   i_max   i_p99   i_cv%") + "  timestamp"
+    if not text.strip()[:1].isdigit():
+        return text
+    tokens = text.split()
+    per_iter = ["21.10", "25.30", "25.00", "3.10"]
+    return "  ".join(tokens[:9] + per_iter + tokens[9:] + per_iter + ["2026-11-30 10:42:07"])
+
+
+CORPUS = {
+    "before 2.13.4: no Group, no collective line": _variant(
+        EIGHT, rank=lambda text: re.sub(r"Group\s+\d+\s+", "", text), drop=("Collective test starting",)),
+    "-C 1: cputime columns": _variant(EIGHT, line=lambda text: text.replace(" time ", " cputime ")),
+    "srun -l": _variant(EIGHT, line=lambda text: f"0: {text}"),
+    "mpirun --tag-output": _variant(EIGHT, line=lambda text: f"[1,0]<stdout>:{text}"),
+    "per-iteration and timestamp columns": _variant(EIGHT, line=_per_iteration),
+}
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_every_output_format_reads_as_the_same_run(name):
+    plain = m.parse_nccl_tests(EIGHT)
+    run = m.parse_nccl_tests(CORPUS[name])
+    assert (run.ranks, run.hosts, run.devices) == (8, ("dgx-a100-01",), ("NVIDIA A100-SXM4-80GB",))
+    assert run.size_bytes.tolist() == plain.size_bytes.tolist() and len(run.size_bytes) == 31
+    assert run.time_us.tolist() == plain.time_us.tolist() and run.busbw_gbyte_s.tolist() == plain.busbw_gbyte_s.tolist()
+    assert run.collective == (None if name.startswith("before 2.13.4") else "all_reduce")
+
+
+@pytest.mark.parametrize("cputime", [False, True])
+def test_the_json_report_reads_as_the_text_does_and_names_its_collective_from_the_binary(cputime):
+    plain = m.parse_nccl_tests(EIGHT)
+    run = m.parse_nccl_tests(_json_report(plain, "/opt/nccl-tests/build/all_gather_perf", cputime=cputime))
+    assert run.collective == "all_gather" and (run.ranks, run.hosts) == (8, ("dgx-a100-01",))
+    assert run.busbw_gbyte_s.tolist() == plain.busbw_gbyte_s.tolist()
+    assert run.time_us.tolist() == plain.time_us.tolist()
+
+
+def test_the_collective_comes_from_a_command_line_in_the_file():
+    old = CORPUS["before 2.13.4: no Group, no collective line"]
+    launched = "+ srun -N 1 --ntasks-per-node 8 /opt/nccl-tests/build/reduce_scatter_perf -b 8 -e 8G -f 2\n" + old
+    assert m.parse_nccl_tests(launched).collective == "reduce_scatter"
+
+
+def test_a_truncated_run_is_reported_as_such():
+    lines = EIGHT.splitlines()
+    cut = "\n".join(lines[:next(i for i, text in enumerate(lines) if text.strip().startswith("8192 "))])
+    with pytest.raises(ScenarioError, match=r"truncated: 10 of the 31 message sizes the run asked for \(the last "
+                                            r"read is 4,096 B\)"):
+        m.parse_nccl_tests(cut)
+    no_summary = "\n".join(text for text in lines if not text.startswith(("# Avg bus", "# Out of bounds")))
+    with pytest.raises(ScenarioError, match="truncated: no 'Avg bus bandwidth' line"):
+        m.parse_nccl_tests(no_summary)
+    plain = m.parse_nccl_tests(EIGHT)
+    with pytest.raises(ScenarioError, match="truncated or not JSON"):
+        m.parse_nccl_tests(_json_report(plain)[:5000])
+    with pytest.raises(ScenarioError, match="truncated: no 'Avg bus bandwidth' line"):
+        m.parse_nccl_tests(_json_report(plain, summary=False))
