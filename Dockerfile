@@ -10,4 +10,4 @@ RUN SECRET_KEY=build-only-key-build-only-key-build-only-key-build-only \
 RUN useradd --create-home planner && mkdir -p /app/var/metrics && chown -R planner /app/var
 USER planner
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "config.asgi:application"]
+CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "--access-log", "/dev/null", "config.asgi:application"]

@@ -1,20 +1,24 @@
 """Request ids, JSON logs and Prometheus metrics.
 
-Every request gets an id (the client's ``X-Request-ID`` when it is a short token, else a new one),
-sent back in the ``X-Request-ID`` response header and written on every log line the request causes,
-with one access line per request. ``/metrics/`` serves the Prometheus metrics (django-prometheus's
-request metrics and the planner's counters in ``planner.metrics``) to the addresses in ``METRICS_ALLOWED_ADDRESSES``
-and to staff.
+Every log line of the web, the Celery workers and the twin driver is one JSON object (unless
+``LOG_FORMAT=text``) with an ISO 8601 UTC ``time``, its ``level``, ``logger``, the request id
+and the Celery task id. Every request gets an id (the client's ``X-Request-ID`` when it is a
+short token, else a new one), sent back in the ``X-Request-ID`` response header and written on
+every log line the request causes, with one access line per request. ``/metrics/`` serves the
+Prometheus metrics (django-prometheus's request metrics and the planner's counters in
+``planner.metrics``) to the addresses in ``METRICS_ALLOWED_ADDRESSES`` and to staff.
 """
 import contextvars
 import logging
 import re
 import time
 import uuid
+from datetime import datetime, timezone
 
 from django.conf import settings
 from django.http import HttpResponseForbidden
 from django_prometheus.exports import ExportToDjangoView
+from pythonjsonlogger.json import JsonFormatter
 
 request_id_var = contextvars.ContextVar("request_id", default="-")
 REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -44,11 +48,22 @@ class RequestIdMiddleware:
 
 
 class RequestIdFilter(logging.Filter):
-    """Puts the current request's id (``-`` outside a request) on every log record."""
+    """Puts the current request's id and the current Celery task's id (``-`` outside either) on
+    every log record."""
 
     def filter(self, record):
+        from celery import current_task
+
         record.request_id = request_id_var.get()
+        record.task_id = getattr(current_task, "request", None) and current_task.request.id or "-"
         return True
+
+
+class UtcJsonFormatter(JsonFormatter):
+    """JSON lines whose ``time`` is ISO 8601 in UTC with its zone (``2026-12-02T05:20:00.123+00:00``)."""
+
+    def formatTime(self, record, datefmt=None):
+        return datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
 
 
 def metrics(request):

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
+# As docker-compose.yml runs Daphne: its Apache-style access lines off (the app logs each request as JSON).
+DAPHNE_LOGS = ("--access-log", "/dev/null")
 
 
 def free_port() -> int:
@@ -84,14 +86,17 @@ class Stack:
             for i in range(processes):
                 listener = socket.create_server(("127.0.0.1", self.port), backlog=512, reuse_port=True)
                 self._spawn(f"web{i}" if i else "web", [sys.executable, "-m", "daphne", "--fd", str(listener.fileno()),
-                                                        "config.asgi:application"], pass_fds=(listener.fileno(),))
+                                                        *DAPHNE_LOGS, "config.asgi:application"],
+                            pass_fds=(listener.fileno(),))
                 listener.close()
             wait_until(self._healthy, 60, 0.3, f"{self.name} web servers")
             return
         commands = {
-            "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"],
-            "worker": [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "sim,celery", "--pool", "solo",
-                       "--without-mingle", "--without-gossip", "--loglevel", "INFO", "-n", f"{self.name}@%h"],
+            "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), *DAPHNE_LOGS,
+                    "config.asgi:application"],
+            "worker": [sys.executable, "-m", "celery", "-A", "config", "--quiet", "worker", "-Q", "sim,celery",
+                       "--pool", "solo", "--without-mingle", "--without-gossip", "--loglevel", "INFO",
+                       "-n", f"{self.name}@%h"],
             "driver": [sys.executable, "manage.py", "run_twins", "--tick", "0.2"],
         }
         self._spawn(role, [*commands[role], *extra])

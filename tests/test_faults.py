@@ -17,6 +17,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime, timedelta
 
 import psycopg
 import pytest
@@ -223,3 +224,41 @@ def test_throttles_count_across_web_processes_and_fail_open_without_the_cache(tm
         assert "the cache (Redis) is unreachable, answering as an empty cache" in logs
     finally:
         stack.stop()
+
+
+def test_the_web_the_workers_and_the_twin_driver_log_json_lines_in_utc(tmp_path, redis_server):
+    """Every line the three processes log is one JSON object with an ISO 8601 UTC time and its level;
+    the web's carry their request's id and the worker's, inside a task, the task's id."""
+    stack = Stack(tmp_path, name="planner_json_logs", users={USER: PASSWORD}, redis_url=redis_server.url)
+    for role in ("web", "worker", "driver"):
+        (ARTIFACTS / f"{stack.name}-{role}.log").unlink(missing_ok=True)  # logs are appended to; start afresh
+    try:
+        for role in ("web", "worker", "driver"):
+            stack.start(role)
+        stack.wait_for_log("worker", "ready.")
+        stack.wait_for_log("driver", "driving twins")
+        client = Client(stack.url)
+        status, sweep = client.call("POST", "/api/sweeps/", {"plan": "ff2-pcie-2zone",
+                                                             "axes": {"cluster.node_count": [8, 16]}})
+        assert status == 201, sweep
+        wait_until(lambda: sweep_of(client, sweep["id"])["status"] == "done", 60, what="the sweep done")
+    finally:
+        stack.stop()
+    records = {}
+    for role in ("web", "worker", "driver"):
+        # Celery writes one notice straight to the console as it stops ("worker: Warm shutdown
+        # (MainProcess)", celery/apps/worker.py's safe_say), outside logging: the only line left out.
+        lines = [line for line in (ARTIFACTS / f"{stack.name}-{role}.log").read_text().splitlines()
+                 if line.strip() and not line.startswith("worker: Warm shutdown")]
+        records[role] = []
+        for line in lines:
+            try:
+                records[role].append(json.loads(line))
+            except json.JSONDecodeError:
+                raise AssertionError(f"{role} logged a line that is not JSON: {line!r}") from None
+        for record in records[role]:
+            moment = datetime.fromisoformat(record["time"])
+            assert moment.utcoffset() == timedelta(0) and record["level"] in {"DEBUG", "INFO", "WARNING", "ERROR"}
+    assert any(r["logger"] == "planner.access" and r["request_id"] != "-" for r in records["web"])
+    assert any(r["task_id"] != "-" for r in records["worker"])
+    assert [r["message"] for r in records["driver"]][:1] == ["driving twins every 0.2 s"]

@@ -291,21 +291,25 @@ def test_every_response_and_log_line_carries_the_request_id(reader_client, caplo
     assert lines[0].status == 200 and lines[0].path == "/api/plans/"
 
 
-def test_log_lines_are_json_with_the_request_id():
-    import pythonjsonlogger.json
+def test_log_lines_are_json_with_the_request_id_and_a_utc_time():
+    from datetime import datetime, timedelta
+
     from django.conf import settings
+    from django.utils.module_loading import import_string
 
     from config.observability import RequestIdFilter, request_id_var
 
     configured = settings.LOGGING["formatters"]["json"]
     options = {("fmt" if k == "format" else k): v for k, v in configured.items() if k != "()"}
-    formatter = pythonjsonlogger.json.JsonFormatter(**options)
+    formatter = import_string(configured["()"])(**options)
     record = logging.LogRecord("planner", logging.WARNING, __file__, 1, "disk %s", ("full",), None)
     token = request_id_var.set("abc123")
     RequestIdFilter().filter(record)
     request_id_var.reset(token)
     line = json.loads(formatter.format(record))
     assert line["request_id"] == "abc123" and line["message"] == "disk full" and line["level"] == "WARNING"
+    assert line["task_id"] == "-" and datetime.fromisoformat(line["time"]).utcoffset() == timedelta(0)
+    assert datetime.fromisoformat(line["time"]).timestamp() == pytest.approx(record.created, abs=0.001)
 
 
 def test_metrics_count_evaluations_for_the_scraper_and_staff_only(catalog, reader_client):

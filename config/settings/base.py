@@ -4,6 +4,7 @@ With no environment at all the app runs on the embedded default: a SQLite file u
 an in-memory channel layer and Celery tasks executed in-process. Set ``DATABASE_URL`` and
 ``REDIS_URL`` to use PostgreSQL and Redis.
 """
+import logging
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -306,16 +307,21 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "config.observability.RequestIdFilter"}},
     "formatters": {
-        "json": {"()": "pythonjsonlogger.json.JsonFormatter",
-                 "format": "%(asctime)s %(levelname)s %(name)s %(request_id)s %(message)s",
+        "json": {"()": "config.observability.UtcJsonFormatter",
+                 "format": "%(asctime)s %(levelname)s %(name)s %(request_id)s %(task_id)s %(message)s",
                  "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"}},
-        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s %(task_id)s] %(message)s"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # django-axes logs every login at INFO; its lockouts and repeated failures are warnings.
     "loggers": {"axes": {"level": "WARNING"}},
 }
+
+# Celery workers log through LOGGING above (JSON lines), not through Celery's own text handlers;
+# Python warnings (Celery's superuser warning among them) become log records too.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+logging.captureWarnings(True)
 
 # Who may read /metrics/ without logging in: the Prometheus scraper's addresses.
 METRICS_ALLOWED_ADDRESSES = env_list("METRICS_ALLOWED_ADDRESSES", "127.0.0.1,::1")

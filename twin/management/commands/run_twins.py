@@ -1,8 +1,11 @@
+import logging
 import signal
 
 from django.core.management.base import BaseCommand
 
 from twin.services.driver import Driver
+
+logger = logging.getLogger("twin.driver")
 
 
 class Command(BaseCommand):
@@ -19,5 +22,6 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        self.stdout.write(f"driving twins every {tick:g} s")
+        logger.info("driving twins every %g s", tick)
         driver.run()
+        logger.info("stopped")
