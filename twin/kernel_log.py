@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 
+from simcore.formulas.reliability import FF_XID_COUNTS
+
 XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): "
                       r"(?P<xid>\d+),")
 _UPTIME = re.compile(r"^\[\s*(?P<s>\d+\.\d+)\]")
@@ -80,3 +82,103 @@ def xid_lines(text: str, *, boot_time: datetime | None = None, year: int | None 
         found.append(XidLine(number, match["bus"], int(match["xid"]),
                              line_time(line, boot_time=boot_time, year=year, zone=zone), line.strip()))
     return found, unread
+
+
+# NVIDIA's Xid catalogue for Ampere and later (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html,
+# its "Resolution Bucket (Immediate Action)" column), each Xid read as the twin's failure category
+# with the same handling. Fire-Flyer's own Xids (simcore.formulas.reliability.FF_XID_COUNTS) are their
+# own categories; the others take the FF category whose repair is the catalogue's action, and the
+# event names the Xid as logged. ROLE: "fault" starts an interruption; "sympathetic" Xids follow
+# another fault (45: "Not Solo: IGNORE (follow guidance in other Xid)"; NVLink errors, "generally
+# sympathetic or secondary ... follow the resolution for those"; 154, "always expected to be seen with
+# another Xid"), and act alone only when solo; "ignore" needs no action (IGNORE).
+FAULT, SYMPATHETIC, IGNORE = "fault", "sympathetic", "ignore"
+XID_CATALOGUE = {
+    8: ("GPU stopped processing", FAULT, "xid-43"),
+    13: ("graphics engine exception", FAULT, "xid-13"),
+    31: ("GPU memory page fault", FAULT, "xid-31"),
+    32: ("invalid or corrupted push buffer stream", FAULT, "xid-13"),
+    38: ("driver firmware error", IGNORE, ""),
+    43: ("GPU stopped processing", FAULT, "xid-43"),
+    44: ("graphics engine fault during context switch", FAULT, "xid-44"),
+    45: ("preemptive cleanup", SYMPATHETIC, "xid-45"),
+    48: ("double-bit ECC error", FAULT, "xid-48"),
+    61: ("internal micro-controller breakpoint", FAULT, "xid-61"),
+    62: ("internal micro-controller halt", FAULT, "xid-62"),
+    63: ("GPU memory remapping event", FAULT, "xid-63"),
+    64: ("GPU memory remapping failure", FAULT, "xid-64"),
+    68: ("NVDEC0 exception", FAULT, "xid-13"),
+    69: ("graphics engine class error", FAULT, "xid-69"),
+    74: ("NVLink error", SYMPATHETIC, "xid-74"),
+    79: ("GPU has fallen off the bus", FAULT, "xid-79"),
+    92: ("high single-bit ECC error rate", IGNORE, ""),
+    94: ("contained memory error", FAULT, "xid-94"),
+    95: ("uncontained memory error", FAULT, "xid-95"),
+    109: ("context switch timeout", FAULT, "xid-95"),
+    110: ("security fault", FAULT, "xid-95"),
+    119: ("GSP RPC timeout", FAULT, "xid-119"),
+    120: ("GSP error", FAULT, "xid-95"),
+    121: ("C2C error (corrected)", IGNORE, ""),
+    136: ("NVLink link training failed", FAULT, "xid-95"),
+    137: ("NVLink privilege error", IGNORE, ""),
+    140: ("unrecovered ECC error", FAULT, "xid-95"),
+    143: ("GPU initialization error", FAULT, "xid-95"),
+    **{code: (f"NVLink5 {unit} error", SYMPATHETIC, "xid-74")
+       for code, unit in zip(range(144, 151), ("SAW", "RLW", "TLW", "TREX", "NVLPW_CTRL", "NETIR", "MSE"))},
+    154: ("GPU recovery action changed", SYMPATHETIC, ""),
+    155: ("NVLink software-defined error", FAULT, "xid-95"),
+    156: ("resource retirement event", FAULT, "xid-95"),
+}
+# Xid 154's text names the recovery action the driver now requires ("... changed from 0x0 (None) to
+# 0x2 (Node Reboot Required)"); the catalogue's values, as the FF category of that repair.
+RECOVERY_ACTION = re.compile(r"recovery action changed from 0x[0-9a-fA-F]+ \([^)]*\) to 0x[0-9a-fA-F]+ \(([^)]*)\)")
+RECOVERY_CATEGORIES = {"Drain and Reset": "xid-95", "GPU Reset Required": "xid-95", "Node Reboot Required": "xid-48"}
+# A fault's Xids, on any of the node's GPUs, from its first one: NVIDIA gives no general window; its
+# catalogue's one (CHECK_NVLINK_FAILURE_FLOW: a link down "within that last 30 seconds" makes an NVLink
+# Xid "a by-product of the other conditions") is the window here.
+BURST_WINDOW_S = 30.0
+# The FF categories by how hard their repair is (job restart < GPU reset < node reboot < replacement).
+REPAIR_ORDER = ("job-restart", "gpu-reset", "node-reboot", "replace")
+HARDNESS = {f"xid-{code}": REPAIR_ORDER.index(repair) for code, (_, _, repair, _) in FF_XID_COUNTS.items()}
+
+
+@dataclass(frozen=True)
+class Burst:
+    """One fault as the log shows it: its Xid lines, the line whose category the fault takes (None:
+    nothing to act on) and that category."""
+
+    lines: tuple[XidLine, ...]
+    primary: XidLine | None
+    category: str
+
+
+def bursts(lines: list[XidLine], window_s: float = BURST_WINDOW_S) -> list[Burst]:
+    """Known Xid lines grouped into faults (lines without a time stand alone), each with its category:
+    the hardest repair among its faults (its sympathetic Xids when it has none), raised to the
+    repair an Xid 154 in it requires."""
+    groups: list[list[XidLine]] = []
+    for line in lines:
+        last = groups[-1] if groups else None
+        joined = (last is not None and line.logged_at is not None and last[0].logged_at is not None
+                  and (line.logged_at - last[0].logged_at).total_seconds() <= window_s)
+        if joined:
+            last.append(line)
+        else:
+            groups.append([line])
+    return [_burst(group) for group in groups]
+
+
+def _burst(group: list[XidLine]) -> Burst:
+    def hardness(line):
+        return HARDNESS[XID_CATALOGUE[line.xid][2]]
+
+    faults = [line for line in group if XID_CATALOGUE[line.xid][1] == FAULT]
+    candidates = faults or [line for line in group if XID_CATALOGUE[line.xid][2]]
+    primary = max(candidates, key=hardness, default=None)
+    category = XID_CATALOGUE[primary.xid][2] if primary else ""
+    for line in group:
+        required = RECOVERY_ACTION.search(line.text) if line.xid == 154 else None
+        raised = RECOVERY_CATEGORIES.get(required.group(1)) if required else None
+        if raised and (not category or HARDNESS[raised] > HARDNESS[category]):
+            category, primary = raised, primary or line
+    return Burst(tuple(group), primary, category)

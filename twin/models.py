@@ -71,6 +71,8 @@ class TwinEvent(models.Model):
     node = models.IntegerField(default=-1)
     job = models.IntegerField(default=-1)
     message = models.TextField(blank=True, default="")
+    logged_at = models.DateTimeField(null=True, blank=True,
+                                     help_text="For an ingested event: when its kernel log says it happened (UTC).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -26,6 +26,7 @@ FF = "ff2-pcie-2zone"
 # Channels closes the thread's database connection after each consumer query, which would end the
 # test's transaction: websocket tests run with real commits and a restored catalogue.
 WEBSOCKET_DB = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+BOOT = "2026-11-30T08:00:00Z"
 XID74_LINE = "NVRM: Xid (PCI:0000:47:00): 74, pid=4242, name=python3, NVLink: fatal error detected on link 2"
 
 
@@ -166,9 +167,11 @@ def test_ingested_kernel_log_line_marks_the_right_gpu(catalog, owner_client):
     assert "NVLink: fatal error" in event["message"]
     assert persistence.snapshot(Twin.objects.get(pk=twin.pk))["gpu_state"][26] == 2  # failed
     bad = [({"node": 3, "line": "kernel: something else"}, "line", "not an 'NVRM: Xid"),
-           ({"node": 3, "line": XID74_LINE.replace("74,", "999,")}, "xid", "Xid 999 is not a known category"),
+           ({"node": 3, "line": XID74_LINE.replace("74,", "999,")}, "line", "Xid 999 is not in NVIDIA's Xid catalogue"),
+           ({"node": 3, "xid": 999, "gpu": 1}, "xid", "Xid 999 is not in NVIDIA's Xid catalogue"),
+           ({"node": 10**6, "line": XID74_LINE}, "node", "the node the event came from (0-"),
            ({"node": 3, "line": XID74_LINE.replace("0000:47:00", "0000:99:00")}, "line", "not one of this twin's"),
-           ({"line": XID74_LINE}, "node", "node index"),
+           ({"line": XID74_LINE}, "node", "the node the event came from"),
            ({"node": 3, "gpu": 9, "xid": 74}, "gpu", "0-7"),
            ({"node": 3, "category": "cosmic-ray"}, "category", "unknown category"),
            ({"node": 3, "colour": 1}, "colour", "unknown field")]
@@ -439,7 +442,8 @@ def test_a_whole_kernel_log_applies_its_xid_lines_and_names_the_bad_ones(catalog
     text, bad = _kernel_log(twin.pci_bus_ids)
     assert len(text.splitlines()) == 1000 and text.count("NVRM: Xid") == 37
     before = TwinEvent.objects.filter(twin=twin, kind="ingested").count()
-    response = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 3, "log": text}, format="json")
+    response = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 3, "log": text, "boot_time": BOOT},
+                                 format="json")
     assert response.status_code == 201, response.json()
     report = response.json()
     assert (report["lines"], report["xid_lines"], report["skipped_lines"], report["applied"]) == (1000, 37, 963, 35)
@@ -449,11 +453,13 @@ def test_a_whole_kernel_log_applies_its_xid_lines_and_names_the_bad_ones(catalog
 
     upload = io.BytesIO(text.encode())
     upload.name = "kern.log"
-    as_file = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 3, "file": upload}, format="multipart")
+    as_file = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 3, "file": upload, "boot_time": BOOT},
+                                format="multipart")
     assert as_file.status_code == 201 and as_file.json()["applied"] == 35
     assert owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 3}, format="json").json() == {
         "log": ["give the log's text or a file, one of them"]}
-    refused = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 99_999, "log": text}, format="json")
+    refused = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 99_999, "log": text, "boot_time": BOOT},
+                                format="json")
     assert refused.status_code == 400 and "node" in refused.json()
     assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() - before == 70  # the refusal stored nothing
 

@@ -31,6 +31,7 @@ class EventSerializer(serializers.Serializer):
     node = serializers.IntegerField(allow_null=True)
     job = serializers.IntegerField(allow_null=True)
     message = serializers.CharField()
+    logged_at = serializers.DateTimeField(allow_null=True, help_text="an ingested event's time in its kernel log (UTC)")
 
 
 class EventsSerializer(serializers.Serializer):
@@ -46,7 +47,10 @@ class IngestLogResultSerializer(EventsSerializer):
     lines = serializers.IntegerField()
     xid_lines = serializers.IntegerField()
     skipped_lines = serializers.IntegerField(help_text="lines without an Xid")
-    applied = serializers.IntegerField()
+    applied = serializers.IntegerField(help_text="Xid lines read and applied (a fault's several lines count each)")
+    faults = serializers.IntegerField(help_text="the faults those lines make (one event each, or none when "
+                                                "nothing is to be done)")
+    noted = serializers.IntegerField(help_text="faults that need no action (NVIDIA's catalogue: IGNORE)")
     malformed = MalformedLineSerializer(many=True)
 
 

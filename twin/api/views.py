@@ -71,6 +71,14 @@ class KernelLogSerializer(serializers.Serializer):
     node = serializers.IntegerField(min_value=0, help_text="The node the log came from.")
     log = serializers.CharField(required=False, trim_whitespace=False, help_text="The log's text.")
     file = serializers.FileField(required=False, help_text="The log as a file (multipart).")
+    boot_time = serializers.DateTimeField(required=False, help_text="When the node booted (ISO 8601; `uptime -s`): "
+                                                                    "needed for dmesg's seconds since boot.")
+    year = serializers.IntegerField(required=False, min_value=1970, max_value=9999,
+                                    help_text="The year of journald's short times (which have none); empty: the "
+                                              "boot time's.")
+    timezone = serializers.CharField(required=False, default="UTC", max_length=64,
+                                     help_text="The IANA zone of the log's times that carry none (dmesg -T, "
+                                               "journald short): UTC unless given.")
 
     def validate(self, data):
         if ("log" in data) == ("file" in data):
@@ -166,10 +174,11 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         return Response({"events": [persistence.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=KernelLogSerializer, responses={201: bodies.IngestLogResultSerializer},
-                   description="A node's whole kernel log (dmesg or journalctl -k output), as JSON {node, log} or a "
-                               "multipart upload (node, file): every 'NVRM: Xid' line becomes an ingested event in "
-                               "one transaction, other lines are skipped and counted, and Xid lines that cannot be "
-                               "applied are listed with their line numbers.")
+                   description="A node's whole kernel log (dmesg, dmesg -T or journalctl -k output), as JSON "
+                               "{node, log} or a multipart upload (node, file), in one transaction: its 'NVRM: Xid' "
+                               "lines at the times the log gives them, the Xids of one fault (within 30 s) one "
+                               "ingested event, read with NVIDIA's Xid catalogue; other lines are skipped and "
+                               "counted, and Xid lines that cannot be applied are listed with their line numbers.")
     @action(detail=True, methods=["post"], url_path="ingest-log")
     def ingest_log(self, request, pk=None):
         twin = self.get_object()
@@ -177,7 +186,9 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         upload.is_valid(raise_exception=True)
         data = upload.validated_data
         text = data["log"] if "log" in data else data["file"].read().decode("utf-8", errors="replace")
-        return Response(ingestion.twin_ingest_log(twin=twin, node=data["node"], text=text),
+        return Response(ingestion.twin_ingest_log(twin=twin, node=data["node"], text=text,
+                                                  boot_time=data.get("boot_time"), year=data.get("year"),
+                                                  timezone_name=data["timezone"]),
                         status=status.HTTP_201_CREATED)
 
     @extend_schema(request=bodies.DrainSerializer, responses={201: bodies.EventsSerializer},

@@ -54,9 +54,10 @@ def category_index(categories, key: str) -> int:
 @transaction.atomic
 def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int | None = None,
                 part: int | None = None, job: int | None = None, kind: str = "injected",
-                note: str = "") -> list[TwinEvent]:
-    """Apply one failure now, by hand or from a real event; it is logged and pushed like any other.
-    A platform fault names the GPU, node or fabric part it hit; a job-caused one the job."""
+                note: str = "", logged_at=None) -> list[TwinEvent]:
+    """Apply one failure now, by hand or from a real event (``logged_at``: when its log says it
+    happened); it is logged and pushed like any other. A platform fault names the GPU, node or
+    fabric part it hit; a job-caused one the job."""
     twin = Twin.objects.select_for_update().get(pk=twin.pk)
     sim = simulator(twin, twin.state)
     index = category_index(sim.categories, category)
@@ -86,7 +87,7 @@ def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int 
         raise TwinInputError({error.field: [error.reason]}) from error
     if note:
         events[0].message = f"{events[0].message}: {note}"
-    return save_change(twin, sim, events, before)
+    return save_change(twin, sim, events, before, logged_at)
 
 
 @transaction.atomic

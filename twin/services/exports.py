@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from twin.services.persistence import event_json
 
-EVENT_CSV_COLUMNS = ("seq", "time_s", "kind", "category", "gpu", "node", "job", "message")
+EVENT_CSV_COLUMNS = ("seq", "time_s", "kind", "category", "gpu", "node", "job", "message", "logged_at")
 
 
 def events_csv(events) -> Iterator[str]:

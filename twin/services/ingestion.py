@@ -1,93 +1,128 @@
 """Real events into a twin: an NVIDIA driver Xid line, an Xid code, a category, or a node's whole
-kernel log."""
-import re
+kernel log, read with NVIDIA's Xid catalogue (:mod:`twin.kernel_log`)."""
+from datetime import datetime, timezone, tzinfo
 
 from django.db import transaction
 
-from simcore.formulas import reliability
+from twin import kernel_log
 from twin.models import Twin, TwinEvent
 from twin.services.controls import twin_inject
 from twin.services.creation import pci_bus
 from twin.services.errors import TwinInputError
 from twin.services.persistence import event_json
 
-XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)\): "
-                      r"(?P<xid>\d+),")
+MAX_LOG_LINES = 100_000
 
 
 def parse_xid_line(twin: Twin, line: str) -> tuple[int, int]:
     """(local GPU index, Xid code) from an NVIDIA driver kernel-log line."""
-    match = XID_LINE.search(line or "")
+    match = kernel_log.XID_LINE.search(line or "")
     if match is None:
         raise TwinInputError({"line": ["not an 'NVRM: Xid (PCI:dddd:bb:dd[.f]): <code>, ...' kernel-log line"]})
-    bus = pci_bus(match["bus"])
+    return _local_gpu(twin, match["bus"], "line"), _known(int(match["xid"]), "line")
+
+
+def _local_gpu(twin: Twin, bus: str, field: str) -> int:
+    bus = pci_bus(bus)
     if bus not in twin.pci_bus_ids:
-        known = ", ".join(twin.pci_bus_ids)
-        raise TwinInputError({"line": [f"PCI bus {bus} is not one of this twin's GPUs ({known})"]})
-    return twin.pci_bus_ids.index(bus), int(match["xid"])
+        raise TwinInputError({field: [f"PCI bus {bus} is not one of this twin's GPUs ({', '.join(twin.pci_bus_ids)})"]})
+    return twin.pci_bus_ids.index(bus)
+
+
+def _known(xid: int, field: str) -> int:
+    if xid not in kernel_log.XID_CATALOGUE:
+        raise TwinInputError({field: [f"Xid {xid} is not in NVIDIA's Xid catalogue as this planner reads it "
+                                      f"(known: {', '.join(map(str, kernel_log.XID_CATALOGUE))})"]})
+    return xid
+
+
+def _node(twin: Twin, node) -> int:
+    if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node < twin.node_count:
+        raise TwinInputError({"node": [f"the node the event came from (0-{twin.node_count - 1})"]})
+    return node
 
 
 def twin_ingest(*, twin: Twin, payload: dict) -> list[TwinEvent]:
     """A real event: ``{"node": n, "line": "NVRM: Xid ..."}`` or ``{"node": n, "gpu": local index,
-    "xid": code}`` or ``{"node": n, "category": key}``. Unknown Xid codes are refused."""
+    "xid": code}`` or ``{"node": n, "category": key}``. An Xid the catalogue says needs no action
+    gives no event; an Xid the catalogue lacks is refused."""
     if not isinstance(payload, dict):
         raise TwinInputError({"(body)": ["must be a JSON object"]})
     unknown = set(payload) - {"node", "line", "gpu", "xid", "category"}
     if unknown:
         raise TwinInputError({sorted(unknown)[0]: ["unknown field"]})
-    node = payload.get("node")
-    if isinstance(node, bool) or not isinstance(node, int):
-        raise TwinInputError({"node": ["give the node index the event came from"]})
+    node = _node(twin, payload.get("node"))
     gpus_per_node = len(twin.pci_bus_ids)
     if "line" in payload:
         if not isinstance(payload["line"], str):
             raise TwinInputError({"line": ["must be a kernel-log line (a string)"]})
         local, xid = parse_xid_line(twin, payload["line"])
-        category, note = f"xid-{xid}", payload["line"].strip()[:300]
+        text = payload["line"].strip()
     elif "xid" in payload:
         local, xid = payload.get("gpu"), payload["xid"]
         if isinstance(local, bool) or not isinstance(local, int) or not 0 <= local < gpus_per_node:
             raise TwinInputError({"gpu": [f"give the GPU's index in its node (0-{gpus_per_node - 1})"]})
         if isinstance(xid, bool) or not isinstance(xid, int):
             raise TwinInputError({"xid": ["must be a whole number"]})
-        category, note = f"xid-{xid}", ""
+        xid, text = _known(xid, "xid"), ""
     elif "category" in payload:
         return twin_inject(twin=twin, category=payload["category"], node=node, kind="ingested")
     else:
         raise TwinInputError({"(body)": ["give line, xid (with gpu) or category"]})
-    if xid not in reliability.FF_XID_COUNTS:
-        raise TwinInputError({"xid": [f"Xid {xid} is not a known category "
-                                      f"(known: {', '.join(map(str, reliability.FF_XID_COUNTS))})"]})
-    return twin_inject(twin=twin, category=category, gpu=node * gpus_per_node + local, kind="ingested", note=note)
+    burst = kernel_log.bursts([kernel_log.XidLine(1, twin.pci_bus_ids[local], xid, None, text)])[0]
+    return _apply(twin, node, burst)
 
 
-XID_MARKER = "NVRM: Xid"
-MAX_LOG_LINES = 100_000
+def _apply(twin: Twin, node: int, burst: kernel_log.Burst) -> list[TwinEvent]:
+    """One fault's event (none when nothing is to be done), on the GPU of its primary Xid line."""
+    if not burst.category:
+        return []
+    local = twin.pci_bus_ids.index(pci_bus(burst.primary.bus))
+    codes = ", ".join(f"Xid {line.xid} ({kernel_log.XID_CATALOGUE[line.xid][0]})" for line in burst.lines)
+    note = "; ".join([codes, *(line.text[:300] for line in burst.lines[:3] if line.text)])
+    return twin_inject(twin=twin, category=burst.category, gpu=node * len(twin.pci_bus_ids) + local,
+                       kind="ingested", note=note, logged_at=burst.lines[0].logged_at)
+
+
+def _zone(name: str) -> tzinfo:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return timezone.utc if name in ("", "UTC") else ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise TwinInputError({"timezone": [f"'{name}' is not an IANA time zone (e.g. Europe/Berlin)"]}) from None
 
 
 @transaction.atomic
-def twin_ingest_log(*, twin: Twin, node, text) -> dict:
-    """A node's whole kernel log (``dmesg`` or ``journalctl -k`` output) applied in one transaction:
-    every line with an ``NVRM: Xid`` becomes an ingested event, the rest is skipped and counted, and
-    an Xid line that cannot be applied (not parseable, a bus the twin lacks, an unknown code) is
-    reported with its line number while the others still apply."""
+def twin_ingest_log(*, twin: Twin, node, text, boot_time: datetime | None = None, year: int | None = None,
+                    timezone_name: str = "UTC") -> dict:
+    """A node's whole kernel log (``dmesg``, ``dmesg -T`` or ``journalctl -k`` output) applied in one
+    transaction: its Xid lines, each at the time the log gives it, grouped into faults (the Xids of
+    one fault within :data:`twin.kernel_log.BURST_WINDOW_S`), one ingested event per fault; Xid
+    lines that cannot be applied (not parseable, a bus the twin lacks, an Xid the catalogue lacks)
+    are reported with their line numbers while the others still apply. A log whose times need an
+    input it lacks (the boot time for dmesg's seconds since boot) is refused, naming that input."""
     if not isinstance(text, str):
         raise TwinInputError({"log": ["give the kernel log's text"]})
-    if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node < twin.node_count:
-        raise TwinInputError({"node": [f"the node the log came from (0-{twin.node_count - 1})"]})
-    lines = text.splitlines()
-    if len(lines) > MAX_LOG_LINES:
-        raise TwinInputError({"log": [f"{len(lines):,} lines; at most {MAX_LOG_LINES:,} per upload"]})
-    events, malformed, xid_lines = [], [], 0
-    for number, line in enumerate(lines, start=1):
-        if XID_MARKER not in line:
-            continue
-        xid_lines += 1
+    node = _node(twin, node)
+    total = len(text.splitlines())
+    if total > MAX_LOG_LINES:
+        raise TwinInputError({"log": [f"{total:,} lines; at most {MAX_LOG_LINES:,} per upload"]})
+    try:
+        lines, malformed = kernel_log.xid_lines(text, boot_time=boot_time, year=year, zone=_zone(timezone_name))
+    except kernel_log.LogTimeError as error:
+        raise TwinInputError({error.field: [error.reason]}) from None
+    xid_lines = len(lines) + len(malformed)  # the Xid-marked lines, read or not
+    usable = []
+    for line in lines:
         try:
-            events += twin_ingest(twin=twin, payload={"node": node, "line": line})
+            _local_gpu(twin, line.bus, "line"), _known(line.xid, "line")
         except TwinInputError as error:
-            malformed.append({"line": number, "reason": "; ".join(r for reasons in error.errors.values()
-                                                                  for r in reasons)})
-    return {"lines": len(lines), "xid_lines": xid_lines, "skipped_lines": len(lines) - xid_lines,
-            "applied": xid_lines - len(malformed), "malformed": malformed,
-            "events": [event_json(e) for e in events]}
+            malformed.append({"line": line.number, "reason": "; ".join(r for rs in error.errors.values() for r in rs)})
+            continue
+        usable.append(line)
+    faults = kernel_log.bursts(usable)
+    events = [event for burst in faults for event in _apply(twin, node, burst)]
+    return {"lines": total, "xid_lines": xid_lines, "skipped_lines": total - xid_lines, "applied": len(usable),
+            "faults": len(faults), "noted": sum(1 for burst in faults if not burst.category),
+            "malformed": sorted(malformed, key=lambda entry: entry["line"]), "events": [event_json(e) for e in events]}

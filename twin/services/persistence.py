@@ -18,10 +18,12 @@ def twin_group(twin_id: int) -> str:
     return f"twin.{twin_id}"
 
 
-def save_change(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: tuple | None):
-    """Persist the events and the state they lead to together, then push the delta."""
+def save_change(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: tuple | None,
+                logged_at=None):
+    """Persist the events and the state they lead to together, then push the delta; ``logged_at``:
+    when the kernel log that brought them says they happened."""
     rows = [TwinEvent(twin=twin, seq=twin.last_seq + i + 1, sim_time_s=e.time_s, kind=e.kind,
-                      category=e.category, gpu=e.gpu, node=e.node, job=e.job, message=e.message)
+                      category=e.category, gpu=e.gpu, node=e.node, job=e.job, message=e.message, logged_at=logged_at)
             for i, e in enumerate(events)]
     metrics = sim.metrics()
     sample_due = int(sim.time_s // SAMPLE_EVERY_S) > int(twin.sim_time_s // SAMPLE_EVERY_S)
@@ -64,7 +66,8 @@ def _changes(old: np.ndarray, new: np.ndarray) -> list[list[int]]:
 
 def event_json(row: TwinEvent) -> dict:
     return {"seq": row.seq, "time_s": row.sim_time_s, "kind": row.kind, "category": row.category,
-            "gpu": row.gpu, "node": row.node, "job": row.job, "message": row.message}
+            "gpu": row.gpu, "node": row.node, "job": row.job, "message": row.message,
+            "logged_at": row.logged_at.isoformat() if row.logged_at else None}
 
 
 def publish(twin_id: int, delta: dict):

@@ -1,0 +1,101 @@
+"""Kernel logs as dmesg, dmesg -T and journald write them: each Xid at its logged time, the Xids of
+one fault as one event, and the current Xid catalogue known."""
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from tests.twin.test_twin_api import create, no_background_driver, owner_client  # noqa: F401  (fixtures)
+from twin import kernel_log
+from twin.models import TwinEvent
+
+LINE = "NVRM: Xid (PCI:0000:{bus}): {xid}, pid=4242, name=python3, {text}"
+BOOT = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+
+
+def _line(xid, bus="07:00", text="Ch 00000010"):
+    return LINE.format(bus=bus, xid=xid, text=text)
+
+
+@pytest.mark.parametrize("stamped, kwargs, expected", [
+    (f"[ 3600.250000] {_line(79)}", {"boot_time": BOOT}, datetime(2026, 11, 30, 9, 0, 0, 250000, timezone.utc)),
+    (f"[Mon Nov 30 10:42:07 2026] {_line(79)}", {}, datetime(2026, 11, 30, 10, 42, 7, tzinfo=timezone.utc)),
+    (f"[Mon Nov 30 10:42:07 2026] {_line(79)}", {"zone": ZoneInfo("Asia/Shanghai")},
+     datetime(2026, 11, 30, 2, 42, 7, tzinfo=timezone.utc)),
+    (f"Nov 30 10:42:07 gpu-node-07 kernel: {_line(79)}", {"year": 2026},
+     datetime(2026, 11, 30, 10, 42, 7, tzinfo=timezone.utc)),
+    (f"2026-11-30T10:42:07+0100 gpu-node-07 kernel: {_line(79)}", {},
+     datetime(2026, 11, 30, 9, 42, 7, tzinfo=timezone.utc)),
+    (_line(79), {}, None),
+])
+def test_each_layout_keeps_its_time(stamped, kwargs, expected):
+    (line,), unread = kernel_log.xid_lines(stamped, **kwargs)
+    assert (line.xid, line.logged_at, unread) == (79, expected, [])
+
+
+@pytest.mark.parametrize("stamped, field", [(f"[ 3600.25] {_line(79)}", "boot_time"),
+                                            (f"Nov 30 10:42:07 host kernel: {_line(79)}", "year")])
+def test_a_time_that_needs_an_input_names_it(stamped, field):
+    with pytest.raises(kernel_log.LogTimeError) as refused:
+        kernel_log.xid_lines(stamped)
+    assert refused.value.field == field
+
+
+def _bursts(*entries):
+    text = "\n".join(f"[{seconds:12.6f}] {_line(xid, bus, text)}" for seconds, xid, bus, text in entries)
+    return kernel_log.bursts(kernel_log.xid_lines(text, boot_time=BOOT)[0])
+
+
+def test_the_xids_of_one_fault_are_one_burst_taking_its_hardest_repair():
+    # An application fault: Xid 13 three times, the channel's 43, and a page fault on another GPU.
+    app = _bursts((100.0, 13, "07:00", "Graphics Exception"), (100.1, 13, "07:00", "ESR 0x504648"),
+                  (100.2, 43, "07:00", "Ch 00000010"), (101.0, 31, "0f:00", "MMU Fault"))
+    assert [(len(b.lines), b.category) for b in app] == [(4, "xid-13")]
+    # A double-bit ECC error with its cleanup (45) and the driver's recovery guidance (154).
+    ecc = _bursts((500.0, 48, "07:00", "DBE"), (500.5, 45, "07:00", "Ch 00000008"),
+                  (501.0, 154, "07:00", "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)"))
+    assert [(b.category, b.primary.xid) for b in ecc] == [("xid-48", 48)]
+    # A page fault whose 154 asks for a GPU reset: raised from a job restart to a reset.
+    raised = _bursts((900.0, 31, "07:00", "MMU Fault"),
+                     (900.2, 154, "07:00", "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"))
+    assert [b.category for b in raised] == ["xid-95"]
+
+
+def test_faults_apart_in_time_or_alone_stay_apart_and_needless_ones_do_nothing():
+    apart = _bursts((100.0, 13, "07:00", "x"), (100.0 + kernel_log.BURST_WINDOW_S + 1, 13, "07:00", "x"))
+    assert len(apart) == 2
+    (solo_nvlink,) = _bursts((10.0, 149, "07:00", "NETIR link down"))  # Blackwell NVLink5: NVLink's category
+    assert solo_nvlink.category == "xid-74"
+    (sympathetic,) = _bursts((10.0, 79, "07:00", "fallen off the bus"), (10.5, 74, "0f:00", "link down"))
+    assert sympathetic.category == "xid-79" and sympathetic.primary.xid == 79  # the peer's 74 is the by-product
+    (ignored,) = _bursts((10.0, 92, "07:00", "High single-bit ECC error rate"))
+    assert (ignored.category, ignored.primary) == ("", None)
+
+
+def test_a_logged_burst_is_one_interruption_at_its_logged_time(catalog, owner_client):  # noqa: F811
+    twin = create(owner_client)
+    buses = [bus[5:12] for bus in twin.pci_bus_ids]
+    log = "\n".join([
+        f"[Mon Nov 30 10:42:07 2026] {_line(13, buses[0], 'Graphics Exception')}",
+        f"[Mon Nov 30 10:42:07 2026] {_line(13, buses[0], 'ESR 0x504648')}",
+        f"[Mon Nov 30 10:42:08 2026] {_line(43, buses[0], 'Ch 00000010')}",
+        f"[Mon Nov 30 10:42:09 2026] {_line(31, buses[1], 'MMU Fault')}",
+        "[Mon Nov 30 10:50:00 2026] EXT4-fs (nvme0n1p2): re-mounted.",
+        f"[Mon Nov 30 11:00:00 2026] {_line(92, buses[2], 'High single-bit ECC error rate')}",
+        f"[Mon Nov 30 12:00:00 2026] {_line(149, buses[3], 'NETIR link down')}",
+    ])
+    before = TwinEvent.objects.filter(twin=twin, kind="ingested").count()
+    response = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 2, "log": log}, format="json")
+    assert response.status_code == 201, response.json()
+    report = response.json()
+    assert (report["xid_lines"], report["applied"], report["faults"], report["noted"]) == (6, 6, 3, 1)
+    ingested = [e for e in report["events"] if e["kind"] == "ingested"]
+    assert [(e["category"], e["logged_at"]) for e in ingested] == [("xid-13", "2026-11-30T10:42:07+00:00"),
+                                                                   ("xid-74", "2026-11-30T12:00:00+00:00")]
+    assert "Xid 43 (GPU stopped processing)" in ingested[0]["message"]
+    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() - before == 2
+    stored = TwinEvent.objects.filter(twin=twin, kind="ingested").order_by("seq").last()
+    assert stored.logged_at == datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+    zoneless = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 2, "log": log, "timezone": "Mars/Base"},
+                                 format="json")
+    assert zoneless.status_code == 400 and "IANA" in zoneless.json()["timezone"][0]
