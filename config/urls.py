@@ -1,7 +1,9 @@
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.contrib import admin
+from django.http import JsonResponse
 from django.urls import include, path
+from django.views import defaults
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config import health
@@ -23,3 +25,14 @@ urlpatterns = [
     path("api/docs/", api_docs, name="api-docs"),
     path("", include("frontend.urls")),
 ]
+
+
+
+def not_found(request, exception):
+    """A path nothing serves: JSON under /api/ (what an API client parses), the site's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+handler404 = not_found

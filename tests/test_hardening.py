@@ -3,6 +3,7 @@ request ids, metrics and the Content-Security-Policy header."""
 import json
 import logging
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from axes.models import AccessAttempt
@@ -10,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.core.management import call_command
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -331,3 +332,33 @@ def test_pages_send_a_content_security_policy_without_inline_script(client, vict
     for path in ("/plans/", "/sweeps/", "/twins/", "/tokens/", "/compare/", "/workloads/new/"):
         page = client.get(path).content.decode()
         assert "<script>" not in page and '<script type="module">' not in page, path
+
+
+@override_settings(DEBUG=False)
+def test_an_unknown_api_path_answers_json_and_a_bearer_token_is_a_token(user):
+    missing = Client().get("/api/no-such-thing/")
+    assert (missing.status_code, missing["Content-Type"], missing.json()) == (404, "application/json",
+                                                                             {"detail": "Not found."})
+    assert "text/html" in Client().get("/no-such-page/")["Content-Type"]
+    key = token_issue(user, name="bearer-client")
+    for scheme in ("Token", "Bearer", "bearer"):
+        answer = Client().get("/api/plans/", HTTP_AUTHORIZATION=f"{scheme} {key}")
+        assert answer.status_code == 200, scheme
+    assert Client().get("/api/plans/", HTTP_AUTHORIZATION="Bearer").status_code == 401
+    assert Client().get("/api/plans/", HTTP_AUTHORIZATION="Basic abc").status_code == 401
+
+
+def test_the_schema_version_is_the_project_version(reader_client):
+    import tomllib
+
+    from django.conf import settings
+
+    import simcore
+
+    root = Path(settings.BASE_DIR)
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    engine = tomllib.loads((root / "engine" / "pyproject.toml").read_text())["project"]["version"]
+    schema = reader_client.get("/api/schema/?format=json").json()
+    assert schema["info"]["version"] == project == engine == simcore.__version__
+    export = schema["paths"]["/api/sweeps/{id}/export/"]["get"]["responses"]["200"]["content"]
+    assert set(export) == {"text/csv", "application/vnd.apache.parquet", "application/octet-stream"}

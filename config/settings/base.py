@@ -13,6 +13,8 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from simcore.version import ENGINE_VERSION
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(os.environ.get("PLANNER_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -276,7 +278,7 @@ if DEBUG:
 SPECTACULAR_SETTINGS = {
     "TITLE": "AI cluster planner API",
     "DESCRIPTION": "Hardware catalogue, cluster plans and evaluations for AI training clusters.",
-    "VERSION": "0.1.0",
+    "VERSION": ENGINE_VERSION,  # the project's version: the web distribution and the engine are released together
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

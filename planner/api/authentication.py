@@ -1,15 +1,30 @@
 """Token authentication for scripts, backed by :class:`planner.models.AccessToken`."""
 from django.utils import timezone
 from rest_framework import exceptions
-from rest_framework.authentication import TokenAuthentication
+from rest_framework.authentication import TokenAuthentication, get_authorization_header
 
 from planner.models import AccessToken
 from planner.models.tokens import token_key_digest
 
 
 class AccessTokenAuthentication(TokenAuthentication):
-    """``Authorization: Token <key>``, matched by the key's digest; records when each token was last
-    used (at most once a minute)."""
+    """``Authorization: Token <key>`` or ``Authorization: Bearer <key>`` (what OpenAPI clients send
+    for a bearer scheme), matched by the key's digest; records when each token was last used (at
+    most once a minute)."""
+
+    KEYWORDS = (b"token", b"bearer")
+
+    def authenticate(self, request):
+        words = get_authorization_header(request).split()
+        if not words or words[0].lower() not in self.KEYWORDS:
+            return None
+        if len(words) != 2:
+            raise exceptions.AuthenticationFailed("Invalid token header: give the scheme and the key, one space apart.")
+        try:
+            key = words[1].decode()
+        except UnicodeError:
+            raise exceptions.AuthenticationFailed("Invalid token header: the key is not text.") from None
+        return self.authenticate_credentials(key)
 
     def authenticate_credentials(self, key):
         try:

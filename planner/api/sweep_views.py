@@ -180,7 +180,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     @extend_schema(parameters=[OpenApiParameter("file", str, enum=list(EXPORT_TYPES), required=True,
                                                 description="csv for a spreadsheet, parquet for pandas, Polars "
                                                             "or DuckDB (both streamed, any size), npz for NumPy")],
-                   responses={200: OpenApiTypes.BINARY})
+                   responses={(200, media_type): OpenApiTypes.BINARY for media_type in EXPORT_TYPES.values()})
     @action(detail=True, methods=["get"], url_path="export")
     def export(self, request, pk=None):
         sweep = self.get_object()
