@@ -584,20 +584,25 @@ def workload_field_errors(w: dict) -> dict[str, str]:
     heads, kv = w["heads"], np.where(np.isnan(w["kv_heads"]), w["heads"], w["kv_heads"])
     experts, top_k = w["experts"], w["moe_top_k"]
     rules = (
-        ("kv_heads", np.any(heads % kv != 0), "must divide the attention heads"),
-        ("kv_heads", np.any(kv > heads), "cannot exceed the attention heads"),
+        ("kv_heads", np.any(heads % kv != 0), f"must divide the {_one(heads)}attention heads"),
+        ("kv_heads", np.any(kv > heads), f"cannot exceed the {_one(heads)}attention heads"),
         ("heads", np.any(np.isnan(w["head_dim"]) & (w["hidden"] % heads != 0)),
-         "must divide the hidden size (or give head_dim)"),
+         f"must divide the hidden size {_one(w['hidden'])}(or give head_dim)"),
         ("moe_top_k", np.any((experts > 0) & (top_k < 1)), "must be at least 1 for a mixture-of-experts model"),
-        ("moe_top_k", np.any(top_k > experts), "cannot exceed the routed experts"),
+        ("moe_top_k", np.any(top_k > experts), f"cannot exceed the {_one(experts)}routed experts"),
         ("dense_layers", np.any((experts > 0) & (w["dense_layers"] >= w["layers"])),
-         "must leave at least one MoE layer"),
+         f"must leave at least one MoE layer of the {_one(w['layers'])}layers"),
     )
     errors: dict[str, str] = {}
     for field, bad, reason in rules:
         if bad:
             errors.setdefault(field, reason)
     return errors
+
+
+def _one(value) -> str:
+    """A one-value field's value and a space, to quote in a reason ("" for a list of values)."""
+    return f"{float(value):g} " if np.ndim(value) == 0 else ""
 
 
 def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:

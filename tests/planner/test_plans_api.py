@@ -314,10 +314,10 @@ WORKLOAD_RULES = [
     ({"global_batch": 1000, "micro_batch": 3}, "global_batch", "does not split evenly into micro-batches"),
     ({"ep": 2}, "ep", "EP does not divide the routed experts (or the model has none) (ep 2, experts 0)"),
     ({"experts": 64, "moe_top_k": 6, "ep": 3}, "ep", "EP does not divide the routed experts"),
-    ({"moe_top_k": 2}, "moe_top_k", "cannot exceed the routed experts"),
-    ({"experts": 8, "moe_top_k": 9}, "moe_top_k", "cannot exceed the routed experts"),
+    ({"moe_top_k": 2}, "moe_top_k", "cannot exceed the 0 routed experts"),
+    ({"experts": 8, "moe_top_k": 9}, "moe_top_k", "cannot exceed the 8 routed experts"),
     ({"experts": 8, "moe_top_k": 2, "dense_layers": 40}, "dense_layers", "at least one MoE layer"),
-    ({"kv_heads": 6}, "kv_heads", "must divide the attention heads"),
+    ({"kv_heads": 6}, "kv_heads", "must divide the 40 attention heads"),
     ({"cp": 3}, "cp", "CP does not divide the sequence (cp 3, seq_len 2048)"),
     ({"cp": 2, "gpus": 8}, "gpus", "(gpus 8, tp 2, pp 4, cp 2)"),
     ({"pp": 4, "virtual_stages": 11}, "virtual_stages", "at least as many layers as virtual stages on every stage"),
@@ -627,7 +627,7 @@ def test_every_engine_workload_field_is_stored_and_a_stated_checkpoint_size_is_t
 
 
 @pytest.mark.parametrize("change, field, words", [
-    ({"kv_heads": 6}, "kv_heads", "must divide the attention heads"),
+    ({"kv_heads": 6}, "kv_heads", "must divide the 40 attention heads"),
     ({"tp": 3}, "tp", "TP does not divide the attention heads (tp 3, heads 40)"),
     ({"cp": 3}, "cp", "CP does not divide the sequence"),
     ({"plan": "no-such-plan"}, "plan", "no plan 'no-such-plan' is visible to you"),

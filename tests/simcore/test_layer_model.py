@@ -121,11 +121,11 @@ def test_moe_breakdown_places_expert_parallelism_and_counts_its_all_to_all():
 
 
 @pytest.mark.parametrize("change, field, reason", [
-    ({"kv_heads": 5}, "workload.kv_heads", "divide the attention heads"),
+    ({"kv_heads": 5}, "workload.kv_heads", "divide the 16 attention heads"),
     ({"tp": 3}, "workload.tp", "TP does not divide the attention heads"),
     ({"cp": 3}, "workload.cp", "CP does not divide the sequence"),
     ({"ep": 3}, "workload.ep", "EP does not divide the routed experts"),
-    ({"moe_top_k": 65}, "workload.moe_top_k", "cannot exceed the routed experts"),
+    ({"moe_top_k": 65}, "workload.moe_top_k", "cannot exceed the 64 routed experts"),
     ({"dense_layers": 28}, "workload.dense_layers", "at least one MoE layer"),
     ({"virtual_stages": 29}, "workload.virtual_stages", "at least as many layers as virtual stages"),
     ({"recompute": True}, "workload.recompute", "must be one of none, selective, full"),
