@@ -14,8 +14,11 @@ def main() -> None:
     from planner.services import netbox
 
     for plan in ClusterPlan.objects.filter(owner__isnull=True).order_by("slug"):
+        parts = [plan.node_type, plan.switch, plan.storage_node_type]
+        # A part the catalogue has no rack height for gets 1 U here: the figures time the export, not its heights.
+        heights = {part.slug: 1 for part in parts if part is not None and not part.rack_units}
         start = time.perf_counter()
-        files = netbox.plan_netbox(plan=plan)
+        files = netbox.plan_netbox(plan=plan, u_heights=heights)
         archive = netbox.netbox_zip(files, plan.slug)
         elapsed = time.perf_counter() - start
         counts = {name: len(files[name]) - 1 for name in ("devices", "interfaces", "cables")}

@@ -204,7 +204,13 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     @extend_schema(
         tags=PLAN_TAG,
         parameters=[OpenApiParameter("file", str, enum=list(netbox.FILES),
-                                     description="one import file as CSV; without it, all of them in a ZIP archive")],
+                                     description="one import file as CSV; without it, all of them in a ZIP archive"),
+                    OpenApiParameter("existing", str, description="comma-separated slugs of plans already imported "
+                                                                  "into the same NetBox: the manufacturers, roles "
+                                                                  "and device types their files created are left "
+                                                                  "out"),
+                    OpenApiParameter("u_height.{part}", int, description="the rack height (U) of a part the "
+                                                                         "catalogue has none for, by its slug")],
         responses={(200, "application/zip"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.STR},
         description="The plan's built fabric as NetBox bulk-import CSV files (manufacturers, device roles, site, "
                     "device types, devices, interfaces, cables; import them in that order), everything 'planned'. "
@@ -217,7 +223,10 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         name = request.query_params.get("file")
         if name is not None and name not in netbox.FILES:
             raise serializers.ValidationError({"file": [f"must be one of {', '.join(netbox.FILES)}"]})
-        files = netbox.plan_netbox(plan=plan)
+        existing = [ClusterPlan.objects.visible_slug(request.user, slug.strip(), field="existing")
+                    for slug in request.query_params.get("existing", "").split(",") if slug.strip()]
+        files = netbox.plan_netbox(plan=plan, u_heights=_u_heights(request.query_params), existing=existing,
+                                   heights_needed=name in (None, "device-types"))
         if name is None:
             response = HttpResponse(netbox.netbox_zip(files, plan.slug), content_type="application/zip")
             filename = f"{plan.slug}-netbox.zip"
@@ -268,3 +277,14 @@ class WorkloadViewSet(OwnedEntryViewSet):
         fields = dict(body.validated_data)
         plan = ClusterPlan.objects.visible_slug(request.user, fields.pop("plan"), field="plan")
         return evaluation_response(request, plan, Workload(slug="preview", name="preview", **fields))
+
+
+def _u_heights(params) -> dict[str, int]:
+    """``u_height.<part slug>=<rack units>`` query parameters, each a whole number of at least 1."""
+    heights = {}
+    for key, value in params.items():
+        if key.startswith("u_height."):
+            if not value.isdigit() or int(value) < 1:
+                raise serializers.ValidationError({key: ["a whole number of rack units, at least 1"]})
+            heights[key.removeprefix("u_height.")] = int(value)
+    return heights

@@ -159,7 +159,14 @@ class NIC(CatalogEntry):
     power_w = positive_float("Typical power.", null=True)
 
 
+def rack_units_field():
+    return models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Height in rack units (U), from the datasheet or user guide; empty: unknown.")
+
+
 class Switch(CatalogEntry):
+    rack_units = rack_units_field()
     radix = count_field("Ports at the quoted port speed.", minimum=4)
     port_speed_gbit_s = positive_float("Speed of each port.")
     protocol = models.CharField(max_length=8, choices=NetworkProtocol.choices)
@@ -186,6 +193,7 @@ class ComputeNodeType(CatalogEntry):
     """A server model: accelerators, CPUs, memory, NICs and how they are wired."""
 
     accelerator = models.ForeignKey(Accelerator, on_delete=models.PROTECT, related_name="node_types")
+    rack_units = rack_units_field()
     accelerators_per_node = count_field("Accelerators per node.")
     cpu = models.ForeignKey(
         CPU, on_delete=models.PROTECT, related_name="node_types", null=True, blank=True
@@ -274,6 +282,7 @@ class ComputeNodeType(CatalogEntry):
 
 
 class StorageNodeType(CatalogEntry):
+    rack_units = rack_units_field()
     cpu = models.ForeignKey(
         CPU, on_delete=models.PROTECT, related_name="storage_node_types", null=True, blank=True
     )

@@ -9,7 +9,13 @@ role, manufacturer, device_type, site, status), interfaces (device, name, type) 
 Everything is ``planned``. The wiring is :func:`simcore.stages.cluster.fabric_wiring`, the same trees the
 bill of materials counts: one device per compute node, storage node and switch; one interface per
 NIC the bill lists and per switch port a cable uses; one cable per endpoint cable and per fibre.
-The catalogue has no rack heights, so the device types leave ``u_height`` to NetBox's default.
+
+Every column NetBox's import forms require is written (:data:`NETBOX_REQUIRED`, from NetBox 4.x's
+``dcim/forms/bulk_import.py``), the device types' ``u_height`` among them: the catalogue's rack
+height, or one the caller gives for a part whose height the catalogue lacks (none is guessed).
+A second plan imported into the same NetBox names the plans already there (``existing``): the
+manufacturers, roles and device types their files created are left out, since NetBox's import
+refuses an object that exists.
 """
 import csv
 import io
@@ -18,10 +24,24 @@ import zipfile
 import numpy as np
 
 from planner.models import ClusterPlan
+from planner.services.errors import InputError
 from simcore.formulas.topology import SWITCH_TIERS
 from simcore.stages import cluster
 
 FILES = ("manufacturers", "device-roles", "sites", "device-types", "devices", "interfaces", "cables")
+# The columns each file's NetBox 4.x import form requires (netbox-community/netbox, netbox/dcim/forms/
+# bulk_import.py: ManufacturerImportForm, DeviceRoleImportForm, SiteImportForm, DeviceTypeImportForm
+# (u_height: the model's field, without blank), DeviceImportForm, InterfaceImportForm, CableImportForm).
+NETBOX_REQUIRED = {
+    "manufacturers": ("name", "slug"),
+    "device-roles": ("name", "slug", "color"),
+    "sites": ("name", "slug", "status"),
+    "device-types": ("manufacturer", "model", "slug", "u_height"),
+    "devices": ("role", "manufacturer", "device_type", "site", "status"),
+    "interfaces": ("device", "name", "type"),
+    "cables": ("side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name"),
+}
+SHARED_FILES = ("manufacturers", "device-roles", "device-types")  # objects several plans' files name alike
 INFINIBAND = {100: "infiniband-edr", 200: "infiniband-hdr", 400: "infiniband-ndr", 800: "infiniband-xdr"}
 ETHERNET = {100: "100gbase-x-qsfp28", 200: "200gbase-x-qsfp56", 400: "400gbase-x-osfp", 800: "800gbase-x-osfp"}
 CABLE_TYPES = {"dac": "dac-passive", "aoc": "aoc"}
@@ -87,8 +107,26 @@ def _ports_and_cables(plan: ClusterPlan, fabrics, port_type: str) -> tuple[list,
     return interfaces, cables
 
 
-def plan_netbox(*, plan: ClusterPlan) -> dict[str, list[list]]:
-    """Each NetBox import file's rows (the header first), from the plan's fabric wiring."""
+def plan_netbox(*, plan: ClusterPlan, u_heights: dict[str, int] | None = None,
+                existing: list[ClusterPlan] = (), heights_needed: bool = True) -> dict[str, list[list]]:
+    """Each NetBox import file's rows (the header first), from the plan's fabric wiring;
+    ``u_heights``: rack heights (U) by part slug for parts the catalogue has none for (needed
+    unless the caller will not serve the device types); ``existing``: plans already imported into
+    the same NetBox, whose shared objects are left out."""
+    files = _plan_files(plan, u_heights or {}, heights_needed)
+    for other in existing:
+        theirs = _plan_files(other, u_heights or {}, heights_needed=False)
+        for name in SHARED_FILES:
+            present = {tuple(row[:2]) for row in theirs[name][1:]}
+            files[name] = files[name][:1] + [row for row in files[name][1:] if tuple(row[:2]) not in present]
+    return files
+
+
+def _u_height(part, u_heights: dict[str, int]):
+    return part.rack_units or u_heights.get(part.slug)
+
+
+def _plan_files(plan: ClusterPlan, u_heights: dict[str, int], heights_needed: bool = True) -> dict[str, list[list]]:
     counts, layout = plan.fabric_arguments()
     node_count, _, _, storage_nodes, _ = counts
     main, plane = cluster.fabric_wiring(*counts, **layout)
@@ -120,11 +158,16 @@ def plan_netbox(*, plan: ClusterPlan) -> dict[str, list[list]]:
             devices += [[name, f"{SWITCH_TIERS[tier]}-switch", switch.vendor, switch.name, site, "planned"]
                         for name, tier in zip(names, wiring.switch_tier)]
     used_roles = sorted({row[1] for row in devices[1:]})
+    unknown = [part.slug for part in parts if not _u_height(part, u_heights)]
+    if unknown and heights_needed:
+        raise InputError({f"u_height.{slug}": ["the catalogue has no rack height for this part and NetBox's device "
+                                               "type import needs one: give it in rack units"] for slug in unknown})
     return {
         "manufacturers": [["name", "slug"]] + [[v, _slug(v)] for v in sorted({p.vendor for p in parts})],
         "device-roles": [["name", "slug", "color"]] + [[role, role, ROLES[role]] for role in used_roles],
         "sites": [["name", "slug", "status"], [site, site, "planned"]],
-        "device-types": [["manufacturer", "model", "slug"]] + [[p.vendor, p.name, _slug(p.slug)] for p in parts],
+        "device-types": [["manufacturer", "model", "slug", "u_height"]] + [
+            [p.vendor, p.name, _slug(p.slug), _u_height(p, u_heights)] for p in parts],
         "devices": devices,
         "interfaces": [["device", "name", "type"]] + [list(end) for end in main_ends + plane_ends] + ports,
         "cables": [["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",

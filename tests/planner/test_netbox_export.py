@@ -6,13 +6,13 @@ import zipfile
 
 import pytest
 
-from planner.services.netbox import FILES
+from planner.services.netbox import FILES, NETBOX_REQUIRED
 
 COLUMNS = {  # as NetBox's bulk import documents them (dcim import forms)
     "manufacturers": ["name", "slug"],
     "device-roles": ["name", "slug", "color"],
     "sites": ["name", "slug", "status"],
-    "device-types": ["manufacturer", "model", "slug"],
+    "device-types": ["manufacturer", "model", "slug", "u_height"],
     "devices": ["name", "role", "manufacturer", "device_type", "site", "status"],
     "interfaces": ["device", "name", "type"],
     "cables": ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type",
@@ -20,8 +20,13 @@ COLUMNS = {  # as NetBox's bulk import documents them (dcim import forms)
 }
 
 
-def netbox_files(client, slug) -> dict[str, list[dict]]:
-    response = client.get(f"/api/plans/{slug}/netbox/")
+# Rack heights the catalogue lacks, given as the user would (the Fire-Flyer paper gives none for its
+# nodes; these are the heights the test assumes, not catalogue facts).
+GIVEN_HEIGHTS = {"u_height.ff-pcie-a100": "4", "u_height.ff-3fs-storage": "2", "u_height.deepseek-h800": "8"}
+
+
+def netbox_files(client, slug, **params) -> dict[str, list[dict]]:
+    response = client.get(f"/api/plans/{slug}/netbox/", {**GIVEN_HEIGHTS, **params})
     assert response.status_code == 200 and response["Content-Type"] == "application/zip"
     archive = zipfile.ZipFile(io.BytesIO(response.content))
     names = archive.namelist()
@@ -95,3 +100,40 @@ def test_one_file_as_csv_and_a_bad_file_name(catalog, reader_client):
     assert rows[0] == COLUMNS["devices"] and len(rows) == 1 + 1250 + 1320
     bad = reader_client.get("/api/plans/dgx-a100-3layer/netbox/", {"file": "racks"})
     assert bad.status_code == 400 and "must be one of" in bad.json()["file"][0]
+
+
+@pytest.mark.parametrize("slug", ["gb200-nvl72-1152", "ff2-pcie-2zone"])
+def test_every_column_netboxs_import_forms_require_is_filled(catalog, reader_client, slug):
+    """NetBox 4.x's import forms (NETBOX_REQUIRED) refuse a row that lacks a required column, as the
+    device types once did without u_height."""
+    files = netbox_files(reader_client, slug)
+    for name, required in NETBOX_REQUIRED.items():
+        assert files[name], name
+        for row in files[name]:
+            assert all(row[column] not in ("", None) for column in required), (name, row)
+    heights = {t["slug"]: t["u_height"] for t in files["device-types"]}
+    assert heights == ({"gb200-nvl72-tray": "1", "qm9700": "1"} if slug == "gb200-nvl72-1152" else
+                       {"ff-pcie-a100": "4", "ff-3fs-storage": "2", "qm8700": "1"})
+
+
+def test_a_part_without_a_rack_height_is_named_and_a_given_height_is_used(catalog, reader_client):
+    refused = reader_client.get("/api/plans/ff2-pcie-2zone/netbox/")
+    assert refused.status_code == 400
+    assert set(refused.json()) == {"u_height.ff-pcie-a100", "u_height.ff-3fs-storage"}
+    assert reader_client.get("/api/plans/ff2-pcie-2zone/netbox/", {"u_height.ff-pcie-a100": "0"}).status_code == 400
+    types = netbox_files(reader_client, "ff2-pcie-2zone")["device-types"]
+    assert {t["slug"]: t["u_height"] for t in types} == {"ff-pcie-a100": "4", "ff-3fs-storage": "2", "qm8700": "1"}
+
+
+def test_a_second_plan_leaves_out_what_the_first_created(catalog, reader_client):
+    first = netbox_files(reader_client, "dgx-a100-3layer")
+    second = netbox_files(reader_client, "ff2-pcie-2zone", existing="dgx-a100-3layer")
+    for name in ("manufacturers", "device-roles", "device-types"):
+        assert not {tuple(r.values())[:2] for r in first[name]} & {tuple(r.values())[:2] for r in second[name]}, name
+    assert [m["name"] for m in second["manufacturers"]] == ["DeepSeek / High-Flyer (custom build)"]
+    assert [t["slug"] for t in second["device-types"]] == ["ff-pcie-a100", "ff-3fs-storage"]  # not the QM8700
+    assert [r["slug"] for r in second["device-roles"]] == ["interzone-switch", "storage-node"]
+    alone = netbox_files(reader_client, "ff2-pcie-2zone")
+    assert second["devices"] == alone["devices"] and second["cables"] == alone["cables"]
+    missing = reader_client.get("/api/plans/ff2-pcie-2zone/netbox/", {**GIVEN_HEIGHTS, "existing": "no-such-plan"})
+    assert missing.status_code == 400 and "existing" in missing.json()
