@@ -189,6 +189,7 @@ def test_ingested_kernel_log_line_marks_the_right_gpu(catalog, owner_client):
         assert kinds[0] == "ingested" and ("job-interrupted" in kinds) == interrupts
     link = owner_client.post(f"/api/twins/{twin.pk}/ingest/", {"node": 5, "category": "ib-link"}, format="json")
     assert link.status_code == 201 and link.json()["events"][0]["node"] == 5
+    assert link.json()["events"][0]["gpu"] is None  # a link fault concerns no GPU: null, not -1
 
 
 @WEBSOCKET_DB

@@ -65,9 +65,12 @@ def _changes(old: np.ndarray, new: np.ndarray) -> list[list[int]]:
 
 
 def event_json(row: TwinEvent) -> dict:
+    """An event as the API, the pushes and the CSV give it: a GPU, node or job it does not concern is
+    null (the simulator's -1)."""
     return {"seq": row.seq, "time_s": row.sim_time_s, "kind": row.kind, "category": row.category,
-            "gpu": row.gpu, "node": row.node, "job": row.job, "message": row.message,
-            "logged_at": row.logged_at.isoformat() if row.logged_at else None}
+            **{name: (value if value >= 0 else None) for name, value in (("gpu", row.gpu), ("node", row.node),
+                                                                         ("job", row.job))},
+            "message": row.message, "logged_at": row.logged_at.isoformat() if row.logged_at else None}
 
 
 def publish(twin_id: int, delta: dict):
