@@ -58,10 +58,29 @@ def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int 
     """Apply one failure now, by hand or from a real event (``logged_at``: when its log says it
     happened); it is logged and pushed like any other. A platform fault names the GPU, node or
     fabric part it hit; a job-caused one the job."""
+    return twin_inject_all(twin=twin, failures=[{"category": category, "gpu": gpu, "node": node, "part": part,
+                                                 "job": job, "kind": kind, "note": note, "logged_at": logged_at}])
+
+
+@transaction.atomic
+def twin_inject_all(*, twin: Twin, failures: list[dict]) -> list[TwinEvent]:
+    """Several failures (each as :func:`twin_inject` takes one) applied in order to the twin's state,
+    loaded once and saved once with every event: a kernel log's faults cost one load and one save."""
     twin = Twin.objects.select_for_update().get(pk=twin.pk)
     sim = simulator(twin, twin.state)
-    index = category_index(sim.categories, category)
     before = component_states(sim)
+    events, logged_at = [], []
+    for failure in failures:
+        applied = _apply_failure(sim, **failure)
+        events += applied
+        logged_at += [failure.get("logged_at")] * len(applied)
+    return save_change(twin, sim, events, before, logged_at)
+
+
+def _apply_failure(sim: engine.Twin, *, category: str, gpu=None, node=None, part=None, job=None,
+                   kind: str = "injected", note: str = "", logged_at=None) -> list[engine.TwinEvent]:
+    """One failure applied to the simulator: its events."""
+    index = category_index(sim.categories, category)
     chosen = sim.categories[index]
     if chosen.unit in reliability.FABRIC_UNITS and chosen.unit != "switch" and part is None and node is not None:
         part = int(node) * sim.fabric.nics_per_node  # an event from a node: its first NIC and link
@@ -87,7 +106,7 @@ def twin_inject(*, twin: Twin, category: str, gpu: int | None = None, node: int 
         raise TwinInputError({error.field: [error.reason]}) from error
     if note:
         events[0].message = f"{events[0].message}: {note}"
-    return save_change(twin, sim, events, before, logged_at)
+    return events
 
 
 @transaction.atomic

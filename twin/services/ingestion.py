@@ -6,8 +6,8 @@ from django.db import transaction
 
 from twin import kernel_log
 from twin.models import Twin, TwinEvent
-from twin.services.controls import twin_inject
-from twin.services.creation import pci_bus
+from twin.services.controls import twin_inject, twin_inject_all
+from twin.services.creation import pci_bus, twin_categories
 from twin.services.errors import TwinInputError
 from twin.services.persistence import event_json
 
@@ -69,19 +69,23 @@ def twin_ingest(*, twin: Twin, payload: dict) -> list[TwinEvent]:
         return twin_inject(twin=twin, category=payload["category"], node=node, kind="ingested")
     else:
         raise TwinInputError({"(body)": ["give line, xid (with gpu) or category"]})
-    burst = kernel_log.bursts([kernel_log.XidLine(1, twin.pci_bus_ids[local], xid, None, text)])[0]
-    return _apply(twin, node, burst)
+    failures = _failures(twin, node, kernel_log.bursts([kernel_log.XidLine(1, twin.pci_bus_ids[local], xid, None,
+                                                                           text)]))
+    return twin_inject_all(twin=twin, failures=failures) if failures else []
 
 
-def _apply(twin: Twin, node: int, burst: kernel_log.Burst) -> list[TwinEvent]:
-    """One fault's event (none when nothing is to be done), on the GPU of its primary Xid line."""
-    if not burst.category:
-        return []
-    local = twin.pci_bus_ids.index(pci_bus(burst.primary.bus))
-    codes = ", ".join(f"Xid {line.xid} ({kernel_log.XID_CATALOGUE[line.xid][0]})" for line in burst.lines)
-    note = "; ".join([codes, *(line.text[:300] for line in burst.lines[:3] if line.text)])
-    return twin_inject(twin=twin, category=burst.category, gpu=node * len(twin.pci_bus_ids) + local,
-                       kind="ingested", note=note, logged_at=burst.lines[0].logged_at)
+def _failures(twin: Twin, node: int, bursts: list[kernel_log.Burst]) -> list[dict]:
+    """Each fault to act on as a failure for :func:`twin_inject_all`, on the GPU of its primary Xid line."""
+    failures = []
+    for burst in bursts:
+        if not burst.category:
+            continue
+        local = twin.pci_bus_ids.index(pci_bus(burst.primary.bus))
+        codes = ", ".join(f"Xid {line.xid} ({kernel_log.XID_CATALOGUE[line.xid][0]})" for line in burst.lines)
+        failures.append({"category": burst.category, "gpu": node * len(twin.pci_bus_ids) + local, "kind": "ingested",
+                         "note": "; ".join([codes, *(line.text[:300] for line in burst.lines[:3] if line.text)]),
+                         "logged_at": burst.lines[0].logged_at})
+    return failures
 
 
 def _zone(name: str) -> tzinfo:
@@ -122,7 +126,14 @@ def twin_ingest_log(*, twin: Twin, node, text, boot_time: datetime | None = None
             continue
         usable.append(line)
     faults = kernel_log.bursts(usable)
-    events = [event for burst in faults for event in _apply(twin, node, burst)]
+    known = {category["key"] for category in twin_categories(twin)}
+    for burst in faults:
+        if burst.category and burst.category not in known:
+            malformed.append({"line": burst.lines[0].number,
+                              "reason": f"{burst.category} is not one of this twin's failure categories (its "
+                                        "failure profile has no Xid table)"})
+    failures = _failures(twin, node, [burst for burst in faults if not burst.category or burst.category in known])
+    events = twin_inject_all(twin=twin, failures=failures) if failures else []
     return {"lines": total, "xid_lines": xid_lines, "skipped_lines": total - xid_lines, "applied": len(usable),
             "faults": len(faults), "noted": sum(1 for burst in faults if not burst.category),
             "malformed": sorted(malformed, key=lambda entry: entry["line"]), "events": [event_json(e) for e in events]}

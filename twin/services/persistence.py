@@ -19,12 +19,13 @@ def twin_group(twin_id: int) -> str:
 
 
 def save_change(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], before: tuple | None,
-                logged_at=None):
+                logged_at: list | None = None):
     """Persist the events and the state they lead to together, then push the delta; ``logged_at``:
-    when the kernel log that brought them says they happened."""
+    for each event, when the kernel log that brought it says it happened."""
+    times = logged_at or [None] * len(events)
     rows = [TwinEvent(twin=twin, seq=twin.last_seq + i + 1, sim_time_s=e.time_s, kind=e.kind,
-                      category=e.category, gpu=e.gpu, node=e.node, job=e.job, message=e.message, logged_at=logged_at)
-            for i, e in enumerate(events)]
+                      category=e.category, gpu=e.gpu, node=e.node, job=e.job, message=e.message, logged_at=at)
+            for i, (e, at) in enumerate(zip(events, times))]
     metrics = sim.metrics()
     sample_due = int(sim.time_s // SAMPLE_EVERY_S) > int(twin.sim_time_s // SAMPLE_EVERY_S)
     with transaction.atomic():
