@@ -362,3 +362,21 @@ def test_the_schema_version_is_the_project_version(reader_client):
     assert schema["info"]["version"] == project == engine == simcore.__version__
     export = schema["paths"]["/api/sweeps/{id}/export/"]["get"]["responses"]["200"]["content"]
     assert set(export) == {"text/csv", "application/vnd.apache.parquet", "application/octet-stream"}
+
+
+def test_every_operation_documents_the_errors_it_can_give(reader_client):
+    schema = reader_client.get("/api/schema/?format=json").json()
+    assert schema["components"]["schemas"]["Error"]["properties"] == {"detail": {"type": "string"}}
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            codes = set(operation["responses"])
+            anonymous = {} in operation.get("security", [])
+            assert {"429"} <= codes and (anonymous or {"401"} <= codes), (method, path)
+            if method in ("post", "put", "patch"):
+                assert {"400", "413"} <= codes, (method, path)
+            if "{" in path:
+                assert "404" in codes, (method, path)
+            if method == "delete":
+                assert "409" in codes, (method, path)
+    plan = schema["paths"]["/api/plans/{slug}/"]["patch"]["responses"]["400"]["content"]["application/json"]
+    assert plan["schema"] == {"$ref": "#/components/schemas/Error"}

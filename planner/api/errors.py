@@ -4,6 +4,7 @@ impossible plan, 503 when the task queue is down, 409 for protected deletes."""
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError
 from rest_framework import status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -24,6 +25,16 @@ def _describe(obj) -> str:
 
 
 def exception_handler(exc, context):
+    """The error's JSON answer, rendered as JSON whatever format the request asked for (a CSV
+    download's 404 is still the error body clients parse)."""
+    response = _error_response(exc, context)
+    request = context.get("request")
+    if response is not None and request is not None:
+        request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
+    return response
+
+
+def _error_response(exc, context):
     if isinstance(exc, DjangoValidationError):
         exc = as_drf_validation_error(exc)
     if isinstance(exc, InputError):
