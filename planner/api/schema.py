@@ -7,9 +7,8 @@ ERROR = {
     "description": "An error: `detail` says what went wrong with the request as a whole; a request with bad "
                    "fields names each field (a dotted path for a scenario document's) with its reasons.",
     "properties": {"detail": {"type": "string"}},
-    "additionalProperties": {"anyOf": [{"type": "array", "items": {"type": "string"}},
-                                       {"type": "object", "description": "a nested field's own errors"},
-                                       {"type": ["string", "number", "boolean", "array", "null"]}]},
+    "additionalProperties": {"description": "a bad field's reasons (a list of sentences, or a nested field's own "
+                                            "errors), or what an impossible plan reports (feasible, reasons)"},
 }
 ERRORS = {
     "400": "Bad input: each bad field with its reasons (nothing is stored).",
