@@ -1,5 +1,6 @@
 """A procurement script's client generated from the OpenAPI schema (openapi-python-client) works
-against a running server: a list, a download and an error, each parsed as the schema says."""
+against a running server: a list, a download and an error (an RFC 9457 problem document), each
+parsed as the schema says."""
 import importlib
 import subprocess
 import sys
@@ -37,7 +38,7 @@ def test_a_generated_client_lists_downloads_and_reads_an_error(generator, live_s
     plans_retrieve = importlib.import_module(f"{package}.api.plans.plans_retrieve")
     netbox = importlib.import_module(f"{package}.api.plans.plans_netbox_retrieve")
     file_choice = importlib.import_module(f"{package}.models.plans_netbox_retrieve_file").PlansNetboxRetrieveFile
-    error_model = importlib.import_module(f"{package}.models.error").Error
+    problem_model = importlib.import_module(f"{package}.models.problem").Problem
 
     client = client_module.AuthenticatedClient(base_url=live_server.url, token=token_issue(user))  # Bearer
     listed = plans_list.sync_detailed(client=client, page_size=50)
@@ -49,4 +50,5 @@ def test_a_generated_client_lists_downloads_and_reads_an_error(generator, live_s
                                                                     "gb200-nvl72-1152,gb200-nvl72-1152,planned"]
 
     missing = plans_retrieve.sync_detailed("no-such-plan", client=client)
-    assert missing.status_code == 404 and isinstance(missing.parsed, error_model) and missing.parsed.detail
+    assert missing.status_code == 404 and isinstance(missing.parsed, problem_model)
+    assert (missing.parsed.status, missing.parsed.title) == (404, "Not Found") and missing.parsed.detail

@@ -335,10 +335,11 @@ def test_pages_send_a_content_security_policy_without_inline_script(client, vict
 
 
 @override_settings(DEBUG=False)
-def test_an_unknown_api_path_answers_json_and_a_bearer_token_is_a_token(user):
+def test_an_unknown_api_path_answers_a_problem_and_a_bearer_token_is_a_token(user):
     missing = Client().get("/api/no-such-thing/")
-    assert (missing.status_code, missing["Content-Type"], missing.json()) == (404, "application/json",
-                                                                             {"detail": "Not found."})
+    assert (missing.status_code, missing["Content-Type"], missing.json()) == (
+        404, "application/problem+json", {"type": "about:blank", "title": "Not Found", "status": 404,
+                                          "detail": "Not found."})
     assert "text/html" in Client().get("/no-such-page/")["Content-Type"]
     key = token_issue(user, name="bearer-client")
     for scheme in ("Token", "Bearer", "bearer"):
@@ -366,7 +367,7 @@ def test_the_schema_version_is_the_project_version(reader_client):
 
 def test_every_operation_documents_the_errors_it_can_give(reader_client):
     schema = reader_client.get("/api/schema/?format=json").json()
-    assert schema["components"]["schemas"]["Error"]["properties"] == {"detail": {"type": "string"}}
+    assert schema["components"]["schemas"]["Problem"]["required"] == ["type", "title", "status", "detail"]
     for path, methods in schema["paths"].items():
         for method, operation in methods.items():
             codes = set(operation["responses"])
@@ -378,5 +379,28 @@ def test_every_operation_documents_the_errors_it_can_give(reader_client):
                 assert "404" in codes, (method, path)
             if method == "delete":
                 assert "409" in codes, (method, path)
-    plan = schema["paths"]["/api/plans/{slug}/"]["patch"]["responses"]["400"]["content"]["application/json"]
-    assert plan["schema"] == {"$ref": "#/components/schemas/Error"}
+    plan = schema["paths"]["/api/plans/{slug}/"]["patch"]["responses"]["400"]["content"]["application/problem+json"]
+    assert plan["schema"] == {"$ref": "#/components/schemas/Problem"}
+
+
+def test_every_error_under_the_api_is_one_problem_document(reader_client, catalog):
+    """RFC 9457: bad fields (under errors, each also a member of its own), an impossible plan, a
+    missing login, a missing object, a too-large body: one shape, application/problem+json."""
+    bad = reader_client.post("/api/plans/", {"slug": "x"}, format="json")
+    body = bad.json()
+    assert bad["Content-Type"] == "application/problem+json"
+    assert (body["type"], body["title"], body["status"]) == ("about:blank", "Bad Request", 400)
+    assert body["errors"]["name"] and body["name"] == body["errors"]["name"] and "name: " in body["detail"]
+    infeasible = reader_client.post("/api/plans/preview/", {"node_type": "ff-pcie-a100", "node_count": 100_000,
+                                                            "switch": "qm8700", "price_book": "ff-relative"},
+                                    format="json")
+    assert infeasible.status_code == 400 and infeasible["Content-Type"] == "application/problem+json"
+    assert infeasible.json()["status"] == 400 and infeasible.json()["detail"]
+    anonymous = APIClient().get("/api/plans/")
+    assert (anonymous.status_code, anonymous["Content-Type"], anonymous.json()["status"]) == (
+        401, "application/problem+json", 401)
+    gone = reader_client.get("/api/plans/no-such-plan/")
+    assert (gone.status_code, gone.json()["title"]) == (404, "Not Found")
+    schema = reader_client.get("/api/schema/?format=json").json()
+    problem = schema["paths"]["/api/plans/"]["post"]["responses"]["400"]["content"]
+    assert problem == {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}

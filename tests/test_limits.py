@@ -31,15 +31,15 @@ def test_oversized_bodies_answer_413_before_being_read(catalog, reader_client, s
     response = reader_client.post("/api/evaluate/", body, content_type="application/json")
     assert response.status_code == 413
     detail = f"request body of {len(body):,} bytes; at most 10,000 bytes (API_MAX_BODY_BYTES)"
-    assert response.json() == {"detail": detail}
+    assert response.json()["detail"] == detail and response.json()["status"] == response.status_code
     small = reader_client.post("/api/evaluate/", {"cluster": {"node_count": 8}}, format="json")
     # Read, and answered on its merits.
-    assert small.status_code == 400 and small.json() == {"cluster.node": ["is required"]}
+    assert small.status_code == 400 and small.json()["errors"] == {"cluster.node": ["is required"]}
 
 
 def test_page_size_over_the_cap_is_refused_with_the_limit(catalog, reader_client):
     over = reader_client.get("/api/catalog/accelerators/", {"page_size": 501})
-    assert over.status_code == 400 and over.json() == {"page_size": ["a whole number from 1 to 500"]}
+    assert over.status_code == 400 and over.json()["errors"] == {"page_size": ["a whole number from 1 to 500"]}
     assert reader_client.get("/api/catalog/accelerators/", {"page_size": "lots"}).status_code == 400
     assert reader_client.get("/api/catalog/accelerators/", {"page_size": 500}).status_code == 200
 
@@ -48,7 +48,7 @@ def test_twins_larger_than_the_cap_are_refused(catalog, reader_client, settings)
     settings.TWIN_MAX_GPUS = 8192
     response = reader_client.post("/api/twins/", {"plan": FF}, format="json")
     assert response.status_code == 400
-    assert response.json() == {"plan": ["9,920 GPUs; a twin holds at most 8,192 (TWIN_MAX_GPUS)"]}
+    assert response.json()["errors"] == {"plan": ["9,920 GPUs; a twin holds at most 8,192 (TWIN_MAX_GPUS)"]}
     assert not Twin.objects.exists()
 
 

@@ -1,14 +1,26 @@
-"""The OpenAPI schema's error answers: every operation documents the errors it can give, each with
-the one error body the API writes (``planner.api.errors``): ``detail`` for a request as a whole,
-or each bad field with its reasons."""
+"""The OpenAPI schema's error answers: every operation documents the errors it can give, each an
+RFC 9457 problem document (:mod:`planner.api.problems`)."""
+from planner.api.problems import PROBLEM_MEDIA_TYPE
 
-ERROR = {
+PROBLEM = {
     "type": "object",
-    "description": "An error: `detail` says what went wrong with the request as a whole; a request with bad "
-                   "fields names each field (a dotted path for a scenario document's) with its reasons.",
-    "properties": {"detail": {"type": "string"}},
-    "additionalProperties": {"description": "a bad field's reasons (a list of sentences, or a nested field's own "
-                                            "errors), or what an impossible plan reports (feasible, reasons)"},
+    "description": "An RFC 9457 problem document: what went wrong (`detail`) and, for bad input, each bad field "
+                   "(a dotted path for a scenario document's) with its reasons (`errors`; each also a member of "
+                   "its own unless its name is one of RFC 9457's).",
+    "required": ["type", "title", "status", "detail"],
+    "properties": {
+        "type": {"type": "string", "description": "about:blank: the status says what kind of problem it is"},
+        "title": {"type": "string", "description": "the HTTP status's phrase"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "errors": {"type": "object", "description": "each bad field's reasons (a list of sentences, or a nested "
+                                                    "field's own errors)",
+                   "additionalProperties": {}},
+        "feasible": {"type": "boolean", "description": "false: the plan cannot be built (with its reasons)"},
+        "reasons": {"type": "array", "items": {"type": "string"}},
+        "referenced_by": {"type": "array", "items": {"type": "string"}},
+    },
+    "additionalProperties": {"description": "a bad field's reasons, as in errors"},
 }
 ERRORS = {
     "400": "Bad input: each bad field with its reasons (nothing is stored).",
@@ -39,9 +51,9 @@ def _applies(code: str, path: str, method: str, operation: dict) -> bool:
 
 def document_errors(result, generator, request, public):
     """A drf-spectacular postprocessing hook: adds the error answers each operation can give, with
-    the shared Error schema, where the view did not document them itself."""
-    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR
-    reference = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    the Problem schema, where the view did not document them itself."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM
+    reference = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
     for path, methods in result.get("paths", {}).items():
         for method, operation in methods.items():
             responses = operation.setdefault("responses", {})

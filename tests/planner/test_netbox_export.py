@@ -119,7 +119,7 @@ def test_every_column_netboxs_import_forms_require_is_filled(catalog, reader_cli
 def test_a_part_without_a_rack_height_is_named_and_a_given_height_is_used(catalog, reader_client):
     refused = reader_client.get("/api/plans/ff2-pcie-2zone/netbox/")
     assert refused.status_code == 400
-    assert set(refused.json()) == {"u_height.ff-pcie-a100", "u_height.ff-3fs-storage"}
+    assert set(refused.json()["errors"]) == {"u_height.ff-pcie-a100", "u_height.ff-3fs-storage"}
     assert reader_client.get("/api/plans/ff2-pcie-2zone/netbox/", {"u_height.ff-pcie-a100": "0"}).status_code == 400
     types = netbox_files(reader_client, "ff2-pcie-2zone")["device-types"]
     assert {t["slug"]: t["u_height"] for t in types} == {"ff-pcie-a100": "4", "ff-3fs-storage": "2", "qm8700": "1"}

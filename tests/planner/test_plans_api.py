@@ -138,7 +138,7 @@ def test_evaluate_an_impossible_plan_explains_why(catalog, reader_client):
 def test_evaluate_rejects_bad_options_and_unknown_workloads(catalog, reader_client):
     bad = reader_client.post(f"/api/plans/{FF}/evaluate/", {"options": {"message_bytes": -1}}, format="json")
     assert bad.status_code == 400
-    assert bad.json() == {"options.message_bytes": ["must be greater than zero"]}
+    assert bad.json()["errors"] == {"options.message_bytes": ["must be greater than zero"]}
     unknown = reader_client.post(f"/api/plans/{FF}/evaluate/", {"options": {"colour": 1}}, format="json")
     assert "options.colour" in unknown.json()
     missing = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "nope"}, format="json")
@@ -361,7 +361,7 @@ def test_evaluate_a_full_scenario_without_saving(catalog, reader_client):
     assert response.status_code == 200
     assert response.json()["fabric"]["switches"] == [30, 60]
     bad = reader_client.post("/api/evaluate/", {"cluster": {**scenario["cluster"], "node_count": 0}}, format="json")
-    assert bad.status_code == 400 and bad.json() == {"cluster.node_count": ["must be greater than zero"]}
+    assert bad.status_code == 400 and bad.json()["errors"] == {"cluster.node_count": ["must be greater than zero"]}
     assert ClusterPlan.objects.count() == before
 
 
@@ -383,7 +383,7 @@ def test_a_bad_workload_gets_one_answer_on_every_path(change, field, catalog, re
     assert stored.status_code == preview.status_code == evaluated.status_code == 400
     sentence = stored.json()[field]
     assert preview.json()[field] == sentence
-    assert evaluated.json() == {f"workload.{field}": sentence}
+    assert evaluated.json()["errors"] == {f"workload.{field}": sentence}
 
 
 def test_tokens_endpoint(catalog, reader_client, user):
@@ -444,7 +444,8 @@ def test_engine_limits_per_request(catalog, reader_client, settings):
     settings.API_MAX_MONTE_CARLO_REPLICAS = 10
     settings.API_MAX_SCENARIO_POINTS = 50
     many = reader_client.post(f"/api/plans/{FF}/evaluate/", {"options": {"monte_carlo_replicas": 11}}, format="json")
-    assert many.status_code == 400 and many.json() == {"options.monte_carlo_replicas": ["at most 10 through the API"]}
+    assert many.status_code == 400 and many.json()["errors"] == {
+        "options.monte_carlo_replicas": ["at most 10 through the API"]}
     listed = reader_client.post(f"/api/plans/{FF}/evaluate/", {"options": {"monte_carlo_replicas": [1, 2]}},
                                 format="json")
     assert listed.status_code == 400 and "single number" in str(listed.json())

@@ -18,14 +18,17 @@ export async function api(path, { method = "GET", body } = {}) {
   return { ok: response.ok, status: response.status, data };
 }
 
-// Field errors of a 400 as "field: reason" lines (DRF answers {field: [reasons]}).
+// An error's lines: each bad field's "field: reason" (the problem document's errors), an impossible
+// plan's reasons, else its detail (every API error is an RFC 9457 problem document).
 export function errorLines(data) {
   if (!data || typeof data !== "object") return [String(data)];
-  if (data.detail) return [String(data.detail)];
+  if (data.errors) {
+    return Object.entries(data.errors).flatMap(([field, reasons]) =>
+      (Array.isArray(reasons) ? reasons : [reasons]).map((reason) =>
+        typeof reason === "object" ? `${field}: ${JSON.stringify(reason)}` : `${field}: ${reason}`));
+  }
   if (data.reasons) return data.reasons;
-  return Object.entries(data).flatMap(([field, reasons]) =>
-    (Array.isArray(reasons) ? reasons : [reasons]).map((reason) =>
-      typeof reason === "object" ? `${field}: ${JSON.stringify(reason)}` : `${field}: ${reason}`));
+  return [String(data.detail ?? data.title ?? "error")];
 }
 
 // A websocket to this server, reconnecting with back-off until closed for good (4401/4403).

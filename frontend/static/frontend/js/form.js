@@ -39,8 +39,8 @@ export function showErrors(form, controls, formErrors, data) {
   const unplaced = [];
   for (const control of controls) control.removeAttribute("aria-invalid");
   form.querySelectorAll(".field-error").forEach((p) => { p.hidden = true; p.textContent = ""; });
-  if (data && typeof data === "object" && !data.reasons && !data.detail) {
-    for (const [field, reasons] of Object.entries(data)) {
+  if (data && typeof data === "object" && data.errors && !data.reasons) {
+    for (const [field, reasons] of Object.entries(data.errors)) {
       const slot = document.getElementById(`e-${field}`);
       const text = (Array.isArray(reasons) ? reasons : [reasons]).join(" ");
       if (slot) {
