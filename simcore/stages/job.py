@@ -119,15 +119,6 @@ def _quoted(reason: str, name: str, w: dict) -> str:
     return f"{reason} ({values})" if values else reason
 
 
-def check_workload(workload: dict) -> None:
-    """Raise :class:`ScenarioError` naming the field for the first rule of :func:`workload_errors`
-    a workload document breaks."""
-    errors = workload_errors(workload)
-    if errors:
-        field, reason = next(iter(errors.items()))
-        raise ScenarioError(f"workload.{field}", reason)
-
-
 def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches, stage_layer_counts):
     """Per-point layout problems as codes into ``INFEASIBLE_REASONS`` (0 = none). A layout that
     cannot suit the model (TP not dividing the heads, CP the sequence, EP the experts, ...) is bad

@@ -30,12 +30,7 @@ def _points(columns: dict) -> int:
 
 def _per_point(path: str, value, points: int) -> list:
     """A leaf's column: its per-point list, or its one value (a list output's list, a scalar) repeated."""
-    if isinstance(value, list) and path not in LIST_OUTPUTS:
-        column = value
-    elif isinstance(value, list) and points > 1 and value and isinstance(value[0], list):
-        column = value  # a list output given per point
-    else:
-        column = [value] * points
+    column = value if isinstance(value, list) and path not in LIST_OUTPUTS else [value] * points
     typed = _TYPED.get(value_kind(path))
     return column if typed is None else [None if v is None else typed(v) for v in column]
 

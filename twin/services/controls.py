@@ -71,14 +71,14 @@ def twin_inject_all(*, twin: Twin, failures: list[dict]) -> list[TwinEvent]:
     before = component_states(sim)
     events, logged_at = [], []
     for failure in failures:
-        applied = _apply_failure(sim, **failure)
+        applied = _apply_failure(sim, **{key: value for key, value in failure.items() if key != "logged_at"})
         events += applied
         logged_at += [failure.get("logged_at")] * len(applied)
     return save_change(twin, sim, events, before, logged_at)
 
 
 def _apply_failure(sim: engine.Twin, *, category: str, gpu=None, node=None, part=None, job=None,
-                   kind: str = "injected", note: str = "", logged_at=None) -> list[engine.TwinEvent]:
+                   kind: str = "injected", note: str = "") -> list[engine.TwinEvent]:
     """One failure applied to the simulator: its events."""
     index = category_index(sim.categories, category)
     chosen = sim.categories[index]

@@ -120,7 +120,8 @@ def twin_ingest_log(*, twin: Twin, node, text, boot_time: datetime | None = None
     usable = []
     for line in lines:
         try:
-            _local_gpu(twin, line.bus, "line"), _known(line.xid, "line")
+            _local_gpu(twin, line.bus, "line")
+            _known(line.xid, "line")
         except TwinInputError as error:
             malformed.append({"line": line.number, "reason": "; ".join(r for rs in error.errors.values() for r in rs)})
             continue
