@@ -22,7 +22,7 @@ def main() -> None:
         archive = netbox.netbox_zip(files, plan.slug)
         elapsed = time.perf_counter() - start
         counts = {name: len(files[name]) - 1 for name in ("devices", "interfaces", "cables")}
-        print(f"{plan.slug:28s} {counts['devices']:7,} devices {counts['interfaces']:9,} interfaces "
+        print(f"{plan.slug:28s} {counts['devices']:7,} devices {counts['interfaces']:9,} interface rows "
               f"{counts['cables']:8,} cables  {elapsed * 1000:7.0f} ms  ZIP {len(archive) / 1e6:5.2f} MB")
 
 

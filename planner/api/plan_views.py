@@ -204,17 +204,20 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     @extend_schema(
         tags=PLAN_TAG,
         parameters=[OpenApiParameter("file", str, enum=list(netbox.FILES),
-                                     description="one import file as CSV; without it, all of them in a ZIP archive"),
+                                     description="one import file (CSV; the device types YAML); without it, all "
+                                                 "of them in a ZIP archive"),
                     OpenApiParameter("existing", str, description="comma-separated slugs of plans already imported "
                                                                   "into the same NetBox: the manufacturers, roles "
                                                                   "and device types their files created are left "
                                                                   "out"),
                     OpenApiParameter("u_height.{part}", int, description="the rack height (U) of a part the "
                                                                          "catalogue has none for, by its slug")],
-        responses={(200, "application/zip"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.STR},
-        description="The plan's built fabric as NetBox bulk-import CSV files (manufacturers, device roles, site, "
-                    "device types, devices, interfaces, cables; import them in that order), everything 'planned'. "
-                    "Device, interface and cable counts equal the bill of materials.",
+        responses={(200, "application/zip"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.STR,
+                   (200, "application/yaml"): OpenApiTypes.STR},
+        description="The plan's built fabric as NetBox bulk-import files (manufacturers, device roles, site, "
+                    "device types with their interface templates as YAML, devices, interfaces, cables; import "
+                    "them in that order), everything 'planned'. Device, interface and cable counts equal the bill "
+                    "of materials.",
     )
     @action(detail=True, methods=["get"])
     def netbox(self, request, slug=None):
@@ -231,8 +234,9 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
             response = HttpResponse(netbox.netbox_zip(files, plan.slug), content_type="application/zip")
             filename = f"{plan.slug}-netbox.zip"
         else:
-            response = HttpResponse(netbox.netbox_csv(files[name]), content_type="text/csv; charset=utf-8")
-            filename = f"{plan.slug}-netbox-{name}.csv"
+            extension, media_type = netbox.file_format(name)
+            response = HttpResponse(netbox.netbox_text(name, files[name]), content_type=media_type)
+            filename = f"{plan.slug}-netbox-{name}.{extension}"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
 

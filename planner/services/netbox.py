@@ -1,27 +1,33 @@
-"""A plan's built fabric as NetBox bulk-import CSV files, so that the plan can become the inventory.
+"""A plan's built fabric as NetBox bulk-import files, so that the plan can become the inventory.
 
-NetBox (netbox.readthedocs.io, "Bulk import") takes one CSV per object type, with a header row of
-field names, imported in dependency order: manufacturers (name, slug), device roles (name, slug,
-color), the site (name, slug, status), device types (manufacturer, model, slug), devices (name,
-role, manufacturer, device_type, site, status), interfaces (device, name, type) and cables
-(side_a_device, side_a_type, side_a_name, side_b_device, side_b_type, side_b_name, type, status).
+NetBox (netbox.readthedocs.io, "Bulk import") takes one file per object type, imported in dependency
+order: manufacturers (name, slug), device roles (name, slug, color), the site (name, slug, status),
+device types, devices (name, role, manufacturer, device_type, site, status), interfaces (device,
+name, type) and cables (side_a_device, side_a_type, side_a_name, side_b_device, side_b_type,
+side_b_name, type, status), each a CSV with a header row of field names except the device types.
+Those are YAML documents in the device-type library's form (manufacturer, model, slug, u_height and
+``interfaces``: NetBox's import makes them the type's interface templates, which only YAML or JSON
+can carry), so that every device NetBox creates comes with its NICs or all its switch ports
+(``p1`` to ``p<radix>``); the interfaces file then holds only what the templates do not make: the
+ports past a switch's radix that inter-zone links take.
 
 Everything is ``planned``. The wiring is :func:`simcore.stages.cluster.fabric_wiring`, the same trees the
 bill of materials counts: one device per compute node, storage node and switch; one interface per
-NIC the bill lists and per switch port a cable uses; one cable per endpoint cable and per fibre.
+NIC the bill lists and per switch port; one cable per endpoint cable and per fibre.
 
 Every column NetBox's import forms require is written (:data:`NETBOX_REQUIRED`, from NetBox 4.x's
 ``dcim/forms/bulk_import.py``), the device types' ``u_height`` among them: the catalogue's rack
 height, or one the caller gives for a part whose height the catalogue lacks (none is guessed).
 A second plan imported into the same NetBox names the plans already there (``existing``): the
 manufacturers, roles and device types their files created are left out, since NetBox's import
-refuses an object that exists.
+refuses an object that exists, and so are the interfaces those types' templates make.
 """
 import csv
 import io
 import zipfile
 
 import numpy as np
+import yaml
 
 from planner.models import ClusterPlan
 from planner.services.errors import InputError
@@ -31,17 +37,20 @@ from simcore.stages import cluster
 FILES = ("manufacturers", "device-roles", "sites", "device-types", "devices", "interfaces", "cables")
 # The columns each file's NetBox 4.x import form requires (netbox-community/netbox, netbox/dcim/forms/
 # bulk_import.py: ManufacturerImportForm, DeviceRoleImportForm, SiteImportForm, DeviceTypeImportForm
-# (u_height: the model's field, without blank), DeviceImportForm, InterfaceImportForm, CableImportForm).
+# (u_height: the model's field, without blank), DeviceImportForm, InterfaceImportForm, CableImportForm;
+# a device type's interfaces: dcim/forms/object_import.py, InterfaceTemplateImportForm).
 NETBOX_REQUIRED = {
     "manufacturers": ("name", "slug"),
     "device-roles": ("name", "slug", "color"),
     "sites": ("name", "slug", "status"),
-    "device-types": ("manufacturer", "model", "slug", "u_height"),
+    "device-types": ("manufacturer", "model", "slug", "u_height", "interfaces"),
+    "device-types.interfaces": ("name", "type"),
     "devices": ("role", "manufacturer", "device_type", "site", "status"),
     "interfaces": ("device", "name", "type"),
     "cables": ("side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name"),
 }
 SHARED_FILES = ("manufacturers", "device-roles", "device-types")  # objects several plans' files name alike
+YAML_FILES = ("device-types",)
 INFINIBAND = {100: "infiniband-edr", 200: "infiniband-hdr", 400: "infiniband-ndr", 800: "infiniband-xdr"}
 ETHERNET = {100: "100gbase-x-qsfp28", 200: "200gbase-x-qsfp56", 400: "400gbase-x-osfp", 800: "800gbase-x-osfp"}
 CABLE_TYPES = {"dac": "dac-passive", "aoc": "aoc"}
@@ -108,25 +117,44 @@ def _ports_and_cables(plan: ClusterPlan, fabrics, port_type: str) -> tuple[list,
 
 
 def plan_netbox(*, plan: ClusterPlan, u_heights: dict[str, int] | None = None,
-                existing: list[ClusterPlan] = (), heights_needed: bool = True) -> dict[str, list[list]]:
-    """Each NetBox import file's rows (the header first), from the plan's fabric wiring;
-    ``u_heights``: rack heights (U) by part slug for parts the catalogue has none for (needed
-    unless the caller will not serve the device types); ``existing``: plans already imported into
-    the same NetBox, whose shared objects are left out."""
+                existing: list[ClusterPlan] = (), heights_needed: bool = True) -> dict[str, list]:
+    """Each NetBox import file's records, from the plan's fabric wiring: rows with the header first
+    for the CSV files, one mapping per device type for the YAML; ``u_heights``: rack heights (U) by
+    part slug for parts the catalogue has none for (needed unless the caller will not serve the
+    device types); ``existing``: plans already imported into the same NetBox, whose shared objects
+    are left out."""
     files = _plan_files(plan, u_heights or {}, heights_needed)
+    templates = {t["model"]: t["interfaces"] for t in files["device-types"]}
     for other in existing:
         theirs = _plan_files(other, u_heights or {}, heights_needed=False)
+        templates.update({t["model"]: t["interfaces"] for t in theirs["device-types"]})
         for name in SHARED_FILES:
-            present = {tuple(row[:2]) for row in theirs[name][1:]}
-            files[name] = files[name][:1] + [row for row in files[name][1:] if tuple(row[:2]) not in present]
+            present = {_identity(name, record) for record in _records(name, theirs[name])}
+            kept = [record for record in _records(name, files[name]) if _identity(name, record) not in present]
+            files[name] = kept if name in YAML_FILES else files[name][:1] + kept
+    device_type = {row[0]: row[3] for row in files["devices"][1:]}
+    templated = {model: {port["name"] for port in ports} for model, ports in templates.items()}
+    files["interfaces"] = files["interfaces"][:1] + [row for row in files["interfaces"][1:]
+                                                     if row[1] not in templated[device_type[row[0]]]]
     return files
+
+
+def _records(name: str, records: list) -> list:
+    return records if name in YAML_FILES else records[1:]
+
+
+def _identity(name: str, record) -> tuple:
+    """What NetBox tells objects apart by: a device type's manufacturer and model, or a row's first two
+    columns (name and slug)."""
+    return (record["manufacturer"], record["model"]) if name in YAML_FILES else tuple(record[:2])
 
 
 def _u_height(part, u_heights: dict[str, int]):
     return part.rack_units or u_heights.get(part.slug)
 
 
-def _plan_files(plan: ClusterPlan, u_heights: dict[str, int], heights_needed: bool = True) -> dict[str, list[list]]:
+def _plan_files(plan: ClusterPlan, u_heights: dict[str, int], heights_needed: bool = True) -> dict[str, list]:
+    """Every file's records, the interfaces file listing every interface a cable uses."""
     counts, layout = plan.fabric_arguments()
     node_count, _, _, storage_nodes, _ = counts
     main, plane = cluster.fabric_wiring(*counts, **layout)
@@ -150,6 +178,10 @@ def _plan_files(plan: ClusterPlan, u_heights: dict[str, int], heights_needed: bo
                                       port_type)
     types = [(node_type, "gpu-node", nodes), (storage_type, "storage-node", storage)]
     parts = [part for part, _, members in types if part is not None and members] + [switch]
+    ends = main_ends + plane_ends
+    templates = {part.name: [{"name": name, "type": kind} for device, name, kind in ends if device == members[0]]
+                 for part, _, members in types if part is not None and members}
+    templates[switch.name] = [{"name": f"p{port + 1}", "type": port_type} for port in range(switch.radix)]
     devices = [["name", "role", "manufacturer", "device_type", "site", "status"]]
     for part, role, members in types:
         devices += [[name, role, part.vendor, part.name, site, "planned"] for name in members]
@@ -166,26 +198,34 @@ def _plan_files(plan: ClusterPlan, u_heights: dict[str, int], heights_needed: bo
         "manufacturers": [["name", "slug"]] + [[v, _slug(v)] for v in sorted({p.vendor for p in parts})],
         "device-roles": [["name", "slug", "color"]] + [[role, role, ROLES[role]] for role in used_roles],
         "sites": [["name", "slug", "status"], [site, site, "planned"]],
-        "device-types": [["manufacturer", "model", "slug", "u_height"]] + [
-            [p.vendor, p.name, _slug(p.slug), _u_height(p, u_heights)] for p in parts],
+        "device-types": [{"manufacturer": p.vendor, "model": p.name, "slug": _slug(p.slug),
+                          "u_height": _u_height(p, u_heights), "interfaces": templates[p.name]} for p in parts],
         "devices": devices,
-        "interfaces": [["device", "name", "type"]] + [list(end) for end in main_ends + plane_ends] + ports,
+        "interfaces": [["device", "name", "type"]] + [list(end) for end in ends] + ports,
         "cables": [["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name",
                     "type", "status"]] + cables,
     }
 
 
-def netbox_csv(rows: list[list]) -> str:
-    """One import file's rows as CSV text."""
+def file_format(name: str) -> tuple[str, str]:
+    """One import file's extension and media type."""
+    return ("yaml", "application/yaml") if name in YAML_FILES else ("csv", "text/csv; charset=utf-8")
+
+
+def netbox_text(name: str, records: list) -> str:
+    """One import file as text: CSV rows, or YAML documents separated by ``---``."""
+    if name in YAML_FILES:
+        return yaml.safe_dump_all(records, sort_keys=False)
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
+    csv.writer(out, lineterminator="\n").writerows(records)
     return out.getvalue()
 
 
-def netbox_zip(files: dict[str, list[list]], plan_slug: str) -> bytes:
+def netbox_zip(files: dict[str, list], plan_slug: str) -> bytes:
     """Every file in import order, numbered, in one ZIP archive."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for number, name in enumerate(FILES, start=1):
-            archive.writestr(f"{plan_slug}-netbox/{number}-{name}.csv", netbox_csv(files[name]))
+            archive.writestr(f"{plan_slug}-netbox/{number}-{name}.{file_format(name)[0]}",
+                             netbox_text(name, files[name]))
     return buffer.getvalue()

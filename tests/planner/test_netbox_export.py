@@ -5,6 +5,7 @@ import io
 import zipfile
 
 import pytest
+import yaml
 
 from planner.services.netbox import FILES, NETBOX_REQUIRED
 
@@ -12,7 +13,7 @@ COLUMNS = {  # as NetBox's bulk import documents them (dcim import forms)
     "manufacturers": ["name", "slug"],
     "device-roles": ["name", "slug", "color"],
     "sites": ["name", "slug", "status"],
-    "device-types": ["manufacturer", "model", "slug", "u_height"],
+    "device-types": ["manufacturer", "model", "slug", "u_height", "interfaces"],  # YAML documents
     "devices": ["name", "role", "manufacturer", "device_type", "site", "status"],
     "interfaces": ["device", "name", "type"],
     "cables": ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type",
@@ -30,13 +31,30 @@ def netbox_files(client, slug, **params) -> dict[str, list[dict]]:
     assert response.status_code == 200 and response["Content-Type"] == "application/zip"
     archive = zipfile.ZipFile(io.BytesIO(response.content))
     names = archive.namelist()
-    assert names == [f"{slug}-netbox/{n}-{name}.csv" for n, name in enumerate(FILES, start=1)]
+    assert names == [f"{slug}-netbox/{n}-{name}.{'yaml' if name == 'device-types' else 'csv'}"
+                     for n, name in enumerate(FILES, start=1)]
     files = {}
     for name, path in zip(FILES, names):
+        if name == "device-types":
+            files[name] = list(yaml.safe_load_all(archive.read(path).decode()))
+            assert all(list(t) == COLUMNS[name] for t in files[name])
+            continue
         reader = csv.DictReader(io.StringIO(archive.read(path).decode()))
         assert reader.fieldnames == COLUMNS[name], name
         files[name] = list(reader)
     return files
+
+
+def netbox_interfaces(files) -> list[tuple[str, str, str]]:
+    """Every interface NetBox holds after the import: those each device's type templates make, then
+    the interfaces file's."""
+    templates = {t["model"]: t["interfaces"] for t in files["device-types"]}
+    made = [(d["name"], port["name"], port["type"]) for d in files["devices"] for port in templates[d["device_type"]]]
+    return made + [(i["device"], i["name"], i["type"]) for i in files["interfaces"]]
+
+
+def switch_type(files) -> str:
+    return next(d["device_type"] for d in files["devices"] if d["role"].endswith("-switch"))
 
 
 def bom_quantities(client, slug) -> dict[str, int]:
@@ -49,7 +67,7 @@ def bom_quantities(client, slug) -> dict[str, int]:
 def test_counts_equal_the_bill_of_materials_and_every_reference_resolves(catalog, reader_client, slug):
     files = netbox_files(reader_client, slug)
     bom = bom_quantities(reader_client, slug)
-    devices, interfaces, cables = files["devices"], files["interfaces"], files["cables"]
+    devices, interfaces, cables = files["devices"], netbox_interfaces(files), files["cables"]
     switches = bom.get("switch, computation fabric", 0) + bom.get("switch, storage plane", 0)
     assert len(devices) == bom["compute node"] + bom.get("storage node", 0) + switches
     nics = sum(q for part, q in bom.items() if part.endswith("NIC"))
@@ -61,7 +79,12 @@ def test_counts_equal_the_bill_of_materials_and_every_reference_resolves(catalog
     assert (endpoint_cables, fibres) == (fabric["endpoint_cables"], fabric["fibers"])
     assert endpoint_cables == bom.get("endpoint cable", endpoint_cables) and fibres == bom.get("fibre", fibres)
     assert 2 * fibres == bom.get("optical transceiver", 2 * fibres)
-    assert len(interfaces) == nics + endpoint_cables + 2 * fibres  # each NIC, and each switch port a cable uses
+    node_ports = [i for i in interfaces if i[0] not in switch_ends]
+    assert len(node_ports) == nics  # each NIC, from its node type's templates
+    radix = {t["model"]: len(t["interfaces"]) for t in files["device-types"]}
+    beyond_radix = [i for i in files["interfaces"] if int(i["name"][1:]) > radix[switch_type(files)]]
+    assert len(interfaces) == nics + len(switch_ends) * radix[switch_type(files)] + len(beyond_radix)
+    assert len(files["interfaces"]) == len(beyond_radix)  # the file holds only what no template makes
 
     names = [d["name"] for d in devices]
     assert len(set(names)) == len(names)
@@ -70,10 +93,11 @@ def test_counts_equal_the_bill_of_materials_and_every_reference_resolves(catalog
     assert {d["role"] for d in devices} == {r["slug"] for r in files["device-roles"]}
     assert {t["manufacturer"] for t in files["device-types"]} == {m["name"] for m in files["manufacturers"]}
     assert {d["site"] for d in devices} == {slug} and {d["status"] for d in devices} == {"planned"}
-    ports = {(i["device"], i["name"]) for i in interfaces}
+    ports = {(device, name) for device, name, _ in interfaces}
     assert len(ports) == len(interfaces) and set(names) >= {device for device, _ in ports}
     ends = [(c[f"side_{s}_device"], c[f"side_{s}_name"]) for c in cables for s in "ab"]
-    assert len(set(ends)) == len(ends) == 2 * len(cables) and set(ends) == ports  # every port cabled once
+    assert len(set(ends)) == len(ends) == 2 * len(cables) and set(ends) <= ports  # no port cabled twice
+    assert {(d, n) for d, n, _ in node_ports} <= set(ends)  # every NIC cabled
     assert {c["side_a_type"] for c in cables} == {c["side_b_type"] for c in cables} == {"dcim.interface"}
 
 
@@ -84,8 +108,12 @@ def test_the_fire_flyer_fabric_is_wired_as_two_zones_joined_by_inter_zone_switch
         roles[device["role"]] = roles.get(device["role"], 0) + 1
     assert roles == {"gpu-node": 1240, "storage-node": 180, "leaf-switch": 80, "spine-switch": 40,
                      "interzone-switch": 2}
-    node_ports = [i for i in files["interfaces"] if i["device"] == "ff2-pcie-2zone-gpu00001"]
-    assert node_ports == [{"device": "ff2-pcie-2zone-gpu00001", "name": "ib0", "type": "infiniband-hdr"}]
+    node_ports = [i for i in netbox_interfaces(files) if i[0] == "ff2-pcie-2zone-gpu00001"]
+    assert node_ports == [("ff2-pcie-2zone-gpu00001", "ib0", "infiniband-hdr")]
+    qm8700 = next(t for t in files["device-types"] if t["slug"] == "qm8700")
+    assert [p["name"] for p in qm8700["interfaces"]] == [f"p{k}" for k in range(1, 41)]
+    beyond = {i["device"] for i in files["interfaces"]}  # the inter-zone links past the top switches' radix
+    assert beyond and all("spine" in device or "interzone" in device for device in beyond)
     leaf = next(c for c in files["cables"] if c["side_a_device"] == "ff2-pcie-2zone-gpu00001")
     assert leaf["side_b_device"] == "ff2-pcie-2zone-z1-leaf0001" and leaf["type"] == "dac-passive"
     zones_reached = {c["side_a_device"].split("-")[3] for c in files["cables"]
@@ -107,13 +135,14 @@ def test_every_column_netboxs_import_forms_require_is_filled(catalog, reader_cli
     """NetBox 4.x's import forms (NETBOX_REQUIRED) refuse a row that lacks a required column, as the
     device types once did without u_height."""
     files = netbox_files(reader_client, slug)
+    records = {**files, "device-types.interfaces": [p for t in files["device-types"] for p in t["interfaces"]]}
     for name, required in NETBOX_REQUIRED.items():
-        assert files[name], name
-        for row in files[name]:
-            assert all(row[column] not in ("", None) for column in required), (name, row)
+        assert records[name] or name == "interfaces", name
+        for row in records[name]:
+            assert all(row[column] not in ("", None, []) for column in required), (name, row)
     heights = {t["slug"]: t["u_height"] for t in files["device-types"]}
-    assert heights == ({"gb200-nvl72-tray": "1", "qm9700": "1"} if slug == "gb200-nvl72-1152" else
-                       {"ff-pcie-a100": "4", "ff-3fs-storage": "2", "qm8700": "1"})
+    assert heights == ({"gb200-nvl72-tray": 1, "qm9700": 1} if slug == "gb200-nvl72-1152" else
+                       {"ff-pcie-a100": 4, "ff-3fs-storage": 2, "qm8700": 1})
 
 
 def test_a_part_without_a_rack_height_is_named_and_a_given_height_is_used(catalog, reader_client):
@@ -122,18 +151,20 @@ def test_a_part_without_a_rack_height_is_named_and_a_given_height_is_used(catalo
     assert set(refused.json()["errors"]) == {"u_height.ff-pcie-a100", "u_height.ff-3fs-storage"}
     assert reader_client.get("/api/plans/ff2-pcie-2zone/netbox/", {"u_height.ff-pcie-a100": "0"}).status_code == 400
     types = netbox_files(reader_client, "ff2-pcie-2zone")["device-types"]
-    assert {t["slug"]: t["u_height"] for t in types} == {"ff-pcie-a100": "4", "ff-3fs-storage": "2", "qm8700": "1"}
+    assert {t["slug"]: t["u_height"] for t in types} == {"ff-pcie-a100": 4, "ff-3fs-storage": 2, "qm8700": 1}
 
 
 def test_a_second_plan_leaves_out_what_the_first_created(catalog, reader_client):
     first = netbox_files(reader_client, "dgx-a100-3layer")
     second = netbox_files(reader_client, "ff2-pcie-2zone", existing="dgx-a100-3layer")
     for name in ("manufacturers", "device-roles", "device-types"):
-        assert not {tuple(r.values())[:2] for r in first[name]} & {tuple(r.values())[:2] for r in second[name]}, name
+        assert not ({tuple(r.values())[:2] for r in first[name]} & {tuple(r.values())[:2] for r in second[name]}), name
     assert [m["name"] for m in second["manufacturers"]] == ["DeepSeek / High-Flyer (custom build)"]
     assert [t["slug"] for t in second["device-types"]] == ["ff-pcie-a100", "ff-3fs-storage"]  # not the QM8700
     assert [r["slug"] for r in second["device-roles"]] == ["interzone-switch", "storage-node"]
     alone = netbox_files(reader_client, "ff2-pcie-2zone")
     assert second["devices"] == alone["devices"] and second["cables"] == alone["cables"]
+    assert netbox_interfaces({**second, "device-types": first["device-types"] + second["device-types"]}) == \
+        netbox_interfaces(alone)  # the QM8700's ports come from the first plan's templates
     missing = reader_client.get("/api/plans/ff2-pcie-2zone/netbox/", {**GIVEN_HEIGHTS, "existing": "no-such-plan"})
     assert missing.status_code == 400 and "existing" in missing.json()
