@@ -4,7 +4,9 @@ Views here only gather what a page shows, through the planner's services and the
 visibility rules as the API; every number on a page comes from the catalogue, the engine or
 what the user typed.
 """
+import datetime
 from collections import Counter
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -14,9 +16,11 @@ from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.templatetags.static import static
 
-from planner.choices import Confidence
+from frontend.templatetags.figures import figure, money
+from planner.choices import Confidence, ScaleUpLink
 from planner.filtersets import FILTERSETS
 from planner.models import ClusterPlan, Sweep, Workload
+from planner.models.catalog import PART_MODELS
 from planner.models.declared import PLAN_SECTIONS, WORKLOAD_SECTIONS, stored_fields
 from planner.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.services import measurements as measurement_services
@@ -50,6 +54,22 @@ PLAN_FIELD_GROUPS = [
 ]
 WORKLOAD_FIELD_GROUPS = [("Workload", ["name", "slug", "description", "visibility"])]
 FIELD_LABELS = {"pue": "PUE (empty: the price book's)"}
+# The unit a catalogue field's name ends in (the house rule: names carry their units).
+UNIT_SUFFIXES = (("_gbyte_s", "GB/s"), ("_gbit_s", "Gbit/s"), ("_tflops", "TFLOPS"), ("_gib", "GiB"), ("_gb", "GB"),
+                 ("_tb", "TB"), ("_per_kwh", "per kWh"), ("_w", "W"), ("_m", "m"), ("rack_units", "U"))
+# The specs an architect compares parts by, shown as columns of each catalogue list.
+KEY_SPECS = {
+    "accelerators": ["peak_fp16_tflops", "peak_fp8_tflops", "memory_gb", "memory_bandwidth_gbyte_s", "tdp_w",
+                     "scaleup_link"],
+    "cpus": ["cores", "memory_bandwidth_gbyte_s", "pcie_gen", "tdp_w"],
+    "nics": ["line_rate_gbit_s", "ports", "protocol", "power_w"],
+    "switches": ["radix", "port_speed_gbit_s", "protocol", "power_w", "rack_units"],
+    "link-parts": ["kind", "speed_gbit_s", "reach_m", "power_w"],
+    "compute-node-types": ["accelerator", "accelerators_per_node", "compute_nics_per_node", "max_power_w",
+                           "rack_units"],
+    "storage-node-types": ["ssd_count", "ssd_capacity_tb", "nic", "nics_per_node", "measured_power_w"],
+    "price-books": ["currency", "price_date", "energy_price_per_kwh", "pue"],
+}
 
 
 def _visible_plans(user):
@@ -72,22 +92,61 @@ def home(request):
     })
 
 
+ACRONYMS = {"tdp": "TDP", "sm": "SM", "fp64": "FP64", "tf32": "TF32", "fp16": "FP16", "fp8": "FP8", "pcie": "PCIe",
+            "nic": "NIC", "nics": "NICs", "cpu": "CPU", "cpus": "CPUs", "ssd": "SSD", "pue": "PUE", "gpu": "GPU",
+            "p2p": "P2P", "nvlink": "NVLink", "bw": "bandwidth", "scaleup": "scale-up", "gpus": "GPUs"}
+
+
+def field_unit(name: str) -> str:
+    """The unit a catalogue field's name carries ("" for counts, names and choices)."""
+    return next((unit for suffix, unit in UNIT_SUFFIXES if name.endswith(suffix)), "")
+
+
+def field_label(field) -> str:
+    """A field's label as a reader writes it: its verbose name where the model gives one, else its
+    name without the unit suffix and with acronyms in capitals ("TDP", "Peak FP16")."""
+    if field.verbose_name != field.name.replace("_", " "):
+        return str(field.verbose_name)[:1].upper() + str(field.verbose_name)[1:]
+    name = field.name
+    suffix = next((suffix for suffix, _ in UNIT_SUFFIXES if name.endswith(suffix) and suffix != "rack_units"), "")
+    words = [ACRONYMS.get(word, word) for word in name[: len(name) - len(suffix)].split("_") if word]
+    text = " ".join(words)
+    return text[:1].upper() + text[1:]
+
+
+def _field_cell(entry, field) -> dict:
+    """One field of a catalogue entry as a page shows it: the value (a choice's label, a linked part's
+    name), its unit, and where a linked part's page is."""
+    value = getattr(entry, field.name)
+    link = None
+    if isinstance(field, models.ForeignKey) and value is not None:
+        table = next((t for t in CATALOG_TABLES.values() if t.model is field.related_model), None)
+        link = (table.name, value.slug) if table else None
+        value = value.name
+    elif field.choices:
+        value = getattr(entry, f"get_{field.name}_display")()
+    elif isinstance(value, datetime.datetime):
+        value = value.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    number = isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+    unit = field_unit(field.name) if number else ""
+    if isinstance(value, Decimal):  # money: the entry's currency
+        value, unit = money(value), f"{entry.currency} {unit}".strip()
+    elif number:
+        value = figure(value)
+    return {"name": field.name, "label": field_label(field), "value": value, "link": link, "number": number,
+            "unit": unit, "help": field.help_text}
+
+
 def _field_rows(entry) -> list[dict]:
-    """Every concrete field of a catalogue entry: label, value, unit hint and help text."""
-    rows = []
-    for field in entry._meta.get_fields():
-        if not field.concrete or field.name == "id" or field.many_to_many:
-            continue
-        value = getattr(entry, field.name)
-        link = None
-        if isinstance(field, models.ForeignKey) and value is not None:
-            table = next((t for t in CATALOG_TABLES.values() if t.model is field.related_model), None)
-            link = (table.name, value.slug) if table else None
-        elif field.choices:
-            value = getattr(entry, f"get_{field.name}_display")()
-        rows.append({"name": field.name, "label": field.verbose_name, "value": value, "link": link,
-                     "help": field.help_text})
-    return rows
+    """Every concrete field of a catalogue entry, as :func:`_field_cell` shows it."""
+    return [_field_cell(entry, field) for field in entry._meta.get_fields()
+            if field.concrete and field.name != "id" and not field.many_to_many]
+
+
+def _spec_columns(table) -> list[dict]:
+    """A catalogue list's key-spec columns: the field, its label and its unit."""
+    fields = [table.model._meta.get_field(name) for name in KEY_SPECS.get(table.name, [])]
+    return [{"field": field, "label": field_label(field), "unit": field_unit(field.name)} for field in fields]
 
 
 @login_required
@@ -101,13 +160,31 @@ def catalog(request):
     for table in tables:  # the API's filter sets: the same filters mean the same thing on both
         entries = table.model.objects.all().order_by("slug")
         vendors.update(entries.values_list("vendor", flat=True))
-        sections.append({"table": table, "entries": list(FILTERSETS[table.model](chosen, queryset=entries).qs)})
+        columns = _spec_columns(table)
+        rows = [{"entry": entry, "specs": [_field_cell(entry, column["field"]) for column in columns]}
+                for entry in FILTERSETS[table.model](chosen, queryset=entries).qs]
+        sections.append({"table": table, "columns": columns, "rows": rows})
     return render(request, "frontend/catalog.html", {
         "sections": sections, "tables": CATALOG_TABLES.values(), "vendors": sorted(vendors),
         "confidences": Confidence.values,
         "selected": {"table": table_name, "vendor": vendor, "confidence": confidence, "q": text},
-        "count": sum(len(s["entries"]) for s in sections),
+        "count": sum(len(s["rows"]) for s in sections),
     })
+
+
+def _price_rows(book) -> list[dict]:
+    """A price book's items with the priced part's name and page (the slug where the part is gone)."""
+    items = list(book.items.order_by("part_kind", "part_slug"))
+    names = {}
+    for kind, model in PART_MODELS.items():
+        slugs = [item.part_slug for item in items if item.part_kind == kind]
+        found = model.objects.filter(slug__in=slugs).values_list("slug", "name")
+        names.update({(kind, slug): name for slug, name in found})
+    tables = {kind: next((t.name for t in CATALOG_TABLES.values() if t.model is model), None)
+              for kind, model in PART_MODELS.items()}
+    return [{"item": item, "name": names.get((item.part_kind, item.part_slug), item.part_slug),
+             "table": tables[item.part_kind] if (item.part_kind, item.part_slug) in names else None}
+            for item in items]
 
 
 @login_required
@@ -116,7 +193,7 @@ def catalog_entry(request, table, slug):
         raise Http404("no such catalogue table")
     spec = CATALOG_TABLES[table]
     entry = get_object_or_404(spec.model, slug=slug)
-    prices = entry.items.order_by("part_kind", "part_slug") if table == "price-books" else None
+    prices = _price_rows(entry) if table == "price-books" else None
     measured = (measurement_services.node_type_measurements(node_type=entry, user=request.user)
                 if table == "compute-node-types" else None)
     return render(request, "frontend/catalog_entry.html", {
@@ -217,11 +294,18 @@ def workload_editor(request, slug=None):
     })
 
 
+def _scaleup_link(plan) -> str:
+    """The name of the link the plan's GPUs scale up over ("" where they have none and talk over PCIe)."""
+    accelerator = plan.node_type.accelerator
+    return "" if accelerator.scaleup_link == ScaleUpLink.NONE else accelerator.get_scaleup_link_display()
+
+
 @login_required
 def plan_detail(request, slug):
     plan = get_object_or_404(_visible_plans(request.user), slug=slug)
     return render(request, "frontend/plan_detail.html", {
-        "plan": plan, "plan_json": ClusterPlanSerializer(plan).data, "workloads": _visible_workloads(request.user),
+        "plan": plan, "workloads": _visible_workloads(request.user),
+        "plan_json": {**ClusterPlanSerializer(plan).data, "scaleup_link": _scaleup_link(plan)},
         "may_edit": plan.owner_id == request.user.id or request.user.is_staff,
         "compare_with": [p for p in _visible_plans(request.user) if p.pk != plan.pk][:12],
         "measurements": measurement_services.plan_measurements(plan=plan, user=request.user),
@@ -253,7 +337,7 @@ def compare(request):
             try:
                 context["comparison"] = plan_services.plan_compare(
                     plans=[found[s] for s in slugs], workload=workload, work_budget_s=settings.API_WORK_BUDGET_S)
-                context["columns"] = [found[s] for s in slugs]
+                context["columns"], context["slugs"] = [found[s] for s in slugs], slugs
             except ScenarioError as error:
                 context["errors"] = [str(error)]
     return render(request, "frontend/compare.html", context)

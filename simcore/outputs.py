@@ -83,7 +83,7 @@ OUTPUTS: list[Output] = [
     Output("energy_cost_per_year", "cost.energy_per_year", "energy per year", "currency", LOWER, sweep=True),
     Output("node_power_w", "power.node_w", "power per compute node", "W", LOWER),
     Output("node_max_power_w", "power.node_max_w", "maximum power per compute node", "W", LOWER),
-    Output("scaleup_domain_gpus", "cluster.scaleup_domain_gpus", "GPUs per NVLink domain", "GPUs"),
+    Output("scaleup_domain_gpus", "cluster.scaleup_domain_gpus", "GPUs per scale-up domain", "GPUs"),
     Output("racks", "racks.count", "compute racks", "racks", LOWER),
     Output("network_racks", "racks.network_count", "scale-up network racks", "racks", LOWER),
     Output("gpus_per_rack", "racks.gpus_per_rack", "GPUs per rack", "GPUs"),

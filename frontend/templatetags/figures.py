@@ -1,6 +1,7 @@
 """Template filters that show a number the way its unit reads."""
 import json
 import math
+from decimal import Decimal
 
 from django import template
 
@@ -19,6 +20,19 @@ def figure(value, unit=""):
     if value and (abs(value) >= 1e15 or abs(value) < 1e-3):
         return f"{value:.3e}"
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+@register.filter
+def money(value, currency=""):
+    """An amount with thousands separators and no trailing zeros, then its currency: "515,000 USD",
+    "0.21 REL"."""
+    if value is None:
+        return "not priced"
+    amount = Decimal(value)
+    text = f"{amount:,f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"{text} {currency}".strip()
 
 
 @register.filter

@@ -26,7 +26,7 @@ from planner.models import ClusterPlan, ComputeNodeType, StorageNodeType, Worklo
 from planner.services import netbox
 from planner.services import plans as services
 from planner.services.measurements import overrides_seen_by
-from planner.services.spreadsheets import XLSX_MEDIA_TYPE, bom_xlsx, comparison_xlsx
+from planner.services.spreadsheets import XLSX_MEDIA_TYPE, bom_xlsx, comparison_csv, comparison_xlsx
 
 
 class FileRenderer(BaseRenderer):
@@ -162,12 +162,14 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
             OpenApiParameter("ids", str, required=True, description="2 to 4 plan slugs, comma-separated; the "
                              "first is the reference for ratios and differences."),
             OpenApiParameter("workload", str, description="A workload slug to train on every plan."),
-            OpenApiParameter("format", str, enum=["json", "xlsx"], description="xlsx for an Excel workbook"),
+            OpenApiParameter("format", str, enum=["json", "csv", "xlsx"],
+                             description="csv for the metrics table, xlsx for an Excel workbook"),
         ],
-        responses={(200, "application/json"): bodies.ComparisonSerializer, (200, XLSX_MEDIA_TYPE): OpenApiTypes.BINARY},
+        responses={(200, "application/json"): bodies.ComparisonSerializer, (200, "text/csv"): OpenApiTypes.STR,
+                   (200, XLSX_MEDIA_TYPE): OpenApiTypes.BINARY},
         description="Evaluate 2-4 plans and align their metrics, with ratios and differences to the first.",
     )
-    @action(detail=False, methods=["get"], renderer_classes=[JSONRenderer, XLSXRenderer])
+    @action(detail=False, methods=["get"], renderer_classes=[JSONRenderer, CSVRenderer, XLSXRenderer])
     def compare(self, request):
         slugs = [s.strip() for s in request.query_params.get("ids", "").split(",") if s.strip()]
         problems = services.compare_choice_problems(slugs)
@@ -180,9 +182,10 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         workload = self._workload(request.query_params.get("workload"))
         comparison = services.plan_compare(plans=[found[s] for s in slugs], workload=workload,
                                            work_budget_s=settings.API_WORK_BUDGET_S)
-        if request.accepted_renderer.format == "xlsx":
-            return _attachment(comparison_xlsx(comparison), f"comparison-{'-'.join(slugs)}.xlsx")
-        return Response(comparison)
+        export = {"csv": comparison_csv, "xlsx": comparison_xlsx}.get(request.accepted_renderer.format)
+        if export is None:
+            return Response(comparison)
+        return _attachment(export(comparison), f"comparison-{'-'.join(slugs)}.{request.accepted_renderer.format}")
 
     @extend_schema(
         tags=PLAN_TAG, responses={(200, "application/json"): bodies.BomSerializer, (200, "text/csv"): OpenApiTypes.STR,

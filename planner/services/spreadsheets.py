@@ -1,5 +1,6 @@
 """Excel (XLSX) workbooks of a bill of materials and of a comparison, with units in the headers and
 the same numbers as the JSON they come from (openpyxl)."""
+import csv
 import io
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -55,17 +56,32 @@ def bom_xlsx(bom: dict) -> bytes:
     return _bytes(book)
 
 
-def comparison_xlsx(comparison: dict) -> bytes:
-    """Every metric by plan with its unit, then its ratio and difference to the first plan; where the
-    plans train a workload, where each parallel group runs; and why a plan could not be evaluated."""
+def comparison_table(comparison: dict) -> list[list]:
+    """The comparison's metrics as rows, the header first: each metric by plan with its unit, then its
+    ratio and difference to the first plan (the workbook's first sheet and the CSV file)."""
     plans, currency = comparison["plans"], comparison["currency"] or "price"
-    book = _workbook()
     unit = lambda metric: currency if metric["unit"] == "currency" else metric["unit"]  # noqa: E731
     header = ["metric", "unit", *plans, *(f"ratio to {plans[0]}: {p}" for p in plans[1:]),
               *(f"difference to {plans[0]}: {p}" for p in plans[1:])]
-    _sheet(book, "Comparison", header, [
-        [m["label"], unit(m), *m["values"], *m["ratio_to_first"][1:], *m["delta_to_first"][1:]]
-        for m in comparison["metrics"]])
+    return [header] + [[m["label"], unit(m), *m["values"], *m["ratio_to_first"][1:], *m["delta_to_first"][1:]]
+                       for m in comparison["metrics"]]
+
+
+def comparison_csv(comparison: dict) -> str:
+    """:func:`comparison_table` as CSV (an empty cell where a plan has no value)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([["" if v is None else v for v in row]
+                                                    for row in comparison_table(comparison)])
+    return out.getvalue()
+
+
+def comparison_xlsx(comparison: dict) -> bytes:
+    """:func:`comparison_table`; where the plans train a workload, where each parallel group runs; and
+    why a plan could not be evaluated."""
+    plans = comparison["plans"]
+    book = _workbook()
+    header, *rows = comparison_table(comparison)
+    _sheet(book, "Comparison", header, rows)
     if comparison["placements"]:
         _sheet(book, "Placement", ["parallel group", *plans],
                [[group.upper(), *where] for group, where in comparison["placements"].items()])

@@ -29,7 +29,7 @@ def test_login_is_required_and_every_page_renders(page):
     expect(page.page.locator("main h2")).to_have_text(["Switches"])
     expect(page.page.locator("main [role=status]")).to_have_text("1 entry.")
     page.page.click("text=NVIDIA Mellanox QM8700")
-    expect(page.page.locator("tr:has(code:text-is('radix')) td.num")).to_have_text("40")
+    expect(page.page.locator("tr:has(code:text-is('radix')) td.text")).to_have_text("40")
     expect(page.page.locator("main")).to_contain_text("Source:")
     page.shot("catalog-entry")
     page.goto("/validation/")

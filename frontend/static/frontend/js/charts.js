@@ -36,28 +36,45 @@ function scale(values, log, pad = 0.04) {
   return { f, ticks: ticks.sort((a, b) => a - b) };
 }
 
+// The width a tick label takes at the charts' 11px font (a generous average glyph width), so that
+// the y axis title sits clear of the widest tick and x ticks are thinned before they collide.
+const textWidth = (text) => 6.6 * String(text).length;
+
+function yAxis(parent, ticks, py, yLabel) {
+  const labels = ticks.map((t) => num(t, 2));
+  const left = Math.max(M.left, 30 + Math.max(0, ...labels.map(textWidth)));
+  ticks.forEach((t, i) => {
+    parent.append(svgEl("line", { x1: left, x2: W - M.right, y1: py(t), y2: py(t), class: "grid" }));
+    parent.append(svgEl("text", { x: left - 6, y: py(t) + 4, "text-anchor": "end" }, labels[i]));
+  });
+  const middle = (M.top + H - M.bottom) / 2;
+  parent.append(svgEl("text", { x: 14, y: middle, "text-anchor": "middle", class: "label", transform: `rotate(-90 14 ${middle})` }, yLabel));
+  return left;
+}
+
 function frame(container, { title, xLabel, yLabel, xLog, yLog, xs, ys }) {
   const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "chart" });
   svg.append(svgEl("title", {}, title || `${yLabel} against ${xLabel}`));
   const x = scale(xs, xLog), y = scale(ys, yLog);
-  const px = (v) => M.left + x.f(v) * (W - M.left - M.right);
   const py = (v) => H - M.bottom - y.f(v) * (H - M.top - M.bottom);
   const axes = svgEl("g", { class: "axes" });
-  axes.append(svgEl("rect", { x: M.left, y: M.top, width: W - M.left - M.right, height: H - M.top - M.bottom, class: "plot" }));
-  for (const t of x.ticks) {
+  const plot = svgEl("rect", { y: M.top, height: H - M.top - M.bottom, class: "plot" });
+  axes.append(plot);
+  const left = yAxis(axes, y.ticks, py, yLabel);
+  plot.setAttribute("x", left);
+  plot.setAttribute("width", W - left - M.right);
+  const px = (v) => left + x.f(v) * (W - left - M.right);
+  const labels = x.ticks.map((t) => num(t, 2));
+  const spacing = (W - left - M.right) / Math.max(x.ticks.length, 1);
+  const every = Math.ceil((Math.max(0, ...labels.map(textWidth)) + 8) / spacing);
+  x.ticks.forEach((t, i) => {
     axes.append(svgEl("line", { x1: px(t), x2: px(t), y1: M.top, y2: H - M.bottom, class: "grid" }));
-    axes.append(svgEl("text", { x: px(t), y: H - M.bottom + 16, "text-anchor": "middle" }, num(t, 2)));
-  }
-  for (const t of y.ticks) {
-    axes.append(svgEl("line", { x1: M.left, x2: W - M.right, y1: py(t), y2: py(t), class: "grid" }));
-    axes.append(svgEl("text", { x: M.left - 6, y: py(t) + 4, "text-anchor": "end" }, num(t, 2)));
-  }
-  axes.append(svgEl("text", { x: (M.left + W - M.right) / 2, y: H - 10, "text-anchor": "middle", class: "label" }, xLabel));
-  axes.append(svgEl("text", { x: 14, y: (M.top + H - M.bottom) / 2, "text-anchor": "middle", class: "label",
-    transform: `rotate(-90 14 ${(M.top + H - M.bottom) / 2})` }, yLabel));
+    if (i % every === 0) axes.append(svgEl("text", { x: px(t), y: H - M.bottom + 16, "text-anchor": "middle" }, labels[i]));
+  });
+  axes.append(svgEl("text", { x: (left + W - M.right) / 2, y: H - 10, "text-anchor": "middle", class: "label" }, xLabel));
   svg.append(axes);
   container.replaceChildren(svg);
-  return { svg, px, py };
+  return { svg, px, py, left };
 }
 
 function legend(container, items) {
@@ -78,7 +95,7 @@ function legend(container, items) {
 export function lineChart(container, { series, xLabel, yLabel, xLog = false, yLog = false, markers = [], title }) {
   const xs = series.flatMap((s) => s.x).concat(markers.map((m) => m.x));
   const ys = series.flatMap((s) => s.y);
-  const { svg, px, py } = frame(container, { title, xLabel, yLabel, xLog, yLog, xs, ys });
+  const { svg, px, py, left } = frame(container, { title, xLabel, yLabel, xLog, yLog, xs, ys });
   series.forEach((s, i) => {
     const colour = PALETTE[i % PALETTE.length];
     const points = s.x.map((xv, j) => [xv, s.y[j]]).filter(([a, b]) => Number.isFinite(a) && Number.isFinite(b)
@@ -91,9 +108,11 @@ export function lineChart(container, { series, xLabel, yLabel, xLog = false, yLo
       svg.append(dot);
     }
   });
-  markers.forEach((m) => {
-    svg.append(svgEl("line", { x1: px(m.x), x2: px(m.x), y1: M.top, y2: H - M.bottom, class: "marker" }));
-    svg.append(svgEl("text", { x: px(m.x) + 4, y: M.top + 14 + 14 * markers.indexOf(m), class: "marker-label" }, m.label));
+  markers.forEach((m, i) => {  // a label that would run past the plot's right edge is set to the line's left
+    const x = px(m.x), before = x + 4 + textWidth(m.label) > W - M.right && x - 4 - textWidth(m.label) >= left;
+    svg.append(svgEl("line", { x1: x, x2: x, y1: M.top, y2: H - M.bottom, class: "marker" }));
+    svg.append(svgEl("text", { x: before ? x - 4 : x + 4, y: M.top + 14 + 14 * i, class: "marker-label",
+      "text-anchor": before ? "end" : "start" }, m.label));
   });
   legend(container, series.map((s, i) => ({ name: s.name, colour: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length], marker: true })));
   return svg;
@@ -145,27 +164,32 @@ export function barChart(container, { groups, series, yLabel, title }) {
   const ys = series.flatMap((s) => s.values).filter(Number.isFinite).concat([0]);
   const y = scale(ys, false, 0.02);
   const py = (v) => H - M.bottom - y.f(v) * (H - M.top - M.bottom);
-  for (const t of y.ticks) {
-    svg.append(svgEl("line", { x1: M.left, x2: W - M.right, y1: py(t), y2: py(t), class: "grid" }));
-    svg.append(svgEl("text", { x: M.left - 6, y: py(t) + 4, "text-anchor": "end" }, num(t, 2)));
-  }
-  const band = (W - M.left - M.right) / groups.length;
+  const left = yAxis(svg, y.ticks, py, yLabel);
+  const band = (W - left - M.right) / groups.length;
   const bar = (band * 0.8) / series.length;
   groups.forEach((g, gi) => {
     series.forEach((s, si) => {
       const v = s.values[gi];
       if (!Number.isFinite(v)) return;
-      const x0 = M.left + gi * band + band * 0.1 + si * bar;
+      const x0 = left + gi * band + band * 0.1 + si * bar;
       const rect = svgEl("rect", { x: x0, y: Math.min(py(v), py(0)), width: bar - 2, height: Math.abs(py(0) - py(v)),
         fill: PALETTE[si % PALETTE.length], class: `bar pattern-${si % 4}` });
       rect.append(svgEl("title", {}, `${s.name}, ${g}: ${num(v)}`));
       svg.append(rect);
       svg.append(svgEl("text", { x: x0 + (bar - 2) / 2, y: py(v) - 4, "text-anchor": "middle", class: "value" }, num(v, 2)));
     });
-    svg.append(svgEl("text", { x: M.left + gi * band + band / 2, y: H - M.bottom + 16, "text-anchor": "middle" }, g));
+    // A group label wider than its band is split at hyphens or spaces over lines.
+    const label = svgEl("text", { y: H - M.bottom + 16, "text-anchor": "middle" });
+    const centre = left + gi * band + band / 2;
+    const lines = textWidth(g) > band - 4 ? String(g).split(/(?<=[- ])/) : [g];
+    const rows = [];
+    for (const word of lines) {
+      if (rows.length && textWidth(rows.at(-1) + word) <= band - 4) rows[rows.length - 1] += word;
+      else rows.push(word);
+    }
+    rows.forEach((row, r) => label.append(svgEl("tspan", { x: centre, dy: r ? 12 : 0 }, row)));
+    svg.append(label);
   });
-  svg.append(svgEl("text", { x: 14, y: (M.top + H - M.bottom) / 2, "text-anchor": "middle", class: "label",
-    transform: `rotate(-90 14 ${(M.top + H - M.bottom) / 2})` }, yLabel));
   container.replaceChildren(svg);
   if (series.length > 1) legend(container, series.map((s, i) => ({ name: s.name, colour: PALETTE[i % PALETTE.length] })));
   return svg;

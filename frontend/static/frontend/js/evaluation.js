@@ -78,7 +78,7 @@ function bomSection(bom) {
         el("td", { class: "source" }, bom.unpriced.length ? `incomplete: no price for ${bom.unpriced.join(", ")}` : ""))))));
 }
 
-function powerSection(result) {
+function powerSection(result, plan) {
   const p = result.power;
   return el("section", {}, el("h2", {}, "Power"), table("Power draw under GEMM load", [
     ["accelerator under GEMM", si(p.accelerator_gemm_w, "W")], ["accelerator idle", si(p.accelerator_idle_w, "W")],
@@ -87,18 +87,21 @@ function powerSection(result) {
     ["compute nodes", si(p.compute_nodes_w, "W")], ["switches", si(p.switches_w, "W")], ["storage nodes", si(p.storage_nodes_w, "W")],
     ["IT total", si(p.it_total_w, "W")], ["facility (with PUE)", si(p.facility_w, "W"), `PUE ${num(p.pue)}`],
     ["FP16 TFLOPS per kW", num(p.fp16_tflops_per_kw)],
-  ]), racksTable(result));
+  ]), racksTable(result, plan));
 }
 
-function racksTable(result) {
+function racksTable(result, plan) {
   const r = result.racks, c = result.cluster;
+  const domain = plan.scaleup_link
+    ? [`GPUs per scale-up domain (${plan.scaleup_link})`, num(c.scaleup_domain_gpus), `${num(c.scaleup_domains)} domains`]
+    : ["scale-up domain", "none", "no scale-up link: GPUs in a node talk over PCIe through the host"];
   return table("Racks and scale-up domains", [
     ["racks", num(r.count), `${num(r.nodes_per_rack)} nodes, ${num(r.gpus_per_rack)} GPUs each, ${r.cooling} cooled`],
     r.network_count > 0 ? ["scale-up network racks", num(r.network_count), `beside the compute racks: ${num(r.total_count)} racks in all`] : null,
     ["power per rack", si(r.power_w, "W"), "under training"],
     ["power per rack, maximum", si(r.max_power_w, "W"),
       r.within_power_limit ? "provisioned for this" : "over the site's rack power limit"],
-    ["GPUs per NVLink domain", num(c.scaleup_domain_gpus), `${num(c.scaleup_domains)} domains`],
+    domain,
   ]);
 }
 
@@ -284,7 +287,7 @@ function topologySection(plan, result) {
   ]));
   const fig = el("figure", { class: "chart-box wide", id: "topology" });
   section.append(fig);
-  drawTopology(fig, plan, f);
+  drawTopology(fig, plan, f, result.cluster);
   return section;
 }
 
@@ -293,7 +296,7 @@ export function report(container, plan, evaluation, bom) {
   const { result, curves } = evaluation;
   container.replaceChildren(
     headline(result), overridesList(evaluation.overrides) ?? "", constraintsList(result) ?? "",
-    el("div", { class: "grid2" }, costSection(result), powerSection(result)),
+    el("div", { class: "grid2" }, costSection(result), powerSection(result, plan)),
     bomSection(bom),
     el("div", { class: "grid2" }, performanceSection(result, curves), collectivesSection(result, curves)),
     reliabilitySection(result, curves),

@@ -18,6 +18,7 @@ const pages = {
     (await import("./measurements.js")).measurements(byId("measurements"));
     await (await import("./plan.js")).planPage({
       plan: jsonOf("plan-data"), form: byId("plan-options"), output: byId("plan-report"), status: byId("plan-status"),
+      compareWorkload: byId("compare-workload"),
     });
   },
   "workload-editor": async () => (await import("./workload_editor.js")).workloadEditor(

@@ -6,7 +6,7 @@ import { barChart } from "./charts.js";
 export function comparePage(comparison, charts) {
   for (const metric of comparison.metrics.filter((m) => m.chart)) {
     const key = metric.key;
-    if (metric.values.every((v) => v === null)) continue;
+    if (metric.values.every((v) => v === null || v === 0)) continue;  // nothing to draw: the table says "0"
     const unit = metric.unit === "currency" ? comparison.currency || "price" : metric.unit;
     const fig = el("figure", { class: "chart-box", "data-metric": key });
     charts.append(fig);

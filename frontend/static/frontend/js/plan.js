@@ -2,9 +2,10 @@
 import { api, el, errorLines } from "./api.js";
 import { report } from "./evaluation.js";
 
-export async function planPage({ plan, form, output, status }) {
+export async function planPage({ plan, form, output, status, compareWorkload }) {
   const run = async () => {
     const workload = form.workload.value || null;
+    compareWorkload.value = workload ?? "";  // "Compare with" takes the same workload
     status.textContent = "Evaluating…";
     const [evaluation, bom] = await Promise.all([
       api(`/api/plans/${plan.slug}/evaluate/`, { method: "POST", body: { workload } }),
