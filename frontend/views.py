@@ -391,6 +391,7 @@ def validation(request):
               for model in summary]
     return render(request, "frontend/validation.html", {"groups": groups, "total": len(rows),
                                                         "passing": sum(r["passes"] for r in rows),
+                                                        "weak_checks": sum(r["weak_check"] for r in rows),
                                                         "constants": constant_rows(),
                                                         "measurements": measurement_services.user_measurements(
                                                             user=request.user)})

@@ -79,9 +79,12 @@ def _validate(as_json: bool) -> int:
         print(f"{'case':34} {'published':>11} {'predicted':>11} {'error':>8}  criterion       result")
         for row in rows:
             mark = "pass" if row["passes"] else "FAIL"
-            calibrated = " (calibration point)" if row["calibration"] else ""
+            calibrated = (" (calibration point)" if row["calibration"] else "") + (
+                " (weak check)" if row["weak_check"] else "")
             print(f"{row['key']:34} {row['published']:>11.4g} {row['predicted']:>11.4g} {row['error']:>+8.1%}  "
                   f"{row['criterion']:15} {mark}{calibrated}")
+        print("weak check: a window around one published value, which passes predictions further off than the "
+              "figure is; read the error")
         print()
         print(f"{'model':32} {'cases':>5} {'pass':>5} {'mean |err|':>10} {'max |err|':>10}")
         for model, entry in summary.items():

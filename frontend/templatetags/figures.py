@@ -23,6 +23,14 @@ def figure(value, unit=""):
 
 
 @register.filter
+def signed_percent(fraction):
+    """A relative error with its sign: "+37.0%", "−45.2%"."""
+    if fraction is None or not math.isfinite(fraction):
+        return "–"
+    return f"{'+' if fraction >= 0 else '−'}{abs(fraction) * 100:.1f}%"
+
+
+@register.filter
 def money(value, currency=""):
     """An amount with thousands separators and no trailing zeros, then its currency: "515,000 USD",
     "0.21 REL"."""

@@ -65,3 +65,16 @@ def test_calibration_points_are_marked():
             "gpt2-medium-nccl-128"} <= calibrated
     assert not {"gemm-pcie-tf32", "nccl-512", "vgg16-hfreduce-32", "gpt2-medium-hfreduce-16", "llama-13b-64",
                 "sc21-t1-1.7b"} & calibrated
+
+
+def test_a_window_around_one_published_value_is_a_weak_check_and_says_what_it_admits():
+    """NCCL at 1,024 GPUs (FF Fig. 7a: 1.63 GB/s) passes a 1.6-4.8 window 37% off: the window is the
+    curve's span, not the figure's, so the row is flagged; a publication's own range is not."""
+    rows = {row["key"]: row for row in validate()[0]}
+    nccl = rows["nccl-1024"]
+    assert nccl["weak_check"] and nccl["passes"] and nccl["error"] > 0.3
+    assert nccl["admits"] == pytest.approx([1.6 / 1.63 - 1, 4.8 / 1.63 - 1])
+    assert not rows["cluster-power"]["weak_check"] and not rows["restart-10k-fast-restart"]["weak_check"]
+    assert rows["ff-2zone-switches"]["admits"] == [0.0, 0.0] and not rows["ff-2zone-switches"]["weak_check"]
+    assert {row["key"] for row in rows.values() if row["weak_check"]} == {
+        f"{library}-{gpus}" for library in ("hfreduce", "nccl") for gpus in (16, 32, 64, 128, 256, 512, 1024, 1440)}

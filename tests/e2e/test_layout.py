@@ -1,0 +1,85 @@
+"""Every page at 1024 and 1440 px in real Chromium: every value inside the window and no text box
+drawn over another (tests/e2e/layout.js reads the rendered boxes), a screenshot of each page under
+test-artifacts/, and no console error (the ``page`` fixture). Then the plan page's "Compare with",
+which keeps the workload, and the comparison's download, which equals the page."""
+import io
+import re
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+from playwright.sync_api import expect
+
+from frontend.templatetags.figures import figure
+
+LAYOUT = (Path(__file__).resolve().parent / "layout.js").read_text()
+PAGES = ["/", "/catalog/", "/catalog/?table=compute-node-types", "/catalog/accelerators/a100-pcie-40gb/",
+         "/catalog/compute-node-types/gb200-nvl72-tray/", "/catalog/price-books/indicative-usd-2025/",
+         "/plans/", "/plans/ff2-pcie-2zone/?workload=llama-13b-512", "/plans/gb200-nvl72-1152/",
+         "/plans/ascend-910b-single-rail/", "/plans/new/", "/plans/new/?from=dgx-a100-3layer", "/workloads/",
+         "/workloads/new/", "/compare/?ids=dgx-a100-3layer,ff2-pcie-2zone,ff2-pcie-3layer&workload=llama-13b-512",
+         "/compare/?ids=hgx-b200-1152,gb200-nvl72-1152&workload=llama3-70b-class-1152", "/sweeps/", "/twins/",
+         "/validation/", "/reliability/", "/tokens/"]
+
+
+def _api(page, method: str, path: str, body: dict) -> dict:
+    """A JSON call from the signed-in tab (its session and CSRF token), as the pages make them."""
+    token = page.page.evaluate("document.querySelector('meta[name=csrf-token]').content")
+    response = page.page.request.fetch(page.base + path, method=method, data=body,
+                                       headers={"X-CSRFToken": token, "Referer": page.base + "/"})
+    assert response.ok, response.text()
+    return response.json()
+
+
+def _sweep_and_twin(page) -> list[str]:
+    """A finished sweep with points a constraint rejects, and a twin: their pages join the list."""
+    sweep = _api(page, "POST", "/api/sweeps/", {
+        "plan": "dgx-a100-3layer", "workload": "llama-13b-512",
+        "axes": {"cluster.node_count": [16, 32, 64, 128], "workload.gpus": [128, 256, 512]},
+        "goal": {"minimize": "cost.capex_total", "constraints": [{"metric": "power.facility_w", "max": 3_000_000}]}})
+    twin = _api(page, "POST", "/api/twins/", {"plan": "ff2-pcie-2zone", "seed": 1})
+    page.goto(f"/sweeps/{sweep['id']}/")
+    expect(page.page.locator("#sweep-percent")).to_have_text("100%", timeout=90_000)
+    return [f"/sweeps/{sweep['id']}/", f"/twins/{twin['id']}/"]
+
+
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_every_page_shows_every_value_and_no_label_covers_another(page, width):
+    page.login()
+    page.page.set_viewport_size({"width": width, "height": 900})
+    defects = []
+    for path in PAGES + _sweep_and_twin(page):
+        page.goto(path)
+        page.page.wait_for_load_state("networkidle")
+        page.shot(f"{width}-{re.sub(r'[^a-z0-9]+', '-', path).strip('-') or 'home'}")
+        found = page.page.evaluate(LAYOUT)
+        defects += [f"{path}: {line}" for line in found["clipped"] + found["overlaps"]]
+    assert not defects, "\n".join(defects)
+
+
+def test_compare_from_a_plan_keeps_its_workload_and_downloads_the_table(page):
+    page.login()
+    page.goto("/plans/ff2-pcie-2zone/?workload=llama-13b-512")
+    expect(page.page.locator("#plan-status")).to_contain_text("workload llama-13b-512")
+    chooser = page.page.locator("form[aria-label='Compare with']")
+    chooser.locator("select[name=with]").select_option("ff2-pcie-3layer")
+    chooser.locator("button").click()
+    page.page.wait_for_url(re.compile(r"/compare/\?"))
+    expect(page.page.locator("select[name=workload]")).to_have_value("llama-13b-512")
+    expect(page.page.locator("#comparison tr[data-metric=step_time_s] td")).to_have_count(2)
+    page.shot("compare")
+    with page.page.expect_download() as download:
+        page.page.click("#compare-downloads >> text=Excel (XLSX)")
+    sheet = load_workbook(io.BytesIO(Path(download.value.path()).read_bytes()))["Comparison"]
+    header, *rows = list(sheet.values)
+    assert header[2:4] == ("ff2-pcie-2zone", "ff2-pcie-3layer")
+    shown = page.page.evaluate("""() => [...document.querySelectorAll('#comparison tr[data-metric]')].map((tr) =>
+        [...tr.querySelectorAll('td')].map((td) => td.firstChild.textContent.trim()))""")
+    units = [row[1] for row in rows]
+    assert len(rows) == len(shown) > 20
+    for row, cells, unit in zip(rows, shown, units):  # every value as the page formats it
+        assert [figure(value, "fraction" if unit == "fraction" else "") for value in row[2:4]] == cells, row[0]
+    with page.page.expect_download() as download:
+        page.page.click("#compare-downloads >> text=CSV")
+    csv_rows = Path(download.value.path()).read_text().splitlines()
+    assert len(csv_rows) == 1 + len(rows) and csv_rows[0].startswith("metric,unit,ff2-pcie-2zone,ff2-pcie-3layer")
