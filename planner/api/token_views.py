@@ -34,19 +34,25 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
         return api.AccessTokenListSerializer if self.action == "list" else api.AccessTokenSerializer
 
 
-LOGIN_TOKEN_NAME = "default"
+LOGIN_TOKEN_NAME = "password login"
 
 
 class ObtainTokenSerializer(serializers.Serializer):
     username = serializers.CharField()
     password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
+    name = serializers.CharField(required=False, default=LOGIN_TOKEN_NAME, max_length=100,
+                                 help_text="the token to issue a new key for (created if you have none of that "
+                                           "name); your other tokens, the one bin/run printed among them, keep "
+                                           "working")
 
 
 class ObtainTokenView(APIView):
-    """Exchange a username and password for a new key of your default (full-access) API token.
+    """Exchange a username and password for a new key of one named (full-access) API token, by
+    default "password login".
 
-    Only the key's digest is stored, so each call issues a new key and the previous one stops
-    working; give each script a named token (``POST /api/tokens/``) instead of sharing this one."""
+    Only the key's digest is stored, so each call issues a new key for that name and its previous key
+    stops working; tokens of other names (the demo user's "default", each script's own) are left as
+    they are. Revoke any one at ``DELETE /api/tokens/{id}/``."""
 
     permission_classes = [AllowAny]
     authentication_classes = []
@@ -64,4 +70,8 @@ class ObtainTokenView(APIView):
                             password=body.validated_data["password"])
         if user is None or not user.is_active:
             raise serializers.ValidationError({"non_field_errors": ["unable to log in with those credentials"]})
-        return Response({"token": token_issue(user, name=LOGIN_TOKEN_NAME)})
+        name = body.validated_data["name"]
+        if user.access_tokens.filter(name=name, read_only=True).exists():
+            raise serializers.ValidationError({"name": [f"your token '{name}' is read-only; this call issues "
+                                                        "full-access keys: name another token"]})
+        return Response({"token": token_issue(user, name=name)})

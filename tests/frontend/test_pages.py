@@ -105,3 +105,22 @@ def test_a_comparison_with_an_incomplete_bill_says_it_is_not_comparable_on_cost(
     page = text(signed_in.get("/compare/?ids=dgx-a100-3layer,ff2-pcie-2zone"))
     assert "Not comparable on cost: a bill has parts without a price" in page
     assert "ff2-pcie-2zone : no price for storage_nodes" in page and "dgx-a100-3layer :" not in page
+
+
+def test_staff_see_an_admin_link_and_others_do_not(db, client, user, django_user_model):
+    client.force_login(user)
+    assert 'id="admin-link"' not in client.get("/").content.decode()
+    staff = django_user_model.objects.create_user("staff-member", password="pw-staff-1234", is_staff=True)
+    client.force_login(staff)
+    assert 'href="/admin/" id="admin-link"' in client.get("/").content.decode()
+
+
+def test_catalogue_lists_key_specs_with_units_and_entries_show_names_and_money(catalog, signed_in):
+    page = signed_in.get("/catalog/?table=accelerators").content.decode()
+    assert "Peak FP16 (TFLOPS)" in page and "TDP (W)" in page and "Memory bandwidth (GB/s)" in page
+    a100 = text(signed_in.get("/catalog/accelerators/a100-pcie-40gb/"))
+    assert "TDP tdp_w 250 W" in a100 and "Peak FP16 peak_fp16_tflops 312 TFLOPS" in a100
+    book = text(signed_in.get("/catalog/price-books/indicative-usd-2025/"))
+    assert "515,000 USD" in book and "515000.0000" not in book
+    assert "NVIDIA DGX B200 (HGX B200 board) (compute node type)" in book
+    assert "Energy price energy_price_per_kwh 0.08 USD per kWh" in book

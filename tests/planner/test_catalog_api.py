@@ -410,6 +410,26 @@ def test_token_endpoint_issues_a_token(user, anon_client):
     assert bad.status_code == 400
 
 
+def test_a_password_login_token_leaves_the_other_tokens_working(user, anon_client):
+    """bin/run prints the demo user's "default" token; a script's password login gets a key of its own
+    token ("password login", or the name it gives), so the printed one keeps working."""
+    from planner.services.accounts import token_issue
+
+    printed = token_issue(user)
+    login = lambda **name: anon_client.post(reverse("api-token"), {"username": "reader",  # noqa: E731
+                                                                   "password": "pw-reader-1234", **name})
+    first, second, named = login().json()["token"], login().json()["token"], login(name="nightly sweep").json()["token"]
+
+    def works(key):
+        return anon_client.get("/api/plans/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
+
+    assert works(printed) and works(second) and works(named) and not works(first)  # only its own name rotates
+    assert sorted(user.access_tokens.values_list("name", flat=True)) == ["default", "nightly sweep", "password login"]
+    user.access_tokens.create(name="read only", read_only=True)
+    refused = login(name="read only")
+    assert refused.status_code == 400 and "read-only" in refused.json()["errors"]["name"][0]
+
+
 def test_openapi_schema_and_offline_docs(reader_client):
     schema = reader_client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert schema.status_code == 200
