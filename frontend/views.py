@@ -377,9 +377,10 @@ def twin_list(request):
 @login_required
 def twin_detail(request, twin_id):
     twin = get_object_or_404(Twin.objects.select_related("plan", "owner").visible_to(request.user), pk=twin_id)
+    categories = twin_categories(twin)
     return render(request, "frontend/twin_detail.html", {
         "twin": twin, "may_control": twin.owner_id == request.user.id or request.user.is_staff,
-        "categories": twin_categories(twin),
+        "categories": categories, "category_names": {c["key"]: c["label"] for c in categories},
     })
 
 

@@ -24,7 +24,8 @@ class AccessTokenSerializer(serializers.ModelSerializer):
 
     def validate_name(self, name):
         if name == "default":
-            raise serializers.ValidationError("'default' is the full-access token manage.py ensure_demo_user (bin/run) issues")
+            raise serializers.ValidationError(
+                "'default' is the full-access token manage.py ensure_demo_user (bin/run) issues")
         user = self.context["request"].user
         if AccessToken.objects.filter(user=user, name=name).exists():
             raise serializers.ValidationError(f"you already have a token named '{name}'")

@@ -83,3 +83,16 @@ def test_compare_from_a_plan_keeps_its_workload_and_downloads_the_table(page):
         page.page.click("#compare-downloads >> text=CSV")
     csv_rows = Path(download.value.path()).read_text().splitlines()
     assert len(csv_rows) == 1 + len(rows) and csv_rows[0].startswith("metric,unit,ff2-pcie-2zone,ff2-pcie-3layer")
+
+
+def test_a_blank_builder_opens_without_errors_and_a_new_twin_says_it_has_not_started(page):
+    page.login()
+    page.goto("/plans/new/")
+    expect(page.page.locator("#preview-status")).to_contain_text("Choose a compute node type and a node count")
+    expect(page.page.locator(".field-error:visible")).to_have_count(0)
+    expect(page.page.locator("#form-errors")).to_be_hidden()
+    twin = _api(page, "POST", "/api/twins/", {"plan": "ff2-pcie-2zone", "seed": 2})
+    page.goto(f"/twins/{twin['id']}/")
+    expect(page.page.locator("#twin-status")).to_have_text("created")
+    expect(page.page.locator("#twin-metrics")).to_contain_text("not started: press Start")
+    expect(page.page.locator("#twin-metrics")).not_to_contain_text("restarting")

@@ -44,6 +44,11 @@ export function builder({ form, editing, initial, status, body, formErrors }) {
 
   livePreview(form, async (current, retry) => {
     const data = plan(NOT_PREVIEWED);
+    if (!data.node_type || data.node_count === undefined) {  // a blank builder: nothing to check yet
+      status.textContent = "Choose a compute node type and a node count to see the build evaluated.";
+      body.replaceChildren();
+      return;
+    }
     const workload = form.elements.workload.value || null;
     status.textContent = "Evaluating…";
     const response = await api("/api/plans/preview/", { method: "POST", body: { ...data, workload } });

@@ -125,7 +125,9 @@ export function twinPage(id) {
     const tiles = [["utilisation", percent(m.utilization)], ["goodput", `${num(m.goodput_gpu_hours)} GPU-h`],
       ["lost", `${num(m.lost_gpu_hours)} GPU-h`], ["interruptions", num(m.interruptions)],
       ["leaf switches down", num(m.leaf_switches_down ?? 0)]];
+    const started = document.getElementById("twin-status").textContent !== "created";
     for (const job of m.jobs) {
+      if (!started) { tiles.push([`${job.name} (${job.nodes} nodes)`, "not started: press Start"]); continue; }
       tiles.push([`${job.name} (${job.nodes} nodes)`, `${job.state}, ${percent(job.progress)} done, ` +
         `ETTR ${percent(job.ettr)} (closed form ${percent(job.ettr_closed_form)}), ${num(job.interruptions)} interruptions, ` +
         `goodput ${num(job.goodput_gpu_hours)} GPU-h` +
@@ -135,11 +137,12 @@ export function twinPage(id) {
     legend();
   };
 
+  const CATEGORY_NAMES = JSON.parse(document.getElementById("category-names").textContent);
   const events = (fresh) => {
     twin.events = [...fresh.slice().reverse(), ...twin.events].slice(0, MAX_EVENTS);
     document.getElementById("twin-events").replaceChildren(...twin.events.map((e) =>
       el("li", { "data-category": e.category || "", "data-kind": e.kind },
-        el("time", {}, duration(e.time_s)), " ", el("strong", {}, e.category || e.kind), " ", e.message)));
+        el("time", {}, duration(e.time_s)), " ", el("strong", {}, CATEGORY_NAMES[e.category] ?? e.category ?? e.kind), " ", e.message)));
   };
 
   socket(`/ws/twins/${id}/`, (message) => {
