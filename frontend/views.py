@@ -29,7 +29,7 @@ from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
 from planner.services.sweep_spec import CATEGORICAL_AXES
 from simcore import outputs
-from simcore.document import field_docs
+from simcore.document import field_docs, field_labels
 from simcore.errors import ScenarioError
 from simcore.formulas.devices import constant_rows
 from simcore.formulas.reliability import describe_profiles
@@ -287,11 +287,26 @@ def workload_editor(request, slug=None):
     """Create a workload (optionally from a visible one, ``?from=slug``) or edit your own, with a
     live evaluation on a chosen plan."""
     workload, start = _form_start(request, _visible_workloads(request.user), slug, "workload")
+    plans = list(_visible_plans(request.user))
     return render(request, "frontend/workload_editor.html", {
         "workload": workload, "groups": _form_fields(Workload, WORKLOAD_FIELD_GROUPS, WORKLOAD_SECTIONS),
         "initial": _initial(Workload, WorkloadSerializer, start, copying=workload is None),
-        "plans": _visible_plans(request.user),
+        "plans": plans, "preview_plan": _preview_plan(request, plans, start),
     })
+
+
+def _preview_plan(request, plans, start) -> str:
+    """The plan a workload is first previewed on: ``?plan=`` if visible; else your most recently
+    changed plan; else the smallest preset that holds the workload's GPUs; else the Fire-Flyer 2 preset."""
+    slugs = {plan.slug for plan in plans}
+    if request.GET.get("plan") in slugs:
+        return request.GET["plan"]
+    own = [plan for plan in plans if plan.owner_id == request.user.id]
+    if own:
+        return max(own, key=lambda plan: plan.updated_at).slug
+    gpus = getattr(start, "gpus", None)
+    holding = sorted((plan for plan in plans if gpus and plan.gpu_count >= gpus), key=lambda plan: plan.gpu_count)
+    return holding[0].slug if holding else "ff2-pcie-2zone"
 
 
 def _scaleup_link(plan) -> str:
@@ -362,7 +377,19 @@ def sweep_detail(request, sweep_id):
     found = Counter((constant, value) for calibration in per_combination for constant, value in calibration.items())
     overrides = [(constant, value, 0 if count == len(per_combination) else count)
                  for (constant, value), count in sorted(found.items())]
-    return render(request, "frontend/sweep_detail.html", {"sweep": sweep, "overrides": overrides})
+    return render(request, "frontend/sweep_detail.html", {"sweep": sweep, "overrides": overrides,
+                                                         "names": _sweep_names(sweep)})
+
+
+def _sweep_names(sweep) -> dict[str, str]:
+    """What the sweep chart calls each axis and output: its label and unit ("axis:" paths from the
+    scenario's field declaration, outputs from the registry, prices in the plan's currency)."""
+    currency = sweep.plan.price_book.currency if sweep.plan.price_book_id else "price"
+    unit = {"currency": currency, "fraction": "fraction"}
+    names = {f"axis:{path}": f"{label} ({units})" if units else label
+             for path, (label, units) in field_labels().items()}
+    names.update({o.path: f"{o.label} ({unit.get(o.unit, o.unit)})" for o in outputs.OUTPUTS if o.path})
+    return names
 
 
 @login_required
@@ -393,6 +420,8 @@ def validation(request):
     return render(request, "frontend/validation.html", {"groups": groups, "total": len(rows),
                                                         "passing": sum(r["passes"] for r in rows),
                                                         "weak_checks": sum(r["weak_check"] for r in rows),
+                                                        "weak_passing": sum(r["weak_check"] and r["passes"]
+                                                                            for r in rows),
                                                         "constants": constant_rows(),
                                                         "measurements": measurement_services.user_measurements(
                                                             user=request.user)})

@@ -605,6 +605,18 @@ def _one(value) -> str:
     return f"{float(value):g} " if np.ndim(value) == 0 else ""
 
 
+def field_labels(spec=SPEC, prefix="") -> dict[str, tuple[str, str]]:
+    """(label, unit) of every numeric field by its path, for axis titles."""
+    labels = {}
+    for key, rule in spec.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(rule, dict):
+            labels.update(field_labels(rule, path))
+        elif isinstance(rule, Num):
+            labels[path] = (label_of(key, rule), rule.unit)
+    return labels
+
+
 def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
     """(path, kind, default, description) for every field, for docs and the API."""
     rows = []

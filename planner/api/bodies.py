@@ -203,9 +203,14 @@ class SweepResultsSerializer(serializers.Serializer):
     results = SweepRowSerializer(many=True)
 
 
+class SweepSampleRowSerializer(SweepRowSerializer):
+    rejected_by = serializers.ListField(child=serializers.CharField(),
+                                        help_text="the goal's constraints this valid point fails (empty: none)")
+
+
 class SweepSampleSerializer(serializers.Serializer):
     total_points = serializers.IntegerField()
     sampled = serializers.IntegerField()
     always = serializers.ListField(child=serializers.IntegerField(),
                                    help_text="the optimum's and the Pareto fronts' points, always included")
-    results = SweepRowSerializer(many=True)
+    results = SweepSampleRowSerializer(many=True)

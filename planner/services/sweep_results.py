@@ -150,5 +150,13 @@ def sweep_sample(sweep: Sweep, count: int) -> dict:
                     | ({int(goal["optimum"])} if goal.get("optimum") is not None else set()))
     wanted = np.union1d(spread, np.asarray(always, dtype=np.int64))
     columns = sweep_columns(sweep, only=wanted)
-    return {"total_points": total, "sampled": int(columns["point"].size), "always": always,
-            "results": sweep_rows(columns, np.arange(columns["point"].size))}
+    rows = sweep_rows(columns, np.arange(columns["point"].size))
+    for row in rows:
+        row["rejected_by"] = []
+    _, goal, _ = sweep_axes(sweep.results_sweep)
+    if goal is not None:  # the constraints each valid point fails, judged as goal_seek judged them
+        valid, _, satisfied, _ = engine.feasibility(columns, goal)
+        for name, ok in satisfied.items():
+            for position in np.flatnonzero(valid & ~ok):
+                rows[position]["rejected_by"].append(name)
+    return {"total_points": total, "sampled": int(columns["point"].size), "always": always, "results": rows}

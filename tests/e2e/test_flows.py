@@ -8,6 +8,7 @@ from pathlib import Path
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import VIEWER, VIEWER_PASSWORD
+from tests.e2e.test_layout import LAYOUT
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -268,6 +269,10 @@ def test_a_measurement_uploads_shows_measured_against_predicted_and_overrides(pa
     expect(nccl.locator("figure.measurement-chart svg.chart path")).to_have_count(2)  # measured and engine
     expect(nccl).to_contain_text("Fitted scaleup_fraction")
     page.shot("measurements")
+    for width in (1024, 1440):  # the measurement chart's message-size ticks stay apart
+        page.page.set_viewport_size({"width": width, "height": 900})
+        found = page.page.evaluate(LAYOUT)
+        assert not found["clipped"] + found["overlaps"], found
     page.goto("/validation/")
     expect(page.page.locator("#measurements figure.measurement-chart svg.chart")).to_be_visible()
     expect(page.page.locator("#measurements article.measurement")).to_have_count(2)

@@ -36,7 +36,7 @@ def _sweep_and_twin(page) -> list[str]:
     sweep = _api(page, "POST", "/api/sweeps/", {
         "plan": "dgx-a100-3layer", "workload": "llama-13b-512",
         "axes": {"cluster.node_count": [16, 32, 64, 128], "workload.gpus": [128, 256, 512]},
-        "goal": {"minimize": "cost.capex_total", "constraints": [{"metric": "power.facility_w", "max": 3_000_000}]}})
+        "goal": {"minimize": "cost.capex_total", "constraints": [{"metric": "power.facility_w", "max": 600_000}]}})
     twin = _api(page, "POST", "/api/twins/", {"plan": "ff2-pcie-2zone", "seed": 1})
     page.goto(f"/sweeps/{sweep['id']}/")
     expect(page.page.locator("#sweep-percent")).to_have_text("100%", timeout=90_000)
@@ -96,3 +96,22 @@ def test_a_blank_builder_opens_without_errors_and_a_new_twin_says_it_has_not_sta
     expect(page.page.locator("#twin-status")).to_have_text("created")
     expect(page.page.locator("#twin-metrics")).to_contain_text("not started: press Start")
     expect(page.page.locator("#twin-metrics")).not_to_contain_text("restarting")
+
+
+def test_a_sweep_chart_names_its_axes_with_units_and_draws_rejected_points_apart(page):
+    page.login()
+    sweep_page, _ = _sweep_and_twin(page)
+    page.goto(sweep_page)
+    expect(page.page.locator("main")).to_contain_text("12 points in 1 chunk")
+    chart = page.page.locator("#sweep-chart svg.chart")
+    expect(chart).to_be_visible()
+    page.page.select_option("#chart-controls select[name=x]", "axis:cluster.node_count")
+    page.page.select_option("#chart-controls select[name=y]", "power.facility_w")
+    expect(chart.locator("text.label")).to_have_text(["facility power (W)", "node count (nodes)"])  # y, then x
+    # 16-128 DGX nodes for 128-512 GPU jobs: a job runs where it fits (8 GPUs a node); clusters over
+    # 600 kW fail the constraint and are drawn hollow, with the reason on hover.
+    rejected = chart.locator("circle.rejected")
+    expect(rejected.first.locator("title")).to_contain_text("rejected: fails power.facility_w")
+    assert rejected.count() > 0 and chart.locator("circle:not(.rejected)").count() > 0
+    expect(page.page.locator("#sweep-chart ul.legend")).to_contain_text("rejected by a constraint")
+    page.shot("sweep-rejected")

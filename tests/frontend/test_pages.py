@@ -124,3 +124,19 @@ def test_catalogue_lists_key_specs_with_units_and_entries_show_names_and_money(c
     assert "515,000 USD" in book and "515000.0000" not in book
     assert "NVIDIA DGX B200 (HGX B200 board) (compute node type)" in book
     assert "Energy price energy_price_per_kwh 0.08 USD per kWh" in book
+
+
+def test_the_workload_preview_starts_on_a_plan_that_holds_it(catalog, signed_in, user):
+    def previewed(path):
+        return re.search(r'<option value="([^"]+)" selected>', signed_in.get(path).content.decode()).group(1)
+
+    assert previewed("/workloads/new/") == "ff2-pcie-2zone"  # nothing to size by: the Fire-Flyer 2 preset
+    from planner.models import ClusterPlan, Workload
+    gpus = Workload.objects.get(slug="llama3-70b-class-1152").gpus
+    chosen = ClusterPlan.objects.get(slug=previewed("/workloads/new/?from=llama3-70b-class-1152"))
+    smaller = [p for p in ClusterPlan.objects.filter(owner=None) if gpus <= p.gpu_count < chosen.gpu_count]
+    assert chosen.gpu_count >= gpus and not smaller
+    assert previewed("/workloads/new/?plan=gb200-nvl72-1152") == "gb200-nvl72-1152"
+    signed_in.post("/api/plans/ff2-pcie-3layer/clone/", {"slug": "mine", "name": "Mine"},
+                   content_type="application/json")
+    assert previewed("/workloads/new/?from=llama3-70b-class-1152") == "mine"  # your own, most recent, first

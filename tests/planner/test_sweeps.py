@@ -91,6 +91,13 @@ def test_goal_seeking_through_the_api(catalog, priced_ff, reader_client, eager_c
     result = impossible.json()["goal_result"]
     assert result["optimum"] is None
     assert result["binding"]["constraint"] == "training.step_time_s <= 0.5"
+    # The chart's sample names, for each valid point, the constraints it fails.
+    sample = reader_client.get(f"/api/sweeps/{sweep['id']}/sample/").json()["results"]
+    slow = [r for r in sample if r["valid"] and r["outputs"]["training.step_time_s"] > 20]
+    fast = [r for r in sample if r["valid"] and r["outputs"]["training.step_time_s"] <= 20]
+    assert slow and fast
+    assert all(r["rejected_by"] == ["training.step_time_s <= 20"] for r in slow)
+    assert all(r["rejected_by"] == [] for r in fast + [r for r in sample if not r["valid"]])
 
 
 def test_identical_sweeps_reuse_results(catalog, reader_client, eager_celery):

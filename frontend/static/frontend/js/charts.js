@@ -118,7 +118,8 @@ export function lineChart(container, { series, xLabel, yLabel, xLog = false, yLo
   return svg;
 }
 
-// points: [{x, y, c?, label, highlight?}]; colour by c (a numeric or categorical value).
+// points: [{x, y, c?, label, highlight?, rejected?}]; colour by c (a numeric or categorical value); a rejected
+// point (failing a goal constraint) is drawn hollow grey.
 export function scatterChart(container, { points, xLabel, yLabel, cLabel, xLog = false, yLog = false, title, onPick }) {
   const { svg, px, py } = frame(container, { title, xLabel, yLabel, xLog, yLog, xs: points.map((p) => p.x), ys: points.map((p) => p.y) });
   const cs = points.map((p) => p.c).filter((c) => c !== undefined && c !== null);
@@ -138,7 +139,9 @@ export function scatterChart(container, { points, xLabel, yLabel, cLabel, xLog =
     if (!Number.isFinite(p.x) || !Number.isFinite(p.y) || (xLog && p.x <= 0) || (yLog && p.y <= 0)) continue;
     const dot = p.highlight
       ? svgEl("rect", { x: px(p.x) - 5, y: py(p.y) - 5, width: 10, height: 10, fill: colourOf(p), stroke: "#000", "stroke-width": 2, class: "front" })
-      : svgEl("circle", { cx: px(p.x), cy: py(p.y), r: 3, fill: colourOf(p), "fill-opacity": 0.75 });
+      : p.rejected
+        ? svgEl("circle", { cx: px(p.x), cy: py(p.y), r: 3.5, fill: "none", stroke: "#888", "stroke-width": 1.5, class: "rejected" })
+        : svgEl("circle", { cx: px(p.x), cy: py(p.y), r: 3, fill: colourOf(p), "fill-opacity": 0.75 });
     dot.append(svgEl("title", {}, p.label));
     if (onPick) dot.addEventListener("click", () => onPick(p));
     layer.append(dot);
@@ -150,7 +153,9 @@ export function scatterChart(container, { points, xLabel, yLabel, cLabel, xLog =
       fill: "none", stroke: "#000", "stroke-width": 1.5, "stroke-dasharray": "4 3" }), layer);
   }
   const items = [];
-  if (front.length) items.push({ name: `Pareto front (${front.length} points, black squares)`, colour: "#000", dash: "4 3", marker: true });
+  if (front.length) items.push({ name: `Pareto front (${front.length} point${front.length === 1 ? "" : "s"}, black squares)`, colour: "#000", dash: "4 3", marker: true });
+  const rejected = points.filter((p) => p.rejected && !p.highlight).length;
+  if (rejected) items.push({ name: `rejected by a constraint (${rejected}, hollow grey; hover for the reason)`, colour: "#888", marker: true });
   if (categorical) categories.forEach((c, i) => items.push({ name: `${cLabel} = ${c}`, colour: PALETTE[i % PALETTE.length], marker: true }));
   else if (cScale) items.push({ name: `${cLabel}: dark blue ${num(Math.min(...cs))} to yellow ${num(Math.max(...cs))}`, colour: "rgb(253,231,56)", marker: true });
   legend(container, items);

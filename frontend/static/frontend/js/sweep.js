@@ -84,22 +84,28 @@ function goalSummary(container, goal) {
   container.replaceChildren(el("ul", { class: "notes" }, items.map((t) => el("li", {}, t))));
 }
 
-function chart(rows, controls, goal) {
+// The chart's names for axes and outputs: label and unit (sweep-names, from the page), else the path.
+const NAMES = () => JSON.parse(document.getElementById("sweep-names").textContent);
+const nameOf = (names, key) => names[key] ?? key.replace(/^axis:/, "");
+
+function chart(rows, controls, goal, names) {
   const key = (name) => (name.startsWith("axis:") ? (r) => r.axes[name.slice(5)] : (r) => r.outputs[name]);
   const x = key(controls.x.value), y = key(controls.y.value), c = controls.c.value ? key(controls.c.value) : null;
   const valid = rows.filter((r) => r.valid);
   const points = valid.map((r) => ({ point: r.point, x: x(r), y: y(r), c: c ? c(r) : undefined,
-    label: `point #${r.point}: ${Object.entries(r.axes).map(([k, v]) => `${k} = ${v}`).join(", ")}; ` +
-      `${controls.x.value} = ${num(x(r))}, ${controls.y.value} = ${num(y(r))}` }));
+    rejected: r.rejected_by?.length ? r.rejected_by : null,
+    label: `point #${r.point}: ${Object.entries(r.axes).map(([k, v]) => `${nameOf(names, `axis:${k}`)} = ${v}`).join(", ")}; ` +
+      `${nameOf(names, controls.x.value)} = ${num(x(r))}, ${nameOf(names, controls.y.value)} = ${num(y(r))}` +
+      (r.rejected_by?.length ? `; rejected: fails ${r.rejected_by.join(" and ")}` : "") }));
   const stored = goal?.pareto?.find((f) => `${f.x}` === controls.x.value && `${f.y}` === controls.y.value);
   const front = stored ? new Set(stored.points) : paretoFront(points, controls.xdir.value, controls.ydir.value);
   points.forEach((p) => { p.highlight = front.has(p.point); });
   const figure = document.getElementById("sweep-chart");
-  scatterChart(figure, { points, xLabel: controls.x.value.replace(/^axis:/, ""), yLabel: controls.y.value.replace(/^axis:/, ""),
-    cLabel: controls.c.value.replace(/^axis:/, ""), xLog: controls.xlog.checked, yLog: controls.ylog.checked,
+  scatterChart(figure, { points, xLabel: nameOf(names, controls.x.value), yLabel: nameOf(names, controls.y.value),
+    cLabel: nameOf(names, controls.c.value), xLog: controls.xlog.checked, yLog: controls.ylog.checked,
     title: `${controls.y.value} against ${controls.x.value}`,
     onPick: (p) => { document.getElementById("picked").textContent = p.label; } });
-  return { front, valid: valid.length };
+  return { front, valid: valid.length, rejected: points.filter((p) => p.rejected).length };
 }
 
 export function sweepPage(id) {
@@ -121,8 +127,10 @@ export function sweepPage(id) {
     const controls = document.getElementById("chart-controls").elements;
     const names = [...Object.keys(rows[0].axes).map((a) => `axis:${a}`), ...Object.keys(rows[0].outputs)];
     const numeric = names.filter((n) => rows.some((r) => typeof (n.startsWith("axis:") ? r.axes[n.slice(5)] : r.outputs[n]) === "number"));
-    for (const select of [controls.x, controls.y]) select.replaceChildren(...numeric.map((n) => el("option", { value: n }, n.replace(/^axis:/, "axis "))));
-    controls.c.append(...names.map((n) => el("option", { value: n }, n.replace(/^axis:/, "axis "))));
+    const labels = NAMES();
+    const option = (n) => el("option", { value: n }, `${n.startsWith("axis:") ? "axis: " : ""}${nameOf(labels, n)}`);
+    for (const select of [controls.x, controls.y]) select.replaceChildren(...numeric.map(option));
+    controls.c.append(...names.map(option));
     const pareto = sweep.goal_result?.pareto?.[0];
     controls.x.value = pareto?.x ?? numeric[0];
     controls.y.value = pareto?.y ?? (numeric.find((n) => n === "cost.capex_total") || numeric[1] || numeric[0]);
@@ -131,8 +139,9 @@ export function sweepPage(id) {
       for (const [select, dir] of [[controls.x, controls.xdir], [controls.y, controls.ydir]]) {
         if (!dir.dataset.touched) dir.value = HIGHER_IS_BETTER.test(select.value) ? "max" : "min";
       }
-      const { front, valid } = chart(rows, controls, sweep.goal_result);
-      document.getElementById("chart-note").textContent = `${num(valid)} valid points shown` +
+      const { front, valid, rejected } = chart(rows, controls, sweep.goal_result, labels);
+      document.getElementById("chart-note").textContent = `${num(valid)} valid point${valid === 1 ? "" : "s"} shown` +
+        (rejected ? ` (${num(rejected)} rejected by the goal's constraints: hollow grey)` : "") +
         (sample.total_points > rows.length ? ` (a sample of ${num(rows.length)} spread over all ${num(sample.total_points)}, ` +
           "the optimum and the Pareto fronts included; download for all)" : "") +
         `; ${front.size} on the Pareto front. Click a point for its values.`;
