@@ -164,7 +164,7 @@ function performanceSection(result, curves) {
     section.append(fig);
     lineChart(fig, { series: [{ name: "strong scaling (global batch fixed)", x: curves.scaling.gpus, y: curves.scaling.strong_efficiency },
       { name: "weak scaling (batch per GPU fixed)", x: curves.scaling.gpus, y: curves.scaling.weak_efficiency }],
-      xLabel: "GPUs in the job", yLabel: "scaling efficiency", xLog: true, title: "Scaling efficiency against GPU count" });
+      xLabel: "GPUs in the job", yLabel: "scaling efficiency (fraction of linear)", xLog: true, title: "Scaling efficiency against GPU count" });
     fig.prepend(el("figcaption", {}, "Scaling efficiency against the job's GPU count"));
   }
   return section;
@@ -199,7 +199,7 @@ const RESTART_PARTS = {
 
 function ettrChart(id, caption, { series, markers, xLabel, title }) {
   const fig = el("figure", { class: "chart-box", id });
-  lineChart(fig, { series, markers, xLabel, yLabel: "effective training time ratio", xLog: true, title });
+  lineChart(fig, { series, markers, xLabel, yLabel: "ETTR (fraction of wall-clock time)", xLog: true, title });
   fig.prepend(el("figcaption", {}, caption));
   return fig;
 }
