@@ -30,6 +30,7 @@ import numpy as np
 import yaml
 
 from planner.models import ClusterPlan
+from planner.services.cells import csv_row
 from planner.services.errors import InputError
 from simcore.formulas.topology import SWITCH_TIERS
 from simcore.stages import cluster
@@ -217,7 +218,7 @@ def netbox_text(name: str, records: list) -> str:
     if name in YAML_FILES:
         return yaml.safe_dump_all(records, sort_keys=False)
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(records)
+    csv.writer(out, lineterminator="\n").writerows(csv_row(row) for row in records)
     return out.getvalue()
 
 

@@ -9,6 +9,7 @@ import simcore
 from planner.adapters import calibration, price_index, scenario_document
 from planner.models import ClusterPlan, PriceItem, Workload
 from planner.services import engine
+from planner.services.cells import csv_row
 from simcore import outputs
 
 
@@ -135,7 +136,8 @@ def bom_csv(bom: dict) -> str:
     writer = csv.DictWriter(out, fieldnames=BOM_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for line in bom["lines"]:
-        writer.writerow({**{k: ("" if v is None else v) for k, v in line.items()}, "currency": bom["currency"]})
+        cells = {**{k: ("" if v is None else v) for k, v in line.items()}, "currency": bom["currency"]}
+        writer.writerow(csv_row(cells))
     return out.getvalue()
 
 

@@ -3,6 +3,8 @@ the same numbers as the JSON they come from (openpyxl)."""
 import csv
 import io
 
+from planner.services.cells import csv_row, xlsx_text_cells
+
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 # One sheet per part list of a bill of materials, by the catalogue kind of its parts.
 BOM_SHEETS = (("Nodes", ("compute-node", "storage-node")), ("Switches", ("switch",)), ("NICs", ("nic",)),
@@ -26,6 +28,7 @@ def _sheet(book, title: str, header: list[str], rows: list[list]):
     sheet.append(header)
     for row in rows:
         sheet.append(row)
+    xlsx_text_cells(sheet)
     for index, name in enumerate(header, start=1):
         sheet.column_dimensions[get_column_letter(index)].width = max(12, len(name) + 2)
     sheet.freeze_panes = "A2"
@@ -70,7 +73,7 @@ def comparison_table(comparison: dict) -> list[list]:
 def comparison_csv(comparison: dict) -> str:
     """:func:`comparison_table` as CSV (an empty cell where a plan has no value)."""
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows([["" if v is None else v for v in row]
+    csv.writer(out, lineterminator="\n").writerows([csv_row(["" if v is None else v for v in row])
                                                     for row in comparison_table(comparison)])
     return out.getvalue()
 

@@ -5,6 +5,7 @@ import tempfile
 import numpy as np
 
 from planner.models import Sweep
+from planner.services.cells import csv_column
 from planner.services.sweep_spec import SweepInputError, sweep_axes
 from planner.services.sweep_store import chunk_columns, sweep_columns
 from simcore.outputs import value_kind
@@ -113,7 +114,7 @@ def sweep_export(sweep: Sweep, kind: str):
     else:
         writer = None
         for part in chunk_columns(sweep):
-            table = _table(part)
+            table = _table({key: csv_column(values) for key, values in part.items()} if kind == "csv" else part)
             if writer is None:
                 writer = (pa_csv.CSVWriter(out, table.schema) if kind == "csv"
                           else pq.ParquetWriter(out, table.schema, compression="zstd"))

@@ -3,6 +3,7 @@ import csv
 import io
 from collections.abc import Iterator
 
+from planner.services.cells import csv_row
 from twin.services.persistence import event_json
 
 EVENT_CSV_COLUMNS = ("seq", "time_s", "kind", "category", "gpu", "node", "job", "message", "logged_at")
@@ -15,7 +16,7 @@ def events_csv(events) -> Iterator[str]:
     writer = csv.DictWriter(out, fieldnames=EVENT_CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for number, row in enumerate(events.order_by("seq").iterator(chunk_size=2000), start=1):
-        writer.writerow(event_json(row))
+        writer.writerow(csv_row(event_json(row)))
         if number % 2000 == 0:
             yield out.getvalue()
             out.seek(0)
