@@ -48,6 +48,9 @@ GEMM_COLUMNS = ("m", "n", "k", "dtype", "tflops")
 GEMM_DTYPES = ("fp16", "bf16", "tf32", "fp8")
 FIT_BY_DTYPE = {"fp16": "gemm_fraction", "bf16": "gemm_fraction", "fp8": "fp8_gemm_fraction"}
 MAX_ROWS = 10_000
+# cuBLAS takes GEMM dimensions as 32-bit signed integers (cublasGemmEx's int m, n, k): no benchmark
+# row can be larger, and the engine's FLOP count stays finite.
+MAX_GEMM_DIM = 2**31 - 1
 
 # "#  Rank  0 Group  0 Pid ... on host device  0 [0x07] name" (nccl-tests 2.13.4 and later print the
 # group; earlier releases do not).
@@ -250,6 +253,8 @@ def parse_gemm_csv(text: str) -> GemmTable:
         dims = [_float(cell.strip(), number, name) for cell, name in zip(row[:3], GEMM_COLUMNS)]
         if any(d < 1 or d != int(d) for d in dims):
             raise _error(number, "m, n and k must be positive whole numbers")
+        if max(dims) > MAX_GEMM_DIM:
+            raise _error(number, f"m, n and k must be at most {MAX_GEMM_DIM:,} (cuBLAS's 32-bit dimensions)")
         dtype = row[3].strip().lower()
         if dtype not in GEMM_DTYPES:
             raise _error(number, f"dtype '{row[3].strip()}' is not one of {', '.join(GEMM_DTYPES)}")
@@ -273,6 +278,12 @@ def _node(node_document: dict):
     return node, family, sustained_clock_factor(acc["tdp_w"], full_clock_w(acc))
 
 
+def _finite(value) -> float | None:
+    """A row's figure, or None where it is not a finite number (nothing to show, never a NaN)."""
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
 def _errors_pct(measured_rate, predicted_rate):
     """Per row (predicted - measured) / measured x 100 (NaN where the file's rate rounds to 0), and the
     mean of its magnitude."""
@@ -294,10 +305,11 @@ def compare_gemm(node_document: dict, table: GemmTable) -> dict:
         except ScenarioError as error:
             raise ScenarioError("file", f"{dtype} rows: {error.reason}") from None
         m, n, k = table.m[rows], table.n[rows], table.k[rows]
-        time_s = transformer.gemm_time_s(m, n, k, device)
-        moved = device.gemm_operand_bytes * (m * k + k * n + m * n)
-        predicted[rows] = 2 * m * n * k / time_s / 1e12
-        compute_bound[rows] = time_s > moved / device.hbm_bytes_s
+        with np.errstate(over="ignore", invalid="ignore"):  # a row past float range predicts nothing (None)
+            time_s = transformer.gemm_time_s(m, n, k, device)
+            moved = device.gemm_operand_bytes * (m * k + k * n + m * n)
+            predicted[rows] = 2 * m * n * k / time_s / 1e12
+            compute_bound[rows] = time_s > moved / device.hbm_bytes_s
     error, mean_abs = _errors_pct(table.tflops, predicted)
     fitted = {}
     for constant in dict.fromkeys(FIT_BY_DTYPE.values()):
@@ -306,7 +318,7 @@ def compare_gemm(node_document: dict, table: GemmTable) -> dict:
             ratio = float(np.median(table.tflops[use] / predicted[use]))
             fitted[constant] = {"value": min(getattr(family, constant) * ratio, 1.0),
                                 "family_value": getattr(family, constant), "rows": int(use.sum())}
-    rows = [{**row, "predicted_tflops": float(p), "error_pct": float(e), "compute_bound": bool(b)}
+    rows = [{**row, "predicted_tflops": _finite(p), "error_pct": _finite(e), "compute_bound": bool(b)}
             for row, p, e, b in zip(table.rows(), predicted, error, compute_bound)]
     return {"kind": "gemm", "family": family.key, "rows": rows, "mean_abs_error_pct": mean_abs, "fitted": fitted}
 
@@ -367,7 +379,7 @@ def compare_nccl(node_document: dict, run: NcclRun, collective: str, params: Col
         ratio = float(np.median(time_s[use] * 1e6 / run.time_us[use]))
         fitted["scaleup_fraction"] = {"value": min(family.scaleup_fraction * ratio, 1.0),
                                       "family_value": family.scaleup_fraction, "rows": int(use.sum())}
-    rows = [{**row, "predicted_busbw_gbyte_s": float(p), "error_pct": float(e)}
+    rows = [{**row, "predicted_busbw_gbyte_s": _finite(p), "error_pct": _finite(e)}
             for row, p, e in zip(run.rows(), predicted, error)]
     return {"kind": "nccl-tests", "family": family.key, "collective": collective, "ranks": n, "hosts": hosts,
             "link": link, "rows": rows, "mean_abs_error_pct": mean_abs, "fitted": fitted}

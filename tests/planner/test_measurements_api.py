@@ -179,3 +179,28 @@ def test_a_csv_saved_by_excel_with_a_byte_order_mark_reads(reader_client, my_pla
     response = reader_client.post("/api/measurements/", {"kind": "gemm", "plan": my_plan.slug,
                                                          "file": file(GEMM, content)}, format="multipart")
     assert response.status_code == 201 and len(response.json()["comparison"]["rows"]) == 11
+
+
+def test_a_gemm_file_past_cublas_dimensions_is_refused_whole_and_nothing_is_stored(reader_client, my_plan):
+    bogus = b"m,n,k,dtype,tflops\n8192,8192,8192,bf16,250\n1e308,1e308,1e308,bf16,1\n"
+    response = reader_client.post("/api/measurements/", {"kind": "gemm", "plan": my_plan.slug,
+                                                         "file": file(GEMM, bogus)}, format="multipart")
+    assert response.status_code == 400
+    assert "line 3" in response.json()["errors"]["file"][0] and "2,147,483,647" in response.json()["errors"]["file"][0]
+    assert not Measurement.objects.exists()
+
+
+def test_a_stored_row_the_engine_cannot_predict_never_breaks_a_page(reader_client, my_plan, user):
+    """A row stored before the bounds (m, n, k of 1e308: the FLOP count overflows) shows no
+    prediction instead of answering 500 on the plan page, the validation page and the API."""
+    measurement = Measurement.objects.create(
+        owner=user, name="old upload", kind="gemm", node_type=my_plan.node_type, plan=my_plan, filename="old.csv",
+        provenance={}, fitted={}, rows=[{"m": 1e308, "n": 1e308, "k": 1e308, "dtype": "bf16", "tflops": 1.0},
+                                         {"m": 8192, "n": 8192, "k": 8192, "dtype": "bf16", "tflops": 250.0}])
+    detail = reader_client.get(f"/api/measurements/{measurement.pk}/")
+    assert detail.status_code == 200
+    rows = detail.json()["comparison"]["rows"]
+    assert rows[0]["predicted_tflops"] is None and rows[1]["predicted_tflops"] > 200
+    reader_client.force_login(user)
+    assert reader_client.get(f"/plans/{my_plan.slug}/").status_code == 200
+    assert reader_client.get("/validation/").status_code == 200
