@@ -2,7 +2,9 @@
 
 ``/healthz/live/`` answers while the process serves requests. ``/healthz/ready/`` (and
 ``/healthz/``) checks each backing service separately (the database, the Celery broker, the channel
-layer and the cache) and answers 503 naming the ones that fail, each within a second or two.
+layer and the cache), each within a second or two, and answers 200 or 503. Anyone (a load
+balancer, a container healthcheck) gets only up or down; staff also get each service's backend,
+latency and error, which name the deployment's parts and so are not for strangers.
 """
 import time
 import uuid
@@ -75,4 +77,7 @@ def ready(request):
             healthy = False
             report[name] = {"status": "error", "error": f"{type(error).__name__}: {error}"}
         report[name]["ms"] = round((time.perf_counter() - start) * 1000, 1)
-    return JsonResponse({"status": "ok" if healthy else "error", "checks": report}, status=200 if healthy else 503)
+    body = {"status": "ok" if healthy else "error"}
+    if request.user.is_authenticated and request.user.is_staff:
+        body["checks"] = report
+    return JsonResponse(body, status=200 if healthy else 503)

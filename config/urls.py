@@ -1,6 +1,7 @@
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.contrib import admin
+from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.urls import include, path
 from django.views import defaults
@@ -10,8 +11,10 @@ from config import health
 from config.observability import metrics
 
 # Swagger UI with its start-up script served as a file (no inline script); its stylesheet has an
-# inline <style> block, so this one page allows inline styles.
-api_docs = csp_update({"style-src": [UNSAFE_INLINE]})(SpectacularSwaggerSplitView.as_view(url_name="api-schema"))
+# inline <style> block, so this one page allows inline styles. The schema and the docs describe
+# every operation, so they are for signed-in users and token holders only (docs/THREAT_MODEL.md).
+api_docs = login_required(csp_update({"style-src": [UNSAFE_INLINE]})(
+    SpectacularSwaggerSplitView.as_view(url_name="api-schema")))
 
 urlpatterns = [
     path("healthz/", health.ready, name="healthz"),

@@ -93,8 +93,8 @@ def test_dockerfile_installs_the_locked_requirements_with_hash_checking():
     assert dockerfile.splitlines()[0].startswith("FROM python:3.11")
 
 
-def test_healthz_reports_the_database(client, db):
-    response = client.get("/healthz/")
+def test_healthz_reports_the_database(admin_client, db):
+    response = admin_client.get("/healthz/")
     assert response.status_code == 200
     assert response.json()["checks"]["database"]["status"] == "ok"
 

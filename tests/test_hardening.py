@@ -263,8 +263,10 @@ def test_retention_zero_keeps_everything(catalog, victim, settings):
     assert Sweep.objects.filter(pk=sweep.pk).exists()
 
 
-def test_liveness_and_readiness_report_each_service(client, db):
+def test_liveness_and_readiness_report_each_service(admin_client, client, db):
     assert client.get("/healthz/live/").json() == {"status": "ok"}
+    assert client.get("/healthz/ready/").json() == {"status": "ok"}  # strangers learn up or down, no more
+    client = admin_client
     ready = client.get("/healthz/ready/")
     assert ready.status_code == 200
     checks = ready.json()["checks"]
@@ -273,9 +275,11 @@ def test_liveness_and_readiness_report_each_service(client, db):
     assert client.get("/healthz/").json()["checks"].keys() == checks.keys()
 
 
-def test_readiness_names_the_service_that_is_down(client, db, settings):
+def test_readiness_names_the_service_that_is_down(admin_client, client, db, settings):
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # nothing listens there
-    ready = client.get("/healthz/ready/")
+    anonymous = client.get("/healthz/ready/")
+    assert anonymous.status_code == 503 and anonymous.json() == {"status": "error"}
+    ready = admin_client.get("/healthz/ready/")
     assert ready.status_code == 503
     checks = ready.json()["checks"]
     assert checks["broker"]["status"] == "error" and checks["database"]["status"] == "ok"

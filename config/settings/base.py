@@ -281,6 +281,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Hardware catalogue, cluster plans and evaluations for AI training clusters.",
     "VERSION": ENGINE_VERSION,  # the project's version: the web distribution and the engine are released together
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -430,11 +430,18 @@ def test_a_password_login_token_leaves_the_other_tokens_working(user, anon_clien
     assert refused.status_code == 400 and "read-only" in refused.json()["errors"]["name"][0]
 
 
-def test_openapi_schema_and_offline_docs(reader_client):
+def test_the_schema_and_docs_are_for_signed_in_users(anon_client, db):
+    assert anon_client.get("/api/schema/").status_code == 401
+    docs = anon_client.get("/api/docs/")
+    assert docs.status_code == 302 and docs["Location"].startswith("/login/?next=/api/docs/")
+
+
+def test_openapi_schema_and_offline_docs(reader_client, user):
     schema = reader_client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert schema.status_code == 200
     paths = schema.json()["paths"]
     assert "/api/catalog/accelerators/{slug}/" in paths
+    reader_client.force_login(user)  # the docs are a page: a signed-in browser session
     docs = reader_client.get("/api/docs/")
     assert docs.status_code == 200
     page = docs.content.decode()
