@@ -127,3 +127,26 @@ def test_the_two_locks_agree_on_every_package_they_share():
     runtime, dev = _pins(ROOT / "requirements.lock"), _pins(ROOT / "requirements-dev.lock")
     assert set(runtime) <= set(dev)
     assert {name: dev[name] for name in runtime} == runtime
+
+
+def test_the_embedded_default_runs_without_debug_on_a_generated_secret_and_a_waiting_sqlite(tmp_path):
+    """No DEBUG, SECRET_KEY or DATABASE_URL given: DEBUG is off, the secret is random, kept owner-only
+    in var/ and the same on the next start, and SQLite logs ahead and waits for its write lock."""
+    probe = ("from django.conf import settings; from django.db import connection; "
+             "cursor = connection.cursor(); cursor.execute('PRAGMA journal_mode'); "
+             "print(settings.DEBUG, len(settings.SECRET_KEY), cursor.fetchone()[0], "
+             "settings.DATABASES['default']['OPTIONS']['timeout'])")
+    env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL"}}
+    env.update(PLANNER_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings.base")
+
+    def start():
+        result = subprocess.run([sys.executable, "manage.py", "shell", "-c", probe], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split()[-4:]
+
+    assert start() == ["False", str(len((tmp_path / "secret_key").read_text().strip())), "wal", "20"]
+    key = (tmp_path / "secret_key").read_text()
+    assert len(key.strip()) >= 50 and (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+    start()
+    assert (tmp_path / "secret_key").read_text() == key  # kept across restarts

@@ -67,3 +67,13 @@ def test_sweep_submission_is_throttled(catalog, reader_client, tight_rates, monk
     assert codes == [201, 201, 429]
     refused = reader_client.post("/api/sweeps/", body, format="json").json()
     assert "throttled" in refused["detail"].lower()
+
+
+@pytest.mark.parametrize("depth", [33, 50_000])
+def test_json_nested_past_the_bound_answers_400_not_a_recursion_error(catalog, reader_client, depth):
+    body = "[" * depth + "]" * depth
+    response = reader_client.post("/api/evaluate/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["detail"] == "JSON nested deeper than 32 levels"
+    shallow = reader_client.post("/api/evaluate/", json.dumps({"cluster": [[[[1]]]]}), content_type="application/json")
+    assert shallow.status_code == 400 and "cluster" in shallow.json()["errors"]  # a normal field error

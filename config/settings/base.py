@@ -6,6 +6,7 @@ an in-memory channel layer and Celery tasks executed in-process. Set ``DATABASE_
 """
 import logging
 import os
+import secrets
 from datetime import timedelta
 from pathlib import Path
 
@@ -37,12 +38,20 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DEBUG", True)
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
-    SECRET_KEY = "insecure-development-key-set-SECRET_KEY-in-production"
+def generated_secret_key(path: Path) -> str:
+    """The embedded default's secret key: random, made on first start and kept in ``var/`` (readable
+    by its owner only), so that sessions survive restarts and no two installations share a key."""
+    try:
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+            out.write(secrets.token_urlsafe(64))
+    except FileExistsError:
+        pass  # made by an earlier start, or by another process starting at the same moment
+    return path.read_text().strip()
+
+
+# DEBUG shows tracebacks and settings to whoever triggers an error: only when asked for (DEBUG=true).
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = os.environ.get("SECRET_KEY", "") or generated_secret_key(VAR_DIR / "secret_key")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -127,6 +136,12 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+# SQLite (the embedded default): write-ahead logging so readers never wait for a writer, writers
+# waiting their turn (20 s) instead of failing with "database is locked", and each write transaction
+# taking the lock when it starts (Django 5.1's transaction_mode), which keeps that wait deadlock-free.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", timeout=20, transaction_mode="IMMEDIATE")
 # A pool of PostgreSQL connections per process (Django's psycopg pool), so requests do not each open
 # one: under ASGI every request runs on a thread of its own, where persistent connections do not help.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", True):
@@ -259,6 +274,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "planner.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["planner.api.parsers.BoundedJSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_THROTTLE_RATES": {
         "evaluate": os.environ.get("THROTTLE_EVALUATE", "120/minute"),

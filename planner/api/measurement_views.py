@@ -2,9 +2,10 @@
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
+from planner.api.parsers import BoundedJSONParser
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import ClusterPlan, ComputeNodeType, Measurement
 from planner.services import measurements as services
@@ -111,7 +112,7 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
     evaluations and sweeps (the evaluation lists it under ``overrides``)."""
 
     permission_classes = [TokenScopePermission, OwnedEntryPermission]
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, FormParser, BoundedJSONParser]
     filterset_fields = ["kind", "use_as_override"]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 

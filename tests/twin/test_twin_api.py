@@ -478,3 +478,59 @@ def test_a_gb200_twin_keeps_spare_trays_in_every_rack_and_drains_within_the_rack
     after = np.array(owner_client.get(f"/api/twins/{twin.pk}/state/").json()["node_job"]) == 0
     assert list(np.bincount(np.flatnonzero(after) // 18, minlength=racks)) == [job["nodes_per_domain"]] * racks
     assert not after[node] and after[: 18].sum() == job["nodes_per_domain"]  # its place taken in rack 0
+
+
+def test_a_database_lock_error_neither_kills_the_driver_nor_pauses_the_twin(catalog, owner_client, monkeypatch):
+    """SQLite's "database is locked" under a neighbour's write: the tick is skipped, the twin stays
+    running and the next tick advances it (the in-process loop survives it too)."""
+    from django.db import OperationalError
+
+    from twin import local
+
+    twin = create(owner_client, speed=86400.0)
+    owner_client.post(f"/api/twins/{twin.pk}/start/")
+    driver = Driver()
+    driver.tick(now=0.0)
+    real = controls.twin_advance
+
+    def locked(**kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr("twin.services.driver.twin_advance", locked)
+    driver.tick(now=1.0)
+    twin.refresh_from_db()
+    assert twin.status == Twin.Status.RUNNING and not twin.error and twin.sim_time_s == 0
+    monkeypatch.setattr("twin.services.driver.twin_advance", real)
+    driver.tick(now=2.0)  # reloads from the database
+    driver.tick(now=3.0)
+    twin.refresh_from_db()
+    assert twin.sim_time_s == pytest.approx(86400)
+
+    ticks = []
+
+    class Failing(Driver):
+        def tick(self, now=None):
+            ticks.append(now)
+            if len(ticks) == 1:
+                raise OperationalError("database is locked")
+            raise SystemExit  # ends the loop after the tick that followed the error
+
+    with pytest.raises(SystemExit):
+        local._loop(Failing(tick_s=0.0))
+    assert len(ticks) == 2
+
+
+def test_the_first_request_after_a_restart_resumes_running_twins(catalog, owner_client, monkeypatch, settings):
+    from django.core.signals import request_started
+
+    from twin import local
+
+    settings.REDIS_URL = ""
+    started = []
+    monkeypatch.setattr(local, "ensure_local_driver", lambda: started.append(True))
+    twin = create(owner_client)
+    Twin.objects.filter(pk=twin.pk).update(status=Twin.Status.RUNNING)  # left running by the last process
+    request_started.connect(local.resume_running_twins)  # a fresh process
+    owner_client.get("/api/twins/")
+    owner_client.get("/api/twins/")
+    assert started == [True]  # once, on the first request

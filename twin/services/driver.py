@@ -2,6 +2,8 @@
 import logging
 import time
 
+from django.db import DatabaseError
+
 from simcore.tools import twin as engine
 from twin.models import Twin
 from twin.services.controls import twin_advance
@@ -33,6 +35,9 @@ class Driver:
                 self._tick_one(pk, twin, now)
             except StaleTwin:
                 self.sims.pop(pk, None)  # changed elsewhere: reload the saved state on the next tick
+            except DatabaseError as error:  # the database, not the twin: reload and try on the next tick
+                logger.warning("twin %s not advanced this tick: %s", pk, error)
+                self.sims.pop(pk, None)
             except Exception as error:  # noqa: BLE001 - one broken twin must not stop the others
                 logger.exception("twin %s stopped", pk)
                 self.sims.pop(pk, None)
@@ -50,5 +55,8 @@ class Driver:
     def run(self):
         while not self.stopping:
             start = time.monotonic()
-            self.tick(start)
+            try:
+                self.tick(start)
+            except DatabaseError as error:  # e.g. the database restarting: keep driving once it is back
+                logger.warning("twin driver tick failed, retrying: %s", error)
             time.sleep(max(0.0, self.tick_s - (time.monotonic() - start)))
