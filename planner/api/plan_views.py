@@ -1,5 +1,6 @@
 """Plans and workloads: their evaluations, previews, comparisons, bills of materials and exports."""
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -10,7 +11,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import serializers, status, viewsets
+from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -66,7 +67,22 @@ def evaluation_response(request, plan, workload=None, options=None) -> Response:
     return Response({**evaluation, "overrides": overrides_seen_by(evaluation["overrides"], request.user)})
 
 
+class PreconditionFailed(exceptions.APIException):
+    status_code = status.HTTP_412_PRECONDITION_FAILED
+    default_detail = "changed since you read it"
+    default_code = "precondition_failed"
+
+
+def entry_etag(entry) -> str:
+    """A plan's or workload's ETag: its version, which every change raises."""
+    return f'"{entry.version}"'
+
+
 class OwnedEntryViewSet(viewsets.ModelViewSet):
+    """Plans and workloads: every read carries an ETag (the entry's version). A write runs on the row
+    locked for its transaction, so concurrent changes apply one after the other and none is lost; a
+    write that sends If-Match with an older ETag answers 412 and changes nothing."""
+
     lookup_field = "slug"
     permission_classes = [TokenScopePermission, OwnedEntryPermission]
     filterset_fields = ["slug", "visibility"]
@@ -77,6 +93,27 @@ class OwnedEntryViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         serializer.save(owner=self.request.user)
+
+    def retrieve(self, request, *args, **kwargs):
+        response = super().retrieve(request, *args, **kwargs)
+        response["ETag"] = f'"{response.data["version"]}"'
+        return response
+
+    def update(self, request, *args, **kwargs):
+        with transaction.atomic():
+            entry = self.get_object()  # visibility and ownership, as for any write
+            entry = self.model.objects.select_for_update().get(pk=entry.pk)
+            wanted = request.headers.get("If-Match")
+            if wanted is not None and wanted.strip() not in ("*", entry_etag(entry)):
+                raise PreconditionFailed(f"{self.model._meta.verbose_name} '{entry.slug}' changed since you read it "
+                                         f"(it is at version {entry.version}, you sent If-Match {wanted}): "
+                                         "read it again and reapply your change")
+            serializer = self.get_serializer(entry, data=request.data, partial=kwargs.pop("partial", False))
+            serializer.is_valid(raise_exception=True)
+            serializer.save(version=entry.version + 1)
+        response = Response(serializer.data)
+        response["ETag"] = entry_etag(serializer.instance)
+        return response
 
 
 PLAN_TAG = ["plans"]

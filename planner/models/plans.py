@@ -70,6 +70,10 @@ class OwnedEntry(models.Model):
     visibility = models.CharField(max_length=8, choices=Visibility.choices, default=Visibility.PRIVATE)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    version = models.PositiveIntegerField(
+        default=1, editable=False,
+        help_text="Raised by one at every change through the API; its ETag, sent back as If-Match, "
+                  "makes a write that did not see the latest change answer 412.")
 
     objects = VisibleQuerySet.as_manager()
 

@@ -27,7 +27,7 @@ class ClusterPlanSerializer(OwnedEntrySerializer):
     class Meta:
         model = ClusterPlan
         exclude = ["id"]
-        read_only_fields = ["created_at", "updated_at"]
+        read_only_fields = ["created_at", "updated_at", "version"]
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
@@ -66,7 +66,7 @@ class WorkloadSerializer(OwnedEntrySerializer):
     class Meta:
         model = Workload
         exclude = ["id"]
-        read_only_fields = ["created_at", "updated_at"]
+        read_only_fields = ["created_at", "updated_at", "version"]
 
 
 class WorkloadPreviewSerializer(WorkloadSerializer):

@@ -1,9 +1,11 @@
 // Calls to the REST API with the page's session and CSRF token; errors come back as data, not throws.
 const csrf = () => document.querySelector("meta[name=csrf-token]")?.content ?? "";
 
-// A FormData body goes as multipart (file uploads); anything else as JSON.
-export async function api(path, { method = "GET", body } = {}) {
+// A FormData body goes as multipart (file uploads); anything else as JSON. ``ifMatch``: the ETag the
+// page read the object at, so that a change made since answers 412 instead of being overwritten.
+export async function api(path, { method = "GET", body, ifMatch } = {}) {
   const headers = { Accept: "application/json" };
+  if (ifMatch) headers["If-Match"] = ifMatch;
   const multipart = body instanceof FormData;
   if (body !== undefined && !multipart) headers["Content-Type"] = "application/json";
   if (method !== "GET") headers["X-CSRFToken"] = csrf();

@@ -31,7 +31,7 @@ async function offerMatchingParts(form) {
   }
 }
 
-export function builder({ form, editing, initial, status, body, formErrors }) {
+export function builder({ form, editing, etag, initial, status, body, formErrors }) {
   const controls = namedControls(form);
   fill(controls, initial);
   offerMatchingParts(form);
@@ -62,7 +62,7 @@ export function builder({ form, editing, initial, status, body, formErrors }) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const response = editing
-      ? await api(`/api/plans/${editing}/`, { method: "PUT", body: plan(new Set(["workload"])) })
+      ? await api(`/api/plans/${editing}/`, { method: "PUT", body: plan(new Set(["workload"])), ifMatch: etag })
       : await api("/api/plans/", { method: "POST", body: plan(new Set(["workload"])) });
     if (response.ok) location.assign(`/plans/${response.data.slug}/`);
     else showErrors(form, controls, formErrors, response.data);

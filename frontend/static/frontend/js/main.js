@@ -3,9 +3,9 @@
 // script: the Content-Security-Policy allows scripts from this site's static files only.
 const byId = (id) => document.getElementById(id);
 const jsonOf = (id) => JSON.parse(byId(id).textContent);
-const { page, objectId, editing } = document.body.dataset;
+const { page, objectId, editing, version } = document.body.dataset;
 const editorParts = (formId, initialId) => ({
-  form: byId(formId), editing: editing || null, initial: jsonOf(initialId),
+  form: byId(formId), editing: editing || null, etag: version ? `"${version}"` : null, initial: jsonOf(initialId),
   status: byId("preview-status"), body: byId("preview-body"), formErrors: byId("form-errors"),
 });
 

@@ -7,7 +7,7 @@ import { collect, fill, livePreview, namedControls, showErrors, showPreview } fr
 
 const NOT_PREVIEWED = new Set(["name", "slug", "description", "visibility", "plan"]);
 
-export function workloadEditor({ form, editing, initial, status, body, formErrors }) {
+export function workloadEditor({ form, editing, etag, initial, status, body, formErrors }) {
   const controls = namedControls(form);
   fill(controls, initial);
 
@@ -26,7 +26,7 @@ export function workloadEditor({ form, editing, initial, status, body, formError
     event.preventDefault();
     const data = collect(controls, new Set(["plan"]));
     const response = editing
-      ? await api(`/api/workloads/${editing}/`, { method: "PUT", body: data })
+      ? await api(`/api/workloads/${editing}/`, { method: "PUT", body: data, ifMatch: etag })
       : await api("/api/workloads/", { method: "POST", body: data });
     if (response.ok) location.assign(`/workloads/?saved=${encodeURIComponent(response.data.slug)}`);
     else showErrors(form, controls, formErrors, response.data);
