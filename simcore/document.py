@@ -91,13 +91,20 @@ def grouped(group: str, fields: dict[str, Rule]) -> dict[str, Rule]:
     return {key: replace(rule, group=group) for key, rule in fields.items()}
 
 
+# The largest cluster the engine evaluates: 2^20 GPUs, about five times the largest clusters reported
+# built by 2025 (about 200,000 GPUs). Past it the fabric, power and failure models have no evidence,
+# and the per-part outputs (a NetBox file, a twin's GPUs) would no longer fit a request.
+MAX_CLUSTER_GPUS = 1_048_576
+
+
 def opt(check="positive", default=None, **kw):
     return Num(check=check, default=default, required=False, **kw)
 
 
 SPEC: dict[str, Any] = {
     "cluster": {
-        "node_count": Num(integer=True, unit="nodes", doc="compute nodes"),
+        "node_count": Num(integer=True, unit="nodes", at_most=MAX_CLUSTER_GPUS,
+                          doc="compute nodes; with the node's GPUs, at most 1,048,576 GPUs in all"),
         "node": {
             "gpus": Num(integer=True, unit="GPUs", doc="accelerators per node"),
             "accelerator": {
@@ -363,7 +370,8 @@ SPEC: dict[str, Any] = {
         **grouped("Batch and layout", {
             "global_batch": Num(integer=True, unit="samples", doc="samples (sequences or images) per step"),
             "micro_batch": opt(default=1, integer=True, unit="samples", doc="samples per micro-batch"),
-            "gpus": opt(integer=True, nullable=True, label="GPUs", doc="GPUs the job uses; null: all"),
+            "gpus": opt(integer=True, nullable=True, label="GPUs", at_most=MAX_CLUSTER_GPUS,
+                        doc="GPUs the job uses; null: all"),
             "tp": opt(default=1, integer=True, label="TP (tensor parallel)", doc="tensor-parallel degree"),
             "sequence_parallel": Flag(False,
                                       doc="split norms and dropouts over the TP ranks (reduce-scatter + all-gather)"),
@@ -543,6 +551,10 @@ def parse(document) -> dict:
     has_workload = document.get("workload") is not None
     spec = SPEC if has_workload else {k: v for k, v in SPEC.items() if k != "workload"}
     parsed = _walk(spec, {k: v for k, v in document.items() if has_workload or k != "workload"}, "")
+    cluster_gpus = np.max(np.asarray(parsed["cluster"]["node_count"]) * np.asarray(parsed["cluster"]["node"]["gpus"]))
+    if cluster_gpus > MAX_CLUSTER_GPUS:
+        raise ScenarioError("cluster.node_count", f"{int(cluster_gpus):,} GPUs in all (node_count x node.gpus); "
+                                                  f"at most {MAX_CLUSTER_GPUS:,}")
     parsed["has_workload"] = has_workload
     if has_workload:
         _require_workload_fields(parsed["workload"])
@@ -605,6 +617,11 @@ def _one(value) -> str:
     return f"{float(value):g} " if np.ndim(value) == 0 else ""
 
 
+def _bound(value: float) -> str:
+    """A bound as the docs write it: whole numbers with thousands separators (1,048,576)."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
+
+
 def field_labels(spec=SPEC, prefix="") -> dict[str, tuple[str, str]]:
     """(label, unit) of every numeric field by its path, for axis titles."""
     labels = {}
@@ -631,8 +648,8 @@ def field_docs(spec=SPEC, prefix="") -> list[tuple[str, str, str, str]]:
             default = "required" if rule.required else ("null" if rule.default is None else str(rule.default))
             if rule.scalar:
                 kind += ", one value"
-            kind += "".join(f", {word} {bound:g}" for word, bound in (("at least", rule.at_least),
-                                                                     ("at most", rule.at_most)) if bound is not None)
+            bounds = (("at least", rule.at_least), ("at most", rule.at_most))
+            kind += "".join(f", {word} {_bound(bound)}" for word, bound in bounds if bound is not None)
             rows.append((path, kind + (f", {rule.unit}" if rule.unit else ""), default, rule.doc))
         elif isinstance(rule, Choice):
             rows.append((path, " / ".join(rule.options), "required" if rule.default is None else rule.default,

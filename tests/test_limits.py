@@ -77,3 +77,19 @@ def test_json_nested_past_the_bound_answers_400_not_a_recursion_error(catalog, r
     assert response.json()["detail"] == "JSON nested deeper than 32 levels"
     shallow = reader_client.post("/api/evaluate/", json.dumps({"cluster": [[[[1]]]]}), content_type="application/json")
     assert shallow.status_code == 400 and "cluster" in shallow.json()["errors"]  # a normal field error
+
+
+def test_cluster_sizes_past_the_physical_bound_are_refused_with_the_field_named(catalog, reader_client):
+    """2^20 GPUs at most (simcore.document.MAX_CLUSTER_GPUS): a plan of 2,097,152 GPUs, a document's
+    node_count of 1e30 and a job of 2 million GPUs answer 400 naming their field."""
+    plan = reader_client.post("/api/plans/preview/", {"node_type": "dgx-a100", "node_count": 262_144,
+                                                      "switch": "qm9700", "fabric_layers": 3,
+                                                      "price_book": "fire-flyer-relative"}, format="json")
+    assert plan.status_code == 400
+    assert plan.json()["errors"]["node_count"] == ["2,097,152 GPUs (262,144 nodes of 8); at most 1,048,576 in a plan"]
+    document = {"cluster": {"node_count": 1e30, "node": {"gpus": 8}}}
+    evaluated = reader_client.post("/api/evaluate/", document, format="json")
+    assert evaluated.status_code == 400 and "cluster.node_count" in evaluated.json()["errors"]
+    job = reader_client.post("/api/workloads/", {"slug": "huge", "name": "huge", "kind": "transformer",
+                                                 "gpus": 2_000_000, "global_batch": 1024}, format="json")
+    assert job.status_code == 400 and "less than or equal to 1048576" in job.json()["errors"]["gpus"][0]

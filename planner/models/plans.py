@@ -24,6 +24,7 @@ from planner.models.catalog import (
 from planner.models.declared import PLAN_SECTIONS, WORKLOAD_SECTIONS, declared_base, section_values
 from planner.services.errors import InputError
 from simcore import ScenarioError
+from simcore.document import MAX_CLUSTER_GPUS
 from simcore.formulas import reliability, topology
 from simcore.stages import cluster, job
 
@@ -110,7 +111,7 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
         PER_NODE_RATE = "per-node-rate", "One per-node failure rate"
 
     node_type = models.ForeignKey(ComputeNodeType, on_delete=models.PROTECT, related_name="plans")
-    node_count = positive_int("Compute nodes.")
+    node_count = positive_int("Compute nodes.", maximum=MAX_CLUSTER_GPUS)
     fabric_layers = models.PositiveSmallIntegerField(choices=FabricLayers.choices, default=FabricLayers.TWO)
     switch = models.ForeignKey(Switch, on_delete=models.PROTECT, related_name="plans")
     storage_node_type = models.ForeignKey(
@@ -160,7 +161,10 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
             errors["failures_per_1000_node_days"] = "required by the per-node-rate profile"
         elif self.category_rates:
             errors.update(self._rate_errors())
-        if self.node_type_id and self.node_count and self.node_type.scaleup_domain_gpus:
+        if self.node_type_id and self.node_count and self.gpu_count > MAX_CLUSTER_GPUS:
+            errors["node_count"] = (f"{self.gpu_count:,} GPUs ({self.node_count:,} nodes of "
+                                    f"{self.node_type.accelerators_per_node}); at most {MAX_CLUSTER_GPUS:,} in a plan")
+        elif self.node_type_id and self.node_count and self.node_type.scaleup_domain_gpus:
             per_domain = self.node_type.scaleup_domain_gpus // self.node_type.accelerators_per_node
             if self.node_count % per_domain:
                 errors["node_count"] = (f"{self.node_type.name} comes in scale-up domains of {per_domain} nodes: "
@@ -168,7 +172,7 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
         if self.node_type_id and self.switch_id:
             part_errors = self.part_errors()
             errors.update(part_errors)
-            if self.node_count and not part_errors:
+            if self.node_count and not part_errors and "node_count" not in errors:
                 errors.update(self._fabric_errors())
         if errors:
             raise ValidationError(errors)
