@@ -6,6 +6,8 @@ memory. :func:`check` estimates the seconds an evaluation will take from what it
 refuses (a :class:`WorkBudgetExceeded`, a field error) what would exceed a budget:
 
 * ``points x point_s``: the analytical model over the scenario points;
+* ``points x response_point_s``: writing that result as the JSON answer (about 2.8 kB a point with
+  a workload; at 50,000 points the encoding took 30 times the engine's time and 139 MB);
 * with Monte Carlo, ``replicas x points x categories x category_draw_s`` for the event counts, plus
   ``failure_draw_s`` per failure and failed restart the ETTR simulation draws (its expected number
   follows from the job's interruption rate, known once the analytical model has run);
@@ -14,7 +16,8 @@ refuses (a :class:`WorkBudgetExceeded`, a field error) what would exceed a budge
 The costs are seconds on one core of the reference machine (2-core x86-64), measured by
 ``python -m simcore bench`` (which prints them again for the machine it runs on) and kept at the
 dearer end of what was seen, since the budget exists for large requests: ``point_s`` 21 us per point
-of a 100,000-point evaluation (10 us at 20,000 points); ``category_draw_s`` 66-73 ns;
+of a 100,000-point evaluation (10 us at 20,000 points); ``response_point_s`` 60 us (53 us at
+20,000 points, 55 us plus 7 us of ``to_json`` at 50,000); ``category_draw_s`` 66-73 ns;
 ``failure_draw_s`` 73 ns over 690 million draws (27 ns over 2 million); ``twin_gpu_s`` 37 ns.
 """
 from dataclasses import dataclass
@@ -27,6 +30,7 @@ from simcore.errors import ScenarioError
 @dataclass(frozen=True)
 class WorkCosts:
     point_s: float = 20e-6
+    response_point_s: float = 60e-6
     category_draw_s: float = 70e-9
     failure_draw_s: float = 75e-9
     twin_gpu_s: float = 5e-8
@@ -51,8 +55,9 @@ def check(field: str, estimate_s: float, budget_s: float | None, advice: str) ->
         raise WorkBudgetExceeded(field, float(estimate_s), budget_s, advice)
 
 
-def analytical_s(points: int, costs: WorkCosts = WORK_COSTS) -> float:
-    return points * costs.point_s
+def answer_s(points: int, costs: WorkCosts = WORK_COSTS) -> float:
+    """The analytical model over the points and the JSON answer that carries every point back."""
+    return points * (costs.point_s + costs.response_point_s)
 
 
 def monte_carlo_s(replicas: int, points: int, categories: int, failure_draws_per_replica,

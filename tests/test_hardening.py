@@ -408,3 +408,21 @@ def test_every_error_under_the_api_is_one_problem_document(reader_client, catalo
     schema = reader_client.get("/api/schema/?format=json").json()
     problem = schema["paths"]["/api/plans/"]["post"]["responses"]["400"]["content"]
     assert problem == {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+
+
+def test_a_long_list_is_refused_for_its_answer_before_any_work(reader_client, monkeypatch):
+    """50,000 node counts: the engine itself would take a tenth of a second, but the JSON answer
+    (about 2.8 kB a point, 139 MB) seconds more; the budget counts both and refuses it up front."""
+    import simcore.stages.scenario
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the engine ran although the answer is over the budget")
+
+    long_list = {**HEAVY_SCENARIO, "options": {}, "workload": {**HEAVY_SCENARIO["workload"], "gpus": 512},
+                 "cluster": {**HEAVY_SCENARIO["cluster"], "node_count": list(range(100, 50_100)),
+                             "reliability": {"profile": "llama3"}}}
+    monkeypatch.setattr(simcore.stages.scenario, "evaluate_parsed", must_not_run)
+    response = reader_client.post("/api/evaluate/", long_list, format="json")
+    assert response.status_code == 400
+    reason = response.json()["errors"]["(document)"][0]
+    assert "50,000 scenario points" in reason and float(reason.split("needs about ")[1].split(" s")[0]) >= 4

@@ -269,7 +269,8 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         existing = [ClusterPlan.objects.visible_slug(request.user, slug.strip(), field="existing")
                     for slug in request.query_params.get("existing", "").split(",") if slug.strip()]
         files = netbox.plan_netbox(plan=plan, u_heights=_u_heights(request.query_params), existing=existing,
-                                   heights_needed=name in (None, "device-types"))
+                                   heights_needed=name in (None, "device-types"),
+                                   work_budget_s=settings.API_WORK_BUDGET_S)
         if name is None:
             response = HttpResponse(netbox.netbox_zip(files, plan.slug), content_type="application/zip")
             filename = f"{plan.slug}-netbox.zip"

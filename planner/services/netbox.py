@@ -32,6 +32,7 @@ import yaml
 from planner.models import ClusterPlan
 from planner.services.cells import csv_row
 from planner.services.errors import InputError
+from simcore import budget
 from simcore.formulas.topology import SWITCH_TIERS
 from simcore.stages import cluster
 
@@ -117,13 +118,32 @@ def _ports_and_cables(plan: ClusterPlan, fabrics, port_type: str) -> tuple[list,
     return interfaces, cables
 
 
+# Seconds to wire and write one row (a device, an interface past a radix or a cable): 5.7-7.5 us
+# measured by scripts/bench_netbox.py over the presets (the Ascend multi-rail plan's 71,879 rows in
+# 535 ms), kept at the dearer end.
+ROW_S = 8e-6
+
+
+def export_rows(plan: ClusterPlan) -> int:
+    """The devices and cables a plan's files will hold, from the fabric counts alone (no wiring)."""
+    counts, layout = plan.fabric_arguments()
+    trees = cluster.fabric_trees(*counts, **layout).total
+    devices = plan.node_count + counts[3] + float(trees.switches)
+    return int(devices + float(trees.endpoint_links) + float(trees.switch_links))
+
+
 def plan_netbox(*, plan: ClusterPlan, u_heights: dict[str, int] | None = None,
-                existing: list[ClusterPlan] = (), heights_needed: bool = True) -> dict[str, list]:
+                existing: list[ClusterPlan] = (), heights_needed: bool = True,
+                work_budget_s: float | None = None) -> dict[str, list]:
     """Each NetBox import file's records, from the plan's fabric wiring: rows with the header first
     for the CSV files, one mapping per device type for the YAML; ``u_heights``: rack heights (U) by
     part slug for parts the catalogue has none for (needed unless the caller will not serve the
     device types); ``existing``: plans already imported into the same NetBox, whose shared objects
-    are left out."""
+    are left out; ``work_budget_s`` (a web request): a plan whose rows would take longer is refused
+    before any wiring (``manage.py export_netbox`` writes any plan's files)."""
+    rows = sum(export_rows(p) for p in (plan, *existing))
+    budget.check("plan", rows * ROW_S, work_budget_s,
+                 f"{rows:,} devices and cables to wire; export it with manage.py export_netbox instead")
     files = _plan_files(plan, u_heights or {}, heights_needed)
     templates = {t["model"]: t["interfaces"] for t in files["device-types"]}
     for other in existing:

@@ -64,11 +64,11 @@ def point_count(document) -> int:
 def evaluate(document, params: EngineParams | None = None, *, work_budget_s: float | None = None) -> dict:
     """Evaluate one scenario document (possibly many points) and return the result document.
 
-    With ``work_budget_s``, a document whose estimated engine time (:mod:`simcore.budget`) is over
-    it is refused with a field error before that work starts."""
+    With ``work_budget_s`` (a web request), a document whose estimated engine time and JSON answer
+    (:mod:`simcore.budget`) are over it is refused with a field error before that work starts."""
     parsed = parse(document)
     points = _points(parsed)
-    budget.check("(document)", budget.analytical_s(points), work_budget_s,
+    budget.check("(document)", budget.answer_s(points), work_budget_s,
                  f"{points:,} scenario points; fewer, or submit a sweep")
     result = evaluate_parsed(parsed, params or EngineParams(), work_budget_s=work_budget_s)
     return to_json(result)

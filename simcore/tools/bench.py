@@ -7,6 +7,7 @@
   (event counts by category and ETTR of a whole-cluster job);
 * work costs: the unit costs the web's work budget estimates with (:mod:`simcore.budget`).
 """
+import json
 import time
 
 import numpy as np
@@ -80,7 +81,8 @@ def bench_monte_carlo(gpus: int = 10_000, nodes: int = 1_250, years: float = 1.0
 def bench_work_costs(repeats: int = 3) -> dict[str, float]:
     """The unit costs of :mod:`simcore.budget` measured here (best of ``repeats``), to set
     :class:`~simcore.budget.WorkCosts` from: seconds per point of ``evaluate`` on the benchmark grid,
-    per Poisson category count, per failure draw of the ETTR simulation, per simulated twin GPU."""
+    per point of writing its result as JSON (what a web answer costs on top), per Poisson category
+    count, per failure draw of the ETTR simulation, per simulated twin GPU."""
     from simcore.tools.twin import Job, Twin
 
     categories = reliability.fire_flyer_categories()
@@ -88,8 +90,10 @@ def bench_work_costs(repeats: int = 3) -> dict[str, float]:
     rate_s, interval_s, restart_s, segments, replicas = 1e-4, 3600.0, 600.0, 10_000, 500
     draws = replicas * budget.ettr_failure_draws(segments, interval_s + 60.0, restart_s, rate_s)
     document = grid_document(20_000)
+    result = evaluate(document)
     cases = {
         "point_s": (lambda: evaluate(document), 20_000),
+        "response_point_s": (lambda: json.dumps(result), 20_000),
         "category_draw_s": (lambda: reliability.sample_category_counts(
             categories, units, np.full(100, 8760.0), 1_000, np.random.default_rng(0)), 100 * 1_000 * len(categories)),
         "failure_draw_s": (lambda: reliability.ettr_monte_carlo(

@@ -168,3 +168,24 @@ def test_a_second_plan_leaves_out_what_the_first_created(catalog, reader_client)
         netbox_interfaces(alone)  # the QM8700's ports come from the first plan's templates
     missing = reader_client.get("/api/plans/ff2-pcie-2zone/netbox/", {**GIVEN_HEIGHTS, "existing": "no-such-plan"})
     assert missing.status_code == 400 and "existing" in missing.json()
+
+
+def test_a_plan_too_large_for_a_request_is_refused_before_wiring_and_the_command_writes_it(
+        catalog, reader_client, settings, tmp_path, monkeypatch):
+    """The budget counts the rows from the fabric's counts (no wiring): at 1 ms of budget the GB200
+    preset's 342 devices and 2,304 cables (about 21 ms) are refused; manage.py export_netbox has no budget."""
+    from django.core.management import call_command
+
+    from planner.services import netbox
+
+    settings.API_WORK_BUDGET_S = 0.001
+    monkeypatch.setattr(netbox, "_plan_files", lambda *a, **k: pytest.fail("wired although over the budget"))
+    refused = reader_client.get("/api/plans/gb200-nvl72-1152/netbox/")
+    assert refused.status_code == 400
+    reason = refused.json()["errors"]["plan"][0]
+    assert "2,646 devices and cables to wire; export it with manage.py export_netbox" in reason
+    monkeypatch.undo()
+    out = tmp_path / "gb200.zip"
+    call_command("export_netbox", "gb200-nvl72-1152", str(out))
+    names = zipfile.ZipFile(out).namelist()
+    assert names[0] == "gb200-nvl72-1152-netbox/1-manufacturers.csv" and len(names) == len(FILES)
