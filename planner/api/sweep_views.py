@@ -1,10 +1,14 @@
 """Sweeps: submit a grid around a plan, follow its progress, read, filter and export its points."""
+from contextlib import contextmanager
+
 import numpy as np
+from django.conf import settings
+from django.core.cache import cache
 from django.db.models import F, Sum
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -74,6 +78,19 @@ def bool_param(request, name):
     if raw.lower() in ("false", "0", "no"):
         return False
     raise serializers.ValidationError({name: ["must be true or false"]})
+
+
+@contextmanager
+def one_export_at_a_time(user):
+    """One export file being built per user at a time (across processes, through the cache): a
+    second answers 429 instead of stacking up the server's memory and disk."""
+    key = f"sweep-export:{user.pk}"
+    if not cache.add(key, 1, timeout=600):
+        raise exceptions.Throttled(detail="an export of yours is being built; download it, then ask for the next")
+    try:
+        yield
+    finally:
+        cache.delete(key)
 
 
 class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
@@ -179,7 +196,9 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
 
     @extend_schema(parameters=[OpenApiParameter("file", str, enum=list(EXPORT_TYPES), required=True,
                                                 description="csv for a spreadsheet, parquet for pandas, Polars "
-                                                            "or DuckDB (both streamed, any size), npz for NumPy")],
+                                                            "or DuckDB (both streamed, any size), npz for NumPy "
+                                                            "(built in memory: at most SWEEP_NPZ_MAX_POINTS "
+                                                            "points); one export per user at a time")],
                    responses={(200, media_type): OpenApiTypes.BINARY for media_type in EXPORT_TYPES.values()})
     @action(detail=True, methods=["get"], url_path="export")
     def export(self, request, pk=None):
@@ -187,6 +206,12 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         kind = request.query_params.get("file")
         if kind not in EXPORT_TYPES:
             raise serializers.ValidationError({"file": [" or ".join(EXPORT_TYPES)]})
-        response = FileResponse(sweep_export(sweep, kind), content_type=EXPORT_TYPES[kind])
+        if kind == "npz" and sweep.total_points > settings.SWEEP_NPZ_MAX_POINTS:
+            raise serializers.ValidationError({"file": [
+                f"an npz is built in memory: at most {settings.SWEEP_NPZ_MAX_POINTS:,} points, and this sweep has "
+                f"{sweep.total_points:,}; csv and parquet stream any size"]})
+        with one_export_at_a_time(request.user):
+            built = sweep_export(sweep, kind)
+        response = FileResponse(built, content_type=EXPORT_TYPES[kind])
         response["Content-Disposition"] = f'attachment; filename="sweep-{sweep.pk}.{kind}"'
         return response

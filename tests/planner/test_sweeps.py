@@ -353,3 +353,23 @@ def test_the_chart_sample_spans_the_whole_grid_and_keeps_the_goal_points(catalog
     assert must <= set(points) and set(sample["always"]) == must
     assert len(points) <= 10 + len(must)
     assert reader_client.get(f"/api/sweeps/{sweep['id']}/sample/", {"points": 0}).status_code == 400
+
+
+def test_an_npz_past_its_size_is_refused_and_exports_run_one_at_a_time(catalog, reader_client, eager_celery,
+                                                                       settings, user):
+    """An NPZ is built in memory: past SWEEP_NPZ_MAX_POINTS it answers 400 pointing to the streamed
+    formats; while one export of a user's is being built, the next answers 429."""
+    from django.core.cache import cache
+
+    sweep = create(reader_client).json()
+    settings.SWEEP_NPZ_MAX_POINTS = 100
+    refused = reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "npz"})
+    assert refused.status_code == 400
+    assert refused.json()["errors"]["file"] == [
+        "an npz is built in memory: at most 100 points, and this sweep has 135; csv and parquet stream any size"]
+    assert reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "parquet"}).status_code == 200
+    cache.add(f"sweep-export:{user.pk}", 1, timeout=60)  # another export of this user's, still being built
+    busy = reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "csv"})
+    assert busy.status_code == 429 and "being built" in busy.json()["detail"]
+    cache.delete(f"sweep-export:{user.pk}")
+    assert reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "csv"}).status_code == 200
