@@ -1,9 +1,10 @@
 """JSON errors for the API, in one place: field-level messages (400) for bad input (model
 validation, a service's InputError, the engine's ScenarioError), 400 with the reasons for an
-impossible plan, 503 when the task queue is down, 409 for protected deletes."""
+impossible plan, 503 when the task queue is down, 409 for protected deletes and work already under
+way, 412 for a write that did not see the latest change."""
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError
-from rest_framework import status
+from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -14,6 +15,18 @@ from planner.serializers import as_drf_validation_error
 from planner.services.errors import InputError
 from planner.services.plans import PlanInfeasible
 from planner.tasks import QueueUnavailable
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "conflicts with work under way"
+    default_code = "conflict"
+
+
+class PreconditionFailed(exceptions.APIException):
+    status_code = status.HTTP_412_PRECONDITION_FAILED
+    default_detail = "changed since you read it"
+    default_code = "precondition_failed"
 
 
 def _describe(obj) -> str:

@@ -11,7 +11,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -21,6 +21,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from planner import serializers as api
 from planner.adapters import calibration, scenario_document
 from planner.api import bodies
+from planner.api.errors import PreconditionFailed
 from planner.api.limits import enforce_engine_limits
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import ClusterPlan, ComputeNodeType, StorageNodeType, Workload
@@ -65,12 +66,6 @@ def evaluation_response(request, plan, workload=None, options=None) -> Response:
     evaluation = services.plan_evaluate(plan=plan, workload=workload, options=options, document=document,
                                         overrides=overrides, work_budget_s=settings.API_WORK_BUDGET_S)
     return Response({**evaluation, "overrides": overrides_seen_by(evaluation["overrides"], request.user)})
-
-
-class PreconditionFailed(exceptions.APIException):
-    status_code = status.HTTP_412_PRECONDITION_FAILED
-    default_detail = "changed since you read it"
-    default_code = "precondition_failed"
 
 
 def entry_etag(entry) -> str:

@@ -27,7 +27,8 @@ ERRORS = {
     "401": "Not signed in: give a token (`Authorization: Token <key>` or `Bearer <key>`) or a session.",
     "403": "Not allowed: the object is not yours, the token is read-only, or the account lacks the permission.",
     "404": "No such object visible to you.",
-    "409": "The object is still referenced by another (a delete).",
+    "409": "The object is still referenced by another (a delete), or the same work is already under way (a "
+           "kernel log being ingested into the twin).",
     "412": "Changed since you read it: the If-Match you sent is not the object's ETag now (nothing is stored).",
     "413": "The upload or the request is larger than the server takes.",
     "429": "Too many requests: retry after the Retry-After header's seconds.",
@@ -44,7 +45,7 @@ def _applies(code: str, path: str, method: str, operation: dict) -> bool:
     if code == "404":
         return "{" in path
     if code == "409":
-        return method == "delete"
+        return method == "delete" or path.endswith("/ingest-log/")
     if code == "412":
         return method in ("put", "patch") and path.startswith(("/api/plans/{slug}/", "/api/workloads/{slug}/"))
     if code == "413":

@@ -99,3 +99,25 @@ def test_a_logged_burst_is_one_interruption_at_its_logged_time(catalog, owner_cl
     zoneless = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 2, "log": log, "timezone": "Mars/Base"},
                                  format="json")
     assert zoneless.status_code == 400 and "IANA" in zoneless.json()["timezone"][0]
+
+
+def test_a_10k_line_log_is_ingested_in_a_bounded_number_of_queries_and_one_at_a_time(
+        catalog, owner_client, django_assert_max_num_queries):  # noqa: F811
+    """10,000 faults (a line every 40 s, so no two merge) in one transaction: the events go in bulk,
+    so the queries grow with hundreds of events, not with lines (133 on SQLite when measured; 1k
+    lines took 25). While one log is being ingested into a twin, the next answers 409."""
+    from django.core.cache import cache
+
+    twin = create(owner_client)
+    bus = twin.pci_bus_ids[0][5:12]
+    log = "\n".join(f"[{10.0 + 40 * i:.6f}] {_line([13, 31, 43, 79][i % 4], bus)}" for i in range(10_000))
+    body = {"node": 0, "log": log, "boot_time": "2026-11-30T00:00:00Z"}
+    with django_assert_max_num_queries(250):
+        response = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", body, format="json")
+    assert response.status_code == 201 and response.json()["faults"] == 10_000
+    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() == 10_000
+    cache.add(f"twin-ingest:{twin.pk}", 1, timeout=60)  # an upload still being ingested
+    busy = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 0, "log": _line(79, bus),
+                                                                    "boot_time": "2026-11-30T00:00:00Z"}, format="json")
+    assert busy.status_code == 409 and "being ingested" in busy.json()["detail"]
+    cache.delete(f"twin-ingest:{twin.pk}")

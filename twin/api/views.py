@@ -1,5 +1,6 @@
 """Twins: create from a plan, control, inject and ingest failures, read state, events and metrics."""
 from django.conf import settings
+from django.core.cache import cache
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -9,6 +10,7 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthentic
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
+from planner.api.errors import Conflict
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Visibility
 from twin.api import bodies
@@ -178,7 +180,8 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
                                "{node, log} or a multipart upload (node, file), in one transaction: its 'NVRM: Xid' "
                                "lines at the times the log gives them, the Xids of one fault (within 30 s) one "
                                "ingested event, read with NVIDIA's Xid catalogue; other lines are skipped and "
-                               "counted, and Xid lines that cannot be applied are listed with their line numbers.")
+                               "counted, and Xid lines that cannot be applied are listed with their line numbers. "
+                               "One log into a twin at a time: another sent meanwhile answers 409.")
     @action(detail=True, methods=["post"], url_path="ingest-log")
     def ingest_log(self, request, pk=None):
         twin = self.get_object()
@@ -186,10 +189,16 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         upload.is_valid(raise_exception=True)
         data = upload.validated_data
         text = data["log"] if "log" in data else data["file"].read().decode("utf-8", errors="replace")
-        return Response(ingestion.twin_ingest_log(twin=twin, node=data["node"], text=text,
-                                                  boot_time=data.get("boot_time"), year=data.get("year"),
-                                                  timezone_name=data["timezone"]),
-                        status=status.HTTP_201_CREATED)
+        key = f"twin-ingest:{twin.pk}"
+        if not cache.add(key, 1, timeout=600):  # across processes: one log into a twin at a time
+            raise Conflict("a kernel log is being ingested into this twin; send the next when it has finished")
+        try:
+            result = ingestion.twin_ingest_log(twin=twin, node=data["node"], text=text,
+                                               boot_time=data.get("boot_time"), year=data.get("year"),
+                                               timezone_name=data["timezone"])
+        finally:
+            cache.delete(key)
+        return Response(result, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=bodies.DrainSerializer, responses={201: bodies.EventsSerializer},
                    examples=[OpenApiExample("Drain node 12", value={"node": 12, "drained": True}, request_only=True)],
