@@ -62,6 +62,7 @@ def test_thirty_wrong_passwords_lock_the_account_until_the_window_passes(login, 
     assert locked.status_code == 429 and "try again in 15 minutes" in locked.content.decode()
     assert locked["Retry-After"] == str(15 * 60)
     AccessAttempt.objects.update(attempt_time=timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1))
+    cache.clear()  # the address's window (30 failures, over its ceiling) has passed too
     assert _logged_in(login, login(client, PASSWORD))
 
 
@@ -81,12 +82,43 @@ def test_staff_unlock_a_locked_account(login, victim, settings):
     assert _logged_in(login, login(client, PASSWORD))
 
 
-def test_an_address_is_locked_out_across_usernames(victim, settings):
+@pytest.mark.parametrize("login", LOGIN_PATHS, ids=["page", "admin", "token"])
+def test_an_address_is_locked_out_across_usernames(login, victim, settings):
     attacker = Client(REMOTE_ADDR="203.0.113.9")
-    for i in range(settings.AXES_FAILURE_LIMIT):
-        _page_login(attacker, "guess", username=f"someone-{i}")
-    assert _page_login(attacker, PASSWORD).status_code == 429  # the right password, from that address
-    assert _page_login(Client(REMOTE_ADDR="198.51.100.7"), PASSWORD).status_code == 302
+    for i in range(settings.LOGIN_ADDRESS_FAILURE_LIMIT):
+        login(attacker, "guess", username=f"someone-{i}")
+        cache.delete("throttle_login_203.0.113.9")  # the token endpoint's request rate, not the lockout
+    assert login(attacker, PASSWORD).status_code == 429  # the right password, from that address
+    assert _logged_in(login, login(Client(REMOTE_ADDR="198.51.100.7"), PASSWORD))
+
+
+@pytest.mark.parametrize("login", LOGIN_PATHS, ids=["page", "admin", "token"])
+def test_guessing_interleaved_with_logins_to_an_own_account_is_still_stopped(login, victim, settings):
+    """An attacker with an account of their own guesses the victim's password, logging in to their
+    own account after every four guesses (which once reset the address's count): the pair locks
+    after LOGIN_FAILURE_LIMIT guesses and the address after its ceiling, whatever succeeds between;
+    the victim's right password from that address is refused, and from the victim's own it works."""
+    get_user_model().objects.create_user("mallory", password="pw-mallory-1234", is_staff=True)
+    attacker = Client(REMOTE_ADDR="203.0.113.50")
+    guesses = []
+    for i in range(40):
+        guesses.append(login(attacker, f"guess-{i}").status_code)
+        if i % 4 == 3:
+            cache.delete("throttle_login_203.0.113.50")
+            login(attacker, "pw-mallory-1234", username="mallory")
+    assert set(guesses[settings.AXES_FAILURE_LIMIT:]) == {429}
+    assert login(attacker, PASSWORD).status_code == 429
+    own = login(attacker, "pw-mallory-1234", username="mallory")
+    assert own.status_code == 429  # the address is over its ceiling: its own account waits too
+    assert _logged_in(login, login(Client(REMOTE_ADDR="198.51.100.20"), PASSWORD))  # not locked out of it
+
+
+@pytest.mark.parametrize("login", LOGIN_PATHS, ids=["page", "admin", "token"])
+def test_wrong_passwords_from_elsewhere_do_not_lock_the_real_user_out(login, victim, settings):
+    for address in ("203.0.113.60", "203.0.113.61"):
+        for i in range(settings.AXES_FAILURE_LIMIT + 2):
+            login(Client(REMOTE_ADDR=address), f"wrong-{i}")
+    assert _logged_in(login, login(Client(REMOTE_ADDR="198.51.100.30"), PASSWORD))
 
 
 def test_the_lockout_page_says_what_happened(victim, settings):

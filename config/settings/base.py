@@ -159,13 +159,17 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 # Failed logins on every path (the login page, the admin, POST /api/auth/token/) are counted per
-# username and per client address by django-axes; after LOGIN_FAILURE_LIMIT failures either is
+# (username, client address) pair by django-axes: after LOGIN_FAILURE_LIMIT failures the pair is
 # locked out (429) for LOGIN_LOCKOUT_MINUTES, or until staff unlock it (the admin's "Access
-# attempts", or `manage.py axes_reset_username` / `axes_reset_ip`). A success clears the count.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# attempts", or `manage.py axes_reset_username` / `axes_reset_ip`); a success clears its own pair
+# only. And LOGIN_ADDRESS_FAILURE_LIMIT failures from one address, any usernames, lock the address
+# for the same window, which no success resets (config.lockout).
+AUTHENTICATION_BACKENDS = ["config.lockout.AddressCeilingBackend", "axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("LOGIN_ADDRESS_FAILURE_LIMIT", "20"))
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15")))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_DISABLE_ACCESS_LOG = True
 AXES_VERBOSE = False
