@@ -38,6 +38,11 @@ class QueueUnavailable(RuntimeError):
                "submit it again when the queue is back")
 
 
+def runs_in_process() -> bool:
+    """Whether queued work runs in the calling process (the embedded default, no broker)."""
+    return bool(current_app.conf.task_always_eager)
+
+
 def sweep_enqueue(sweep, indices: list[int] | None = None) -> None:
     """Queue the given chunks, by default every chunk not yet stored (the embedded default runs
     them in this process).

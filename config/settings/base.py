@@ -247,6 +247,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 
 SWEEP_MAX_POINTS = int(os.environ.get("SWEEP_MAX_POINTS", "5000000"))
+# Without a broker (the embedded default) a sweep's chunks run inside the request that submits it:
+# 200,000 points are about 4 s of engine work there (20 us a point, simcore.budget.WorkCosts).
+SWEEP_IN_PROCESS_MAX_POINTS = int(os.environ.get("SWEEP_IN_PROCESS_MAX_POINTS", "200000"))
 TWIN_MAX_RUNNING_PER_USER = int(os.environ.get("TWIN_MAX_RUNNING_PER_USER", "4"))
 TWIN_MAX_GPUS = int(os.environ.get("TWIN_MAX_GPUS", "131072"))
 # The largest request body: larger ones answer 413 before anything reads them.

@@ -32,13 +32,21 @@ from planner.services.sweep_store import pack_columns, pending_chunks, sweep_col
 from simcore.tools import sweep as engine
 
 
-def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: dict, name: str = "") -> Sweep:
-    """Validate a sweep request and record it; identical finished sweeps are reused, not rerun."""
+def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: dict, name: str = "",
+                 in_process: bool = False) -> Sweep:
+    """Validate a sweep request and record it; identical finished sweeps are reused, not rerun.
+    ``in_process``: the chunks will run in the submitting request (no worker), which bounds the grid
+    by SWEEP_IN_PROCESS_MAX_POINTS."""
     axes, goal, outputs = parse_spec(spec, workload is not None)
     size = engine.grid_size(axes)
     cap = settings.SWEEP_MAX_POINTS
     if size > cap:
         raise SweepInputError({"axes": [f"the grid has {size:,} points; the limit is {cap:,} (SWEEP_MAX_POINTS)"]})
+    if in_process and size > settings.SWEEP_IN_PROCESS_MAX_POINTS:
+        raise SweepInputError({"axes": [
+            f"the grid has {size:,} points; without a worker (no REDIS_URL) a sweep runs inside its request, "
+            f"so at most {settings.SWEEP_IN_PROCESS_MAX_POINTS:,} (SWEEP_IN_PROCESS_MAX_POINTS); start Redis and "
+            f"a Celery worker for up to {cap:,}"]})
     categorical = [a for a in axes if a.categorical]
     documents, reasons = combination_documents(plan, workload, categorical)
     base = {"categorical": [a.path for a in categorical], "documents": documents, "invalid": reasons}

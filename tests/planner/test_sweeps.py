@@ -373,3 +373,16 @@ def test_an_npz_past_its_size_is_refused_and_exports_run_one_at_a_time(catalog, 
     assert busy.status_code == 429 and "being built" in busy.json()["detail"]
     cache.delete(f"sweep-export:{user.pk}")
     assert reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "csv"}).status_code == 200
+
+
+def test_without_a_worker_a_grid_too_large_for_one_request_is_refused(catalog, reader_client, eager_celery,
+                                                                      settings):
+    """The embedded default runs a sweep inside its request: past SWEEP_IN_PROCESS_MAX_POINTS it
+    answers 400 naming the axes and the way to run it, and stores nothing."""
+    settings.SWEEP_IN_PROCESS_MAX_POINTS = 100
+    response = create(reader_client)
+    assert response.status_code == 400
+    assert response.json()["errors"]["axes"] == [
+        "the grid has 135 points; without a worker (no REDIS_URL) a sweep runs inside its request, so at most 100 "
+        "(SWEEP_IN_PROCESS_MAX_POINTS); start Redis and a Celery worker for up to 5,000,000"]
+    assert not Sweep.objects.exists()
