@@ -51,3 +51,26 @@ def test_nothing_imports_visibility_from_a_view_module():
                 if any(alias.name.startswith("visible") for alias in node.names):
                     offenders.append(f"{path.relative_to(ROOT)}: from {node.module} import ...")
     assert offenders == []
+
+
+def test_a_slug_held_by_a_private_plan_reads_as_taken_like_any_other(catalog, django_user_model):
+    """Slugs are global names: a stranger's private plan's slug answers exactly as a preset's does,
+    so a refused slug tells only that it is taken."""
+    from rest_framework.test import APIClient
+
+    from planner.models import ClusterPlan
+
+    owner = django_user_model.objects.create_user("private-owner", password="pw-private-owner-1234")
+    stranger = django_user_model.objects.create_user("stranger", password="pw-stranger-1234")
+    preset = ClusterPlan.objects.get(slug="ff2-pcie-2zone")
+    ClusterPlan.objects.create(**{**_plan_fields(preset), "slug": "secret-build", "owner": owner})
+    client = APIClient()
+    client.force_authenticate(stranger)
+    answers = {}
+    for slug in ("secret-build", "ff2-pcie-3layer"):
+        clone = client.post("/api/plans/ff2-pcie-2zone/clone/", {"slug": slug}, format="json")
+        create = client.post("/api/plans/", {**client.get("/api/plans/ff2-pcie-2zone/").json(), "slug": slug},
+                             format="json")
+        answers[slug] = (clone.status_code, clone.json()["errors"], create.status_code, create.json()["errors"])
+    assert answers["secret-build"] == answers["ff2-pcie-3layer"]
+    assert answers["secret-build"][1] == {"slug": ["is taken: slugs name plans across every user, so choose another"]}

@@ -1,8 +1,17 @@
 """Plans and workloads, their previews and the requests about them (evaluate, clone)."""
 from rest_framework import serializers
+from rest_framework.validators import UniqueValidator
 
 from planner.models import ClusterPlan, ComputeNodeType, LinkPart, PriceBook, StorageNodeType, Switch, Workload
 from planner.serializers.base import CleanModelSerializer, slug_ref
+
+SLUG_TAKEN = "is taken: slugs name {noun}s across every user, so choose another"
+
+
+def slug_is_free(model, noun: str) -> UniqueValidator:
+    """A slug unique across every user's entries, refused with the same words whoever holds it:
+    a private entry's slug is seen as taken, never as someone's private plan."""
+    return UniqueValidator(queryset=model.objects.all(), message=SLUG_TAKEN.format(noun=noun))
 
 
 class OwnedEntrySerializer(CleanModelSerializer):
@@ -28,6 +37,7 @@ class ClusterPlanSerializer(OwnedEntrySerializer):
         model = ClusterPlan
         exclude = ["id"]
         read_only_fields = ["created_at", "updated_at", "version"]
+        extra_kwargs = {"slug": {"validators": [slug_is_free(ClusterPlan, "plan")]}}
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
@@ -67,6 +77,7 @@ class WorkloadSerializer(OwnedEntrySerializer):
         model = Workload
         exclude = ["id"]
         read_only_fields = ["created_at", "updated_at", "version"]
+        extra_kwargs = {"slug": {"validators": [slug_is_free(Workload, "workload")]}}
 
 
 class WorkloadPreviewSerializer(WorkloadSerializer):
@@ -91,5 +102,5 @@ class CloneRequestSerializer(serializers.Serializer):
 
     def validate_slug(self, slug):
         if ClusterPlan.objects.filter(slug=slug).exists():
-            raise serializers.ValidationError(f"a plan with slug '{slug}' already exists")
+            raise serializers.ValidationError(SLUG_TAKEN.format(noun="plan"))
         return slug
