@@ -76,7 +76,9 @@ def measurement_compare(measurement: Measurement) -> dict:
     node = node_document(measurement.node_type)
     if measurement.kind == Measurement.Kind.GEMM:
         rows = measurement.rows
-        table = engine.GemmTable(*(np.array([row[c] for row in rows]) for c in engine.GEMM_COLUMNS))
+        # As numbers whatever the database hands back (PostgreSQL's jsonb returns 1e308 as an integer).
+        table = engine.GemmTable(*(np.array([row[c] for row in rows], dtype=str if c == "dtype" else float)
+                                   for c in engine.GEMM_COLUMNS))
         return engine.compare_gemm(node, table)
     facts = measurement.provenance
     columns = {c: np.array([row[c] for row in measurement.rows], float)
