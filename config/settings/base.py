@@ -256,9 +256,6 @@ TWIN_MAX_GPUS = int(os.environ.get("TWIN_MAX_GPUS", "131072"))
 API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 SWEEP_CHUNK_POINTS = int(os.environ.get("SWEEP_CHUNK_POINTS", "50000"))
-# CSV and Parquet exports stream chunk by chunk; an NPZ is built whole in memory, about 460 bytes a
-# point (2.3 GB for 5 million points, measured), so it is refused past this many points.
-SWEEP_NPZ_MAX_POINTS = int(os.environ.get("SWEEP_NPZ_MAX_POINTS", "500000"))
 # A sweep that stores nothing for this long while the task queue is empty has lost chunks, which
 # the workers queue again (planner.tasks.requeue_lost_chunks); longer than a chunk's 600 s limit.
 SWEEP_STALL_S = float(os.environ.get("SWEEP_STALL_S", "900"))

@@ -1,6 +1,7 @@
 """A sweep's results as rows, selections, exports (CSV, NPZ) and the state its viewers are sent."""
-import io
+import shutil
 import tempfile
+import zipfile
 
 import numpy as np
 
@@ -102,15 +103,15 @@ def _table(columns: dict):
 
 def sweep_export(sweep: Sweep, kind: str):
     """The sweep's points as a file (a temporary one, deleted when closed) written chunk by chunk,
-    so memory stays that of one chunk: CSV or Parquet (one row group a chunk); NPZ holds the whole
-    sweep in memory and suits smaller sweeps."""
+    so memory stays that of one chunk: CSV or Parquet (one row group a chunk), or NPZ
+    (:func:`write_npz`)."""
     # pyarrow is imported on first export, not at every web and worker process's start-up (about 40 MB).
     import pyarrow.csv as pa_csv
     import pyarrow.parquet as pq
 
     out = tempfile.TemporaryFile()
     if kind == "npz":
-        out.write(sweep_npz(sweep_columns(sweep)))
+        write_npz(out, sweep)
     else:
         writer = None
         for part in chunk_columns(sweep):
@@ -125,11 +126,43 @@ def sweep_export(sweep: Sweep, kind: str):
     return out
 
 
-def sweep_npz(columns: dict) -> bytes:
-    buffer = io.BytesIO()
-    arrays = {k.replace(":", "__"): (v.astype(str) if v.dtype == object else v) for k, v in columns.items()}
-    np.savez_compressed(buffer, **arrays)
-    return buffer.getvalue()
+def _npz_name(key: str) -> str:
+    return key.replace(":", "__") + ".npy"
+
+
+def write_npz(out, sweep: Sweep) -> None:
+    """The sweep as a NumPy ``.npz`` (one ``.npy`` per column, compressed), in the memory of one
+    chunk: each column's chunks are spooled to a temporary file, then copied into its archive entry
+    behind an ``.npy`` header for the whole length. Text columns (axis slugs, invalid reasons) are
+    fixed-width strings as wide as their widest value, which a first read of the chunks finds."""
+    widths: dict[str, int] = {}
+    for part in chunk_columns(sweep):
+        for key, values in part.items():
+            if values.dtype.kind in "OUS":
+                widths[key] = max(widths.get(key, 1), int(np.char.str_len(values.astype(str)).max(initial=1)))
+    spools: dict[str, tuple] = {}
+    total = 0
+    try:
+        for part in chunk_columns(sweep):
+            for key, values in part.items():
+                dtype = np.dtype(f"<U{widths[key]}") if key in widths else spools.get(key, (None, values.dtype))[1]
+                spool = spools.setdefault(key, (tempfile.TemporaryFile(), dtype))[0]
+                spool.write(np.ascontiguousarray(values.astype(dtype)).tobytes())
+            total += len(part["point"])
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+            if not spools:  # nothing stored: the columns, empty
+                for key, values in sweep_columns(sweep).items():
+                    with archive.open(_npz_name(key), "w") as entry:
+                        np.lib.format.write_array(entry, values.astype(str) if values.dtype == object else values)
+            for key, (spool, dtype) in spools.items():
+                with archive.open(_npz_name(key), "w", force_zip64=True) as entry:
+                    np.lib.format.write_array_header_1_0(entry, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                                 "fortran_order": False, "shape": (total,)})
+                    spool.seek(0)
+                    shutil.copyfileobj(spool, entry, 1 << 20)
+    finally:
+        for spool, _ in spools.values():
+            spool.close()
 
 
 def goal_feasible_points(sweep: Sweep, columns: dict) -> list[int]:

@@ -355,24 +355,34 @@ def test_the_chart_sample_spans_the_whole_grid_and_keeps_the_goal_points(catalog
     assert reader_client.get(f"/api/sweeps/{sweep['id']}/sample/", {"points": 0}).status_code == 400
 
 
-def test_an_npz_past_its_size_is_refused_and_exports_run_one_at_a_time(catalog, reader_client, eager_celery,
-                                                                       settings, user):
-    """An NPZ is built in memory: past SWEEP_NPZ_MAX_POINTS it answers 400 pointing to the streamed
-    formats; while one export of a user's is being built, the next answers 429."""
+def test_exports_run_one_at_a_time_per_user(catalog, reader_client, eager_celery, user):
+    """While one export of a user's is being built, the next answers 429; then it runs again."""
     from django.core.cache import cache
 
     sweep = create(reader_client).json()
-    settings.SWEEP_NPZ_MAX_POINTS = 100
-    refused = reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "npz"})
-    assert refused.status_code == 400
-    assert refused.json()["errors"]["file"] == [
-        "an npz is built in memory: at most 100 points, and this sweep has 135; csv and parquet stream any size"]
-    assert reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "parquet"}).status_code == 200
     cache.add(f"sweep-export:{user.pk}", 1, timeout=60)  # another export of this user's, still being built
-    busy = reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "csv"})
+    busy = reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "npz"})
     assert busy.status_code == 429 and "being built" in busy.json()["detail"]
     cache.delete(f"sweep-export:{user.pk}")
-    assert reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "csv"}).status_code == 200
+    assert reader_client.get(f"/api/sweeps/{sweep['id']}/export/", {"file": "npz"}).status_code == 200
+
+
+def test_the_streamed_npz_holds_every_column_as_the_whole_sweep_does(catalog, reader_client, eager_celery,
+                                                                    small_chunks):
+    """Written column by column from chunks of 25 points, the NPZ equals the sweep's columns read
+    whole: numbers, validity, axis values and invalid reasons as text."""
+    from planner.services.sweep_store import sweep_columns
+
+    sweep = create(reader_client).json()
+    npz = np.load(io.BytesIO(_download(reader_client, sweep, "npz")), allow_pickle=False)
+    whole = sweep_columns(Sweep.objects.get(pk=sweep["id"]))
+    assert sorted(npz.files) == sorted(key.replace(":", "__") for key in whole)
+    for key, values in whole.items():
+        stored = npz[key.replace(":", "__")]
+        if values.dtype == object:
+            assert stored.tolist() == values.astype(str).tolist(), key
+        else:
+            np.testing.assert_array_equal(stored, values, err_msg=key)
 
 
 def test_without_a_worker_a_grid_too_large_for_one_request_is_refused(catalog, reader_client, eager_celery,
