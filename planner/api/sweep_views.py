@@ -22,6 +22,7 @@ from planner.services.sweep_results import (
     EXPORT_TYPES,
     MAX_CHART_SAMPLE,
     goal_feasible_points,
+    selection_keys,
     sweep_export,
     sweep_rows,
     sweep_sample,
@@ -151,17 +152,18 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
             chosen = np.flatnonzero((columns["point"] >= first) & (columns["point"] < first + size))
             return Response({"count": stored, "page": page, "page_size": size, "stored_points": stored,
                              "results": sweep_rows(columns, chosen)})
-        columns = sweep_columns(sweep)
         feasible = bool_param(request, "feasible")
-        feasible_points = None
-        if feasible:
-            if not sweep.goal_result:
-                raise serializers.ValidationError({"feasible": ["the sweep has no goal (or is not finished)"]})
-            feasible_points = goal_feasible_points(sweep, columns)
-        selection = sweep_select(columns, valid=bool_param(request, "valid"),
-                                          order_by=request.query_params.get("order_by"),
-                                          feasible_points=feasible_points)
-        rows = sweep_rows(columns, selection[(page - 1) * size: page * size])
+        if feasible and not sweep.goal_result:
+            raise serializers.ValidationError({"feasible": ["the sweep has no goal (or is not finished)"]})
+        order_by = request.query_params.get("order_by")
+        # First only the columns the filters and the order read, then every column of the page's points.
+        columns = sweep_columns(sweep, keys=selection_keys(sweep, order_by, feasible))
+        feasible_points = goal_feasible_points(sweep, columns) if feasible else None
+        selection = sweep_select(columns, valid=bool_param(request, "valid"), order_by=order_by,
+                                 feasible_points=feasible_points)
+        chosen = columns["point"][selection[(page - 1) * size: page * size]]
+        page_columns = sweep_columns(sweep, only=np.sort(chosen))
+        rows = sweep_rows(page_columns, np.searchsorted(page_columns["point"], chosen))
         return Response({"count": int(selection.size), "page": page, "page_size": size,
                          "stored_points": int(columns["point"].size), "results": rows})
 

@@ -165,6 +165,17 @@ def write_npz(out, sweep: Sweep) -> None:
             spool.close()
 
 
+def selection_keys(sweep: Sweep, order_by: str | None, feasible: bool) -> set[str]:
+    """The stored columns a filtered, ordered page of results reads to choose its points: validity,
+    the order's metric, and with ``feasible`` the goal's metrics (and the unpriced-part count a
+    price goal checks)."""
+    keys = {"valid"} | ({order_by.lstrip("-")} if order_by else set())
+    _, goal, _ = sweep_axes(sweep.results_sweep)
+    if feasible and goal is not None:
+        keys |= {*engine.goal_metrics(goal), "cost.unpriced_count"}
+    return keys
+
+
 def goal_feasible_points(sweep: Sweep, columns: dict) -> list[int]:
     """Grid points meeting the goal, judged exactly as ``goal_seek`` judged them."""
     _, goal, _ = sweep_axes(sweep.results_sweep)

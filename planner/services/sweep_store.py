@@ -17,10 +17,15 @@ def pack_columns(columns: dict) -> tuple[bytes, int]:
     return buffer.getvalue(), int((columns["valid"] == 0).sum())
 
 
-def unpack_columns(data: bytes) -> dict:
+def unpack_columns(data: bytes, keys: set[str] | None = None) -> dict:
+    """A stored chunk's columns; with ``keys``, only those (and ``valid``), each decompressed only
+    when asked for (an NPZ member is read on access), so a filter reads a few columns, not all."""
     with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
-    arrays["invalid_reason"] = arrays.pop("reasons")[arrays.pop("reason_code")]
+        wanted = npz.files if keys is None else [k for k in npz.files if k in keys or k == "valid"
+                                                 or (k in ("reasons", "reason_code") and "invalid_reason" in keys)]
+        arrays = {k: npz[k] for k in wanted}
+    if "reasons" in arrays:
+        arrays["invalid_reason"] = arrays.pop("reasons")[arrays.pop("reason_code")]
     return arrays
 
 
@@ -29,18 +34,24 @@ def pending_chunks(sweep: Sweep) -> list[int]:
     return [i for i in range(sweep.chunk_count) if i not in done]
 
 
-def chunk_columns(sweep: Sweep, points: range | None = None, *, only: np.ndarray | None = None):
+def chunk_columns(sweep: Sweep, points: range | None = None, *, only: np.ndarray | None = None,
+                  keys: set[str] | None = None):
     """The stored chunks one at a time, in grid order: each chunk's outputs, validity, grid point
     and axis values; with ``points``, only the chunks that hold those grid points; with ``only``
-    (sorted grid points), only those points of each chunk. Memory stays that of one chunk."""
+    (sorted grid points), only those points of each chunk; with ``keys``, only those outputs (see
+    :func:`unpack_columns`). Memory stays that of one chunk."""
     source = sweep.results_sweep
     chunks = source.chunks.order_by("index")
     if points is not None:
         chunks = chunks.filter(stop__gt=points.start, start__lt=points.stop)
+    if only is not None:  # only the chunks that hold one of those points
+        bounds = np.array(list(chunks.values_list("start", "stop")), dtype=np.int64).reshape(-1, 2)
+        holding = np.searchsorted(only, bounds[:, 1]) > np.searchsorted(only, bounds[:, 0])
+        chunks = chunks.filter(start__in=bounds[holding, 0].tolist())
     axes, _, _ = sweep_axes(source)
     shape = engine.grid_shape(axes)
     for start, data in chunks.values_list("start", "data").iterator(chunk_size=4):
-        part = unpack_columns(data)
+        part = unpack_columns(data, keys)
         part["point"] = np.arange(start, start + len(part["valid"]))
         if only is not None:
             keep = np.isin(part["point"], only, assume_unique=True)
@@ -51,10 +62,10 @@ def chunk_columns(sweep: Sweep, points: range | None = None, *, only: np.ndarray
 
 
 def sweep_columns(sweep: Sweep, points: range | None = None, *,
-                  only: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                  only: np.ndarray | None = None, keys: set[str] | None = None) -> dict[str, np.ndarray]:
     """Every stored point's outputs, axis values and validity, in grid order (``chunk_columns``
-    joined); with ``points`` or ``only``, the chunks or points ``chunk_columns`` keeps."""
-    parts = list(chunk_columns(sweep, points, only=only))
+    joined); with ``points``, ``only`` or ``keys``, what ``chunk_columns`` keeps."""
+    parts = list(chunk_columns(sweep, points, only=only, keys=keys))
     if not parts:
         _, _, outputs = sweep_axes(sweep.results_sweep)
         return {"point": np.zeros(0, dtype=np.int64), **{p: np.zeros(0) for p in outputs},
