@@ -1,5 +1,8 @@
 """The API's limits on what one request may ask of the engine."""
+from contextlib import contextmanager
+
 from django.conf import settings
+from django.core.cache import cache
 from rest_framework import serializers
 
 import simcore
@@ -18,3 +21,16 @@ def enforce_engine_limits(document) -> None:
         raise serializers.ValidationError({"(document)": [
             f"{points:,} scenario points; at most {settings.API_MAX_SCENARIO_POINTS:,} per request "
             "(submit a sweep for more)"]})
+
+
+@contextmanager
+def one_at_a_time(key: str, busy: Exception, timeout_s: int = 600):
+    """Run the block only if no other holds ``key`` (across processes, through the cache); else
+    raise ``busy`` (a 409 or 429 answer). The key is freed when the block ends, or after
+    ``timeout_s`` should the process die inside it."""
+    if not cache.add(key, 1, timeout=timeout_s):
+        raise busy
+    try:
+        yield
+    finally:
+        cache.delete(key)

@@ -68,9 +68,9 @@ def evaluation_response(request, plan, workload=None, options=None) -> Response:
     return Response({**evaluation, "overrides": overrides_seen_by(evaluation["overrides"], request.user)})
 
 
-def entry_etag(entry) -> str:
+def entry_etag(version: int) -> str:
     """A plan's or workload's ETag: its version, which every change raises."""
-    return f'"{entry.version}"'
+    return f'"{version}"'
 
 
 class OwnedEntryViewSet(viewsets.ModelViewSet):
@@ -91,7 +91,7 @@ class OwnedEntryViewSet(viewsets.ModelViewSet):
 
     def retrieve(self, request, *args, **kwargs):
         response = super().retrieve(request, *args, **kwargs)
-        response["ETag"] = f'"{response.data["version"]}"'
+        response["ETag"] = entry_etag(response.data["version"])
         return response
 
     def update(self, request, *args, **kwargs):
@@ -99,7 +99,7 @@ class OwnedEntryViewSet(viewsets.ModelViewSet):
             entry = self.get_object()  # visibility and ownership, as for any write
             entry = self.model.objects.select_for_update().get(pk=entry.pk)
             wanted = request.headers.get("If-Match")
-            if wanted is not None and wanted.strip() not in ("*", entry_etag(entry)):
+            if wanted is not None and wanted.strip() not in ("*", entry_etag(entry.version)):
                 raise PreconditionFailed(f"{self.model._meta.verbose_name} '{entry.slug}' changed since you read it "
                                          f"(it is at version {entry.version}, you sent If-Match {wanted}): "
                                          "read it again and reapply your change")
@@ -107,7 +107,7 @@ class OwnedEntryViewSet(viewsets.ModelViewSet):
             serializer.is_valid(raise_exception=True)
             serializer.save(version=entry.version + 1)
         response = Response(serializer.data)
-        response["ETag"] = entry_etag(serializer.instance)
+        response["ETag"] = entry_etag(serializer.instance.version)
         return response
 
 

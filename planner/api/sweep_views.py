@@ -1,8 +1,5 @@
 """Sweeps: submit a grid around a plan, follow its progress, read, filter and export its points."""
-from contextlib import contextmanager
-
 import numpy as np
-from django.core.cache import cache
 from django.db.models import F, Sum
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
@@ -14,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
 from planner.api import bodies
+from planner.api.limits import one_at_a_time
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import sweeps as services
@@ -78,19 +76,6 @@ def bool_param(request, name):
     if raw.lower() in ("false", "0", "no"):
         return False
     raise serializers.ValidationError({name: ["must be true or false"]})
-
-
-@contextmanager
-def one_export_at_a_time(user):
-    """One export file being built per user at a time (across processes, through the cache): a
-    second answers 429 instead of stacking up the server's memory and disk."""
-    key = f"sweep-export:{user.pk}"
-    if not cache.add(key, 1, timeout=600):
-        raise exceptions.Throttled(detail="an export of yours is being built; download it, then ask for the next")
-    try:
-        yield
-    finally:
-        cache.delete(key)
 
 
 class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
@@ -206,7 +191,8 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         kind = request.query_params.get("file")
         if kind not in EXPORT_TYPES:
             raise serializers.ValidationError({"file": [" or ".join(EXPORT_TYPES)]})
-        with one_export_at_a_time(request.user):
+        busy = exceptions.Throttled(detail="an export of yours is being built; download it, then ask for the next")
+        with one_at_a_time(f"sweep-export:{request.user.pk}", busy):  # one export per user
             built = sweep_export(sweep, kind)
         response = FileResponse(built, content_type=EXPORT_TYPES[kind])
         response["Content-Disposition"] = f'attachment; filename="sweep-{sweep.pk}.{kind}"'

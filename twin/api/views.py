@@ -1,6 +1,5 @@
 """Twins: create from a plan, control, inject and ingest failures, read state, events and metrics."""
 from django.conf import settings
-from django.core.cache import cache
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -11,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
 from planner.api.errors import Conflict
+from planner.api.limits import one_at_a_time
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Visibility
 from twin.api import bodies
@@ -189,15 +189,11 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         upload.is_valid(raise_exception=True)
         data = upload.validated_data
         text = data["log"] if "log" in data else data["file"].read().decode("utf-8", errors="replace")
-        key = f"twin-ingest:{twin.pk}"
-        if not cache.add(key, 1, timeout=600):  # across processes: one log into a twin at a time
-            raise Conflict("a kernel log is being ingested into this twin; send the next when it has finished")
-        try:
+        busy = Conflict("a kernel log is being ingested into this twin; send the next when it has finished")
+        with one_at_a_time(f"twin-ingest:{twin.pk}", busy):  # one log into a twin at a time
             result = ingestion.twin_ingest_log(twin=twin, node=data["node"], text=text,
                                                boot_time=data.get("boot_time"), year=data.get("year"),
                                                timezone_name=data["timezone"])
-        finally:
-            cache.delete(key)
         return Response(result, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=bodies.DrainSerializer, responses={201: bodies.EventsSerializer},
