@@ -1,6 +1,7 @@
 """Celery tasks and the broker side of sweeps: thin wrappers over the sweep services, queueing, and
 the workers' watch for lost chunks. Chunks go to the ``sim`` queue."""
 import logging
+from contextlib import contextmanager
 
 from celery import current_app, shared_task
 from celery.signals import worker_ready
@@ -50,11 +51,18 @@ def sweep_enqueue(sweep, indices: list[int] | None = None) -> None:
     Raises :class:`QueueUnavailable` when the broker is unreachable; chunks queued before that
     are harmless (a chunk of a sweep that no longer exists is skipped, and a stored one is never
     stored twice)."""
-    try:
+    with queueing(QueueUnavailable):
         for index in pending_chunks(sweep) if indices is None else indices:
             run_sweep_chunk.apply_async(args=(sweep.pk, index), queue="sim")
+
+
+@contextmanager
+def queueing(unavailable: type[QueueUnavailable]):
+    """Queue work in the block; a broker that cannot be reached raises ``unavailable`` (a 503)."""
+    try:
+        yield
     except (BrokerError, RedisConnectionError, OSError) as error:
-        raise QueueUnavailable(str(error)) from error
+        raise unavailable(str(error)) from error
 
 
 def requeue_lost_chunks() -> int:

@@ -70,9 +70,15 @@ def xid_lines(text: str, *, boot_time: datetime | None = None, year: int | None 
               zone: tzinfo = timezone.utc) -> tuple[list[XidLine], list[dict]]:
     """Every Xid line of a log with its time, and the Xid-marked lines that do not read (each with its
     line number and reason). Without a year, journald's times take the boot time's year."""
+    return read_lines(text.splitlines(), first_number=1, boot_time=boot_time, year=year, zone=zone)
+
+
+def read_lines(lines: list[str], *, first_number: int, boot_time: datetime | None, year: int | None,
+               zone: tzinfo) -> tuple[list[XidLine], list[dict]]:
+    """:func:`xid_lines` of a run of a log's lines whose first is line ``first_number``."""
     year = year if year is not None else (boot_time.year if boot_time else None)
     found, unread = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines, start=first_number):
         if "NVRM: Xid" not in line:
             continue
         match = XID_LINE.search(line)

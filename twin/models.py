@@ -91,3 +91,38 @@ class TwinSample(models.Model):
 
     class Meta:
         ordering = ["sim_time_s"]
+
+
+class LogIngest(models.Model):
+    """A kernel log too large for its request, read and applied by a Celery task
+    (:mod:`twin.services.log_ingests`): its lines read so far, then its result or why it failed."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    twin = models.ForeignKey(Twin, on_delete=models.CASCADE, related_name="log_ingests")
+    node = models.PositiveIntegerField(help_text="The node whose kernel log this is.")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    lines_total = models.PositiveIntegerField()
+    lines_read = models.PositiveIntegerField(default=0)
+    log = models.TextField(help_text="The log's text until it has been ingested (then emptied).")
+    boot_time = models.DateTimeField(null=True, blank=True)
+    year = models.PositiveIntegerField(null=True, blank=True)
+    timezone = models.CharField(max_length=64, default="UTC")
+    result = models.JSONField(default=dict, help_text="What the ingest applied, as the inline answer gives it.")
+    errors = models.JSONField(default=dict, help_text="Field -> reasons, when the log was refused.")
+    error = models.TextField(blank=True, default="", help_text="Why the ingest failed, when not for its input.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, help_text="The last progress; an active ingest untouched for "
+                                                               "longer than a task may run has lost its worker.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["twin", "status"], name="log_ingest_twin_status")]
+
+    def __str__(self):
+        return f"kernel log of node {self.node} into {self.twin}"

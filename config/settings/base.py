@@ -232,7 +232,8 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 600
 CELERY_TASK_SOFT_TIME_LIMIT = 540
-CELERY_TASK_ROUTES = {"planner.tasks.run_sweep_chunk": {"queue": "sim"}}
+CELERY_TASK_ROUTES = {"planner.tasks.run_sweep_chunk": {"queue": "sim"},
+                      "twin.tasks.ingest_kernel_log": {"queue": "celery"}}
 # An unacknowledged task (its worker died) is redelivered once it is this many seconds old, by the
 # next scan of any worker. Kombu scans only every tenth restore interval (100 s) by default; every
 # interval (at most 10 s) is cheap (one sorted-set range read in Redis) and keeps redelivery prompt.
@@ -252,6 +253,9 @@ SWEEP_MAX_POINTS = int(os.environ.get("SWEEP_MAX_POINTS", "5000000"))
 SWEEP_IN_PROCESS_MAX_POINTS = int(os.environ.get("SWEEP_IN_PROCESS_MAX_POINTS", "200000"))
 TWIN_MAX_RUNNING_PER_USER = int(os.environ.get("TWIN_MAX_RUNNING_PER_USER", "4"))
 TWIN_MAX_GPUS = int(os.environ.get("TWIN_MAX_GPUS", "131072"))
+# A kernel log of more lines than this is ingested by a Celery task, its progress readable at
+# /api/twins/<id>/ingests/<ingest>/; shorter ones in their request (10,000 lines take about 1 s).
+TWIN_INGEST_INLINE_MAX_LINES = int(os.environ.get("TWIN_INGEST_INLINE_MAX_LINES", "10000"))
 # The largest request body: larger ones answer 413 before anything reads them.
 API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES

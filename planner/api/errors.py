@@ -60,7 +60,7 @@ def _error_response(exc, context):
         return Response({"feasible": False, "reasons": exc.reasons, "details": exc.details},
                         status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, QueueUnavailable):
-        return Response({"detail": QueueUnavailable.MESSAGE}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return Response({"detail": exc.MESSAGE}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
     if isinstance(exc, ProtectedError):
         used_by = sorted(_describe(obj) for obj in exc.protected_objects)
         return Response(

@@ -46,12 +46,12 @@ def worker_env() -> dict:
 
 
 class Worker:
-    """A Celery worker process on the ``sim`` queue, in its own process group."""
+    """A Celery worker process on the given queues, in its own process group."""
 
-    def __init__(self, log_path: Path, name: str):
+    def __init__(self, log_path: Path, name: str, queues: str = "sim"):
         self.log = open(log_path, "ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "sim", "--pool", "solo",
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queues, "--pool", "solo",
              "--loglevel", "INFO", "-n", f"{name}@%h", "--without-mingle", "--without-gossip"],
             cwd=ROOT, env=worker_env(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -54,6 +54,22 @@ class IngestLogResultSerializer(EventsSerializer):
     malformed = MalformedLineSerializer(many=True)
 
 
+
+class LogIngestSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    twin = serializers.IntegerField()
+    node = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["queued", "running", "done", "failed"])
+    lines_total = serializers.IntegerField()
+    lines_read = serializers.IntegerField(help_text="lines read so far; all of them once applying starts")
+    progress = serializers.FloatField(help_text="lines_read / lines_total")
+    result = IngestLogResultSerializer(allow_null=True, help_text="when done: what a small log's answer gives")
+    errors = serializers.DictField(allow_null=True, help_text="when the log was refused: field -> reasons")
+    error = serializers.CharField(help_text="why it failed, when not for its input")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
 def _by_state():
     return serializers.DictField(child=serializers.IntegerField(),
                                  help_text=f"state ({', '.join(STATE_NAMES)}) -> count")

@@ -5,6 +5,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -16,8 +17,9 @@ from planner.models import ClusterPlan, Visibility
 from twin.api import bodies
 from twin.filtersets import TwinEventFilterSet
 from twin.local import ensure_local_driver
-from twin.models import Twin, TwinEvent, TwinSample
-from twin.services import controls, creation, exports, ingestion, persistence
+from twin.models import LogIngest, Twin, TwinEvent, TwinSample
+from twin.services import controls, creation, exports, ingestion, log_ingests, persistence
+from twin.tasks import log_ingest_enqueue
 
 
 class TwinSerializer(serializers.ModelSerializer):
@@ -175,13 +177,17 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         rows = ingestion.twin_ingest(twin=twin, payload=request.data)
         return Response({"events": [persistence.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=KernelLogSerializer, responses={201: bodies.IngestLogResultSerializer},
+    @extend_schema(request=KernelLogSerializer,
+                   responses={201: bodies.IngestLogResultSerializer, 202: bodies.LogIngestSerializer},
                    description="A node's whole kernel log (dmesg, dmesg -T or journalctl -k output), as JSON "
                                "{node, log} or a multipart upload (node, file), in one transaction: its 'NVRM: Xid' "
                                "lines at the times the log gives them, the Xids of one fault (within 30 s) one "
                                "ingested event, read with NVIDIA's Xid catalogue; other lines are skipped and "
                                "counted, and Xid lines that cannot be applied are listed with their line numbers. "
-                               "One log into a twin at a time: another sent meanwhile answers 409.")
+                               "A log of more than TWIN_INGEST_INLINE_MAX_LINES lines (10,000 by default) is "
+                               "ingested by a task: the answer is 202 with the ingest, whose lines read and result "
+                               "are at its Location. One log into a twin at a time: another sent meanwhile answers "
+                               "409.")
     @action(detail=True, methods=["post"], url_path="ingest-log")
     def ingest_log(self, request, pk=None):
         twin = self.get_object()
@@ -189,12 +195,19 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         upload.is_valid(raise_exception=True)
         data = upload.validated_data
         text = data["log"] if "log" in data else data["file"].read().decode("utf-8", errors="replace")
+        inputs = {"boot_time": data.get("boot_time"), "year": data.get("year"), "timezone_name": data["timezone"]}
+        checked = ingestion.kernel_log_upload(twin=twin, node=data["node"], text=text, **inputs)
         busy = Conflict("a kernel log is being ingested into this twin; send the next when it has finished")
         with one_at_a_time(f"twin-ingest:{twin.pk}", busy):  # one log into a twin at a time
-            result = ingestion.twin_ingest_log(twin=twin, node=data["node"], text=text,
-                                               boot_time=data.get("boot_time"), year=data.get("year"),
-                                               timezone_name=data["timezone"])
-        return Response(result, status=status.HTTP_201_CREATED)
+            if log_ingests.ingest_in_progress(twin):
+                raise busy
+            if not log_ingests.runs_after_its_request(checked):
+                return Response(ingestion.twin_ingest_log(twin=twin, upload=checked), status=status.HTTP_201_CREATED)
+            ingest = log_ingests.log_ingest_create(twin=twin, upload=checked, text=text, **inputs)
+        # The queued record now holds the twin until its task ends (the embedded default runs it here).
+        ingest = log_ingest_enqueue(ingest)
+        return Response(log_ingests.log_ingest_json(ingest), status=status.HTTP_202_ACCEPTED,
+                        headers={"Location": f"/api/twins/{twin.pk}/ingests/{ingest.pk}/"})
 
     @extend_schema(request=bodies.DrainSerializer, responses={201: bodies.EventsSerializer},
                    examples=[OpenApiExample("Drain node 12", value={"node": 12, "drained": True}, request_only=True)],
@@ -208,6 +221,22 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
             return Response({"drained": ["must be true or false"]}, status=status.HTTP_400_BAD_REQUEST)
         rows = controls.twin_drain(twin=twin, node=data.get("node"), drained=drained)
         return Response({"events": [persistence.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: bodies.LogIngestSerializer(many=True)},
+                   description="The twin's kernel logs ingested by a task, newest first (at most 100).")
+    @action(detail=True, methods=["get"])
+    def ingests(self, request, pk=None):
+        rows = LogIngest.objects.filter(twin=self.get_object()).defer("log")[:100]
+        return Response([log_ingests.log_ingest_json(row) for row in rows])
+
+    @extend_schema(responses={200: bodies.LogIngestSerializer},
+                   description="One kernel log's ingest: lines read so far, then its result (or why it failed).")
+    @action(detail=True, methods=["get"], url_path=r"ingests/(?P<ingest_id>[0-9]+)")
+    def ingest_status(self, request, pk=None, ingest_id=None):
+        found = LogIngest.objects.filter(twin=self.get_object(), pk=ingest_id).defer("log").first()
+        if found is None:
+            raise NotFound("no such ingest of this twin")
+        return Response(log_ingests.log_ingest_json(found))
 
     @extend_schema(responses={200: bodies.TwinStateSerializer}, description="Component states, metrics, latest events.")
     @action(detail=True, methods=["get"])

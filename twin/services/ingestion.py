@@ -1,5 +1,7 @@
 """Real events into a twin: an NVIDIA driver Xid line, an Xid code, a category, or a node's whole
 kernel log, read with NVIDIA's Xid catalogue (:mod:`twin.kernel_log`)."""
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 
 from django.db import transaction
@@ -12,6 +14,7 @@ from twin.services.errors import TwinInputError
 from twin.services.persistence import event_json
 
 MAX_LOG_LINES = 100_000
+READ_BLOCK_LINES = 10_000  # a large log's progress is reported after each block of lines
 
 
 def parse_xid_line(twin: Twin, line: str) -> tuple[int, int]:
@@ -97,25 +100,52 @@ def _zone(name: str) -> tzinfo:
         raise TwinInputError({"timezone": [f"'{name}' is not an IANA time zone (e.g. Europe/Berlin)"]}) from None
 
 
-@transaction.atomic
-def twin_ingest_log(*, twin: Twin, node, text, boot_time: datetime | None = None, year: int | None = None,
-                    timezone_name: str = "UTC") -> dict:
+@dataclass(frozen=True)
+class KernelLog:
+    """A node's kernel log as sent, checked for what needs no reading: its node, size and time zone."""
+
+    node: int
+    lines: list[str]
+    boot_time: datetime | None
+    year: int | None
+    zone: tzinfo
+
+
+def kernel_log_upload(*, twin: Twin, node, text, boot_time: datetime | None = None, year: int | None = None,
+                      timezone_name: str = "UTC") -> KernelLog:
+    """The upload's node, lines and zone, or a field error naming what is wrong with them."""
+    if not isinstance(text, str):
+        raise TwinInputError({"log": ["give the kernel log's text"]})
+    node = _node(twin, node)
+    lines = text.splitlines()
+    if len(lines) > MAX_LOG_LINES:
+        raise TwinInputError({"log": [f"{len(lines):,} lines; at most {MAX_LOG_LINES:,} per upload"]})
+    return KernelLog(node, lines, boot_time, year, _zone(timezone_name))
+
+
+def twin_ingest_log(*, twin: Twin, upload: KernelLog, progress: Callable[[int], None] | None = None,
+                    on_applied: Callable[[dict], None] | None = None) -> dict:
     """A node's whole kernel log (``dmesg``, ``dmesg -T`` or ``journalctl -k`` output) applied in one
     transaction: its Xid lines, each at the time the log gives it, grouped into faults (the Xids of
     one fault within :data:`twin.kernel_log.BURST_WINDOW_S`), one ingested event per fault; Xid
     lines that cannot be applied (not parseable, a bus the twin lacks, an Xid the catalogue lacks)
     are reported with their line numbers while the others still apply. A log whose times need an
-    input it lacks (the boot time for dmesg's seconds since boot) is refused, naming that input."""
-    if not isinstance(text, str):
-        raise TwinInputError({"log": ["give the kernel log's text"]})
-    node = _node(twin, node)
-    total = len(text.splitlines())
-    if total > MAX_LOG_LINES:
-        raise TwinInputError({"log": [f"{total:,} lines; at most {MAX_LOG_LINES:,} per upload"]})
-    try:
-        lines, malformed = kernel_log.xid_lines(text, boot_time=boot_time, year=year, zone=_zone(timezone_name))
-    except kernel_log.LogTimeError as error:
-        raise TwinInputError({error.field: [error.reason]}) from None
+    input it lacks (the boot time for dmesg's seconds since boot) is refused, naming that input.
+
+    The log is read in blocks of :data:`READ_BLOCK_LINES`, ``progress`` told the lines read after
+    each; ``on_applied`` runs with the result inside the transaction that applies it."""
+    total = len(upload.lines)
+    lines, malformed = [], []
+    for start in range(0, total, READ_BLOCK_LINES):
+        try:
+            found, unread = kernel_log.read_lines(upload.lines[start:start + READ_BLOCK_LINES], first_number=start + 1,
+                                                  boot_time=upload.boot_time, year=upload.year, zone=upload.zone)
+        except kernel_log.LogTimeError as error:
+            raise TwinInputError({error.field: [error.reason]}) from None
+        lines += found
+        malformed += unread
+        if progress is not None:
+            progress(min(start + READ_BLOCK_LINES, total))
     xid_lines = len(lines) + len(malformed)  # the Xid-marked lines, read or not
     usable = []
     for line in lines:
@@ -133,8 +163,14 @@ def twin_ingest_log(*, twin: Twin, node, text, boot_time: datetime | None = None
             malformed.append({"line": burst.lines[0].number,
                               "reason": f"{burst.category} is not one of this twin's failure categories (its "
                                         "failure profile has no Xid table)"})
-    failures = _failures(twin, node, [burst for burst in faults if not burst.category or burst.category in known])
-    events = twin_inject_all(twin=twin, failures=failures) if failures else []
-    return {"lines": total, "xid_lines": xid_lines, "skipped_lines": total - xid_lines, "applied": len(usable),
-            "faults": len(faults), "noted": sum(1 for burst in faults if not burst.category),
-            "malformed": sorted(malformed, key=lambda entry: entry["line"]), "events": [event_json(e) for e in events]}
+    acted_on = [burst for burst in faults if not burst.category or burst.category in known]
+    failures = _failures(twin, upload.node, acted_on)
+    with transaction.atomic():
+        events = twin_inject_all(twin=twin, failures=failures) if failures else []
+        result = {"lines": total, "xid_lines": xid_lines, "skipped_lines": total - xid_lines, "applied": len(usable),
+                  "faults": len(faults), "noted": sum(1 for burst in faults if not burst.category),
+                  "malformed": sorted(malformed, key=lambda entry: entry["line"]),
+                  "events": [event_json(e) for e in events]}
+        if on_applied is not None:
+            on_applied(result)
+    return result

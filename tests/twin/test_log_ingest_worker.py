@@ -1,0 +1,40 @@
+"""A large kernel log ingested by a real Celery worker over this machine's Redis and PostgreSQL (CI
+sets REDIS_URL and DATABASE_URL): the upload answers at once, the worker records the lines read and
+applies the log once."""
+import pytest
+from rest_framework.test import APIClient
+
+from tests.planner.test_sweeps_worker import Worker, broker, pytestmark, wait_for  # noqa: F401  (fixture)
+from tests.twin.test_log_ingests import BOOT_ISO, dmesg
+from twin.models import LogIngest, Twin, TwinEvent
+
+
+@pytest.fixture
+def client(django_user_model):
+    client = APIClient()
+    client.force_authenticate(django_user_model.objects.create_user("ingester", password="pw-ingester-1234"))
+    return client
+
+
+def test_a_worker_ingests_a_large_log_after_its_request(client, broker, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.setattr("twin.api.views.ensure_local_driver", lambda: False)
+    with broker.connection_for_write() as conn:
+        conn.default_channel.queue_purge("celery")
+    created = client.post("/api/twins/", {"plan": "ff2-pcie-2zone", "seed": 3}, format="json")
+    assert created.status_code == 201, created.json()
+    twin = Twin.objects.get(pk=created.json()["id"])
+    log = dmesg(twin, 6_000)  # 30,000 lines: three times the inline limit
+    response = client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 1, "log": log, "boot_time": BOOT_ISO},
+                           format="json")
+    assert response.status_code == 202, response.json()
+    assert (response.json()["status"], response.json()["lines_read"]) == ("queued", 0)  # no worker has it yet
+    worker = Worker(tmp_path / "ingest.log", "ingest", queues="celery")
+    try:
+        finished = wait_for(lambda: client.get(response["Location"]).json()["status"] in ("done", "failed"))
+        assert finished, worker.log_tail()
+    finally:
+        worker.stop()
+    ingest = client.get(response["Location"]).json()
+    assert (ingest["status"], ingest["lines_read"], ingest["result"]["faults"]) == ("done", 30_000, 6_000), ingest
+    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() == 6_000
+    assert LogIngest.objects.get(pk=ingest["id"]).log == ""
