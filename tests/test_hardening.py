@@ -257,7 +257,7 @@ def _sweep(plan, owner, *, finished_days_ago, status=Sweep.Status.DONE, reused_f
 
 
 def test_retention_removes_exactly_what_is_older_than_the_settings(catalog, victim, settings):
-    from twin.models import Twin, TwinEvent, TwinSample
+    from twin.models import LogIngest, Twin, TwinEvent, TwinSample
     from twin.services.creation import twin_create
 
     settings.RETENTION_SWEEP_DAYS, settings.RETENTION_TWIN_EVENT_DAYS, settings.RETENTION_TWIN_SAMPLE_DAYS = 90, 30, 7
@@ -277,6 +277,11 @@ def test_retention_removes_exactly_what_is_older_than_the_settings(catalog, vict
     for age in (8, 6):
         sample = TwinSample.objects.create(twin=twin, sim_time_s=age, data={})
         TwinSample.objects.filter(pk=sample.pk).update(created_at=now - timedelta(days=age))
+    for lines, finished_days_ago in ((1, 31), (2, 29)):
+        LogIngest.objects.create(twin=twin, node=0, lines_total=lines, log="", status="done",
+                                 finished_at=now - timedelta(days=finished_days_ago))
+    queued = LogIngest.objects.create(twin=twin, node=0, lines_total=3, log="x")
+    LogIngest.objects.filter(pk=queued.pk).update(created_at=now - timedelta(days=45))  # not finished: kept
     before = set(Sweep.objects.values_list("pk", flat=True))
     call_command("enforce_retention")
     after = set(Sweep.objects.values_list("pk", flat=True))
@@ -284,6 +289,7 @@ def test_retention_removes_exactly_what_is_older_than_the_settings(catalog, vict
     assert {kept.pk, running.pk, reused_old.pk} <= after
     assert sorted(TwinEvent.objects.filter(twin=twin).values_list("seq", flat=True)) == [2]
     assert list(TwinSample.objects.filter(twin=twin).values_list("sim_time_s", flat=True)) == [6]
+    assert sorted(LogIngest.objects.filter(twin=twin).values_list("lines_total", flat=True)) == [2, 3]
     assert Twin.objects.filter(pk=twin.pk).exists()
 
 

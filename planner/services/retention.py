@@ -4,6 +4,8 @@
   their stored chunks; a sweep still shown by a newer one that reused its results is kept.
 * Twin events and twin samples written longer ago than RETENTION_TWIN_EVENT_DAYS and
   RETENTION_TWIN_SAMPLE_DAYS; the twins themselves, and their saved state, stay.
+* Finished kernel-log ingests (their reports list the events they made) with the twin events:
+  finished longer ago than RETENTION_TWIN_EVENT_DAYS.
 """
 from datetime import datetime, timedelta
 
@@ -13,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from planner.models import Sweep
-from twin.models import TwinEvent, TwinSample
+from twin.models import LogIngest, TwinEvent, TwinSample
 
 
 def _cutoff(now: datetime, days: float) -> datetime | None:
@@ -24,7 +26,7 @@ def _cutoff(now: datetime, days: float) -> datetime | None:
 def retention_enforce(*, now: datetime | None = None) -> dict[str, int]:
     """Delete what is older than the retention settings; returns how many rows of each kind went."""
     now = now or timezone.now()
-    removed = {"sweeps": 0, "twin_events": 0, "twin_samples": 0}
+    removed = {"sweeps": 0, "twin_events": 0, "twin_samples": 0, "log_ingests": 0}
     if cutoff := _cutoff(now, settings.RETENTION_SWEEP_DAYS):
         expired = Sweep.objects.filter(status__in=Sweep.FINAL).filter(
             Q(finished_at__lt=cutoff) | Q(finished_at__isnull=True, created_at__lt=cutoff))
@@ -35,6 +37,7 @@ def retention_enforce(*, now: datetime | None = None) -> dict[str, int]:
                 "planner.Sweep", 0)
     if cutoff := _cutoff(now, settings.RETENTION_TWIN_EVENT_DAYS):
         removed["twin_events"] = TwinEvent.objects.filter(created_at__lt=cutoff).delete()[0]
+        removed["log_ingests"] = LogIngest.objects.filter(finished_at__lt=cutoff).delete()[0]
     if cutoff := _cutoff(now, settings.RETENTION_TWIN_SAMPLE_DAYS):
         removed["twin_samples"] = TwinSample.objects.filter(created_at__lt=cutoff).delete()[0]
     return removed
