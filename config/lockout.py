@@ -1,33 +1,52 @@
-"""Login lockout: django-axes counts failures per (username, address) pair, and this module adds a
-per-address ceiling that no successful login resets; both answer 429 on every login path.
+"""Login throttling on every login path, answered 429 with a Retry-After: a progressive delay per
+(username, address) pair, and a per-address ceiling that no successful login resets.
 
-A pair lock stops guessing one account's password from one address without touching the real
-user, who logs in from their own address; a success resets only its own pair, so an attacker's
-logins to an account of their own never clear their failures against another. The ceiling bounds
-guessing across accounts from one address: ``LOGIN_ADDRESS_FAILURE_LIMIT`` failures within
-``LOGIN_LOCKOUT_MINUTES`` lock the address, whatever succeeds in between.
+django-axes records the failures of each pair. After ``LOGIN_DELAY_AFTER_FAILURES`` of them, each
+further attempt on that pair must wait ``LOGIN_DELAY_BASE_S`` doubled for every failure past the
+first delayed one (1, 2, 4, 8 ... s by default), at most ``LOGIN_LOCKOUT_MINUTES``, from the last
+failure; an attempt during the wait is refused before its password is checked and is not counted.
+So guessing one account's password from one address slows exponentially, while the real user who
+mistyped waits seconds, not a lockout, and guesses from other addresses never touch their pair. A
+success resets only its own pair, so an attacker's logins to an account of their own never clear
+their failures against another. NIST SP 800-63B (section 5.2.2, rate limiting) names increasing
+wait periods between attempts as the way to limit failed attempts without locking the subscriber
+out. The ceiling bounds guessing across accounts from one address: ``LOGIN_ADDRESS_FAILURE_LIMIT``
+failures within ``LOGIN_LOCKOUT_MINUTES`` lock the address, whatever succeeds in between.
 """
+import math
+
 from axes.helpers import get_client_ip_address
+from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth.signals import user_login_failed
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
+from django.db.models import Max, Sum
 from django.dispatch import receiver
 from django.http import JsonResponse
 from django.shortcuts import render
+from django.utils import timezone
 
-LOCKOUT_MESSAGE = ("Too many failed logins for this account or from this address: try again in {minutes:g} "
-                   "minutes, or ask staff to unlock it.")
+LOCKOUT_MESSAGE = ("Too many failed logins from this address: try again in {minutes:g} minutes, or ask staff to "
+                   "unlock it.")
+WAIT_MESSAGE = ("Several failed logins for this account from this address: wait {seconds} s before the next try "
+                "(the wait doubles with each further failure), or ask staff to unlock it.")
 
 
 def lockout_response(request, original_response=None, credentials=None):
     """429 with a Retry-After header: JSON for the API, the lockout page for the login forms."""
-    retry_after_s = int(settings.AXES_COOLOFF_TIME.total_seconds())
-    message = LOCKOUT_MESSAGE.format(minutes=retry_after_s / 60)
+    wait_s = getattr(request, "login_wait_s", None)
+    if wait_s is not None:
+        retry_after_s = math.ceil(wait_s)
+        heading, message = "Login paused", WAIT_MESSAGE.format(seconds=retry_after_s)
+    else:
+        retry_after_s = int(settings.AXES_COOLOFF_TIME.total_seconds())
+        heading, message = "Login locked", LOCKOUT_MESSAGE.format(minutes=retry_after_s / 60)
     if request.path.startswith("/api/"):
         response = JsonResponse({"detail": message, "retry_after_s": retry_after_s}, status=429)
     else:
-        response = render(request, "frontend/locked_out.html", {"message": message}, status=429)
+        response = render(request, "frontend/locked_out.html", {"heading": heading, "message": message},
+                          status=429)
     response["Retry-After"] = str(retry_after_s)
     return response
 
@@ -43,8 +62,9 @@ def address_failures(request) -> int:
 
 @receiver(user_login_failed)
 def count_address_failure(sender, credentials=None, request=None, **kwargs):
-    """Every failed login on any path counts against its address for a lockout window from the first."""
-    if request is None:
+    """Every failed login on any path counts against its address for a lockout window from the first;
+    an attempt refused before its password was checked is no guess and does not count."""
+    if request is None or getattr(request, "axes_locked_out", False):
         return
     key = _address_key(request)
     cache.add(key, 0, timeout=int(settings.AXES_COOLOFF_TIME.total_seconds()))
@@ -62,4 +82,35 @@ class AddressCeilingBackend:
         if request is not None and address_failures(request) >= settings.LOGIN_ADDRESS_FAILURE_LIMIT:
             request.axes_locked_out = True
             raise PermissionDenied("too many failed logins from this address")
+        return None
+
+
+def pair_wait_s(request, username: str) -> float:
+    """Seconds the (username, address) pair must still wait before its next attempt (0: none), from
+    axes' record of its failures within the lockout window."""
+    now = timezone.now()
+    failed = AccessAttempt.objects.filter(
+        username=username, ip_address=get_client_ip_address(request),
+        attempt_time__gte=now - settings.AXES_COOLOFF_TIME).aggregate(
+        failures=Sum("failures_since_start"), last=Max("attempt_time"))
+    past_free = (failed["failures"] or 0) - settings.LOGIN_DELAY_AFTER_FAILURES
+    if past_free < 0:
+        return 0.0
+    delay_s = min(settings.LOGIN_DELAY_BASE_S * 2.0 ** min(past_free, 64), settings.AXES_COOLOFF_TIME.total_seconds())
+    return max(0.0, (failed["last"] - now).total_seconds() + delay_s)
+
+
+class PairDelayBackend:
+    """Refuses an attempt on a (username, address) pair still in its wait (listed after the
+    address ceiling and before axes' backend), without checking the password; axes' middleware
+    then answers with :func:`lockout_response`, naming the seconds left."""
+
+    def authenticate(self, request, username=None, **credentials):
+        if request is None or not username:
+            return None
+        wait_s = pair_wait_s(request, username)
+        if wait_s > 0:
+            request.axes_locked_out = True
+            request.login_wait_s = wait_s
+            raise PermissionDenied("wait before the next login attempt")
         return None

@@ -50,26 +50,55 @@ def _logged_in(path, response):
 LOGIN_PATHS = [_page_login, _admin_login, _token_login]
 
 
+def _pair_failures(username="victim") -> int:
+    return sum(AccessAttempt.objects.filter(username=username).values_list("failures_since_start", flat=True))
+
+
+def _let_time_pass(seconds: float):
+    """As if ``seconds`` had passed since the pair's last failure (axes' record of it)."""
+    for attempt in AccessAttempt.objects.all():
+        AccessAttempt.objects.filter(pk=attempt.pk).update(attempt_time=attempt.attempt_time - timedelta(
+            seconds=seconds))
+
+
 @pytest.mark.parametrize("login", LOGIN_PATHS, ids=["page", "admin", "token"])
-def test_thirty_wrong_passwords_lock_the_account_until_the_window_passes(login, victim, settings):
+def test_failures_on_a_pair_make_each_next_attempt_wait_twice_as_long(login, victim, settings):
+    """Three failures are free; then each attempt waits 1, 2, 4 ... s from the last failure. An
+    attempt during the wait is refused unchecked (the right password too) and is not counted; once
+    waited, the right password works and clears the pair."""
     client = Client()
-    codes = [login(client, f"wrong-{i}").status_code for i in range(30)]
-    limit = settings.AXES_FAILURE_LIMIT
-    assert set(codes[:limit - 1]) <= {200, 400}  # a failed login: the form again, or 400 from the API
-    assert set(codes[limit:]) == {429}
-    cache.clear()  # the token endpoint's per-minute request throttle has reset: the lockout remains
-    locked = login(client, PASSWORD)
-    assert locked.status_code == 429 and "try again in 15 minutes" in locked.content.decode()
-    assert locked["Retry-After"] == str(15 * 60)
-    AccessAttempt.objects.update(attempt_time=timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1))
-    cache.clear()  # the address's window (30 failures, over its ceiling) has passed too
+    free = settings.LOGIN_DELAY_AFTER_FAILURES
+    assert {login(client, f"wrong-{i}").status_code for i in range(free)} <= {200, 400}
+    waits = []
+    for failure in range(free, free + 4):
+        cache.clear()  # the token endpoint's per-minute request throttle, not the delay
+        refused = login(client, PASSWORD)  # at once: refused, unchecked and uncounted
+        assert refused.status_code == 429 and _pair_failures() == failure
+        assert "wait" in refused.content.decode() and "before the next try" in refused.content.decode()
+        waits.append(int(refused["Retry-After"]))
+        _let_time_pass(waits[-1])
+        assert login(client, f"wrong-{failure}").status_code in (200, 400)  # waited: checked, and wrong
+    assert waits == [1, 2, 4, 8]
+    _let_time_pass(16)
     assert _logged_in(login, login(client, PASSWORD))
+    assert _pair_failures() == 0 and login(client, "wrong-again").status_code in (200, 400)
+
+
+def test_the_wait_is_at_most_the_lockout_window(victim, settings):
+    client = Client()
+    for i in range(settings.LOGIN_DELAY_AFTER_FAILURES):
+        _page_login(client, f"wrong-{i}")
+    AccessAttempt.objects.update(failures_since_start=60)  # a long guessing run (under the address's window)
+    refused = _page_login(client, PASSWORD)
+    assert refused.status_code == 429 and refused["Retry-After"] == str(15 * 60)
+    AccessAttempt.objects.update(attempt_time=timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1))
+    assert _page_login(client, PASSWORD).status_code == 302  # the window has passed: the failures with it
 
 
 @pytest.mark.parametrize("login", LOGIN_PATHS, ids=["page", "admin", "token"])
-def test_staff_unlock_a_locked_account(login, victim, settings):
+def test_staff_clear_a_waiting_account(login, victim, settings):
     client = Client()
-    for i in range(settings.AXES_FAILURE_LIMIT):
+    for i in range(settings.LOGIN_DELAY_AFTER_FAILURES):
         login(client, f"wrong-{i}")
     assert login(client, PASSWORD).status_code == 429
     staff = get_user_model().objects.create_superuser("ops", password="pw-ops-1234")
@@ -79,6 +108,7 @@ def test_staff_unlock_a_locked_account(login, victim, settings):
     response = admin.post("/admin/axes/accessattempt/", {
         "action": "delete_selected", "_selected_action": [a.pk for a in attempts], "post": "yes"})
     assert response.status_code == 302 and not AccessAttempt.objects.filter(username="victim").exists()
+    cache.delete("throttle_login_127.0.0.1")  # the token endpoint's request rate
     assert _logged_in(login, login(client, PASSWORD))
 
 
@@ -88,16 +118,18 @@ def test_an_address_is_locked_out_across_usernames(login, victim, settings):
     for i in range(settings.LOGIN_ADDRESS_FAILURE_LIMIT):
         login(attacker, "guess", username=f"someone-{i}")
         cache.delete("throttle_login_203.0.113.9")  # the token endpoint's request rate, not the lockout
-    assert login(attacker, PASSWORD).status_code == 429  # the right password, from that address
+    locked = login(attacker, PASSWORD)  # the right password, from that address
+    assert locked.status_code == 429 and locked["Retry-After"] == str(15 * 60)
+    assert "try again in 15 minutes" in locked.content.decode()
     assert _logged_in(login, login(Client(REMOTE_ADDR="198.51.100.7"), PASSWORD))
 
 
 @pytest.mark.parametrize("login", LOGIN_PATHS, ids=["page", "admin", "token"])
 def test_guessing_interleaved_with_logins_to_an_own_account_is_still_stopped(login, victim, settings):
     """An attacker with an account of their own guesses the victim's password, logging in to their
-    own account after every four guesses (which once reset the address's count): the pair locks
-    after LOGIN_FAILURE_LIMIT guesses and the address after its ceiling, whatever succeeds between;
-    the victim's right password from that address is refused, and from the victim's own it works."""
+    own account after every four guesses (which once reset the address's count): past the free
+    failures every guess waits, whatever succeeds between; the victim's right password from that
+    address waits too, and from the victim's own it works."""
     get_user_model().objects.create_user("mallory", password="pw-mallory-1234", is_staff=True)
     attacker = Client(REMOTE_ADDR="203.0.113.50")
     guesses = []
@@ -105,28 +137,31 @@ def test_guessing_interleaved_with_logins_to_an_own_account_is_still_stopped(log
         guesses.append(login(attacker, f"guess-{i}").status_code)
         if i % 4 == 3:
             cache.delete("throttle_login_203.0.113.50")
-            login(attacker, "pw-mallory-1234", username="mallory")
-    assert set(guesses[settings.AXES_FAILURE_LIMIT:]) == {429}
+            assert _logged_in(login, login(attacker, "pw-mallory-1234", username="mallory"))
+    assert set(guesses[settings.LOGIN_DELAY_AFTER_FAILURES:]) == {429}
+    assert _pair_failures() == settings.LOGIN_DELAY_AFTER_FAILURES  # the refused guesses were never checked
     assert login(attacker, PASSWORD).status_code == 429
-    own = login(attacker, "pw-mallory-1234", username="mallory")
-    assert own.status_code == 429  # the address is over its ceiling: its own account waits too
     assert _logged_in(login, login(Client(REMOTE_ADDR="198.51.100.20"), PASSWORD))  # not locked out of it
 
 
 @pytest.mark.parametrize("login", LOGIN_PATHS, ids=["page", "admin", "token"])
-def test_wrong_passwords_from_elsewhere_do_not_lock_the_real_user_out(login, victim, settings):
+def test_wrong_passwords_from_elsewhere_do_not_delay_the_real_user(login, victim, settings):
     for address in ("203.0.113.60", "203.0.113.61"):
-        for i in range(settings.AXES_FAILURE_LIMIT + 2):
+        for i in range(settings.LOGIN_DELAY_AFTER_FAILURES + 2):
             login(Client(REMOTE_ADDR=address), f"wrong-{i}")
     assert _logged_in(login, login(Client(REMOTE_ADDR="198.51.100.30"), PASSWORD))
 
 
 def test_the_lockout_page_says_what_happened(victim, settings):
     client = Client()
-    for i in range(settings.AXES_FAILURE_LIMIT):
+    for i in range(settings.LOGIN_DELAY_AFTER_FAILURES):
         _page_login(client, f"wrong-{i}")
     page = _page_login(client, PASSWORD).content.decode()
-    assert "Login locked" in page and "ask staff to unlock it" in page
+    assert "Login paused" in page and "wait 1 s before the next try" in page and "ask staff" in page
+    for i in range(settings.LOGIN_ADDRESS_FAILURE_LIMIT):
+        _page_login(client, "guess", username=f"someone-{i}")
+    page = _page_login(client, PASSWORD).content.decode()
+    assert "Login locked" in page and "try again in 15 minutes" in page
 
 
 def _every_stored_value(table):

@@ -158,19 +158,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Failed logins on every path (the login page, the admin, POST /api/auth/token/) are counted per
-# (username, client address) pair by django-axes: after LOGIN_FAILURE_LIMIT failures the pair is
-# locked out (429) for LOGIN_LOCKOUT_MINUTES, or until staff unlock it (the admin's "Access
-# attempts", or `manage.py axes_reset_username` / `axes_reset_ip`); a success clears its own pair
-# only. And LOGIN_ADDRESS_FAILURE_LIMIT failures from one address, any usernames, lock the address
-# for the same window, which no success resets (config.lockout).
-AUTHENTICATION_BACKENDS = ["config.lockout.AddressCeilingBackend", "axes.backends.AxesStandaloneBackend",
-                           "django.contrib.auth.backends.ModelBackend"]
-AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+# Failed logins on every path (the login page, the admin, POST /api/auth/token/) are recorded per
+# (username, client address) pair by django-axes. After LOGIN_DELAY_AFTER_FAILURES failures each
+# further attempt on the pair waits LOGIN_DELAY_BASE_S, doubled per failure, at most
+# LOGIN_LOCKOUT_MINUTES (429 with Retry-After), until a success clears its own pair or staff clear it
+# (the admin's "Access attempts", or `manage.py axes_reset_username` / `axes_reset_ip`). And
+# LOGIN_ADDRESS_FAILURE_LIMIT failures from one address, any usernames, lock the address for
+# LOGIN_LOCKOUT_MINUTES, which no success resets (config.lockout); axes' own pair lock is set at the
+# same count, which no pair reaches before its address does.
+AUTHENTICATION_BACKENDS = ["config.lockout.AddressCeilingBackend", "config.lockout.PairDelayBackend",
+                           "axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+LOGIN_DELAY_AFTER_FAILURES = int(os.environ.get("LOGIN_DELAY_AFTER_FAILURES", "3"))
+LOGIN_DELAY_BASE_S = float(os.environ.get("LOGIN_DELAY_BASE_S", "1"))
 LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("LOGIN_ADDRESS_FAILURE_LIMIT", "20"))
+AXES_FAILURE_LIMIT = LOGIN_ADDRESS_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a refused attempt is not a guess
 AXES_DISABLE_ACCESS_LOG = True
 AXES_VERBOSE = False
 AXES_LOCKOUT_CALLABLE = "config.lockout.lockout_response"

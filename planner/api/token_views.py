@@ -1,5 +1,5 @@
 """API tokens: your named tokens for scripts, and a key for a username and password."""
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, user_logged_in
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -70,6 +70,8 @@ class ObtainTokenView(APIView):
                             password=body.validated_data["password"])
         if user is None or not user.is_active:
             raise serializers.ValidationError({"non_field_errors": ["unable to log in with those credentials"]})
+        # A login like any other: it clears its own pair's failures (django-axes) and sets last_login.
+        user_logged_in.send(sender=user.__class__, request=request._request, user=user)
         name = body.validated_data["name"]
         if user.access_tokens.filter(name=name, read_only=True).exists():
             raise serializers.ValidationError({"name": [f"your token '{name}' is read-only; this call issues "
