@@ -49,7 +49,7 @@ PLAN_FIELD_GROUPS = [
     ("Fabric", ["switch", "fabric_layers"]),
     ("Storage", ["storage_node_type", "storage_node_count"]),
     ("Cabling", ["endpoint_cable", "transceiver", "fiber"]),
-    ("Cost and reliability", ["price_book", "pue", "failure_profile"]),
+    ("Cost and reliability", ["price_book", "hall", "pue", "failure_profile"]),
     ("Checkpoints and restarts", []),
 ]
 WORKLOAD_FIELD_GROUPS = [("Workload", ["name", "slug", "description", "visibility"])]

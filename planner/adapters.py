@@ -132,7 +132,7 @@ def cluster_document(plan: ClusterPlan, overrides: dict | None = None) -> dict:
         },
         "rack": {"nodes_per_rack": plan.node_type.nodes_per_rack, "power_limit_w": plan.rack_power_limit_w,
                  "extra_w": plan.node_type.rack_extra_power_w or 0.0, "cooling": plan.node_type.cooling,
-                 "network_racks_per_domain": plan.node_type.network_racks_per_domain},
+                 "hall": plan.hall, "network_racks_per_domain": plan.node_type.network_racks_per_domain},
         "storage": storage_document(plan),
         "prices": prices_document(plan),
         "reliability": {"profile": plan.failure_profile, **section_values(plan, PLAN_SECTIONS, "cluster.reliability")},

@@ -15,6 +15,7 @@ import numpy as np
 from simcore.arrays import as_array
 from simcore.errors import ScenarioError
 from simcore.formulas.devices import FAMILY_KEYS
+from simcore.formulas.power import HALLS
 from simcore.formulas.reliability import DEFAULT_RESTART_PROFILE, FAILURE_PROFILES, RESTART_PROFILES
 from simcore.formulas.training import SCHEDULES
 
@@ -157,7 +158,11 @@ SPEC: dict[str, Any] = {
             "power_limit_w": opt(nullable=True, unit="W", doc="the rack's power and cooling budget"),
             "extra_w": opt("non_negative", 0.0, unit="W",
                            doc="power of parts in the rack but not in its nodes (NVLink switch trays, ToR)"),
-            "cooling": Choice(("air", "liquid"), "air", doc="sets the facility PUE when the price book has none"),
+            "cooling": Choice(("air", "liquid"), "air", doc="how the racks are cooled (the facility PUE follows the "
+                                                            "hall)"),
+            "hall": Choice(HALLS, "industry-average",
+                           doc="the data hall's class: sets the facility PUE when neither the plan nor the price "
+                               "book gives one (industry average 1.58, Uptime 2023; hyperscale 1.10, Google)"),
             "network_racks_per_domain": opt("non_negative", 0, integer=True,
                                             doc="racks of scale-up switches beside each domain's compute racks "
                                                 "(CloudMatrix 384: 4 beside 12)"),
@@ -217,7 +222,7 @@ SPEC: dict[str, Any] = {
             "endpoint_cable": opt("non_negative", nullable=True),
             "fiber": opt("non_negative", nullable=True),
             "energy_per_kwh": opt("non_negative", nullable=True),
-            "pue": opt(nullable=True, doc="null: the rack cooling's (air 1.58, liquid 1.15)"),
+            "pue": opt(nullable=True, doc="null: the hall's (cluster.rack.hall)"),
             "amortization_years": opt(default=4.0, doc="capex spread over this many years"),
         },
         "reliability": {

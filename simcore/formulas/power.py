@@ -9,12 +9,17 @@ from dataclasses import dataclass
 import numpy as np
 
 HOURS_PER_YEAR = 8760.0
-# Facility PUE by rack cooling, used where the price book gives none. Air: Uptime Institute Global
-# Data Center Survey 2023, industry average 1.58. Liquid: an estimate (direct-liquid-cooled AI
-# halls are reported at about 1.1-1.2; no survey figure found), 1.15.
-COOLING_PUE = {"air": 1.58, "liquid": 1.15}
-COOLING_PUE_BASIS = {"air": "Uptime Institute Global Data Center Survey 2023: average PUE 1.58",
-                     "liquid": "estimate: direct-liquid-cooled halls reported at 1.1-1.2"}
+# Facility PUE by the data hall's class, used where neither the plan nor the price book gives one.
+# Industry average: Uptime Institute Global Data Center Survey 2023, average annual PUE 1.58 over the
+# surveyed facilities. Hyperscale: Google's fleet-wide PUE, 1.10 in the second quarter of 2021 (its
+# data-centre efficiency page, as CNBC reported it on 2022-04-13 beside Uptime's 2021 average of 1.57).
+# The rack cooling does not change it: no source found gives air- and liquid-cooled racks' PUE in
+# halls of one class, so a plan's hall, not its racks, sets the figure.
+HALLS = ("industry-average", "hyperscale")
+HALL_PUE = {"industry-average": 1.58, "hyperscale": 1.10}
+PUE_BASES = ("given (the plan's or its price book's)",
+             "industry-average hall: Uptime Institute Global Data Center Survey 2023, average PUE 1.58",
+             "hyperscale hall: Google fleet-wide PUE 1.10 (Q2 2021)")
 
 
 @dataclass(frozen=True)

@@ -190,8 +190,8 @@ def fabric_section(f: Fabrics, c) -> dict:
 
 
 def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, dict]:
-    """IT power by part, racks under their power limit, facility power through the PUE (the
-    price book's, else the cooling's): the power and racks sections."""
+    """IT power by part, racks under their power limit, facility power through the PUE (the plan's
+    or its price book's, else its hall's): the power and racks sections."""
     node, acc, fab, sto, rack = c["node"], c["node"]["accelerator"], c["fabric"], c["storage"], c["rack"]
     nodes, g = c["node_count"], node["gpus"]
     node_w = power.node_power_w(node["power_w"], g, acc["tdp_w"], node["cpus"], node["cpu_tdp_w"], params.power)
@@ -207,12 +207,14 @@ def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, 
     it_power["rack_extra_w"] = racks * rack["extra_w"]
     it_total_w = sum(it_power.values())
     gemm_w, idle_w = compute.accelerator_power_w(acc["tdp_w"], hw.full_clock_w, params.compute)
-    pue = np.where(np.isnan(c["prices"]["pue"]), power.COOLING_PUE[rack["cooling"]], c["prices"]["pue"])
+    pue_given = ~np.isnan(c["prices"]["pue"])
+    pue = np.where(pue_given, c["prices"]["pue"], power.HALL_PUE[rack["hall"]])
     facility_w = it_total_w * pue
     section = {
         "accelerator_gemm_w": gemm_w, "accelerator_idle_w": idle_w, "node_w": node_w, "node_max_w": node_max_w,
         "node_max_basis": label(power.NODE_MAX_BASES, np.where(vendor_max, 0, 1)), "switch_w": switch_w,
         "storage_node_w": storage_w, **it_power, "it_total_w": it_total_w, "facility_w": facility_w, "pue": pue,
+        "pue_basis": label(power.PUE_BASES, np.where(pue_given, 0, 1 + power.HALLS.index(rack["hall"]))),
         "energy_per_year_kwh": power.energy_per_year_kwh(it_total_w, pue),
         "fp16_tflops_per_kw": hw.gemm_tflops["fp16"] * nodes * g / (facility_w / 1000),
     }

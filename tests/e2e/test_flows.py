@@ -122,6 +122,8 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     page.page.fill("#f-interzone_switches", "0")
     expect(error).to_be_hidden()
     expect(page.page.locator("#preview-body .tiles")).to_contain_text("40,000")
+    expect(page.page.locator("#f-hall")).to_have_value("industry-average")
+    page.page.select_option("#f-hall", "hyperscale")  # the 3FS price book gives no PUE: the hall's applies
     page.page.fill("#f-slug", "ff-5000-3layer")
     page.page.fill("#f-name", "Fire-Flyer grown to 40,000 GPUs")
     page.page.click("#save-plan")
@@ -139,6 +141,7 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     expect(page.page.locator("#allreduce-chart svg.chart path")).to_have_count(3)
     expect(page.page.locator("#allreduce-chart .marker-label")).to_have_text("NCCL: ring to tree")
     expect(page.page.locator("#step-breakdown")).to_contain_text("pipeline bubble")
+    expect(page.page.get_by_text(re.compile(r"PUE 1\.1: hyperscale hall: Google"))).to_be_visible()
     page.shot("plan")
 
 

@@ -88,13 +88,20 @@ def test_rack_counts_and_power_follow_from_the_parts():
     assert one["nodes_per_rack"] == 1 and one["count"] == 144  # no limit, no system: one domain (node) a rack
 
 
-def test_the_facility_pue_follows_the_cooling_unless_the_price_book_gives_one():
+def test_the_facility_pue_follows_the_hall_not_the_racks_cooling_unless_one_is_given():
     liquid = run(GB200_TRAY, 288)["power"]
     air = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "cooling": "air"})["power"]
-    assert (liquid["pue"], air["pue"]) == (1.15, 1.58)
+    assert (liquid["pue"], air["pue"]) == (1.58, 1.58)  # the default hall: Uptime's industry average
+    assert liquid["pue_basis"].startswith("industry-average hall: Uptime")
     assert air["facility_w"] == pytest.approx(air["it_total_w"] * 1.58)
-    given = run(GB200_TRAY, 288, prices={"currency": "REL", "pue": 1.3})["power"]
-    assert given["pue"] == 1.3
+    hyperscale = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "hall": "hyperscale"})["power"]
+    assert hyperscale["pue"] == 1.10 and hyperscale["pue_basis"].startswith("hyperscale hall: Google")
+    assert hyperscale["facility_w"] == pytest.approx(hyperscale["it_total_w"] * 1.10)
+    given = run(GB200_TRAY, 288, prices={"currency": "REL", "pue": 1.3}, rack={"hall": "hyperscale"})["power"]
+    assert (given["pue"], given["pue_basis"]) == (1.3, "given (the plan's or its price book's)")
+    with pytest.raises(ScenarioError) as refused:
+        run(GB200_TRAY, 288, rack={"hall": "basement"})
+    assert refused.value.field == "cluster.rack.hall"
 
 
 def test_a_domain_must_be_whole_nodes_on_an_all_to_all_fabric():

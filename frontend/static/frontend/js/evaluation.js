@@ -85,7 +85,7 @@ function powerSection(result, plan) {
     ["compute node", si(p.node_w, "W")], ["compute node, maximum", si(p.node_max_w, "W"), p.node_max_basis],
     ["switch", si(p.switch_w, "W")], ["storage node", si(p.storage_node_w, "W")],
     ["compute nodes", si(p.compute_nodes_w, "W")], ["switches", si(p.switches_w, "W")], ["storage nodes", si(p.storage_nodes_w, "W")],
-    ["IT total", si(p.it_total_w, "W")], ["facility (with PUE)", si(p.facility_w, "W"), `PUE ${num(p.pue)}`],
+    ["IT total", si(p.it_total_w, "W")], ["facility (with PUE)", si(p.facility_w, "W"), `PUE ${num(p.pue)}: ${p.pue_basis}`],
     ["FP16 TFLOPS per kW", num(p.fp16_tflops_per_kw)],
   ]), racksTable(result, plan));
 }
