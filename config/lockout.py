@@ -8,10 +8,11 @@ failure; an attempt during the wait is refused before its password is checked an
 So guessing one account's password from one address slows exponentially, while the real user who
 mistyped waits seconds, not a lockout, and guesses from other addresses never touch their pair. A
 success resets only its own pair, so an attacker's logins to an account of their own never clear
-their failures against another. NIST SP 800-63B (section 5.2.2, rate limiting) names increasing
-wait periods between attempts as the way to limit failed attempts without locking the subscriber
-out. The ceiling bounds guessing across accounts from one address: ``LOGIN_ADDRESS_FAILURE_LIMIT``
-failures within ``LOGIN_LOCKOUT_MINUTES`` lock the address, whatever succeeds in between.
+their failures against another. NIST SP 800-63B (section 5.2.2, rate limiting) lists a wait after
+a failed attempt that grows as failures accumulate among the ways to keep rate limiting from
+locking the legitimate claimant out. The ceiling bounds guessing across accounts from one
+address: ``LOGIN_ADDRESS_FAILURE_LIMIT`` failures within ``LOGIN_LOCKOUT_MINUTES`` lock the
+address, whatever succeeds in between.
 """
 import math
 

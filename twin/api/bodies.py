@@ -54,7 +54,6 @@ class IngestLogResultSerializer(EventsSerializer):
     malformed = MalformedLineSerializer(many=True)
 
 
-
 class LogIngestSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     twin = serializers.IntegerField()
@@ -69,6 +68,7 @@ class LogIngestSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
+
 
 def _by_state():
     return serializers.DictField(child=serializers.IntegerField(),
