@@ -26,6 +26,7 @@ from planner.services.errors import InputError
 from simcore import ScenarioError
 from simcore.document import MAX_CLUSTER_GPUS
 from simcore.formulas import reliability, topology
+from simcore.formulas.power import HALL_PUE_BASIS, HALLS
 from simcore.stages import cluster, job
 
 
@@ -105,10 +106,6 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
         TWO = 2, "Two-layer fat-tree"
         THREE = 3, "Three-layer fat-tree"
 
-    class Hall(models.TextChoices):
-        INDUSTRY_AVERAGE = "industry-average", "Industry-average hall (PUE 1.58, Uptime Institute 2023)"
-        HYPERSCALE = "hyperscale", "Hyperscale hall (PUE 1.10, Google fleet-wide)"
-
     class FailureProfile(models.TextChoices):
         FIRE_FLYER = "fire-flyer", "Fire-Flyer 2 measured rates (Xid table, IB links, host ECC)"
         LLAMA3 = "llama3", "Llama 3 405B run (Table 5: GPUs, hosts, network parts)"
@@ -137,7 +134,7 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
     price_book = models.ForeignKey(PriceBook, on_delete=models.PROTECT, related_name="plans")
     pue = models.FloatField(null=True, blank=True,
                             help_text="Overrides the price book's PUE (neither: the hall's).")
-    hall = models.CharField(max_length=16, choices=Hall.choices, default=Hall.INDUSTRY_AVERAGE,
+    hall = models.CharField(max_length=16, choices=list(HALL_PUE_BASIS.items()), default=HALLS[0],
                             help_text="The data hall's class: its PUE applies where neither the plan nor the price "
                                       "book gives one.")
     rack_power_limit_w = models.FloatField(

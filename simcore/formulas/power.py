@@ -15,11 +15,12 @@ HOURS_PER_YEAR = 8760.0
 # data-centre efficiency page, as CNBC reported it on 2022-04-13 beside Uptime's 2021 average of 1.57).
 # The rack cooling does not change it: no source found gives air- and liquid-cooled racks' PUE in
 # halls of one class, so a plan's hall, not its racks, sets the figure.
-HALLS = ("industry-average", "hyperscale")
 HALL_PUE = {"industry-average": 1.58, "hyperscale": 1.10}
-PUE_BASES = ("given (the plan's or its price book's)",
-             "industry-average hall: Uptime Institute Global Data Center Survey 2023, average PUE 1.58",
-             "hyperscale hall: Google fleet-wide PUE 1.10 (Q2 2021)")
+HALL_PUE_BASIS = {"industry-average": "industry-average hall: Uptime Institute Global Data Center Survey 2023, "
+                                      "average PUE 1.58",
+                  "hyperscale": "hyperscale hall: Google fleet-wide PUE 1.10 (Q2 2021)"}
+HALLS = tuple(HALL_PUE)
+PUE_BASES = ("given (the plan's or its price book's)", *(HALL_PUE_BASIS[hall] for hall in HALLS))
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,12 @@ applies the log once."""
 import pytest
 from rest_framework.test import APIClient
 
-from tests.planner.test_sweeps_worker import Worker, broker, pytestmark, wait_for  # noqa: F401  (fixture)
+from tests.planner import test_sweeps_worker
+from tests.planner.test_sweeps_worker import Worker, broker, wait_for  # noqa: F401  (broker: a fixture)
 from tests.twin.test_log_ingests import BOOT_ISO, dmesg
 from twin.models import LogIngest, Twin, TwinEvent
+
+pytestmark = test_sweeps_worker.pytestmark  # needs Redis and PostgreSQL; a transactional database
 
 
 @pytest.fixture

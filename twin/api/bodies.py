@@ -3,6 +3,7 @@ services validate every request themselves and answer 400 naming the field)."""
 from rest_framework import serializers
 
 from simcore.tools.twin import JOB_STATE_NAMES, STATE_NAMES
+from twin.models import LogIngest
 
 
 class SpeedSerializer(serializers.Serializer):
@@ -58,7 +59,7 @@ class LogIngestSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     twin = serializers.IntegerField()
     node = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=["queued", "running", "done", "failed"])
+    status = serializers.ChoiceField(choices=LogIngest.Status.choices)
     lines_total = serializers.IntegerField()
     lines_read = serializers.IntegerField(help_text="lines read so far; all of them once applying starts")
     progress = serializers.FloatField(help_text="lines_read / lines_total")

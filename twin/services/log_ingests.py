@@ -56,8 +56,7 @@ def log_ingest_run(*, ingest_id: int) -> bool:
         upload = kernel_log_upload(twin=ingest.twin, node=ingest.node, text=ingest.log, boot_time=ingest.boot_time,
                                    year=ingest.year, timezone_name=ingest.timezone)
         twin_ingest_log(twin=ingest.twin, upload=upload, progress=lambda read: _record(ingest_id, lines_read=read),
-                        on_applied=lambda result: _finish(ingest_id, status=LogIngest.Status.DONE, result=result,
-                                                          lines_read=len(upload.lines)))
+                        on_applied=lambda result: _finish(ingest_id, status=LogIngest.Status.DONE, result=result))
     except TwinInputError as error:
         _finish(ingest_id, status=LogIngest.Status.FAILED, errors=error.errors)
     return True
