@@ -130,7 +130,12 @@ GB200_TRAY = {
     "nvlink_topology": "all-to-all", "scaleup_domain_gpus": 72, "cpus": 2, "cpu_tdp_w": 250, "compute_nics": 4,
     "compute_nic_gbit_s": 400,
 }
-NVL72_RACKS = {"node_count": 18 * 16, "node": GB200_TRAY, "rack": {"nodes_per_rack": 18, "cooling": "liquid"},
+# An NVL72 rack's parts outside its trays: 9 NVLink switch trays at 3,600 W together and 800 W of power-shelf
+# overhead (Supermicro's NVL72 rack breakdown, 2025, as Introl reports it for the GB300 NVL72, whose NVLink 5
+# switch trays and power shelves the GB200 rack shares; secondary, NVIDIA publishes no figure).
+NVL72_RACK_EXTRA_W = 9 * 400.0 + 800.0
+NVL72_RACKS = {"node_count": 18 * 16, "node": GB200_TRAY,
+               "rack": {"nodes_per_rack": 18, "cooling": "liquid", "extra_w": NVL72_RACK_EXTRA_W},
                "fabric": {"switch_radix": 64, "switch_gbit_s": 400, "layers": 2}, "prices": {"currency": "REL"}}
 
 # HaiScale experiments (FF V; settings from the SC24 artifact scripts). No per-workload constant:

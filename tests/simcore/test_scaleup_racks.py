@@ -70,10 +70,12 @@ def test_rack_counts_and_power_follow_from_the_parts():
     racks = run(GB200_TRAY, 288)["racks"]
     tray_w = 4 * 1200 * 0.85 + 2 * 250 + 500  # PowerParams: accelerators at 0.85 of TDP, CPUs, the rest
     assert (racks["count"], racks["nodes_per_rack"], racks["gpus_per_rack"]) == (16, 18, 72)
-    assert racks["power_w"] == pytest.approx(18 * tray_w)
+    assert racks["power_w"] == pytest.approx(18 * tray_w + 4400)  # the switch trays and power shelves
+    bare = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18})
+    assert bare["racks"]["power_w"] == pytest.approx(18 * tray_w)
     extra = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "extra_w": 9000.0})
     assert extra["racks"]["power_w"] == pytest.approx(18 * tray_w + 9000)
-    assert extra["power"]["it_total_w"] == pytest.approx(run(GB200_TRAY, 288)["power"]["it_total_w"] + 16 * 9000)
+    assert extra["power"]["it_total_w"] == pytest.approx(bare["power"]["it_total_w"] + 16 * 9000)
     limited = run(HGX_NODE, 144, rack={"power_limit_w": 40_000.0})
     node_max_w = 8 * 1200 + 2 * 250 + 500  # no vendor maximum given: the parts at nameplate
     racks = limited["racks"]
