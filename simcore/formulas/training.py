@@ -288,16 +288,16 @@ def _slowest(stages: tuple[dict, dict, dict], pp, dualpipe: bool):
     else:
         pick = lambda key: np.choose(slowest, np.broadcast_arrays(*(s[key] for s in stages)))  # noqa: E731
 
-    def mean(values):
-        return np.where(pp == 1, values[..., 0], (values[..., 0] + np.nan_to_num(values[..., 2])
-                                                  + np.maximum(pp - 2, 0) * np.nan_to_num(values[..., 1]))
+    middles = np.maximum(pp - 2, 0)
+
+    def mean(of):
+        """The mean over the pipeline's stages of ``of(stage)``: the first, p - 2 middle ones and the last."""
+        first_v, middle_v, last_v = (of(s) for s in stages)
+        return np.where(pp == 1, first_v, (first_v + last_v + middles * np.where(pp >= 3, middle_v, 0.0))
                         / np.maximum(pp, 1))
 
-    def stacked(key):
-        return np.where(exists, np.stack(np.broadcast_arrays(*(np.asarray(s[key]) for s in stages)), axis=-1), np.nan)
-
-    means = {"stage": mean(stage_s), "w": mean(stacked("_w")),
-             "compute_b": mean(stacked("backward") + stacked("recomputation")), "comm": mean(stacked("_comm"))}
+    means = {"stage": mean(total), "w": mean(lambda s: s["_w"]),
+             "compute_b": mean(lambda s: s["backward"] + s["recomputation"]), "comm": mean(lambda s: s["_comm"])}
     return stage_s, pick, means
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore.arrays import distinct_points
+
 # GEMM tiles a cuBLAS/CUTLASS kernel choice ranges over (rows x columns of the output per CTA).
 # The largest fills one SM's tensor cores and registers; smaller tiles fit several CTAs per SM.
 GEMM_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
@@ -30,6 +32,8 @@ LARGEST_TILE_ELEMENTS = 256 * 128
 # rate scaled by their intensity against that (NVIDIA, "Matrix Multiplication Background" user guide,
 # tile quantization and tile size trade-offs).
 FULL_RATE_TILE_INTENSITY = 128 * 128 / (128 + 128)
+# Points from which gemm_passes looks for repeated GEMM shapes (below, the search costs more than it saves).
+DISTINCT_SHAPES_FROM = 256
 TILE_M = np.array([tile[0] for tile in GEMM_TILES], float)
 TILE_N = np.array([tile[1] for tile in GEMM_TILES], float)
 CTAS_PER_SM = LARGEST_TILE_ELEMENTS // (TILE_M * TILE_N)
@@ -43,18 +47,22 @@ def gemm_efficiency(m, n, sm_count, gemm_fraction, batch=1.0):
     tiles), wave quantisation (CTAs over ``sm_count`` x CTAs-per-SM slots: a partly filled last
     wave idles the rest), and the tile's arithmetic intensity; the kernel picked is the best one,
     as cuBLAS's heuristics aim to. ``gemm_fraction`` is the family's large-GEMM share of peak; the
-    inner dimension enters through the roofline (:func:`gemm_time_s`). The tiles are a trailing
-    axis, so one call covers every tile of every scenario point.
+    inner dimension enters through the roofline (:func:`gemm_time_s`).
+
+    A tile's use is m n / (rows Tm cols Tn) x CTAs / (waves x slots) x intensity; with CTAs = rows
+    cols batch and slots = SMs x CTAs per SM, where every tile's Tm Tn x CTAs per SM is
+    ``LARGEST_TILE_ELEMENTS``, it is m n batch / (SMs x LARGEST_TILE_ELEMENTS) x intensity / waves:
+    only the waves differ between tiles, so the loop over the six tiles holds one array per GEMM.
     """
-    m, n = np.asarray(m, float)[..., None], np.asarray(n, float)[..., None]
-    sm, batch = np.asarray(sm_count, float)[..., None], np.asarray(batch, float)[..., None]
-    rows, cols = np.maximum(np.ceil(m / TILE_M), 1), np.maximum(np.ceil(n / TILE_N), 1)
-    ctas = rows * cols * batch
-    slots = sm * CTAS_PER_SM
-    waves = np.maximum(np.ceil(ctas / slots), 1)
-    use = m * n / (rows * TILE_M * cols * TILE_N) * ctas / (waves * slots) * TILE_INTENSITY
-    best = use.max(axis=-1)
-    return gemm_fraction * best
+    m, n = np.asarray(m, float), np.asarray(n, float)
+    sm, batch = np.asarray(sm_count, float), np.asarray(batch, float)
+    rows = {tile_m: np.maximum(np.ceil(m / tile_m), 1) for tile_m in {tile[0] for tile in GEMM_TILES}}
+    cols = {tile_n: np.maximum(np.ceil(n / tile_n), 1) for tile_n in {tile[1] for tile in GEMM_TILES}}
+    best = 0.0
+    for (tile_m, tile_n), ctas_per_sm, intensity in zip(GEMM_TILES, CTAS_PER_SM, TILE_INTENSITY):
+        waves = np.maximum(np.ceil(rows[tile_m] * cols[tile_n] * batch / (sm * ctas_per_sm)), 1)
+        best = np.maximum(best, intensity / waves)
+    return gemm_fraction * (m * n * batch / (sm * LARGEST_TILE_ELEMENTS)) * best
 
 
 @dataclass(frozen=True)
@@ -102,16 +110,31 @@ def gemm_passes(shapes, device: Device, attention=False):
     its own shape; the third time is the weight gradient alone (the part a zero-bubble schedule
     defers). The GEMMs are stacked on a trailing axis, so the cost does not grow with their
     number."""
-    lead = np.broadcast_shapes(*(np.shape(v) for shape in shapes for v in shape))
-    columns = [np.broadcast_to(np.asarray(v, float), lead) for shape in shapes for v in shape]
+    count = len(shapes)
+    values = [v for shape in shapes for v in shape] + list(device.__dict__.values())
+    lead = np.broadcast_shapes(*(np.shape(v) for v in values))
+    distinct = None
+    if len(lead) == 1 and lead[0] >= DISTINCT_SHAPES_FROM:
+        # A grid's points repeat a few layouts: time each distinct set of shapes (and device) once.
+        varying = [i for i, v in enumerate(values) if np.ndim(v)]
+        distinct = distinct_points([np.broadcast_to(values[i], lead) for i in varying])
+        if distinct is not None:
+            for row, i in enumerate(varying):
+                values[i] = distinct[0][row]
+            lead = distinct[0].shape[1:]
+    columns = [np.broadcast_to(np.asarray(v, float), lead) for v in values[:4 * count]]
     m, n, k, batch = (np.stack(columns[i::4], axis=-1) for i in range(4))
     rows = np.concatenate([m, m, k], axis=-1)
     cols = np.concatenate([n, k, n], axis=-1)
     inner = np.concatenate([k, n, m], axis=-1)
-    expanded = Device(**{name: np.asarray(value)[..., None] for name, value in device.__dict__.items()})
+    expanded = Device(**{name: np.asarray(value)[..., None] for name, value in zip(device.__dict__,
+                                                                                  values[4 * count:])})
     times = gemm_time_s(rows, cols, inner, expanded, batch=np.concatenate([batch] * 3, axis=-1), attention=attention)
-    count = len(shapes)
     forward, activation_grad, weight_grad = times[..., :count], times[..., count:2 * count], times[..., 2 * count:]
+    if distinct is not None:
+        inverse = distinct[1]
+        return [(forward[inverse, i], (activation_grad[:, i] + weight_grad[:, i])[inverse], weight_grad[inverse, i])
+                for i in range(count)]
     return [(forward[..., i], activation_grad[..., i] + weight_grad[..., i], weight_grad[..., i]) for i in range(count)]
 
 

@@ -3,6 +3,8 @@
 * analytical: one scenario document whose fields are arrays of ``points`` values (node count,
   radix, layers and message size vary), evaluated in one call, fabric, power, cost, storage,
   collectives, training and closed-form reliability included;
+* layouts: the same for a grid that varies the parallel layout (TP, PP, micro-batch, virtual
+  stages, EP) of an MoE on DGX H100 nodes;
 * Monte Carlo: failure injection for a 10,000-GPU cluster over one year x ``replicas`` replicas
   (event counts by category and ETTR of a whole-cluster job);
 * work costs: the unit costs the web's work budget estimates with (:mod:`simcore.budget`).
@@ -16,7 +18,7 @@ from simcore import budget
 from simcore.document import parse
 from simcore.formulas import reliability
 from simcore.stages.scenario import EngineParams, evaluate, evaluate_parsed
-from simcore.tools.references import FF_2ZONE, LLAMA_13B
+from simcore.tools.references import FF_2ZONE, LLAMA3_NODE, LLAMA_13B
 
 
 def grid_document(points: int, seed: int = 0) -> dict:
@@ -36,10 +38,33 @@ def grid_document(points: int, seed: int = 0) -> dict:
     return document
 
 
-def bench_analytical(points: int = 1_000_000, repeats: int = 3) -> dict:
+# The layout grid's model: a Mixtral-8x7B-like MoE (32 layers, hidden 4,096, GQA 32/8, 8 experts of
+# 14,336, top 2) on 256 DGX H100 nodes, sequence 4,096, 4,096 sequences a step.
+LAYOUT_MOE = {"kind": "transformer", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336,
+              "gated_mlp": True, "tied_embeddings": False, "vocab": 32000, "seq_len": 4096, "experts": 8,
+              "moe_top_k": 2, "precision": "bf16", "sequence_parallel": True, "zero_stage": 1, "grad_bytes": 2,
+              "global_batch": 4096}
+LAYOUT_AXES = {"tp": (1, 2, 4, 8), "pp": (1, 2, 4, 8), "micro_batch": (1, 2, 4), "virtual_stages": (1, 2, 4),
+               "ep": (1, 2, 4, 8)}
+
+
+def layout_grid_document(points: int, seed: int = 0) -> dict:
+    """A grid that varies the parallel layout at every point: TP, PP, micro-batch, virtual stages and
+    EP drawn from ``LAYOUT_AXES`` (layouts that cannot run are points marked infeasible, as in a sweep)."""
+    rng = np.random.default_rng(seed)
+    layout = {name: rng.choice(values, points).tolist() for name, values in LAYOUT_AXES.items()}
+    return {"cluster": {"node_count": 256, "node": LLAMA3_NODE, "fabric": {"switch_radix": 64, "switch_gbit_s": 400,
+                                                                          "layers": 2}, "prices": {"currency": "REL"}},
+            "workload": {**LAYOUT_MOE, **layout}}
+
+
+GRIDS = {"analytical": grid_document, "layouts": layout_grid_document}
+
+
+def bench_analytical(points: int = 1_000_000, repeats: int = 3, grid: str = "analytical") -> dict:
     """Best of ``repeats``: the engine on arrays (``evaluate_parsed``), and the whole public call
-    (``evaluate``: validation, the engine and conversion to JSON-ready lists)."""
-    document = grid_document(points)
+    (``evaluate``: validation, the engine and conversion to JSON-ready lists), on one of ``GRIDS``."""
+    document = GRIDS[grid](points)
     parsed = parse(document)
     params = EngineParams()
     best = best_public = np.inf
@@ -113,18 +138,45 @@ def bench_work_costs(repeats: int = 3) -> dict[str, float]:
     return measured
 
 
+def point_costs_by_grid(points: int = 20_000, repeats: int = 3) -> dict[str, float]:
+    """Seconds per point of ``evaluate`` (best of ``repeats``) for each kind of grid the work budget's
+    one ``point_s`` must cover: the analytical grid, the layout grid (a few distinct GEMM shapes,
+    each timed once), and the layout grid with a distinct sequence length at every point (every
+    point's GEMMs timed on their own)."""
+    distinct = layout_grid_document(points)
+    distinct["workload"]["seq_len"] = np.random.default_rng(1).integers(1024, 8192, points).tolist()
+    documents = {"analytical": grid_document(points), "layouts": layout_grid_document(points),
+                 "layouts, every shape distinct": distinct}
+    costs = {}
+    for name, document in documents.items():
+        best = np.inf
+        for _ in range(repeats):
+            start = time.perf_counter()
+            evaluate(document)
+            best = min(best, time.perf_counter() - start)
+        costs[name] = best / points
+    return costs
+
+
 def run_all(points: int = 1_000_000, replicas: int = 1_000) -> list[str]:
     analytical = bench_analytical(points)
+    layouts = bench_analytical(points, grid="layouts")
     mc = bench_monte_carlo(replicas=replicas)
     costs = bench_work_costs()
+    by_grid = point_costs_by_grid()
     return [
         f"analytical: {analytical['points']:,} scenario points in {analytical['seconds']:.3f} s "
         f"= {analytical['points_per_s']:,.0f} points/s (engine on arrays)",
         f"analytical via evaluate(): {analytical['public_seconds']:.3f} s "
         f"= {analytical['public_points_per_s']:,.0f} points/s (with validation and JSON-ready output)",
+        f"layouts: {layouts['points']:,} points varying TP, PP, micro-batch, virtual stages and EP in "
+        f"{layouts['seconds']:.3f} s = {layouts['points_per_s']:,.0f} points/s (engine on arrays; "
+        f"{layouts['public_points_per_s']:,.0f} via evaluate())",
         f"monte carlo: {mc['gpus']:,} GPUs x {mc['years']:g} year x {mc['replicas']:,} replicas in "
         f"{mc['seconds']:.3f} s = {mc['gpu_years_per_s']:,.0f} GPU-years/s "
         f"({mc['events_per_replica']:,.0f} failure events per replica, mean ETTR {mc['ettr_mean']:.4f})",
         "work-budget unit costs (simcore.budget.WorkCosts), measured here against the defaults: " + ", ".join(
             f"{name} {value:.3g} ({getattr(budget.WORK_COSTS, name):.3g})" for name, value in costs.items()),
+        f"evaluate() per point by kind of grid, against point_s {budget.WORK_COSTS.point_s:.3g}: " + ", ".join(
+            f"{name} {value:.3g}" for name, value in by_grid.items()),
     ]

@@ -142,6 +142,7 @@ def test_cli_validate_and_bench():
     bench = run_cli("bench", "--points", "2000", "--replicas", "10")
     assert bench.returncode == 0
     assert "points/s" in bench.stdout and "GPU-years/s" in bench.stdout
+    assert "layouts: 2,000 points varying TP, PP" in bench.stdout and "by kind of grid" in bench.stdout
 
 
 def test_numpy_inputs_are_accepted_directly():

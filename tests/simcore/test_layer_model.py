@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcore import ScenarioError, evaluate
+from simcore.arrays import distinct_points
 from simcore.formulas.devices import FAMILIES
-from simcore.formulas.transformer import gemm_efficiency
+from simcore.formulas.transformer import DISTINCT_SHAPES_FROM, gemm_efficiency
 from simcore.tools.references import CASES, SC21_GPT, SELENE, validate
 
 A100 = FAMILIES["ampere"]
@@ -195,6 +196,39 @@ def test_a_point_gives_the_same_answer_alone_and_beside_others():
         assert together[key][0] == pytest.approx(alone[key]), key
     for stage, seconds in alone["stage_time_s"].items():
         assert together["stage_time_s"][stage][0] == (None if seconds is None else pytest.approx(seconds)), stage
+
+
+def test_a_grid_that_repeats_layouts_gives_each_point_its_answer_alone():
+    # 300 points (above DISTINCT_SHAPES_FROM) over 12 layouts: the GEMMs are timed once per distinct
+    # layout and handed back to every point; each must equal the point evaluated alone.
+    layouts = [(tp, mb, ep) for tp in (1, 2, 4) for mb in (1, 2) for ep in (1, 8)]
+    chosen = [layouts[i % len(layouts)] for i in range(300)]
+    assert len(chosen) >= DISTINCT_SHAPES_FROM
+    grid = train(MOE, tp=[c[0] for c in chosen], micro_batch=[c[1] for c in chosen], ep=[c[2] for c in chosen])
+    for index in range(len(layouts)):
+        tp, mb, ep = layouts[index]
+        alone = train(MOE, tp=tp, micro_batch=mb, ep=ep)
+        for key in ("step_time_s", "mfu"):
+            assert grid[key][index] == pytest.approx(alone[key], rel=1e-12), (layouts[index], key)
+        assert grid["step_parts_s"]["forward"][index] == pytest.approx(alone["step_parts_s"]["forward"], rel=1e-12)
+
+
+def test_distinct_points_groups_equal_points_and_never_groups_different_ones():
+    rng = np.random.default_rng(0)
+    base = rng.integers(1, 9, (3, 5)).astype(float)  # 5 distinct points of 3 values
+    which = rng.integers(0, 5, 400)
+    table, inverse = distinct_points(list(base[:, which]))
+    assert np.array_equal(table[:, inverse], base[:, which]) and table.shape[1] <= 5
+    assert distinct_points(list(rng.random((3, 400)))) is None  # every point distinct: not worth it
+    with_nan = base[:, which].copy()
+    with_nan[1, 7] = np.nan
+    assert distinct_points(list(with_nan)) is None
+    # Points whose weighted sums may collide (a step along one weight traded for one along the other)
+    # are either told apart or refused, never merged.
+    weights = 1.0 + np.modf(np.arange(1, 3) * (5 ** 0.5 - 1) / 2)[0]
+    pair = np.array([[0.0, weights[1]], [0.0, -weights[0]]])[:, np.arange(200) % 2]
+    found = distinct_points(list(pair))
+    assert found is None or np.array_equal(found[0][:, found[1]], pair)
 
 
 def test_zero_shards_expert_states_over_the_expert_copies_only():
