@@ -154,6 +154,10 @@ REPAIR_BASIS = (
 
 def fire_flyer_categories() -> list[FailureCategory]:
     """FF's Xid table per GPU (software Xids job-caused) plus its link and host faults."""
+    return list(_FIRE_FLYER_CATEGORIES)
+
+
+def _fire_flyer_categories() -> tuple[FailureCategory, ...]:
     categories = [
         FailureCategory(
             f"xid-{code}", f"Xid {code}: {name}", "gpu", _ff_xid(count),
@@ -163,7 +167,10 @@ def fire_flyer_categories() -> list[FailureCategory]:
         )
         for code, (name, count, action, repair_h) in FF_XID_COUNTS.items()
     ]
-    return categories + FF_PLATFORM_CATEGORIES
+    return tuple(categories + FF_PLATFORM_CATEGORIES)
+
+
+_FIRE_FLYER_CATEGORIES = _fire_flyer_categories()  # built once: the categories are frozen
 
 
 # Llama 3 (Dubey et al., arXiv:2407.21783, section 3.3.4, Table 5): 419 unexpected interruptions
@@ -197,9 +204,13 @@ LLAMA3_TABLE5 = (  # key, label, unit, count, cause, detection, action, repair_h
 
 def llama3_categories() -> list[FailureCategory]:
     """Llama 3's Table 5 as per-unit rates over the 54-day window."""
-    return [FailureCategory(key, label, unit, count / (LLAMA3_UNITS[unit] * LLAMA3_HOURS), True, action, repair_h,
-                            LLAMA3, cause=cause, detection=detection)
-            for key, label, unit, count, cause, detection, action, repair_h in LLAMA3_TABLE5]
+    return list(_LLAMA3_CATEGORIES)
+
+
+_LLAMA3_CATEGORIES = tuple(
+    FailureCategory(key, label, unit, count / (LLAMA3_UNITS[unit] * LLAMA3_HOURS), True, action, repair_h, LLAMA3,
+                    cause=cause, detection=detection)
+    for key, label, unit, count, cause, detection, action, repair_h in LLAMA3_TABLE5)
 
 
 def meta_node_categories(failures_per_1000_node_days: float) -> list[FailureCategory]:

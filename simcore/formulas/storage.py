@@ -22,7 +22,7 @@ def storage_throughput_gbyte_s(storage_nodes, nics_per_storage_node, nic_gbit_s,
     """Aggregate storage bandwidth (GB/s) and the binding limit, for reads (SSD read rate) or
     writes (SSD write rate); an unknown SSD rate (NaN) is not a limit."""
     network = storage_nodes * nics_per_storage_node * nic_gbit_s / 8
-    ssd = np.where(np.isnan(ssd_gbyte_s), np.inf, storage_nodes * ssds_per_node * np.nan_to_num(ssd_gbyte_s))
+    ssd = np.where(np.isnan(ssd_gbyte_s), np.inf, storage_nodes * ssds_per_node * ssd_gbyte_s)
     clients = client_nodes * client_nic_gbyte_s
     return binding(STORAGE_LABELS, network, ssd, clients)
 

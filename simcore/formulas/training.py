@@ -221,7 +221,7 @@ def stage_layers(layers, pp, first, last):
     not given) the other stages share the rest evenly."""
     given = np.isfinite(first).astype(float) + np.isfinite(last).astype(float)
     rest = np.maximum(pp - given, 1.0)
-    middle = (layers - np.nan_to_num(first) - np.nan_to_num(last)) / rest
+    middle = (layers - np.where(np.isfinite(first), first, 0.0) - np.where(np.isfinite(last), last, 0.0)) / rest
     even = ~(np.isfinite(first) | np.isfinite(last))
     middle = np.where(even, np.ceil(layers / pp), middle)
     return np.where(np.isfinite(first), first, middle), middle, np.where(np.isfinite(last), last, middle)

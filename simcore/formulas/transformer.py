@@ -122,8 +122,11 @@ def gemm_passes(shapes, device: Device, attention=False):
             for row, i in enumerate(varying):
                 values[i] = distinct[0][row]
             lead = distinct[0].shape[1:]
-    columns = [np.broadcast_to(np.asarray(v, float), lead) for v in values[:4 * count]]
-    m, n, k, batch = (np.stack(columns[i::4], axis=-1) for i in range(4))
+    if lead:
+        columns = [np.broadcast_to(np.asarray(v, float), lead) for v in values[:4 * count]]
+        m, n, k, batch = (np.stack(columns[i::4], axis=-1) for i in range(4))
+    else:  # one scenario point: each of m, n, k and batch is a row of plain numbers
+        m, n, k, batch = (np.array(values[i:4 * count:4], float) for i in range(4))
     rows = np.concatenate([m, m, k], axis=-1)
     cols = np.concatenate([n, k, n], axis=-1)
     inner = np.concatenate([k, n, m], axis=-1)

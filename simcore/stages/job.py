@@ -72,8 +72,8 @@ def workload_rules(w, stage_layer_counts) -> tuple:
     uneven = np.isfinite(w["first_stage_layers"]) | np.isfinite(w["last_stage_layers"])
     schedule = w["pipeline_schedule"]
     return (
-        ("pp", transformer & (w["pp"] > np.nan_to_num(w["layers"], nan=np.inf))),
-        ("tp", transformer & (np.nan_to_num(heads % w["tp"]) != 0)),
+        ("pp", transformer & (w["pp"] > np.where(np.isnan(w["layers"]), np.inf, w["layers"]))),
+        ("tp", transformer & (np.fmod(heads, w["tp"]) > 0)),
         ("cp", transformer & ((w["seq_len"] * w["resolution_scale"] ** 2) % w["cp"] != 0)),
         ("ep", (w["ep"] > 1) & ((experts < 1) | (experts % w["ep"] != 0))),
         ("virtual_stages", (w["virtual_stages"] > 1) & ((w["pp"] < 2) | (fewest < w["virtual_stages"]))),
@@ -205,7 +205,7 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
         in_domain = (reach <= domain) & ~across
         in_node = (reach <= g) & ~across
         link = training.pick_link(in_domain, on_scaleup, training.pick_link(in_node, pcie, network))
-        code = np.select(np.broadcast_arrays(span <= 1, in_domain, across, in_node), [0, 1, ACROSS_DOMAINS, 2], 3)
+        code = np.where(span <= 1, 0, np.where(in_domain, 1, np.where(across, ACROSS_DOMAINS, np.where(in_node, 2, 3))))
         return link, label(PLACEMENTS, code)
 
     tp_link, tp_where = place(tp, 1, tp_scaleup)

@@ -35,23 +35,23 @@ class EngineParams:
     training: TrainingParams = field(default_factory=TrainingParams)
 
 
-def _numeric_leaves(tree, prefix=""):
+def _lists(tree, prefix, found: list):
+    """Append (dotted path, array) for every numeric field of ``tree`` that holds a list of values."""
     for key, value in tree.items():
-        path = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, dict):
-            yield from _numeric_leaves(value, path)
-        elif isinstance(value, np.ndarray):
-            yield path, value
+        if type(value) is dict:
+            _lists(value, f"{prefix}.{key}" if prefix else key, found)
+        elif type(value) is np.ndarray and value.ndim:
+            found.append((f"{prefix}.{key}" if prefix else key, value))
 
 
 def _broadcast_tree(tree) -> tuple[int, ...]:
-    leaves = dict(_numeric_leaves(tree))
+    lists: list = []
+    _lists(tree, "", lists)
     try:
-        return np.broadcast_shapes(*(a.shape for a in leaves.values() if a.ndim))
+        return np.broadcast_shapes(*(a.shape for _, a in lists))
     except ValueError:
-        lists = [(p, a.shape[0]) for p, a in leaves.items() if a.ndim]
-        first = lists[0]
-        other = next(item for item in lists if item[1] != first[1])
+        first = (lists[0][0], lists[0][1].shape[0])
+        other = next((p, a.shape[0]) for p, a in lists if a.shape[0] != first[1])
         raise ScenarioError(other[0], f"has {other[1]} values but {first[0]} has {first[1]}; "
                                       "lists must have equal lengths (or one value)") from None
 
