@@ -134,6 +134,12 @@ class ComparedMetricSerializer(serializers.Serializer):
     delta_to_first = numbers()
 
 
+class ComparedBasisSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    values = serializers.ListField(child=serializers.CharField(allow_null=True), help_text="one per plan, in order")
+
+
 class ComparisonSerializer(serializers.Serializer):
     plans = serializers.ListField(child=serializers.CharField())
     workload = serializers.CharField(allow_null=True)
@@ -142,6 +148,7 @@ class ComparisonSerializer(serializers.Serializer):
     metrics = ComparedMetricSerializer(many=True)
     placements = serializers.DictField(child=serializers.ListField(child=serializers.CharField(allow_null=True)),
                                        help_text="tp, cp, ep, pp -> where each plan runs that traffic")
+    bases = ComparedBasisSerializer(many=True, help_text="where each plan's PUE and maximum node power come from")
     infeasible = serializers.DictField(child=serializers.ListField(child=serializers.CharField()),
                                        help_text="plan -> why it could not be evaluated")
     unpriced = serializers.DictField(child=serializers.ListField(child=serializers.CharField()),

@@ -152,11 +152,17 @@ def compare_choice_problems(slugs: list[str]) -> list[str]:
     return ["a plan is listed twice"] if len(set(slugs)) != len(slugs) else []
 
 
+# Where a compared power figure comes from, per plan: (key, label, the engine's power field).
+COMPARED_BASES = (("pue", "basis of the facility PUE", "pue_basis"),
+                  ("node_max_power", "basis of the maximum node power", "node_max_basis"))
+
+
 def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, options: dict | None = None,
                  work_budget_s: float | None = None) -> dict:
     """Evaluate 2-4 plans and line their metrics up, with ratios and differences to the first
     (``work_budget_s`` shared between them). Plans are comparable on cost only when each bill is
-    complete in one currency; ``unpriced`` names each plan's parts without a price."""
+    complete in one currency; ``unpriced`` names each plan's parts without a price, ``bases`` where
+    each plan's PUE and maximum node power come from."""
     evaluations, infeasible = [], {}
     share_s = None if work_budget_s is None else work_budget_s / len(plans)
     for plan in plans:
@@ -181,6 +187,8 @@ def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, 
     unpriced = {plan.slug: [] if r is None else list(r["cost"]["unpriced"]) for plan, r in zip(plans, evaluations)}
     placements = {group: [None if r is None or "placement" not in r.get("training", {}) else
                           r["training"]["placement"][group] for r in evaluations] for group in ("tp", "cp", "ep", "pp")}
+    bases = [{"key": key, "label": label, "values": [None if r is None else r["power"][field] for r in evaluations]}
+             for key, label, field in COMPARED_BASES]
     return {
         "plans": [plan.slug for plan in plans],
         "workload": workload.slug if workload else None,
@@ -188,6 +196,7 @@ def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, 
         "currency": next(iter(currencies)) if len(currencies) == 1 else None,
         "metrics": metrics,
         "placements": placements if any(v is not None for v in placements["tp"]) else {},
+        "bases": bases,
         "infeasible": infeasible,
         "unpriced": unpriced,
         "cost_comparable": len(currencies) == 1 and not any(unpriced.values()),

@@ -79,12 +79,13 @@ def comparison_csv(comparison: dict) -> str:
 
 
 def comparison_xlsx(comparison: dict) -> bytes:
-    """:func:`comparison_table`; where the plans train a workload, where each parallel group runs; and
-    why a plan could not be evaluated."""
+    """:func:`comparison_table`; where each plan's PUE and maximum node power come from; where the plans
+    train a workload, where each parallel group runs; and why a plan could not be evaluated."""
     plans = comparison["plans"]
     book = _workbook()
     header, *rows = comparison_table(comparison)
     _sheet(book, "Comparison", header, rows)
+    _sheet(book, "Bases", ["figure", *plans], [[basis["label"], *basis["values"]] for basis in comparison["bases"]])
     if comparison["placements"]:
         _sheet(book, "Placement", ["parallel group", *plans],
                [[group.upper(), *where] for group, where in comparison["placements"].items()])

@@ -715,6 +715,10 @@ def test_bill_of_materials_and_comparison_as_excel_hold_the_json_numbers(catalog
         for cell, value in zip(table[metric["label"]][2:4], metric["values"]):
             assert cell == value if value is None else cell == pytest.approx(value, rel=1e-14)
     assert table["switches"][2:4] == (122, 1320)
+    bases = {row[0]: row[1:] for row in load_workbook(io.BytesIO(workbook))["Bases"].iter_rows(min_row=2,
+                                                                                              values_only=True)}
+    assert bases == {basis["label"]: tuple(basis["values"]) for basis in comparison["bases"]}
+    assert bases["basis of the maximum node power"] == ("parts at nameplate", "vendor maximum")  # DGX A100: 6.5 kW
 
 
 @pytest.mark.parametrize("workload,field,words", [

@@ -26,6 +26,9 @@ def test_compare_hgx_b200_with_gb200_nvl72_on_the_moe_workload(catalog, reader_c
     # One hall class for both (the 2025 book gives no PUE): the air-cooled build's lower IT power is
     # the lower facility power too.
     assert values["pue"] == [1.10, 1.10]
+    bases = {basis["key"]: basis["values"] for basis in body["bases"]}
+    assert bases["pue"] == ["hyperscale hall: Google fleet-wide PUE 1.10 (Q2 2021)"] * 2
+    assert bases["node_max_power"] == ["vendor maximum", "parts at nameplate"]
     assert values["facility_power_w"] == pytest.approx([it * 1.10 for it in values["it_power_w"]])
     assert values["it_power_w"][0] < values["it_power_w"][1] and values["facility_power_w"][0] < values[
         "facility_power_w"][1]
