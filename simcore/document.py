@@ -8,6 +8,7 @@ naming the dotted field path.
 """
 import re
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -467,6 +468,13 @@ SPEC: dict[str, Any] = {
 }
 
 
+@cache
+def _checks(spec: Num) -> dict:
+    """The keyword checks of :func:`simcore.arrays.as_array` a numeric field asks for."""
+    return dict(positive=spec.check == "positive", non_negative=spec.check == "non_negative",
+                at_most=spec.at_most, at_least=spec.at_least, integer=spec.integer)
+
+
 def _check_num(spec: Num, value, path: str):
     if value is None:
         if spec.nullable:
@@ -476,8 +484,7 @@ def _check_num(spec: Num, value, path: str):
         raise ScenarioError(path, f"must be a number or a list of numbers, got {type(value).__name__}")
     if isinstance(value, list) and not value:
         raise ScenarioError(path, "an empty list has no scenarios")
-    checks = dict(positive=spec.check == "positive", non_negative=spec.check == "non_negative",
-                  at_most=spec.at_most, at_least=spec.at_least, integer=spec.integer)
+    checks = _checks(spec)
     if isinstance(value, float | int):
         return as_array(value, path, **checks)
     try:
