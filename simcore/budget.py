@@ -17,9 +17,10 @@ The costs are seconds on one core of the reference machine (2-core x86-64), meas
 ``python -m simcore bench`` (which prints them again for the machine it runs on) and kept at the
 dearer end of what was seen, since the budget exists for large requests: ``point_s`` 21 us per point
 of a 100,000-point evaluation (10 us at 20,000 points; grids that vary the parallel layout cost
-less, 3.5 us, or 7.5 us when no GEMM shape repeats, so one figure covers every kind of grid); ``response_point_s`` 60 us (53 us at
-20,000 points, 55 us plus 7 us of ``to_json`` at 50,000); ``category_draw_s`` 66-73 ns;
-``failure_draw_s`` 73 ns over 690 million draws (27 ns over 2 million); ``twin_gpu_s`` 37 ns.
+less, 3.5 us, or 7.5 us when no GEMM shape repeats, so one figure covers every kind of grid);
+``response_point_s`` 60 us (53 us at 20,000 points, 55 us plus 7 us of ``to_json`` at 50,000);
+``category_draw_s`` 66-73 ns; ``failure_draw_s`` 73 ns over 690 million draws (27 ns over 2 million);
+``twin_gpu_s`` 37 ns.
 """
 from dataclasses import dataclass
 
