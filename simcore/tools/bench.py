@@ -11,6 +11,7 @@
 """
 import json
 import time
+from functools import partial
 
 import numpy as np
 
@@ -127,15 +128,17 @@ def bench_work_costs(repeats: int = 3) -> dict[str, float]:
         "twin_gpu_s": (lambda: Twin(nodes=16_384, gpus_per_node=8, jobs=[Job("j", 15_000, 1e9, 3600.0, 60.0, 60.0)])
                        .to_bytes(), 131_072),
     }
-    measured = {}
-    for name, (run, units_of_work) in cases.items():
-        best = np.inf
-        for _ in range(repeats):
-            start = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - start)
-        measured[name] = best / units_of_work
-    return measured
+    return {name: best_seconds(run, repeats) / units_of_work for name, (run, units_of_work) in cases.items()}
+
+
+def best_seconds(run, repeats: int) -> float:
+    """The shortest of ``repeats`` timed calls of ``run``."""
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def point_costs_by_grid(points: int = 20_000, repeats: int = 3) -> dict[str, float]:
@@ -147,15 +150,8 @@ def point_costs_by_grid(points: int = 20_000, repeats: int = 3) -> dict[str, flo
     distinct["workload"]["seq_len"] = np.random.default_rng(1).integers(1024, 8192, points).tolist()
     documents = {"analytical": grid_document(points), "layouts": layout_grid_document(points),
                  "layouts, every shape distinct": distinct}
-    costs = {}
-    for name, document in documents.items():
-        best = np.inf
-        for _ in range(repeats):
-            start = time.perf_counter()
-            evaluate(document)
-            best = min(best, time.perf_counter() - start)
-        costs[name] = best / points
-    return costs
+    return {name: best_seconds(partial(evaluate, document), repeats) / points
+            for name, document in documents.items()}
 
 
 def run_all(points: int = 1_000_000, replicas: int = 1_000) -> list[str]:
