@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore.arrays import where
 from simcore.errors import ScenarioError
 
 
@@ -77,8 +78,8 @@ def ettr_failure_draws(segments, segment_s, restart_s, rate_per_s):
     with np.errstate(over="ignore", invalid="ignore"):
         p = np.exp(-np.asarray(rate_per_s, float) * segment_s)
         q = np.exp(-np.asarray(rate_per_s, float) * restart_s)
-        failures = np.where(p < 1e-9, 0.0, segments * (1 - p) / p)
-        return np.where(q < 1e-9, 0.0, failures / q)
+        failures = where(p < 1e-9, 0.0, segments * (1 - p) / p)
+        return where(q < 1e-9, 0.0, failures / q)
 
 
 def twin_s(gpus: int, costs: WorkCosts = WORK_COSTS) -> float:

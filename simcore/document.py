@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from simcore.arrays import as_array
+from simcore.arrays import as_array, where
 from simcore.errors import ScenarioError
 from simcore.formulas.devices import FAMILY_KEYS
 from simcore.formulas.power import HALLS
@@ -478,7 +478,7 @@ def _checks(spec: Num) -> dict:
 def _check_num(spec: Num, value, path: str):
     if value is None:
         if spec.nullable:
-            return np.array(np.nan)
+            return np.float64(np.nan)
         raise ScenarioError(path, "is required and may not be null" if spec.required else "may not be null")
     if isinstance(value, bool) or isinstance(value, str | dict):
         raise ScenarioError(path, f"must be a number or a list of numbers, got {type(value).__name__}")
@@ -523,7 +523,7 @@ def _walk(spec: dict, given, path: str) -> dict:
             if isinstance(rule, Choice) and rule.default is None:
                 raise ScenarioError(where, f"is required: one of {', '.join(rule.options)}")
             if isinstance(rule, Num):
-                out[key] = np.array(np.nan) if rule.default is None else np.array(float(rule.default))
+                out[key] = np.float64(np.nan if rule.default is None else rule.default)
             else:
                 out[key] = {} if isinstance(rule, Rates) else rule.default
         elif isinstance(rule, Num):
@@ -605,7 +605,7 @@ def workload_field_errors(w: dict) -> dict[str, str]:
                if np.any(np.isnan(w[key]))}
     if missing:
         return missing
-    heads, kv = w["heads"], np.where(np.isnan(w["kv_heads"]), w["heads"], w["kv_heads"])
+    heads, kv = w["heads"], where(np.isnan(w["kv_heads"]), w["heads"], w["kv_heads"])
     experts, top_k = w["experts"], w["moe_top_k"]
     rules = (
         ("kv_heads", np.any(heads % kv != 0), f"must divide the {_one(heads)}attention heads"),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore.arrays import as_array, binding, label
+from simcore.arrays import as_array, binding, label, where
 
 GB = 1e9
 
@@ -137,7 +137,7 @@ def network_units(nodes):
     2 units (FF IV-D3: "each node sends 2 and receives 2 units"); two nodes just swap, 1 unit;
     one node, none.
     """
-    return np.where(nodes >= 3, 2.0, np.where(nodes == 2, 1.0, 0.0))
+    return where(nodes >= 3, 2.0, where(nodes == 2, 1.0, 0.0))
 
 
 HFREDUCE_LABELS = (
@@ -155,7 +155,7 @@ def hfreduce_memory_units(gpus_per_node, nodes, numa_domains, nvlink):
     reads as many and writes 1, IB send reads k, IB receive writes k, reduce-add reads k/2, and
     H2D (GDRCopy) reads once per NUMA domain; k from :func:`network_units`.
     """
-    d2h = np.where(nvlink, gpus_per_node / 2, gpus_per_node)
+    d2h = where(nvlink, gpus_per_node / 2, gpus_per_node)
     k = network_units(nodes)
     return 2 * d2h + 1 + k + k + k / 2 + numa_domains
 
@@ -177,13 +177,13 @@ def hfreduce(size_bytes, nodes, io: NodeIO, *, nvlink=False, cross_zone=False,
     nodes = as_array(nodes, "collective.nodes", positive=True, integer=True)
     mem = io.host_mem_bw_gbyte_s / hfreduce_memory_units(io.gpus_per_node, nodes, io.numa_domains, nvlink)
     k = network_units(nodes)
-    nic = np.where(k > 0, io.nic_bw_gbyte_s / np.maximum(k, 1), np.inf)
+    nic = where(k > 0, io.nic_bw_gbyte_s / np.maximum(k, 1), np.inf)
     pcie = io.pcie_bw_gbyte_s
-    port_units = np.where(nvlink, 1.0, 4.0 if params.root_port_shared_by_both_directions else 2.0)
-    port = np.where(io.shared_root_ports > 0,
+    port_units = where(nvlink, 1.0, 4.0 if params.root_port_shared_by_both_directions else 2.0)
+    port = where(io.shared_root_ports > 0,
                     io.root_port_bw_gbyte_s * params.root_port_efficiency / port_units, np.inf)
     bw, bound = binding(HFREDUCE_LABELS, mem, nic, pcie, port)
-    depth = tree_depth(nodes) + np.where(np.asarray(cross_zone, bool), 1, 0)
+    depth = tree_depth(nodes) + where(np.asarray(cross_zone, bool), 1, 0)
     time_s = size / (bw * GB) + 2 * depth * params.hfreduce_level_s
     bounds = dict(zip(HFREDUCE_LABELS, np.broadcast_arrays(mem, nic, pcie, port)))
     return CollectiveResult(time_s, algorithm_bandwidth(size, time_s), bound, HFREDUCE_LABELS, bounds)
@@ -221,20 +221,20 @@ def nccl_allreduce(size_bytes, nodes, io: NodeIO, *, nvlink_all_to_all=False,
     multi = nodes > 1
     inf = np.inf
     all_to_all = np.asarray(nvlink_all_to_all, bool)
-    ring_p2p = np.where(multi & ~all_to_all, io.p2p_bw_gbyte_s, inf)
-    ring_port = np.where((io.shared_root_ports > 0) & ~all_to_all,
+    ring_p2p = where(multi & ~all_to_all, io.p2p_bw_gbyte_s, inf)
+    ring_port = where((io.shared_root_ports > 0) & ~all_to_all,
                          io.root_port_bw_gbyte_s * params.root_port_efficiency
                          / (4 if params.root_port_shared_by_both_directions else 2), inf)
-    ring_nic = np.where(multi, io.nic_bw_gbyte_s, inf)
-    ring_pcie = np.where(all_to_all, inf, io.pcie_bw_gbyte_s)
-    ring_scaleup = np.where(all_to_all, io.scaleup_bw_gbyte_s, inf)
+    ring_nic = where(multi, io.nic_bw_gbyte_s, inf)
+    ring_pcie = where(all_to_all, inf, io.pcie_bw_gbyte_s)
+    ring_scaleup = where(all_to_all, io.scaleup_bw_gbyte_s, inf)
     k = network_units(nodes)
-    tree_p2p = np.where(all_to_all, inf, io.p2p_bw_gbyte_s / np.maximum(2 * k, 1))
+    tree_p2p = where(all_to_all, inf, io.p2p_bw_gbyte_s / np.maximum(2 * k, 1))
     tree_nic = io.nic_bw_gbyte_s / np.maximum(k, 1)
-    tree_scaleup = np.where(all_to_all, io.scaleup_bw_gbyte_s, inf)  # every GPU still sends over its link
+    tree_scaleup = where(all_to_all, io.scaleup_bw_gbyte_s, inf)  # every GPU still sends over its link
     use_tree = multi & (ranks >= params.nccl_tree_min_ranks)
-    inf_if_tree = np.where(use_tree, inf, 0.0)
-    inf_if_ring = np.where(use_tree, 0.0, inf)
+    inf_if_tree = where(use_tree, inf, 0.0)
+    inf_if_ring = where(use_tree, 0.0, inf)
     candidates = (ring_p2p, ring_port, ring_nic, ring_pcie, tree_p2p, tree_nic, ring_scaleup, tree_scaleup)
     in_use = (inf_if_tree,) * 4 + (inf_if_ring,) * 2 + (inf_if_tree, inf_if_ring)
     bus_bw, bound = binding(NCCL_LABELS, *(c + mask for c, mask in zip(candidates, in_use)))
@@ -242,6 +242,6 @@ def nccl_allreduce(size_bytes, nodes, io: NodeIO, *, nvlink_all_to_all=False,
     ring_t = ring_allreduce_time_s(size, ranks, bw, params.hop_latency_s)
     tree_t = pipelined_tree_time_s(size, tree_depth(nodes) + g, bw, params.hop_latency_s,
                                    params.nccl_chunk_bytes)
-    time_s = np.where(use_tree, tree_t, ring_t)
+    time_s = where(use_tree, tree_t, ring_t)
     bounds = dict(zip(NCCL_LABELS, np.broadcast_arrays(*candidates)))
     return CollectiveResult(time_s, algorithm_bandwidth(size, time_s), bound, NCCL_LABELS, bounds)

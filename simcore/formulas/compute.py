@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore.arrays import as_array
+from simcore.arrays import as_array, where
 from simcore.errors import ScenarioError
 
 
@@ -31,7 +31,7 @@ class ComputeParams:
 def full_clock_w(acc) -> np.ndarray:
     """The accelerator's power running dense GEMM at full clock: the catalogue's figure, else its
     TDP (unknown: the cap is taken never to bind)."""
-    return np.where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
+    return where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
 
 
 def sustained_clock_factor(tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):
@@ -43,7 +43,7 @@ def sustained_clock_factor(tdp_w, full_clock_power_w, params: ComputeParams = Co
     full_w = as_array(full_clock_power_w, "accelerator.full_clock_power_w", positive=True)
     static_w = params.static_power_fraction * full_w
     dynamic_share = np.clip((tdp_w - static_w) / (full_w - static_w), 0.0, 1.0)
-    return np.where(tdp_w >= full_w, 1.0, np.minimum(np.cbrt(dynamic_share), 1.0))
+    return where(tdp_w >= full_w, 1.0, np.minimum(np.cbrt(dynamic_share), 1.0))
 
 
 def accelerator_power_w(tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):

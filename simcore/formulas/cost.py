@@ -6,13 +6,14 @@ the part is named in ``unpriced``, so a bill that leaves parts out never looks c
 """
 import numpy as np
 
+from simcore.arrays import where
 from simcore.formulas.power import energy_per_year_kwh
 
 
 def complete_sum(counts: dict[str, np.ndarray], unit_prices: dict[str, np.ndarray], parts=None):
     """Sum of count x unit price over ``parts`` (all by default): a part the build does not count
     adds nothing, a counted part without a price makes the sum NaN."""
-    return sum(np.where(np.asarray(counts[part]) > 0, counts[part] * unit_prices[part], 0.0)
+    return sum(where(np.asarray(counts[part]) > 0, counts[part] * unit_prices[part], 0.0)
                for part in (parts or counts))
 
 

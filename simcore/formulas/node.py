@@ -1,6 +1,7 @@
 """A node (or a scale-up domain of nodes) as the collectives and parallel groups see it."""
 import numpy as np
 
+from simcore.arrays import where
 from simcore.errors import ScenarioError
 from simcore.formulas import collectives
 from simcore.formulas.collectives import CollectiveParams
@@ -18,9 +19,9 @@ def node_io(node, acc, g, scaleup_fraction, params: CollectiveParams = Collectiv
     half the datasheet's both-ways NVLink/HCCS figure x ``scaleup_fraction``, the family's measured
     (or calibrated) nccl-tests share, so that the collective report, the charts, the training's
     parallel groups and the nccl-tests comparison all see one bandwidth for the same link."""
-    inf_if_nan = lambda a: np.where(np.isnan(a), np.inf, a)  # noqa: E731
+    inf_if_nan = lambda a: where(np.isnan(a), np.inf, a)  # noqa: E731
     derated_peak = node["host_memory_peak_bw_gbyte_s"] * params.host_memory_efficiency
-    host_memory = np.where(np.isnan(node["host_memory_bw_gbyte_s"]), derated_peak, node["host_memory_bw_gbyte_s"])
+    host_memory = where(np.isnan(node["host_memory_bw_gbyte_s"]), derated_peak, node["host_memory_bw_gbyte_s"])
     return collectives.NodeIO(
         gpus_per_node=g,
         nic_bw_gbyte_s=node["compute_nics"] * node["compute_nic_gbit_s"] / 8,
@@ -29,7 +30,7 @@ def node_io(node, acc, g, scaleup_fraction, params: CollectiveParams = Collectiv
         root_port_bw_gbyte_s=inf_if_nan(node["root_port_bw_gbyte_s"]),
         shared_root_ports=node["shared_root_ports"],
         p2p_bw_gbyte_s=inf_if_nan(node["p2p_limit_gbyte_s"]),
-        scaleup_bw_gbyte_s=np.where(acc["scaleup_bw_gbyte_s"] > 0, acc["scaleup_bw_gbyte_s"] / 2 * scaleup_fraction,
+        scaleup_bw_gbyte_s=where(acc["scaleup_bw_gbyte_s"] > 0, acc["scaleup_bw_gbyte_s"] / 2 * scaleup_fraction,
                                     np.inf),
         numa_domains=np.maximum(node["cpus"], 1),
     )
@@ -44,7 +45,7 @@ def scaleup_domain_gpus(node):
         raise ScenarioError("cluster.node.scaleup_domain_gpus", "needs an all-to-all scale-up fabric (nvlink_topology)")
     if (given & ((domain < g) | (domain % g != 0))).any():
         raise ScenarioError("cluster.node.scaleup_domain_gpus", "must be a whole number of nodes' GPUs")
-    return np.where(given, domain, g)
+    return where(given, domain, g)
 
 
 def nccl_domain(node, w, g):
@@ -52,7 +53,7 @@ def nccl_domain(node, w, g):
     where the job uses an all-to-all NVLink with bandwidth, else the node."""
     has_bandwidth = node["accelerator"]["scaleup_bw_gbyte_s"] > 0
     usable = (node["nvlink_topology"] == "all-to-all") & w["use_nvlink"] & has_bandwidth
-    return np.where(usable, scaleup_domain_gpus(node), g)
+    return where(usable, scaleup_domain_gpus(node), g)
 
 
 def domain_io(io: collectives.NodeIO, g, domain) -> collectives.NodeIO:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore.arrays import where
+
 HOURS_PER_YEAR = 8760.0
 # Facility PUE by the data hall's class, used where neither the plan nor the price book gives one.
 # Industry average: Uptime Institute Global Data Center Survey 2023, average annual PUE 1.58 over the
@@ -49,9 +51,9 @@ def node_power_w(measured_w, gpus_per_node, accelerator_tdp_w, cpus_per_node, cp
                  params: PowerParams = PowerParams()):
     """Average node power under training load: measured where known (NaN = unknown)."""
     built = (gpus_per_node * accelerator_tdp_w * params.accelerator_load
-             + cpus_per_node * np.where(np.isnan(cpu_tdp_w), params.cpu_default_w, cpu_tdp_w)
+             + cpus_per_node * where(np.isnan(cpu_tdp_w), params.cpu_default_w, cpu_tdp_w)
              + params.node_other_w)
-    return np.where(np.isnan(measured_w), built, measured_w)
+    return where(np.isnan(measured_w), built, measured_w)
 
 
 NODE_MAX_BASES = ("vendor maximum", "parts at nameplate")
@@ -64,21 +66,21 @@ def node_max_power_w(vendor_max_w, gpus_per_node, accelerator_tdp_w, cpus_per_no
     CPUs at TDP, plus ``node_other_w``). Racks and feeds are provisioned for this, not for the
     average (``NODE_MAX_BASES`` names the two)."""
     parts = (gpus_per_node * accelerator_tdp_w
-             + cpus_per_node * np.where(np.isnan(cpu_tdp_w), params.cpu_default_w, cpu_tdp_w) + params.node_other_w)
+             + cpus_per_node * where(np.isnan(cpu_tdp_w), params.cpu_default_w, cpu_tdp_w) + params.node_other_w)
     given = ~np.isnan(vendor_max_w)
-    return np.where(given, vendor_max_w, parts), given
+    return where(given, vendor_max_w, parts), given
 
 
 def switch_power_w(catalog_w, radix, port_speed_gbit_s, params: PowerParams = PowerParams()):
     """Switch box power: the catalogue's figure, or the per-capacity estimate (NaN = unknown)."""
     estimate = radix * port_speed_gbit_s / 1000 * params.switch_w_per_tbit_s
-    return np.where(np.isnan(catalog_w), estimate, catalog_w)
+    return where(np.isnan(catalog_w), estimate, catalog_w)
 
 
 def storage_node_power_w(measured_w, ssd_count, cpu_tdp_w, params: PowerParams = PowerParams()):
-    built = (ssd_count * params.ssd_w + np.where(np.isnan(cpu_tdp_w), params.cpu_default_w, cpu_tdp_w)
+    built = (ssd_count * params.ssd_w + where(np.isnan(cpu_tdp_w), params.cpu_default_w, cpu_tdp_w)
              + params.storage_node_other_w)
-    return np.where(np.isnan(measured_w), built, measured_w)
+    return where(np.isnan(measured_w), built, measured_w)
 
 
 def energy_per_year_kwh(it_power_w, pue):
@@ -92,7 +94,7 @@ def rack_layout(nodes, node_w, node_max_w, domain_nodes, nodes_per_rack, power_l
     domain's nodes; the last rack may be part full, the power is a full rack's: its nodes x the
     node power + the rack's other parts."""
     from_limit = np.maximum(np.floor((power_limit_w - extra_w) / node_max_w), 1)
-    per_rack = np.where(~np.isnan(nodes_per_rack), nodes_per_rack,
-                        np.where(~np.isnan(power_limit_w), from_limit, domain_nodes))
+    per_rack = where(~np.isnan(nodes_per_rack), nodes_per_rack,
+                        where(~np.isnan(power_limit_w), from_limit, domain_nodes))
     per_rack = np.minimum(per_rack, nodes)
     return per_rack, np.ceil(nodes / per_rack), per_rack * node_w + extra_w

@@ -45,7 +45,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from simcore.arrays import as_array
+from simcore.arrays import as_array, where
 from simcore.errors import ScenarioError
 
 HOURS_PER_YEAR = 8760.0
@@ -444,7 +444,7 @@ def restart_timing(profile: str, **overrides) -> dict:
     timing = {}
     for name in RESTART_TIMING_FIELDS:
         given = np.asarray(np.nan if overrides.get(name) is None else overrides[name], float)
-        timing[name] = np.where(np.isnan(given), getattr(base, name), given)
+        timing[name] = where(np.isnan(given), getattr(base, name), given)
     return timing
 
 
@@ -477,14 +477,14 @@ def restart_time_s(kind_rates_h: dict, timing: dict, ranks, load_s, lag_s):
         seen = np.asarray(timing["crash_detection_s"] if how == CRASH else timing["collective_timeout_s"], float)
         moved = np.asarray(timing["reschedule_s"], float) if cause == PLATFORM else 0.0
         by_kind[f"{cause}-{how}"] = seen + moved + common
-        share = np.where(failing, rate / np.where(failing, total_h, 1.0), 1.0 * (cause == PLATFORM and how == CRASH))
+        share = where(failing, rate / where(failing, total_h, 1.0), 1.0 * (cause == PLATFORM and how == CRASH))
         detection = detection + share * seen
         reschedule = reschedule + share * moved
         with np.errstate(divide="ignore"):
             log_terms.append(np.log(share) - lam_s * by_kind[f"{cause}-{how}"])
     with np.errstate(invalid="ignore"):  # an unknown checkpoint load (no storage plane) makes R unknown
-        effective = -np.logaddexp.reduce(np.broadcast_arrays(*log_terms), axis=0) / np.where(failing, lam_s, 1.0)
-    effective = np.where(failing, effective, by_kind[f"{PLATFORM}-{CRASH}"])
+        effective = -np.logaddexp.reduce(np.broadcast_arrays(*log_terms), axis=0) / where(failing, lam_s, 1.0)
+    effective = where(failing, effective, by_kind[f"{PLATFORM}-{CRASH}"])
     parts = {"detection": detection, "reschedule": reschedule, "checkpoint_load": load_s, "init": init,
              "warmup": np.asarray(timing["warmup_s"], float), "checkpoint_lag": lag_s}
     return effective, parts, by_kind
@@ -498,8 +498,8 @@ def ettr_closed_form(interval_s, checkpoint_s, restart_s, rate_per_s):
         x = lam * (tau + checkpoint_s)
         ratio = tau * lam * np.exp(-lam * restart_s) / np.expm1(x)
     with np.errstate(invalid="ignore"):
-        no_failures = np.where(np.isinf(tau), 1.0, tau / (tau + np.asarray(checkpoint_s, float)))
-    return np.where(lam > 0, ratio, no_failures)
+        no_failures = where(np.isinf(tau), 1.0, tau / (tau + np.asarray(checkpoint_s, float)))
+    return where(lam > 0, ratio, no_failures)
 
 
 NEWTON_STEPS = 6
@@ -515,13 +515,13 @@ def optimal_interval_s(checkpoint_s, rate_per_s):
     digits: from that start five steps reach double precision's rounding noise for q from 1e-14 to
     300 (tests/simcore/test_reliability.py checks the result against SciPy's lambertw)."""
     rate = np.asarray(rate_per_s, float)
-    q = np.asarray(checkpoint_s, float) * np.where(rate > 0, rate, 0.0)
+    q = np.asarray(checkpoint_s, float) * where(rate > 0, rate, 0.0)
     u = np.minimum(np.minimum(np.sqrt(2 * q), -np.expm1(-1 - q)), np.nextafter(1.0, 0.0))
     for _ in range(NEWTON_STEPS):
         step = np.divide((np.log1p(-u) + u + q) * (1 - u), u, out=np.zeros_like(u), where=u > 0)
         u = np.clip(u + step, 0.0, np.nextafter(1.0, 0.0))
     with np.errstate(divide="ignore"):
-        return np.where(rate > 0, u / np.where(rate > 0, rate, 1.0), np.inf)  # no failures: never checkpoint
+        return where(rate > 0, u / where(rate > 0, rate, 1.0), np.inf)  # no failures: never checkpoint
 
 
 def young_interval_s(checkpoint_s, rate_per_s):
@@ -537,7 +537,7 @@ def daly_interval_s(checkpoint_s, rate_per_s):
         m = 1.0 / np.asarray(rate_per_s, float)
     r = np.sqrt(delta / (2 * m))
     estimate = np.sqrt(2 * delta * m) * (1 + r / 3 + r**2 / 9) - delta
-    return np.where(delta < 2 * m, estimate, m - delta)
+    return where(delta < 2 * m, estimate, m - delta)
 
 
 def _truncated_exponential_sum(counts, rate, upper, rng):
@@ -568,22 +568,22 @@ def ettr_monte_carlo(interval_s, checkpoint_s, restart_s, rate_per_s, *, segment
     shape = (replicas, *tau.shape)
     seg = tau + delta
     with np.errstate(invalid="ignore"):
-        p_segment = np.where(lam > 0, np.exp(-lam * seg), 1.0)
+        p_segment = where(lam > 0, np.exp(-lam * seg), 1.0)
     p_restart = np.exp(-lam * restart)
     # A segment or restart that succeeds with probability below 1e-9 never completes in practice:
     # ETTR 0 there (sampling it would need ~1e9 failures per segment).
     hopeless = np.broadcast_to((p_segment < 1e-9) | (p_restart < 1e-9), shape)
-    p_segment = np.where(hopeless, 1.0, np.broadcast_to(p_segment, shape))
-    p_restart = np.where(hopeless, 1.0, np.broadcast_to(p_restart, shape))
+    p_segment = where(hopeless, 1.0, np.broadcast_to(p_segment, shape))
+    p_restart = where(hopeless, 1.0, np.broadcast_to(p_restart, shape))
     failures = rng.negative_binomial(segments, p_segment)
     failed_restarts = rng.negative_binomial(np.maximum(failures, 1), p_restart)
-    failed_restarts = np.where(failures > 0, failed_restarts, 0)
+    failed_restarts = where(failures > 0, failed_restarts, 0)
     lost_work = _truncated_exponential_sum(failures, lam, seg, rng)
     lost_restarts = _truncated_exponential_sum(failed_restarts, lam, restart, rng)
     wall = segments * seg + lost_work + failures * restart + lost_restarts
     with np.errstate(invalid="ignore"):
-        ettr = np.where(hopeless, 0.0, segments * tau / wall)
-    return np.where(lam > 0, ettr, ettr_closed_form(tau, delta, restart, lam))
+        ettr = where(hopeless, 0.0, segments * tau / wall)
+    return where(lam > 0, ettr, ettr_closed_form(tau, delta, restart, lam))
 
 
 def node_availability(repair_rate_per_hour, mttr_h):
@@ -662,11 +662,11 @@ def binomial_quantile(q, n, p, rows_per_chunk: int = 256):
                      + np.log(rows_p / (1 - rows_p))[:, None])
             log_pmf = (rows_n * np.log1p(-rows_p))[:, None] + np.concatenate(
                 [np.zeros((rows_n.size, 1)), np.cumsum(ratio, axis=1)], axis=1)
-            pmf = np.where(k[None, :] <= rows_n[:, None], np.exp(np.nan_to_num(log_pmf, nan=-np.inf)), 0.0)
+            pmf = where(k[None, :] <= rows_n[:, None], np.exp(np.nan_to_num(log_pmf, nan=-np.inf)), 0.0)
         reached = np.cumsum(pmf, axis=1) >= rows_q[:, None]
         first = np.argmax(reached, axis=1).astype(float)
-        out[rows] = np.where(reached.any(axis=1), first, rows_n)
-    out = np.where(flat_p <= 0, 0.0, np.where(flat_p >= 1, flat_n, out))
+        out[rows] = where(reached.any(axis=1), first, rows_n)
+    out = where(flat_p <= 0, 0.0, where(flat_p >= 1, flat_n, out))
     return out.reshape(n.shape)
 
 

@@ -10,7 +10,7 @@ checkpoint time is unknown (NaN), never the unbounded per-node rate.
 """
 import numpy as np
 
-from simcore.arrays import binding
+from simcore.arrays import binding, where
 
 STORAGE_LABELS = ("storage-node NICs", "SSDs", "compute-node NICs")
 CHECKPOINT_LABELS = ("per-node write rate", "storage aggregate", "no storage plane: unknown")
@@ -22,7 +22,7 @@ def storage_throughput_gbyte_s(storage_nodes, nics_per_storage_node, nic_gbit_s,
     """Aggregate storage bandwidth (GB/s) and the binding limit, for reads (SSD read rate) or
     writes (SSD write rate); an unknown SSD rate (NaN) is not a limit."""
     network = storage_nodes * nics_per_storage_node * nic_gbit_s / 8
-    ssd = np.where(np.isnan(ssd_gbyte_s), np.inf, storage_nodes * ssds_per_node * ssd_gbyte_s)
+    ssd = where(np.isnan(ssd_gbyte_s), np.inf, storage_nodes * ssds_per_node * ssd_gbyte_s)
     clients = client_nodes * client_nic_gbyte_s
     return binding(STORAGE_LABELS, network, ssd, clients)
 
@@ -31,7 +31,7 @@ def external_rates_gbyte_s(write_gbyte_s, read_gbyte_s, client_nodes, client_nic
     """A storage system outside the plan: its published sustained write and read rates (read: the
     write rate unless given), each bounded by the compute nodes' NICs; NaN where none is given."""
     clients = client_nodes * client_nic_gbyte_s
-    read_gbyte_s = np.where(np.isnan(read_gbyte_s), write_gbyte_s, read_gbyte_s)
+    read_gbyte_s = where(np.isnan(read_gbyte_s), write_gbyte_s, read_gbyte_s)
     return {"write": np.minimum(write_gbyte_s, clients), "read": np.minimum(read_gbyte_s, clients)}
 
 
@@ -41,5 +41,5 @@ def checkpoint_time_s(checkpoint_bytes, writing_nodes, per_node_write_gbyte_s, a
     same for loading; ``fixed_s`` is the per-checkpoint barrier and metadata cost."""
     unknown = np.isnan(aggregate_gbyte_s)
     rate, bound = binding(CHECKPOINT_LABELS, writing_nodes * per_node_write_gbyte_s,
-                          np.where(unknown, np.inf, aggregate_gbyte_s))
-    return np.where(unknown, np.nan, checkpoint_bytes / (rate * 1e9) + fixed_s), np.where(unknown, NO_STORAGE, bound)
+                          where(unknown, np.inf, aggregate_gbyte_s))
+    return where(unknown, np.nan, checkpoint_bytes / (rate * 1e9) + fixed_s), where(unknown, NO_STORAGE, bound)

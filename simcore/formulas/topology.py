@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore.arrays import as_array
+from simcore.arrays import as_array, where
 from simcore.errors import ScenarioError
 
 
@@ -101,7 +101,7 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
         raise ScenarioError("fabric.oversubscription", "must leave a leaf at least one endpoint and one uplink port "
                                                        "(at most radix - 1)")
     leaves = rails * np.ceil(per_fabric / rails / down)
-    leaves = np.where(per_fabric > 0, leaves, 0)
+    leaves = where(per_fabric > 0, leaves, 0)
 
     spines_2 = np.ceil(leaves * up / k)
     capacity_2 = k * down  # at most k leaves under k-port spines
@@ -110,7 +110,7 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
     pods = np.ceil(leaves / half)
     spines_3 = pods * up  # each leaf has one uplink to each spine of its pod
     if core_pods == "power_of_two":
-        pods_for_core = np.where(pods > 0, np.minimum(np.exp2(np.ceil(np.log2(np.maximum(pods, 1)))), k), 0)
+        pods_for_core = where(pods > 0, np.minimum(np.exp2(np.ceil(np.log2(np.maximum(pods, 1)))), k), 0)
     else:
         pods_for_core = pods
     pods_for_core = np.maximum(pods_for_core, pods)
@@ -118,20 +118,20 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
     capacity_3 = k * half * down  # at most k pods (one core port each) of k/2 leaves
 
     three = layers == 3
-    spines = np.where(three, spines_3, spines_2)
-    core = np.where(three, cores, 0)
-    capacity = np.where(three, capacity_3, capacity_2) * fabrics
+    spines = where(three, spines_3, spines_2)
+    core = where(three, cores, 0)
+    capacity = where(three, capacity_3, capacity_2) * fabrics
     leaf_spine_links = leaves * up
-    spine_core_links = np.where(three, spines_3 * half, 0)  # a spine's other k/2 ports go up
+    spine_core_links = where(three, spines_3 * half, 0)  # a spine's other k/2 ports go up
     iz_links = izs * (k if interzone_links_per_switch is None else interzone_links_per_switch)
     return FabricCounts(
         endpoints=e,
         leaf_switches=leaves * fabrics,
         spine_switches=spines * fabrics,
         core_switches=core * fabrics,
-        interzone_switches=np.where(zones > 1, izs, 0) * planes,
+        interzone_switches=where(zones > 1, izs, 0) * planes,
         endpoint_links=e,
-        switch_links=(leaf_spine_links + spine_core_links) * fabrics + np.where(zones > 1, iz_links, 0) * planes,
+        switch_links=(leaf_spine_links + spine_core_links) * fabrics + where(zones > 1, iz_links, 0) * planes,
         capacity_endpoints=capacity,
     )
 
@@ -140,7 +140,7 @@ def max_endpoints(radix, layers, planes=1, oversubscription=1.0):
     """The largest endpoint count a non-zoned fat-tree of this radix and depth can hold."""
     k = np.asarray(radix, float)
     down = leaf_down_ports(k, np.asarray(oversubscription, float))
-    return np.where(np.asarray(layers) == 3, k * (k / 2) * down, k * down) * planes
+    return where(np.asarray(layers) == 3, k * (k / 2) * down, k * down) * planes
 
 
 SWITCH_TIERS = ("leaf", "spine", "core", "interzone")

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore.arrays import where
 from simcore.formulas import collectives
 from simcore.formulas.transformer import Device, Layout, Model, layer_times_s, moe_dispatch_tokens
 
@@ -79,12 +80,12 @@ class Link:
     latency_s: np.ndarray
 
     def allreduce_s(self, size_bytes, ranks):
-        return np.where(ranks > 1, collectives.ring_allreduce_time_s(size_bytes, ranks, self.bw_gbyte_s,
+        return where(ranks > 1, collectives.ring_allreduce_time_s(size_bytes, ranks, self.bw_gbyte_s,
                                                                      self.latency_s), 0.0)
 
     def ring_s(self, size_bytes, ranks):
         """All-to-all, all-gather or reduce-scatter of ``size_bytes`` per rank in all."""
-        return np.where(ranks > 1, collectives.ring_collective_time_s(size_bytes, ranks, self.bw_gbyte_s,
+        return where(ranks > 1, collectives.ring_collective_time_s(size_bytes, ranks, self.bw_gbyte_s,
                                                                       self.latency_s), 0.0)
 
     def send_s(self, size_bytes):
@@ -93,8 +94,8 @@ class Link:
 
 def pick_link(inside_domain, scaleup: Link, network: Link) -> Link:
     """The scale-up link where a group fits inside the scale-up domain, else the network."""
-    return Link(np.where(inside_domain, scaleup.bw_gbyte_s, network.bw_gbyte_s),
-                np.where(inside_domain, scaleup.latency_s, network.latency_s))
+    return Link(where(inside_domain, scaleup.bw_gbyte_s, network.bw_gbyte_s),
+                where(inside_domain, scaleup.latency_s, network.latency_s))
 
 
 # A step's parts: the result's key (``training.step_parts_s``) and the label a report shows.
@@ -156,9 +157,9 @@ def all_to_all_s(bytes_per_copy, copies, dispatch: Dispatch):
     network_copies, inside_copies = copies
     network_s = network_copies * bytes_per_copy / (dispatch.network.bw_gbyte_s * collectives.GB)
     inside_s = inside_copies * bytes_per_copy / (dispatch.inside.bw_gbyte_s * collectives.GB)
-    latency = np.where(dispatch.domains > 1, dispatch.network.latency_s, dispatch.inside.latency_s)
+    latency = where(dispatch.domains > 1, dispatch.network.latency_s, dispatch.inside.latency_s)
     busy = (network_copies + inside_copies) > 0
-    return np.where(busy, latency + np.maximum(network_s, inside_s), 0.0)
+    return where(busy, latency + np.maximum(network_s, inside_s), 0.0)
 
 
 def overlapped_s(comm_s, compute_s, comm_sm_share):
@@ -175,11 +176,11 @@ def _layer_parts(ops: dict, layout: Layout) -> dict:
     attention_f = ops["attention_gemm_f"] + ops["attention_f"] + ops["memory_f"]
     attention_b = ops["attention_gemm_b"] + ops["attention_b"] + ops["memory_b"]
     dense_f, moe_f = attention_f + ops["mlp_f"], attention_f + ops["moe_f"]
-    partial = np.where(selective, ops["attention_f"], 0.0) + ops["recompute_extra_f"]
+    partial = where(selective, ops["attention_f"], 0.0) + ops["recompute_extra_f"]
     return {
         "dense_f": dense_f, "dense_b": attention_b + ops["mlp_b"],
         "moe_layer_f": moe_f, "moe_layer_b": attention_b + ops["moe_b"],
-        "recompute_dense": np.where(full, dense_f, partial), "recompute_moe": np.where(full, moe_f, partial),
+        "recompute_dense": where(full, dense_f, partial), "recompute_moe": where(full, moe_f, partial),
         "w_dense": ops["attention_gemm_w"] + ops["mlp_w"], "w_moe": ops["attention_gemm_w"] + ops["moe_w"],
     }
 
@@ -196,13 +197,13 @@ def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, tp_li
     activation_bytes = tokens * h * layout.act_bytes
     kv_bytes = tokens * (2 * model.kv_heads_per_rank(t) * model.qk_head_dim) * layout.act_bytes
     cp_pass = cp_link.send_s(kv_bytes) * (layout.cp - 1)
-    cp_exposed = np.where(layout.cp > 1, np.maximum(cp_pass - ops["attention_f"], 0.0)
+    cp_exposed = where(layout.cp > 1, np.maximum(cp_pass - ops["attention_f"], 0.0)
                           + np.maximum(2 * cp_pass - ops["attention_b"], 0.0)
-                          + np.where(full, np.maximum(cp_pass - ops["attention_f"], 0.0), 0.0), 0.0)
+                          + where(full, np.maximum(cp_pass - ops["attention_f"], 0.0), 0.0), 0.0)
     tp_s = (4 + 2 * full) * tp_link.allreduce_s(activation_bytes, t)
     if tp_overlap:
         gemms = (ops["attention_gemm_f"] + ops["attention_gemm_b"] + ops["mlp_f"] + ops["mlp_b"]
-                 + np.where(full, ops["attention_gemm_f"] + ops["mlp_f"], 0.0))
+                 + where(full, ops["attention_gemm_f"] + ops["mlp_f"], 0.0))
         tp_s = overlapped_s(tp_s, gemms, comm_sm_share)
     copies = dispatch_copies(model.top_k, dispatch.ranks_in_domain, dispatch.domains, dispatch.hierarchical,
                              dispatch.max_domains)
@@ -212,7 +213,7 @@ def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, tp_li
         ep_s = overlapped_s(ep_s, parts["moe_layer_f"] + parts["moe_layer_b"] + parts["recompute_moe"],
                             dispatch.comm_sm_share)
     return {"tokens": tokens, "activation_bytes": activation_bytes, "tp_s": tp_s, "cp_s": cp_exposed,
-            "ep_s": np.where(model.experts > 0, ep_s, 0.0)}
+            "ep_s": where(model.experts > 0, ep_s, 0.0)}
 
 
 def stage_layers(layers, pp, first, last):
@@ -221,10 +222,10 @@ def stage_layers(layers, pp, first, last):
     not given) the other stages share the rest evenly."""
     given = np.isfinite(first).astype(float) + np.isfinite(last).astype(float)
     rest = np.maximum(pp - given, 1.0)
-    middle = (layers - np.where(np.isfinite(first), first, 0.0) - np.where(np.isfinite(last), last, 0.0)) / rest
+    middle = (layers - where(np.isfinite(first), first, 0.0) - where(np.isfinite(last), last, 0.0)) / rest
     even = ~(np.isfinite(first) | np.isfinite(last))
-    middle = np.where(even, np.ceil(layers / pp), middle)
-    return np.where(np.isfinite(first), first, middle), middle, np.where(np.isfinite(last), last, middle)
+    middle = where(even, np.ceil(layers / pp), middle)
+    return where(np.isfinite(first), first, middle), middle, where(np.isfinite(last), last, middle)
 
 
 def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict, pp, virtual_stages,
@@ -236,17 +237,17 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
     dense_total = model.layers - model.moe_layers
     first_layers, middle_layers, last_layers = stage_layer_counts
     first_dense = np.minimum(dense_total, first_layers)
-    rest_dense = np.where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
+    rest_dense = where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
     out_f, out_b, out_w = ops["output_f"], ops["output_b"], ops["output_w"]
     heads = 1 + model.mtp_layers
     loss = traffic["tokens"] * model.vocab / layout.tp * CROSS_ENTROPY_BYTES_PER_LOGIT / device.hbm_bytes_s
     embedding = traffic["tokens"] * model.hidden * layout.act_bytes * 4 / device.hbm_bytes_s
-    pp_send = np.where(pp > 1, 2 * virtual_stages * pp_link.send_s(traffic["activation_bytes"] / layout.tp), 0.0)
+    pp_send = where(pp > 1, 2 * virtual_stages * pp_link.send_s(traffic["activation_bytes"] / layout.tp), 0.0)
 
     def stage(layers, dense_of_moe_model, mtp, head):
-        dense_layers = np.where(moe_on, dense_of_moe_model, layers)
-        moe = layers - dense_layers + np.where(moe_on, mtp, 0.0)  # an MTP module: one layer of the last kind
-        dense_layers = dense_layers + np.where(moe_on, 0.0, mtp)
+        dense_layers = where(moe_on, dense_of_moe_model, layers)
+        moe = layers - dense_layers + where(moe_on, mtp, 0.0)  # an MTP module: one layer of the last kind
+        dense_layers = dense_layers + where(moe_on, 0.0, mtp)
         forward = dense_layers * parts["dense_f"] + moe * parts["moe_layer_f"] + head * heads * (out_f + loss / 2)
         backward = dense_layers * parts["dense_b"] + moe * parts["moe_layer_b"] + head * heads * (out_b + loss / 2)
         recompute = dense_layers * parts["recompute_dense"] + moe * parts["recompute_moe"]
@@ -258,7 +259,7 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
         return {"forward": forward, "backward": backward, "recomputation": recompute, "_w": wgrad, **comm,
                 "_comm": sum(comm.values())}
 
-    single = np.where(pp == 1, 1.0, 0.0)
+    single = where(pp == 1, 1.0, 0.0)
     first = stage(first_layers, first_dense, single * model.mtp_layers, single)
     first["forward"] = first["forward"] + embedding
     first["backward"] = first["backward"] + embedding
@@ -280,8 +281,8 @@ def _slowest(stages: tuple[dict, dict, dict], pp, dualpipe: bool):
         return s["forward"] + s["backward"] + s["recomputation"] + s["_comm"]
 
     exists = np.stack(np.broadcast_arrays(True, pp >= 3, pp >= 2), axis=-1)
-    stage_s = np.where(exists, np.stack(np.broadcast_arrays(*(total(s) for s in stages)), axis=-1), np.nan)
-    slowest = np.argmax(np.where(exists, stage_s, -np.inf), axis=-1)
+    stage_s = where(exists, np.stack(np.broadcast_arrays(*(total(s) for s in stages)), axis=-1), np.nan)
+    slowest = np.argmax(where(exists, stage_s, -np.inf), axis=-1)
     first = int(slowest.flat[0])
     if np.ndim(slowest) == 0 or not np.any(slowest != first):  # one stage is the slowest everywhere
         pick = lambda key: np.asarray(stages[first][key])  # noqa: E731
@@ -293,7 +294,7 @@ def _slowest(stages: tuple[dict, dict, dict], pp, dualpipe: bool):
     def mean(of):
         """The mean over the pipeline's stages of ``of(stage)``: the first, p - 2 middle ones and the last."""
         first_v, middle_v, last_v = (of(s) for s in stages)
-        return np.where(pp == 1, first_v, (first_v + last_v + middles * np.where(pp >= 3, middle_v, 0.0))
+        return where(pp == 1, first_v, (first_v + last_v + middles * where(pp >= 3, middle_v, 0.0))
                         / np.maximum(pp, 1))
 
     means = {"stage": mean(total), "w": mean(lambda s: s["_w"]),
@@ -322,7 +323,7 @@ def in_flight_micro_batches(schedule: str, pp, virtual_stages, micro_batches):
     (Korthikanti et al. 2022, 4.2.3); DualPipe p + 1 (its README's table)."""
     if schedule == "dualpipe":
         return np.minimum(pp + 1, micro_batches)
-    interleave = np.where(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1.0)
+    interleave = where(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1.0)
     return np.minimum(pp, micro_batches) * interleave
 
 
@@ -351,12 +352,12 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     step_parts = {key: micro_batches * pick(key) for key in STAGE_PARTS}
     step_parts["pipeline_bubble"] = pipeline_bubble_s(schedule, pp, virtual_stages, means)
     local_params = optimizer_shards["dense"] + optimizer_shards["experts"]
-    accumulate = np.where(grad_accumulation_fused, 0.0, local_params * (WGRAD_BYTES + 2 * grad_bytes)
+    accumulate = where(grad_accumulation_fused, 0.0, local_params * (WGRAD_BYTES + 2 * grad_bytes)
                           / device.hbm_bytes_s)
     step_parts["backward"] = step_parts["backward"] + micro_batches * accumulate
     updated = (optimizer_shards["dense"] / optimizer_shards["dense_shards"]
                + optimizer_shards["experts"] / optimizer_shards["expert_shards"])
-    weight_casts = np.where(layout.fp8, local_params * FP8_WEIGHT_CAST_BYTES, 0.0)
+    weight_casts = where(layout.fp8, local_params * FP8_WEIGHT_CAST_BYTES, 0.0)
     step_parts["optimizer"] = (updated * ADAM_BYTES_PER_PARAM + weight_casts) / device.hbm_bytes_s
     return {
         "parts": step_parts,
@@ -387,27 +388,27 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
     tokens = layout.micro_batch * model.seq / layout.cp
     t = layout.tp
     scale = layout.act_bytes / 2
-    gemm_in = np.where(layout.fp8 & layout.fp8_cache, 1.0, 2.0)  # bytes of a kept GEMM input, 16-bit units
+    gemm_in = where(layout.fp8 & layout.fp8_cache, 1.0, 2.0)  # bytes of a kept GEMM input, 16-bit units
     h, d = model.hidden, model.head_dim
-    norm_outputs = np.where(layout.recompute_norms, 0.0, 2 * gemm_in * h)
-    replicated = np.where(layout.sp, 1 / t, 1.0) * (6 * h + norm_outputs)
+    norm_outputs = where(layout.recompute_norms, 0.0, 2 * gemm_in * h)
+    replicated = where(layout.sp, 1 / t, 1.0) * (6 * h + norm_outputs)
     kv = model.kv_heads_per_rank(t)
     standard = (2 * model.heads / t + 2 * kv) * d + 2 * kv * d + gemm_in * model.heads * d / t
-    up_projected = np.where(layout.recompute_up_proj, 0.0, 4 * model.qk_head_dim + 2 * model.v_head_dim)
+    up_projected = where(layout.recompute_up_proj, 0.0, 4 * model.qk_head_dim + 2 * model.v_head_dim)
     latent = (gemm_in * (model.q_lora_rank + model.kv_lora_rank)
               + model.heads / t * (up_projected + gemm_in * model.v_head_dim))
-    attention = np.where(model.mla, latent, standard)
-    scores = np.where(layout.flash | (layout.recompute >= 1), 0.0, 5 * model.heads * model.keys / t)
+    attention = where(model.mla, latent, standard)
+    scores = where(layout.flash | (layout.recompute >= 1), 0.0, 5 * model.heads * model.keys / t)
 
     def mlp(width, split):
-        return (2 * width * np.where(model.gated, 2.0, 1.0) + gemm_in * width) / split
+        return (2 * width * where(model.gated, 2.0, 1.0) + gemm_in * width) / split
 
     # Each token-expert pair also keeps its permuted copy of the token, the first expert GEMM's input.
     routed = model.top_k * model.imbalance * (gemm_in * h + mlp(model.expert_ffn, layout.etp)) * layout.etp / t
-    mlp_terms = np.where(moe_layer, routed + model.shared_experts * mlp(model.expert_ffn, t), mlp(model.ffn, t))
+    mlp_terms = where(moe_layer, routed + model.shared_experts * mlp(model.expert_ffn, t), mlp(model.ffn, t))
     kept = tokens * scale * (replicated + attention + scores + mlp_terms)
-    layer_input = tokens * scale * 2 * h * np.where(layout.sp, 1 / t, 1.0)
-    return np.where(layout.recompute == 2, layer_input, kept)
+    layer_input = tokens * scale * 2 * h * where(layout.sp, 1 / t, 1.0)
+    return where(layout.recompute == 2, layer_input, kept)
 
 
 def activation_bytes_first_stage(model: Model, layout: Layout, schedule: str, pp, virtual_stages, micro_batches,
@@ -418,13 +419,13 @@ def activation_bytes_first_stage(model: Model, layout: Layout, schedule: str, pp
     dense = activation_bytes_per_layer(model, layout, False)
     has_moe = model.experts > 0
     moe = activation_bytes_per_layer(model, layout, True) if np.asarray(has_moe).any() else dense
-    dense_layers = np.where(has_moe, np.minimum(model.layers - model.moe_layers, first_layers), first_layers)
+    dense_layers = where(has_moe, np.minimum(model.layers - model.moe_layers, first_layers), first_layers)
     stage = dense_layers * dense + (first_layers - dense_layers) * moe
     full = layout.recompute == 2
     rebuilt = 0.0
     if np.asarray(full).any():  # one layer's activations rebuilt at a time on top of the kept inputs
         kept = Layout(**{**layout.__dict__, "recompute": np.zeros_like(layout.recompute)})
-        rebuilt = np.where(full, activation_bytes_per_layer(model, kept, has_moe), 0.0)
+        rebuilt = where(full, activation_bytes_per_layer(model, kept, has_moe), 0.0)
     return stage * in_flight_micro_batches(schedule, pp, virtual_stages, micro_batches) + rebuilt
 
 
@@ -440,8 +441,8 @@ def memory_per_gpu_bytes(*, dense_params, expert_params, tp, pp, ep, etp, dp, ex
     dense, experts = dense_params / (tp * pp), expert_params / (etp * pp * ep)
 
     def sharded(bytes_per_param, stage):
-        return (dense * bytes_per_param / np.where(zero_stage >= stage, dp, 1.0)
-                + experts * bytes_per_param / np.where(zero_stage >= stage, expert_dp, 1.0))
+        return (dense * bytes_per_param / where(zero_stage >= stage, dp, 1.0)
+                + experts * bytes_per_param / where(zero_stage >= stage, expert_dp, 1.0))
 
     return np.stack(np.broadcast_arrays(copies * sharded(weight_bytes, 3), copies * sharded(grad_bytes, 2),
                                         sharded(optimizer_bytes_per_param, 1), activation_bytes), axis=-1)
@@ -465,7 +466,7 @@ def exposed_dp_s(dp_comm_s, window_s, on_copy_engines, params: TrainingParams = 
     collective (HFReduce) hides behind ``dp_overlap_fraction`` of it, an SM-based one (NCCL) only
     ``sm_collective_overlap`` of that."""
     hideable = params.dp_overlap_fraction * window_s
-    hidden = np.where(on_copy_engines, hideable, hideable * params.sm_collective_overlap)
+    hidden = where(on_copy_engines, hideable, hideable * params.sm_collective_overlap)
     return np.maximum(dp_comm_s - hidden, 0.0)
 
 
@@ -476,7 +477,7 @@ def assemble_step(parts: dict, exposed_dp, data_s):
     total = np.maximum(gpu_s, data_s)
     ordered = [parts.get(key, 0.0) for key in STEP_KEYS[:-2]] + [exposed_dp, np.maximum(data_s - gpu_s, 0.0)]
     stacked = np.stack(np.broadcast_arrays(*ordered), axis=-1)
-    bound = np.where(data_s > gpu_s, len(STEP_LABELS) - 1, np.argmax(stacked[..., :-1], axis=-1))
+    bound = where(data_s > gpu_s, len(STEP_LABELS) - 1, np.argmax(stacked[..., :-1], axis=-1))
     return total, stacked, bound
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore.arrays import distinct_points
+from simcore.arrays import distinct_points, where
 
 # GEMM tiles a cuBLAS/CUTLASS kernel choice ranges over (rows x columns of the output per CTA).
 # The largest fills one SM's tensor cores and registers; smaller tiles fit several CTAs per SM.
@@ -91,10 +91,10 @@ def gemm_time_s(m, n, k, device: Device, batch=1.0, attention=False):
     for the unfused attention core's batched GEMMs (at the attention precision)."""
     peak = device.attention_peak_flops if attention else device.peak_flops
     fraction = device.attention_gemm_fraction if attention else device.gemm_fraction
-    operand_bytes = np.where(attention, np.maximum(device.gemm_operand_bytes, 2.0), device.gemm_operand_bytes)
+    operand_bytes = where(attention, np.maximum(device.gemm_operand_bytes, 2.0), device.gemm_operand_bytes)
     flops = 2 * m * n * k * batch
     efficiency = gemm_efficiency(m, n, device.sm_count, fraction, batch)
-    moved = np.where(flops > 0, operand_bytes * (m * k + k * n + m * n) * batch, 0.0)
+    moved = where(flops > 0, operand_bytes * (m * k + k * n + m * n) * batch, 0.0)
     compute_s = np.divide(flops, peak * efficiency, out=np.zeros(np.broadcast_shapes(np.shape(flops),
                                                                                      np.shape(efficiency),
                                                                                   np.shape(peak))),
@@ -180,11 +180,11 @@ class Model:
 
     @property
     def moe_layers(self):
-        return np.where(self.experts > 0, self.layers - self.dense_layers, 0.0)
+        return where(self.experts > 0, self.layers - self.dense_layers, 0.0)
 
     @property
     def mlp_matrices(self):
-        return np.where(self.gated, 3.0, 2.0)
+        return where(self.gated, 3.0, 2.0)
 
     @property
     def mla(self):
@@ -202,7 +202,7 @@ class Model:
     def kv_heads_per_rank(self, tp):
         """Key/value heads a TP rank holds: kv / t, or one replicated head when kv < t (Megatron-LM);
         with MLA every query head has its own key and value (up-projected from the latent)."""
-        return np.where(self.mla, self.heads / tp, np.maximum(self.kv_heads / tp, 1.0))
+        return where(self.mla, self.heads / tp, np.maximum(self.kv_heads / tp, 1.0))
 
     def attention_gemm_shapes(self, tokens, tp):
         """(rows, columns, inner) of a rank's attention weight GEMMs: QKV and the output projection;
@@ -211,15 +211,15 @@ class Model:
         Unused GEMMs of the other kind have zero columns; without MLA anywhere only the first two."""
         h, heads = self.hidden, self.heads / tp
         mla = self.mla
-        q_down = np.where(mla & (self.q_lora_rank > 0), self.q_lora_rank, 0.0)
-        q_in = np.where(q_down > 0, q_down, h)
-        qkv_cols = np.where(mla, heads * self.qk_head_dim, (heads + 2 * self.kv_heads_per_rank(tp)) * self.head_dim)
+        q_down = where(mla & (self.q_lora_rank > 0), self.q_lora_rank, 0.0)
+        q_in = where(q_down > 0, q_down, h)
+        qkv_cols = where(mla, heads * self.qk_head_dim, (heads + 2 * self.kv_heads_per_rank(tp)) * self.head_dim)
         standard = [(tokens, qkv_cols, q_in, 1.0), (tokens, h, heads * self.v_head_dim, 1.0)]
         if not np.asarray(mla).any():
             return standard
         return standard + [
-            (tokens, q_down, h, 1.0), (tokens, np.where(mla, self.kv_lora_rank + self.rope_head_dim, 0.0), h, 1.0),
-            (tokens, np.where(mla, heads * (self.head_dim + self.v_head_dim), 0.0), self.kv_lora_rank, 1.0),
+            (tokens, q_down, h, 1.0), (tokens, where(mla, self.kv_lora_rank + self.rope_head_dim, 0.0), h, 1.0),
+            (tokens, where(mla, heads * (self.head_dim + self.v_head_dim), 0.0), self.kv_lora_rank, 1.0),
         ]
 
     def attention_params_per_layer(self):
@@ -227,12 +227,12 @@ class Model:
         h r_q + r_q a (d + d_r) + h (r_kv + d_r) + r_kv a (d + d_v) + a d_v h + r_q + r_kv (norms)."""
         h, a = self.hidden, self.heads
         standard = h * (a + 2 * self.kv_heads) * self.head_dim + a * self.head_dim * h
-        q = np.where(self.q_lora_rank > 0, h * self.q_lora_rank + self.q_lora_rank * a * self.qk_head_dim,
+        q = where(self.q_lora_rank > 0, h * self.q_lora_rank + self.q_lora_rank * a * self.qk_head_dim,
                      h * a * self.qk_head_dim)
         latent = (h * (self.kv_lora_rank + self.rope_head_dim)
                   + self.kv_lora_rank * a * (self.head_dim + self.v_head_dim)
                   + a * self.v_head_dim * h + self.q_lora_rank + self.kv_lora_rank)
-        return np.where(self.mla, q + latent, standard)
+        return where(self.mla, q + latent, standard)
 
 
 def parameter_counts(model: Model) -> dict:
@@ -251,14 +251,14 @@ def parameter_counts(model: Model) -> dict:
     expert = mats * h * model.expert_ffn
     moe_mlp = model.experts * expert + model.shared_experts * expert + h * model.experts
     dense_layers = model.layers - model.moe_layers
-    embedding = model.vocab * h * np.where(model.tied, 1.0, 2.0) + np.where(model.gated, 0.0, model.seq * h)
+    embedding = model.vocab * h * where(model.tied, 1.0, 2.0) + where(model.gated, 0.0, model.seq * h)
     routed = model.moe_layers * model.experts * expert
     total = (embedding + model.layers * (attention + norms_biases) + dense_layers * dense_mlp
              + model.moe_layers * moe_mlp)
     active = total - model.moe_layers * (model.experts - model.top_k) * expert
-    last_mlp = np.where(model.experts > 0, moe_mlp, dense_mlp)
+    last_mlp = where(model.experts > 0, moe_mlp, dense_mlp)
     mtp = model.mtp_layers * (attention + norms_biases + last_mlp + 2 * h * h)
-    mtp_routed = np.where(model.experts > 0, model.mtp_layers * model.experts * expert, 0.0)
+    mtp_routed = where(model.experts > 0, model.mtp_layers * model.experts * expert, 0.0)
     return {"total": total, "active": active, "experts": routed + mtp_routed, "embedding": embedding, "mtp": mtp,
             "model_layers_total": total + mtp}
 
@@ -267,7 +267,7 @@ def _layer_forward_flops(model: Model):
     """Forward FLOPs per token of one (dense, MoE) layer: 2 per weight of each GEMM a token passes
     through, and the attention scores and values 2 k a (d_qk + d_v) over the k keys a query sees."""
     h = model.hidden
-    attention = 2 * (model.attention_params_per_layer() - np.where(model.mla, model.q_lora_rank + model.kv_lora_rank,
+    attention = 2 * (model.attention_params_per_layer() - where(model.mla, model.q_lora_rank + model.kv_lora_rank,
                                                                    0.0))
     attention = attention + 2 * model.keys * model.heads * (model.qk_head_dim + model.v_head_dim)
     dense = attention + 2 * model.mlp_matrices * h * model.ffn
@@ -283,7 +283,7 @@ def model_flops_per_token(model: Model) -> np.ndarray:
     2 h x 2h and output head."""
     h = model.hidden
     dense, moe = _layer_forward_flops(model)
-    last = np.where(model.experts > 0, moe, dense)
+    last = where(model.experts > 0, moe, dense)
     forward = (model.layers * dense + model.moe_layers * (moe - dense) + 2 * h * model.vocab
                + model.mtp_layers * (last + 4 * h * h + 2 * h * model.vocab))
     return 3 * forward
@@ -321,7 +321,7 @@ class Layout:
 def _tokens(model: Model, layout: Layout):
     """(tokens a rank's GEMMs see, tokens its norms and dropouts see) in one micro-batch."""
     tokens = layout.micro_batch * model.seq / layout.cp
-    return tokens, np.where(layout.sp, tokens / layout.tp, tokens)
+    return tokens, where(layout.sp, tokens / layout.tp, tokens)
 
 
 def attention_times_s(model: Model, layout: Layout, device: Device):
@@ -338,7 +338,7 @@ def attention_times_s(model: Model, layout: Layout, device: Device):
     """
     tokens, _ = _tokens(model, layout)
     heads = model.heads / layout.tp
-    causal = np.where(model.causal & (model.keys >= model.seq), 0.5, 1.0)
+    causal = where(model.causal & (model.keys >= model.seq), 0.5, 1.0)
     flash_forward_flops = 2 * tokens * model.keys * heads * (model.qk_head_dim + model.v_head_dim) * causal
     rate = device.attention_peak_flops * device.attention_fraction
     flash_f, flash_b = flash_forward_flops / rate, 2.5 * flash_forward_flops / rate
@@ -350,9 +350,9 @@ def attention_times_s(model: Model, layout: Layout, device: Device):
                                                     (rows, model.v_head_dim, model.keys, batch)], device,
                                                    attention=True)
     scores = batch * rows * model.keys * layout.act_bytes / device.hbm_bytes_s
-    unfused_f = qk_f + pv_f + scores * np.where(layout.fused, 4.5, 9.0)
-    unfused_b = qk_b + pv_b + scores * np.where(layout.fused, 5.5, 9.5)
-    return np.where(layout.flash, flash_f, unfused_f), np.where(layout.flash, flash_b, unfused_b)
+    unfused_f = qk_f + pv_f + scores * where(layout.fused, 4.5, 9.0)
+    unfused_b = qk_b + pv_b + scores * where(layout.fused, 5.5, 9.5)
+    return where(layout.flash, flash_f, unfused_f), where(layout.flash, flash_b, unfused_b)
 
 
 def elementwise_elements(model: Model, layout: Layout):
@@ -367,15 +367,15 @@ def elementwise_elements(model: Model, layout: Layout):
     Unfused (one kernel per operation, plain PyTorch): every bias add, dropout and residual add is
     its own pass, and SwiGLU's SiLU and product are two. Gated (Llama-style) layers have no biases.
     """
-    biases = np.where(model.gated, 0.0, 1.0)
+    biases = where(model.gated, 0.0, 1.0)
     fused = layout.fused
     norms_f, norms_b = 2 * 2.0, 2 * 3.0
-    memory_f = norms_f + np.where(fused, 2 * 3.5, 2 * (2.0 * biases + 2.5 + 3.0))
-    memory_b = norms_b + np.where(fused, 2 * 2.5, 2 * (1.0 * biases + 2.5))
-    act_f = np.where(model.gated, np.where(fused, 3.0, 5.0), 2.0 + np.where(fused, 0.0, 2.0 * biases))
-    act_b = np.where(model.gated, np.where(fused, 5.0, 8.0), 3.0 + np.where(fused, 0.0, biases))
-    split_f = np.where(fused, 0.0, 2.0 * biases)
-    split_b = np.where(fused, 0.0, biases)
+    memory_f = norms_f + where(fused, 2 * 3.5, 2 * (2.0 * biases + 2.5 + 3.0))
+    memory_b = norms_b + where(fused, 2 * 2.5, 2 * (1.0 * biases + 2.5))
+    act_f = where(model.gated, where(fused, 3.0, 5.0), 2.0 + where(fused, 0.0, 2.0 * biases))
+    act_b = where(model.gated, where(fused, 5.0, 8.0), 3.0 + where(fused, 0.0, biases))
+    split_f = where(fused, 0.0, 2.0 * biases)
+    split_b = where(fused, 0.0, biases)
     return memory_f, memory_b, act_f, act_b, split_f, split_b
 
 
@@ -398,7 +398,7 @@ def fp8_cast_s(shapes, layout: Layout, device: Device):
     outputs = sum(m * n * batch for m, n, k, batch in shapes)
     forward = inputs * FP8_CAST_BYTES_FORWARD / device.hbm_bytes_s
     backward = outputs * FP8_CAST_BYTES_BACKWARD / device.hbm_bytes_s
-    return np.where(layout.fp8, forward, 0.0), np.where(layout.fp8, backward, 0.0)
+    return where(layout.fp8, forward, 0.0), where(layout.fp8, backward, 0.0)
 
 
 def moe_dispatch_tokens(layout: Layout, tokens):
@@ -433,11 +433,11 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
     passes = gemm_passes(shapes, device)
     shared = model.shared_experts > 0
     keep = (1.0, 1.0, shared, shared, 1.0)
-    forward, backward, wgrad = (sum(np.where(k, part[i], 0.0) for part, k in zip(passes, keep)) for i in range(3))
+    forward, backward, wgrad = (sum(where(k, part[i], 0.0) for part, k in zip(passes, keep)) for i in range(3))
     expert_act = (pairs * e_width + tokens * model.shared_experts * s_width) * per_element
     cast_f, cast_b = fp8_cast_s(shapes[:4], layout, device)
     moe = model.experts > 0
-    return tuple(np.where(moe, value, 0.0) for value in (forward + expert_act * act_f, backward + expert_act * act_b,
+    return tuple(where(moe, value, 0.0) for value in (forward + expert_act * act_f, backward + expert_act * act_b,
                                                           wgrad, cast_f, cast_b))
 
 
@@ -487,5 +487,5 @@ def _recomputed_modules_s(model: Model, layout: Layout, attention_passes, hidden
     query and key/value up-projection GEMMs (the first and fifth attention GEMMs), and the layer's two
     RMSNorms, each reading and writing its tokens' hidden vectors (``hidden_pass_s``: one HBM pass)."""
     up_proj = attention_passes[0][0] + (attention_passes[4][0] if len(attention_passes) > 4 else 0.0)
-    return (np.where(layout.recompute_up_proj & model.mla, up_proj, 0.0)
-            + np.where(layout.recompute_norms, 2 * 2 * hidden_pass_s, 0.0))
+    return (where(layout.recompute_up_proj & model.mla, up_proj, 0.0)
+            + where(layout.recompute_norms, 2 * 2 * hidden_pass_s, 0.0))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from simcore.arrays import label
+from simcore.arrays import label, where
 from simcore.document import SPEC
 from simcore.errors import ScenarioError
 from simcore.formulas import collectives, compute, cost, power, storage, topology
@@ -132,7 +132,7 @@ def fabric_trees(nodes, compute_nics, node_storage_nics, storage_nodes, storage_
 
 def _plane_layers(endpoints, radix, oversubscription):
     """A storage plane is two layers where two hold it, else three."""
-    return np.where(endpoints <= topology.max_endpoints(radix, 2, 1, oversubscription), 2, 3)
+    return where(endpoints <= topology.max_endpoints(radix, 2, 1, oversubscription), 2, 3)
 
 
 def fabric_wiring(nodes, compute_nics, node_storage_nics, storage_nodes, storage_nics, *, storage_network, radix,
@@ -208,21 +208,21 @@ def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, 
     it_total_w = sum(it_power.values())
     gemm_w, idle_w = compute.accelerator_power_w(acc["tdp_w"], hw.full_clock_w, params.compute)
     pue_given = ~np.isnan(c["prices"]["pue"])
-    pue = np.where(pue_given, c["prices"]["pue"], power.HALL_PUE[rack["hall"]])
+    pue = where(pue_given, c["prices"]["pue"], power.HALL_PUE[rack["hall"]])
     facility_w = it_total_w * pue
     section = {
         "accelerator_gemm_w": gemm_w, "accelerator_idle_w": idle_w, "node_w": node_w, "node_max_w": node_max_w,
-        "node_max_basis": label(power.NODE_MAX_BASES, np.where(vendor_max, 0, 1)), "switch_w": switch_w,
+        "node_max_basis": label(power.NODE_MAX_BASES, where(vendor_max, 0, 1)), "switch_w": switch_w,
         "storage_node_w": storage_w, **it_power, "it_total_w": it_total_w, "facility_w": facility_w, "pue": pue,
-        "pue_basis": label(power.PUE_BASES, np.where(pue_given, 0, 1 + power.HALLS.index(rack["hall"]))),
+        "pue_basis": label(power.PUE_BASES, where(pue_given, 0, 1 + power.HALLS.index(rack["hall"]))),
         "energy_per_year_kwh": power.energy_per_year_kwh(it_total_w, pue),
         "fp16_tflops_per_kw": hw.gemm_tflops["fp16"] * nodes * g / (facility_w / 1000),
     }
-    network_racks = np.where(domain > g, np.ceil(nodes * g / domain), 0.0) * rack["network_racks_per_domain"]
+    network_racks = where(domain > g, np.ceil(nodes * g / domain), 0.0) * rack["network_racks_per_domain"]
     racks_section = {"count": racks, "network_count": network_racks, "total_count": racks + network_racks,
                      "nodes_per_rack": per_rack, "gpus_per_rack": per_rack * g, "power_w": rack_w,
                      "max_power_w": rack_max_w, "cooling": rack["cooling"],
-                     "within_power_limit": np.where(np.isnan(rack["power_limit_w"]), True,
+                     "within_power_limit": where(np.isnan(rack["power_limit_w"]), True,
                                                     rack_max_w <= rack["power_limit_w"])}
     return section, racks_section
 
@@ -270,7 +270,7 @@ def storage_section(c) -> tuple[dict, StorageRates]:
         raise ScenarioError("cluster.storage.external_write_gbyte_s",
                             "is for a storage system outside the plan: this plan has storage nodes; "
                             "give one or the other")
-    client_nic_gbyte_s = np.where(node["storage_nics"] > 0, node["storage_nics"] * node["storage_nic_gbit_s"],
+    client_nic_gbyte_s = where(node["storage_nics"] > 0, node["storage_nics"] * node["storage_nic_gbit_s"],
                                   node["compute_nics"] * node["compute_nic_gbit_s"]) / 8
     external = storage.external_rates_gbyte_s(sto["external_write_gbyte_s"], sto["external_read_gbyte_s"], nodes,
                                               client_nic_gbyte_s)
@@ -278,8 +278,8 @@ def storage_section(c) -> tuple[dict, StorageRates]:
         sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_read_gbyte_s"], nodes, client_nic_gbyte_s)
     write, write_bound = storage.storage_throughput_gbyte_s(
         sto["nodes"], sto["nics"], sto["nic_gbit_s"], sto["ssds"], sto["ssd_write_gbyte_s"], nodes, client_nic_gbyte_s)
-    rates = StorageRates(read_gbyte_s=np.where(sto["nodes"] > 0, read, external["read"]),
-                         write_gbyte_s=np.where(sto["nodes"] > 0, write, external["write"]))
+    rates = StorageRates(read_gbyte_s=where(sto["nodes"] > 0, read, external["read"]),
+                         write_gbyte_s=where(sto["nodes"] > 0, write, external["write"]))
     return {
         "aggregate_read_gbyte_s": read,
         "read_bound": label(storage.STORAGE_LABELS, read_bound),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcore import budget
-from simcore.arrays import label
+from simcore.arrays import label, where
 from simcore.errors import ScenarioError
 from simcore.formulas import reliability, storage
 
@@ -47,11 +47,11 @@ def reliability_cluster(categories, units):
         "events_per_day": per_day(lambda c: 1.0),
         "platform_interruptions_per_day": platform_stops,
         "fabric_interruptions_per_day": fabric_stops,
-        "fabric_interruption_share": np.where(platform_stops > 0, fabric_stops / np.where(platform_stops > 0,
+        "fabric_interruption_share": where(platform_stops > 0, fabric_stops / where(platform_stops > 0,
                                                                                           platform_stops, 1), 0.0),
         "repair_hours_per_day": repair_h,
         "fabric_repair_hours_per_day": fabric_repair_h,
-        "fabric_repair_share": np.where(repair_h > 0, fabric_repair_h / np.where(repair_h > 0, repair_h, 1), 0.0),
+        "fabric_repair_share": where(repair_h > 0, fabric_repair_h / where(repair_h > 0, repair_h, 1), 0.0),
         "node_availability": availability,
         "node_mttr_h": mttr_h,
         "by_category_per_day": reliability.category_rates(categories, units, hours=24),
@@ -70,7 +70,7 @@ def node_availability(categories, units):
                                               0.0) / units["node"]
     repair_hours_per_node = reliability.rate_per_hour(categories, node_units, lambda c: c.repair_h * node_level(c),
                                                       0.0) / units["node"]
-    mttr_h = np.where(down_per_node > 0, repair_hours_per_node / np.where(down_per_node > 0, down_per_node, 1), 0.0)
+    mttr_h = where(down_per_node > 0, repair_hours_per_node / where(down_per_node > 0, down_per_node, 1), 0.0)
     return reliability.node_availability(down_per_node, mttr_h), mttr_h
 
 
@@ -102,11 +102,11 @@ def _checkpoint_policy(rel, job, node, sto, rates) -> dict:
     snapshot_s = size / job.gpus / (node["pcie_bw_gbyte_s"] * 1e9) + fixed_s
     in_memory = rel["checkpoint_in_memory"]
     asynchronous = rel["checkpoint_mode"] == "async"
-    behind_s = np.where(in_memory, peer_s, write_s)  # what runs behind the job when it does not wait for it
-    stall_s = np.where(asynchronous, snapshot_s, np.where(in_memory, snapshot_s + peer_s, write_s))
-    return {"write_s": write_s, "write_bound": write_bound, "load_s": np.where(in_memory, peer_s, load_s),
+    behind_s = where(in_memory, peer_s, write_s)  # what runs behind the job when it does not wait for it
+    stall_s = where(asynchronous, snapshot_s, where(in_memory, snapshot_s + peer_s, write_s))
+    return {"write_s": write_s, "write_bound": write_bound, "load_s": where(in_memory, peer_s, load_s),
             "load_bound": load_bound, "in_memory": in_memory, "asynchronous": asynchronous, "peer_s": peer_s,
-            "stall_s": stall_s, "behind_s": np.where(asynchronous, behind_s, 0.0)}
+            "stall_s": stall_s, "behind_s": where(asynchronous, behind_s, 0.0)}
 
 
 def _checked_interval(rel, behind_s, optimal):
@@ -120,7 +120,7 @@ def _checked_interval(rel, behind_s, optimal):
                             f"the checkpoint write running behind it "
                             f"({float(np.broadcast_to(behind_s, too_short.shape).ravel()[first]):.3g} s): "
                             "a snapshot cannot start before the previous one is written")
-    return np.where(np.isnan(given), optimal, given)
+    return where(np.isnan(given), optimal, given)
 
 
 def _spares(categories, units, job_nodes, confidence):
@@ -130,7 +130,7 @@ def _spares(categories, units, job_nodes, confidence):
     domains = units["domain"]
     per_domain = reliability.spares_per_domain(np.ceil(job_nodes / np.maximum(domains, 1)), domains, availability,
                                                confidence)
-    return per_domain * np.maximum(domains, 1), np.where(domains > 0, per_domain, np.nan)
+    return per_domain * np.maximum(domains, 1), where(domains > 0, per_domain, np.nan)
 
 
 def reliability_job(p, categories, job, units, node, sto, rates) -> tuple[dict, JobCycle]:
@@ -148,8 +148,8 @@ def reliability_job(p, categories, job, units, node, sto, rates) -> tuple[dict, 
     rate_h = sum(kinds.values())
     rate_s = rate_h / 3600
     given_restart = ~np.isnan(rel["restart_s"])
-    restart_s = np.where(given_restart, rel["restart_s"], restart_s)
-    by_kind = {kind: np.where(given_restart, rel["restart_s"], seconds) for kind, seconds in by_kind.items()}
+    restart_s = where(given_restart, rel["restart_s"], restart_s)
+    by_kind = {kind: where(given_restart, rel["restart_s"], seconds) for kind, seconds in by_kind.items()}
     optimal = reliability.optimal_interval_s(stall_s, rate_s)
     optimal = np.maximum(optimal, behind_s)
     interval = _checked_interval(rel, behind_s, optimal)
@@ -172,9 +172,9 @@ def reliability_job(p, categories, job, units, node, sto, rates) -> tuple[dict, 
         "checkpoint_time_s": stall_s,
         "checkpoint_write_time_s": ckpt["write_s"],
         "checkpoint_bound": label(storage.CHECKPOINT_LABELS, ckpt["write_bound"]),
-        "checkpoint_peer_copy_s": np.where(ckpt["in_memory"], ckpt["peer_s"], np.nan),
+        "checkpoint_peer_copy_s": where(ckpt["in_memory"], ckpt["peer_s"], np.nan),
         "checkpoint_load_time_s": load_s,
-        "checkpoint_load_bound": np.where(ckpt["in_memory"], "peer host memory over the compute NICs",
+        "checkpoint_load_bound": where(ckpt["in_memory"], "peer host memory over the compute NICs",
                                           label(storage.CHECKPOINT_LABELS, ckpt["load_bound"])),
         "restart_profile": rel["restart_profile"],
         "restart_time_s": restart_s,

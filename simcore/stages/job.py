@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore.arrays import label
+from simcore.arrays import label, where
 from simcore.document import parse_workload, workload_field_errors
 from simcore.errors import ScenarioError
 from simcore.formulas import collectives, training, transformer
@@ -68,11 +68,11 @@ def workload_rules(w, stage_layer_counts) -> tuple:
     heads = w["heads"] if transformer else np.array(np.nan)
     experts = w["experts"]
     first, middle, last = stage_layer_counts
-    fewest = np.fmin(np.fmin(first, np.where(w["pp"] > 2, middle, np.inf)), np.where(w["pp"] > 1, last, np.inf))
+    fewest = np.fmin(np.fmin(first, where(w["pp"] > 2, middle, np.inf)), where(w["pp"] > 1, last, np.inf))
     uneven = np.isfinite(w["first_stage_layers"]) | np.isfinite(w["last_stage_layers"])
     schedule = w["pipeline_schedule"]
     return (
-        ("pp", transformer & (w["pp"] > np.where(np.isnan(w["layers"]), np.inf, w["layers"]))),
+        ("pp", transformer & (w["pp"] > where(np.isnan(w["layers"]), np.inf, w["layers"]))),
         ("tp", transformer & (np.fmod(heads, w["tp"]) > 0)),
         ("cp", transformer & ((w["seq_len"] * w["resolution_scale"] ** 2) % w["cp"] != 0)),
         ("ep", (w["ep"] > 1) & ((experts < 1) | (experts % w["ep"] != 0))),
@@ -136,32 +136,32 @@ def layout_checks(w, job_gpus, nodes, g, domain, dp, micro_batches, stage_layer_
     for code, (name, bad) in enumerate(rules, start=1):
         if name is not None and np.ndim(bad) == 0 and bool(bad):
             raise ScenarioError(f"workload.{name}", _quoted(INFEASIBLE_REASONS[code], name, w))
-        reason = np.where(bad & (reason == 0), code, reason)
+        reason = where(bad & (reason == 0), code, reason)
     return reason
 
 
 def expert_tp(w):
     """Expert tensor parallelism: the workload's, or TP's (Megatron-Core's default)."""
-    return np.where(np.isnan(w["expert_tp"]), w["tp"], w["expert_tp"])
+    return where(np.isnan(w["expert_tp"]), w["tp"], w["expert_tp"])
 
 
 def transformer_model(w) -> transformer.Model:
     """The workload's transformer with defaults filled (kv heads = heads, head dim = h / a, ...)."""
     heads = w["heads"]
-    ffn = np.where(np.isnan(w["ffn_hidden"]), 4 * w["hidden"], w["ffn_hidden"])
+    ffn = where(np.isnan(w["ffn_hidden"]), 4 * w["hidden"], w["ffn_hidden"])
     experts = w["experts"]
-    head_dim = np.where(np.isnan(w["head_dim"]), w["hidden"] / heads, w["head_dim"])
+    head_dim = where(np.isnan(w["head_dim"]), w["hidden"] / heads, w["head_dim"])
     return transformer.Model(
         layers=w["layers"], hidden=w["hidden"], heads=heads,
-        kv_heads=np.where(np.isnan(w["kv_heads"]), heads, w["kv_heads"]), head_dim=head_dim,
+        kv_heads=where(np.isnan(w["kv_heads"]), heads, w["kv_heads"]), head_dim=head_dim,
         ffn=ffn, gated=np.array(w["gated_mlp"]), vocab=w["vocab"], tied=np.array(w["tied_embeddings"]),
         seq=w["seq_len"] * w["resolution_scale"] ** 2, causal=np.array(w["causal"]),
-        experts=experts, top_k=np.where(experts > 0, w["moe_top_k"], 0.0),
-        expert_ffn=np.where(experts > 0, np.where(np.isnan(w["expert_ffn_hidden"]), ffn, w["expert_ffn_hidden"]), 0.0),
-        shared_experts=np.where(experts > 0, w["shared_experts"], 0.0),
-        dense_layers=np.where(experts > 0, w["dense_layers"], 0.0), imbalance=w["moe_imbalance"],
+        experts=experts, top_k=where(experts > 0, w["moe_top_k"], 0.0),
+        expert_ffn=where(experts > 0, where(np.isnan(w["expert_ffn_hidden"]), ffn, w["expert_ffn_hidden"]), 0.0),
+        shared_experts=where(experts > 0, w["shared_experts"], 0.0),
+        dense_layers=where(experts > 0, w["dense_layers"], 0.0), imbalance=w["moe_imbalance"],
         q_lora_rank=w["q_lora_rank"], kv_lora_rank=w["kv_lora_rank"], rope_head_dim=w["rope_head_dim"],
-        v_head_dim=np.where(np.isnan(w["v_head_dim"]), head_dim, w["v_head_dim"]),
+        v_head_dim=where(np.isnan(w["v_head_dim"]), head_dim, w["v_head_dim"]),
         window=w["attention_window"], mtp_layers=w["mtp_layers"],
     )
 
@@ -172,10 +172,10 @@ def job_domains(w, node, g, job_gpus, cluster_gpus):
     of 64 take 16 NVL72 racks, not 15), else its GPUs over the domain."""
     domain = scaleup_domain_gpus(node)
     reaches = np.stack(np.broadcast_arrays(w["tp"] * 1.0, w["tp"] * w["cp"], w["ep"] * expert_tp(w)))
-    reach = np.max(np.where(reaches <= domain, reaches, 1.0), axis=0)
+    reach = np.max(where(reaches <= domain, reaches, 1.0), axis=0)
     packed = np.floor(domain / reach) * reach
     whole = whole_in_domains(reach, domain, job_gpus, cluster_gpus)
-    return np.where(domain > g, np.ceil(job_gpus / np.where(whole, packed, domain)), 0.0)
+    return where(domain > g, np.ceil(job_gpus / where(whole, packed, domain)), 0.0)
 
 
 def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: CollectiveParams):
@@ -187,7 +187,7 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
     nvlink = w["use_nvlink"]
     topology = node["nvlink_topology"]
     domain = scaleup_domain_gpus(node) if topology == "all-to-all" else (2.0 if topology == "pairs" else 1.0)
-    domain = np.where(nvlink & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0), domain, 1.0)
+    domain = where(nvlink & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0), domain, 1.0)
     scaleup = training.Link(io.scaleup_bw_gbyte_s, params.scaleup_latency_s)
     pcie = training.Link(io.pcie_bw_gbyte_s / 2, params.hop_latency_s)
     network = training.Link(io.nic_bw_gbyte_s / g, params.hop_latency_s)
@@ -195,7 +195,7 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
     # NVLink SHARP reduces in the switches: TP's allreduces (not SP's reduce-scatter and allgather) gain.
     switched = topology == "all-to-all" and node["nvlink_sharp"] and not np.isnan(family.nvls_allreduce_gain)
     sharp_gain = family.nvls_allreduce_gain if switched else 1.0
-    tp_scaleup = training.Link(scaleup.bw_gbyte_s * np.where(w["sequence_parallel"], 1.0, sharp_gain),
+    tp_scaleup = training.Link(scaleup.bw_gbyte_s * where(w["sequence_parallel"], 1.0, sharp_gain),
                                scaleup.latency_s)
 
     def place(span, stride, on_scaleup=scaleup):
@@ -205,7 +205,7 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
         in_domain = (reach <= domain) & ~across
         in_node = (reach <= g) & ~across
         link = training.pick_link(in_domain, on_scaleup, training.pick_link(in_node, pcie, network))
-        code = np.where(span <= 1, 0, np.where(in_domain, 1, np.where(across, ACROSS_DOMAINS, np.where(in_node, 2, 3))))
+        code = where(span <= 1, 0, where(in_domain, 1, where(across, ACROSS_DOMAINS, where(in_node, 2, 3))))
         return link, label(PLACEMENTS, code)
 
     tp_link, tp_where = place(tp, 1, tp_scaleup)
@@ -213,13 +213,13 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
     etp = expert_tp(w)
     _, ep_where = place(ep, etp)
     stride = tp * cp * np.floor(dp)
-    pp_link, pp_where = place(np.where(w["pp"] > 1, 2.0, 1.0), stride)
+    pp_link, pp_where = place(where(w["pp"] > 1, 2.0, 1.0), stride)
     # The expert-parallel group: ep ranks etp apart (Megatron-Core's folding), r of them to a scale-up
     # domain (or, without an all-to-all one, a node reached over PCIe), over ep / r domains; a group
     # that cannot sit whole in one spans two, half in each at worst.
     unit = np.maximum(domain, g)
     ranks_in_domain = np.maximum(np.minimum(ep, np.floor(unit / etp)), 1.0)
-    ranks_in_domain = np.where(ep_where == PLACEMENTS[ACROSS_DOMAINS], np.maximum(np.ceil(ep / 2), 1.0),
+    ranks_in_domain = where(ep_where == PLACEMENTS[ACROSS_DOMAINS], np.maximum(np.ceil(ep / 2), 1.0),
                                ranks_in_domain)
     inside = training.pick_link(np.minimum(ep * etp, unit) <= domain, scaleup, pcie)
     dispatch = training.Dispatch(
@@ -233,7 +233,7 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
 def comm_sm_share(w, node):
     """Share of the SMs that overlapped communication kernels take from compute."""
     sms = node["accelerator"]["sm_count"]
-    return np.where(np.isnan(sms), 0.0, np.minimum(w["comm_sms"] / sms, 1.0))
+    return where(np.isnan(sms), 0.0, np.minimum(w["comm_sms"] / sms, 1.0))
 
 
 def device_at(acc, family, clock, precision) -> tuple[transformer.Device, np.ndarray]:
@@ -246,11 +246,11 @@ def device_at(acc, family, clock, precision) -> tuple[transformer.Device, np.nda
     if np.isnan(gemm_fraction):
         raise ScenarioError("workload.precision", f"no measured {precision} GEMM share for the {family.name} family")
     attention_peak = acc["peak_fp16_tflops"] if precision == "fp8" else peak_tflops
-    hbm = np.where(np.isnan(acc["memory_bandwidth_gbyte_s"]), family.reference_hbm_gbyte_s,
+    hbm = where(np.isnan(acc["memory_bandwidth_gbyte_s"]), family.reference_hbm_gbyte_s,
                    acc["memory_bandwidth_gbyte_s"])
     device = transformer.Device(
         peak_flops=peak_tflops * 1e12 * clock, attention_peak_flops=attention_peak * 1e12 * clock,
-        sm_count=np.where(np.isnan(acc["sm_count"]), family.reference_sm_count, acc["sm_count"]),
+        sm_count=where(np.isnan(acc["sm_count"]), family.reference_sm_count, acc["sm_count"]),
         gemm_fraction=np.asarray(gemm_fraction), attention_gemm_fraction=np.asarray(family.gemm_fraction),
         attention_fraction=np.asarray(family.attention_fraction),
         gemm_operand_bytes=np.asarray({"tf32": 4.0, "fp8": 1.0}.get(precision, 2.0)),
@@ -274,7 +274,7 @@ def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts) -> dict
                                 recompute_up_proj=np.asarray(w["recompute_mla_up_proj"]),
                                 fp8_cache=np.asarray(w["fp8_cached_activations"]))
     counts = transformer.parameter_counts(model)
-    scale = np.where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
+    scale = where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
     total_params, expert_params = counts["total"] * scale, counts["experts"] * scale
     held = counts["model_layers_total"] * scale
     model_per_token = transformer.model_flops_per_token(model)
@@ -282,7 +282,7 @@ def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts) -> dict
     zero = w["zero_stage"] >= 1
     expert_dp = np.maximum(dp_ranks * tp_ * cp_ / (ep_ * etp), 1.0)
     shards = {"dense": dense / (tp_ * pp_), "experts": expert_params / (etp * pp_ * ep_),
-              "dense_shards": np.where(zero, dp_ranks, 1.0), "expert_shards": np.where(zero, expert_dp, 1.0)}
+              "dense_shards": where(zero, dp_ranks, 1.0), "expert_shards": where(zero, expert_dp, 1.0)}
     schedule = w["pipeline_schedule"]
     step = training.transformer_step(
         model=model, layout=layout, device=device, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=m,
@@ -305,10 +305,10 @@ def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
     """A CNN's step parts from its forward time (data-parallel only: the layout checks refuse TP,
     PP and CP); a full recomputation is one more forward of the three passes."""
     total_params = w["params"]
-    recompute_share = np.where(w["recompute"] == "full", 1 / 3, 0.0)
+    recompute_share = where(w["recompute"] == "full", 1 / 3, 0.0)
     forward_s = _cnn_forward_s(w, family, device, job_gpus)
     parts = {"forward": forward_s, "backward": 2 * forward_s, "recomputation": forward_s * recompute_share * 3,
-             "optimizer": total_params * training.ADAM_BYTES_PER_PARAM / np.where(
+             "optimizer": total_params * training.ADAM_BYTES_PER_PARAM / where(
                  w["zero_stage"] >= 1, dp_ranks, 1.0) / device.hbm_bytes_s}
     model_per_token = 3 * w["flops_per_sample_forward"]
     return {"total_params": total_params, "active": total_params, "expert_params": np.array(0.0),
@@ -347,7 +347,7 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params) -> tupl
     else:
         ar = collectives.nccl_allreduce(grad_bytes_per_gpu, dp_nodes, dp_io,
                                         nvlink_all_to_all=all_ok & w["use_nvlink"], params=params.collectives)
-    dp_s = np.where(reduce_ranks > 1, ar.time_s, 0.0)
+    dp_s = where(reduce_ranks > 1, ar.time_s, 0.0)
     # ZeRO-3 / FSDP: every micro-batch allgathers the weights for forward and again for backward (and
     # for a fully recomputed forward) and reduce-scatters the gradients, all of which can hide behind the
     # whole step's compute instead of the last backward alone. With NCCL each moves half an allreduce's
@@ -356,8 +356,8 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params) -> tupl
     fsdp = w["zero_stage"] >= 3
     gathers = 2 + (w["recompute"] == "full")
     per_collective = 1.0 if hfreduce else 0.5
-    dp_s = np.where(fsdp, m * per_collective * dp_s * (1 + gathers * w["weight_bytes"] / w["grad_bytes"]), dp_s)
-    window_s = np.where(fsdp, step["compute_s"], np.where(w["overlap_grad_reduce"], step["backward_window"], 0.0))
+    dp_s = where(fsdp, m * per_collective * dp_s * (1 + gathers * w["weight_bytes"] / w["grad_bytes"]), dp_s)
+    window_s = where(fsdp, step["compute_s"], where(w["overlap_grad_reduce"], step["backward_window"], 0.0))
     return dp_s, ar, training.exposed_dp_s(dp_s, window_s, hfreduce, params.training)
 
 
@@ -367,7 +367,7 @@ def _preprocessing_s(w, node, job_nodes):
     preprocessing = (w["preprocess_s_per_sample"] > 0) & (not w["preprocess_cached"])
     if (preprocessing & np.isnan(node["cpu_cores"])).any():
         raise ScenarioError("cluster.node.cpu_cores", "is needed when the workload preprocesses on the host")
-    return np.where(preprocessing, samples_per_node * w["preprocess_s_per_sample"] / node["cpu_cores"], 0.0)
+    return where(preprocessing, samples_per_node * w["preprocess_s_per_sample"] / node["cpu_cores"], 0.0)
 
 
 def _memory(w, step, dp_ranks, hbm_gib, params) -> dict:
@@ -413,7 +413,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
     parallelism, memory, MFU and HFU. Returns the result's training section and the job's figures
     for the reliability and cost stages."""
     w = p["workload"]
-    job_gpus = np.where(np.isnan(w["gpus"]), nodes * g, w["gpus"])
+    job_gpus = where(np.isnan(w["gpus"]), nodes * g, w["gpus"])
     job_nodes = np.ceil(job_gpus / g)
     dp = job_gpus / (w["tp"] * w["pp"] * w["cp"])
     dp_ranks = np.maximum(np.floor(dp), 1)
@@ -436,7 +436,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
     feasible = (reason == 0) & fits
     out = {
         "feasible": feasible,
-        "infeasible_reason": label(INFEASIBLE_REASONS, np.where((reason == 0) & ~fits, MEMORY_REASON, reason)),
+        "infeasible_reason": label(INFEASIBLE_REASONS, where((reason == 0) & ~fits, MEMORY_REASON, reason)),
         "gpus": job_gpus, "nodes": job_nodes, "dp": np.floor(dp), "micro_batches": micro_batches,
         **_speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops),
         "dp_allreduce_s": dp_s,
@@ -444,11 +444,11 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
         "memory": memory,
     }
     if step["stage_s"] is not None:  # a transformer: its stages, where its groups run, its FLOPs per token
-        out["stage_time_s"] = {name: np.where(feasible, step["stage_s"][..., i], np.nan)
+        out["stage_time_s"] = {name: where(feasible, step["stage_s"][..., i], np.nan)
                                for i, name in enumerate(("first", "middle", "last"))}
         out["placement"] = placement
         out["flops_per_token"] = step["model_per_token"]
-    checkpoint_bytes = np.where(np.isnan(w["checkpoint_bytes"]),
+    checkpoint_bytes = where(np.isnan(w["checkpoint_bytes"]),
                                 step["total_params"] * (w["weight_bytes"] + w["optimizer_bytes_per_param"]),
                                 w["checkpoint_bytes"])
     return out, TrainedJob(gpus=job_gpus, nodes=job_nodes, domains=job_domains(w, node, g, job_gpus, nodes * g),
@@ -466,7 +466,7 @@ def _speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops) -
     def nan_if_infeasible(values, keep=feasible):
         """NaN where the job cannot run, broadcast with ``keep`` (``values`` itself when it runs everywhere)."""
         if not everywhere:
-            return np.where(keep, values, np.nan)
+            return where(keep, values, np.nan)
         if np.ndim(keep) == 0 or np.shape(keep) == np.shape(values):
             return values
         return np.broadcast_to(values, np.broadcast_shapes(np.shape(values), np.shape(keep)))
@@ -500,7 +500,7 @@ def _cnn_forward_s(w, family, device, job_gpus):
         raise ScenarioError("workload.forward_s_per_sample",
                             f"is needed: no measured convolution share for the {family.name} family")
     from_flops = w["flops_per_sample_forward"] / (device.peak_flops * family.conv_fraction)
-    return samples_per_gpu * np.where(np.isnan(measured), from_flops, measured)
+    return samples_per_gpu * where(np.isnan(measured), from_flops, measured)
 
 
 def time_and_cost_to_train(tokens, job: TrainedJob, step_time_s, ettr, cluster_gpus, facility_w, capex_total,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simcore import budget
-from simcore.arrays import to_json
+from simcore.arrays import to_json, where
 from simcore.document import parse
 from simcore.errors import ScenarioError
 from simcore.formulas import reliability
@@ -108,7 +108,7 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
     total = fabrics.total
     cluster_units = reliability.unit_counts(gpus, nodes, link=total.endpoint_links + total.switch_links,
                                             nic=total.endpoints, switch=total.switches,
-                                            domain=np.where(domain > g, np.ceil(gpus / domain), 0.0))
+                                            domain=where(domain > g, np.ceil(gpus / domain), 0.0))
     result["reliability"] = {**failures.reliability_cluster(categories, cluster_units),
                              "excluded_categories": excluded}
     cycle = None
