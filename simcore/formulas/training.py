@@ -280,9 +280,10 @@ def _slowest(stages: tuple[dict, dict, dict], pp, dualpipe: bool):
     def total(s):
         return s["forward"] + s["backward"] + s["recomputation"] + s["_comm"]
 
-    exists = np.stack(np.broadcast_arrays(True, pp >= 3, pp >= 2), axis=-1)
-    stage_s = where(exists, np.stack(np.broadcast_arrays(*(total(s) for s in stages)), axis=-1), np.nan)
-    slowest = np.argmax(where(exists, stage_s, -np.inf), axis=-1)
+    first_s, middle_s, last_s = (total(s) for s in stages)
+    stage_s = [first_s, where(pp >= 3, middle_s, np.nan), where(pp >= 2, last_s, np.nan)]
+    slowest = np.argmax(np.stack(np.broadcast_arrays(first_s, where(pp >= 3, middle_s, -np.inf),
+                                                     where(pp >= 2, last_s, -np.inf))), axis=0)
     first = int(slowest.flat[0])
     if np.ndim(slowest) == 0 or not np.any(slowest != first):  # one stage is the slowest everywhere
         pick = lambda key: np.asarray(stages[first][key])  # noqa: E731
@@ -337,7 +338,7 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     """Per-step times of a transformer on the slowest pipeline stage, before data parallelism.
 
     Returns ``parts`` (seconds per step, keyed by :data:`STEP_KEYS`' first nine), ``stage_s``
-    (per micro-batch, each stage: first, middle, last; NaN for a stage the pipeline does not have),
+    (per micro-batch, a list of the stages: first, middle, last; NaN for a stage the pipeline does not have),
     ``backward_s`` (the last micro-batch's backward on that stage: the window for gradient
     reduction) and ``compute_s``. DualPipe overlaps the pipeline sends with compute as well as the
     all-to-all (``dispatch.overlap``).
@@ -431,7 +432,7 @@ def activation_bytes_first_stage(model: Model, layout: Layout, schedule: str, pp
 
 def memory_per_gpu_bytes(*, dense_params, expert_params, tp, pp, ep, etp, dp, expert_dp, zero_stage, weight_bytes,
                          grad_bytes, optimizer_bytes_per_param, activation_bytes, copies=1.0):
-    """Per-GPU HBM footprint by term, stacked along the last axis in ``MEMORY_TERMS`` order.
+    """Per-GPU HBM footprint by term, stacked along the first axis in ``MEMORY_TERMS`` order.
 
     Dense weights split over TP x PP, experts over ETP x PP x EP; ZeRO stage 1/2/3 shards optimizer
     states / gradients / weights over the copies of each: ``dp`` for dense weights, ``expert_dp``
@@ -445,7 +446,7 @@ def memory_per_gpu_bytes(*, dense_params, expert_params, tp, pp, ep, etp, dp, ex
                 + experts * bytes_per_param / where(zero_stage >= stage, expert_dp, 1.0))
 
     return np.stack(np.broadcast_arrays(copies * sharded(weight_bytes, 3), copies * sharded(grad_bytes, 2),
-                                        sharded(optimizer_bytes_per_param, 1), activation_bytes), axis=-1)
+                                        sharded(optimizer_bytes_per_param, 1), activation_bytes))
 
 
 def allocatable_gib(hbm_gib, params: TrainingParams = TrainingParams()):
@@ -456,9 +457,9 @@ def allocatable_gib(hbm_gib, params: TrainingParams = TrainingParams()):
 def memory_verdict(terms_bytes, hbm_gib, params: TrainingParams = TrainingParams()):
     """(fits, total bytes, index of the dominant term into ``MEMORY_TERMS``): the terms against
     :func:`allocatable_gib` (an unknown capacity, NaN, fits everything)."""
-    total = terms_bytes.sum(axis=-1)
+    total = terms_bytes.sum(axis=0)
     fits = ~(total > allocatable_gib(hbm_gib, params) * GIB)
-    return fits, total, np.argmax(terms_bytes, axis=-1)
+    return fits, total, np.argmax(terms_bytes, axis=0)
 
 
 def exposed_dp_s(dp_comm_s, window_s, on_copy_engines, params: TrainingParams = TrainingParams()):
@@ -471,14 +472,14 @@ def exposed_dp_s(dp_comm_s, window_s, on_copy_engines, params: TrainingParams = 
 
 
 def assemble_step(parts: dict, exposed_dp, data_s):
-    """Step time, its parts stacked in ``STEP_KEYS`` order and the index of the largest; host
-    preprocessing is a floor under the GPU time and binds when it is longer."""
+    """Step time, its parts in ``STEP_KEYS`` order (broadcast to one shape) and the index of the
+    largest; host preprocessing is a floor under the GPU time and binds when it is longer."""
     gpu_s = sum(parts.values()) + exposed_dp
     total = np.maximum(gpu_s, data_s)
-    ordered = [parts.get(key, 0.0) for key in STEP_KEYS[:-2]] + [exposed_dp, np.maximum(data_s - gpu_s, 0.0)]
-    stacked = np.stack(np.broadcast_arrays(*ordered), axis=-1)
-    bound = where(data_s > gpu_s, len(STEP_LABELS) - 1, np.argmax(stacked[..., :-1], axis=-1))
-    return total, stacked, bound
+    ordered = np.broadcast_arrays(*(parts.get(key, 0.0) for key in STEP_KEYS[:-2]), exposed_dp,
+                                  np.maximum(data_s - gpu_s, 0.0))
+    bound = where(data_s > gpu_s, len(STEP_LABELS) - 1, np.argmax(np.stack(ordered[:-1]), axis=0))
+    return total, ordered, bound
 
 
 def weak_scaling_efficiency(step_s, reference_step_s):

@@ -384,7 +384,7 @@ def _memory(w, step, dp_ranks, hbm_gib, params) -> dict:
         "per_gpu_gib": total / training.GIB,
         "hbm_gib": hbm_gib,
         "allocatable_gib": training.allocatable_gib(hbm_gib, params.training),
-        **{f"{name.replace(' ', '_')}_gib": terms[..., i] / training.GIB
+        **{f"{name.replace(' ', '_')}_gib": terms[i] / training.GIB
            for i, name in enumerate(training.MEMORY_TERMS)},
         "dominant_term": label(training.MEMORY_TERMS, dominant),
     }
@@ -429,7 +429,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
     dp_s, ar, exposed_dp = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params)
-    step_s, stacked, step_bound = training.assemble_step(step["parts"], exposed_dp,
+    step_s, step_parts, step_bound = training.assemble_step(step["parts"], exposed_dp,
                                                           _preprocessing_s(w, node, job_nodes))
     memory = _memory(w, step, dp_ranks, acc["memory_gib"], params)
     fits = memory["fits"]
@@ -438,14 +438,14 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
         "feasible": feasible,
         "infeasible_reason": label(INFEASIBLE_REASONS, where((reason == 0) & ~fits, MEMORY_REASON, reason)),
         "gpus": job_gpus, "nodes": job_nodes, "dp": np.floor(dp), "micro_batches": micro_batches,
-        **_speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops),
+        **_speed(step, step_s, step_parts, step_bound, feasible, job_gpus, peak_tflops),
         "dp_allreduce_s": dp_s,
         "dp_allreduce_bound": ar.binding,
         "memory": memory,
     }
     if step["stage_s"] is not None:  # a transformer: its stages, where its groups run, its FLOPs per token
-        out["stage_time_s"] = {name: where(feasible, step["stage_s"][..., i], np.nan)
-                               for i, name in enumerate(("first", "middle", "last"))}
+        out["stage_time_s"] = {name: where(feasible, stage_s, np.nan)
+                               for name, stage_s in zip(("first", "middle", "last"), step["stage_s"])}
         out["placement"] = placement
         out["flops_per_token"] = step["model_per_token"]
     checkpoint_bytes = where(np.isnan(w["checkpoint_bytes"]),
@@ -456,22 +456,21 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
                            feasible=feasible, fault_factor=w["job_fault_factor"])
 
 
-def _speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops) -> dict:
+def _speed(step, step_s, step_parts, step_bound, feasible, job_gpus, peak_tflops) -> dict:
     """Parameters, FLOPs per step, step time and its parts, MFU, HFU, TFLOPS per GPU and tokens per
     second (NaN where the job cannot run)."""
     model_flops = step["model_per_token"] * step["tokens_per_step"]
     hw_flops = step["hw_per_token"] * step["tokens_per_step"]
     everywhere = bool(feasible.all())
 
-    def nan_if_infeasible(values, keep=feasible):
-        """NaN where the job cannot run, broadcast with ``keep`` (``values`` itself when it runs everywhere)."""
+    def nan_if_infeasible(values):
+        """NaN where the job cannot run, broadcast with ``feasible`` (``values`` itself when it runs everywhere)."""
         if not everywhere:
-            return where(keep, values, np.nan)
-        if np.ndim(keep) == 0 or np.shape(keep) == np.shape(values):
+            return where(feasible, values, np.nan)
+        if np.ndim(feasible) == 0 or np.shape(feasible) == np.shape(values):
             return values
-        return np.broadcast_to(values, np.broadcast_shapes(np.shape(values), np.shape(keep)))
+        return np.broadcast_to(values, np.broadcast_shapes(np.shape(values), np.shape(feasible)))
 
-    parts_masked = nan_if_infeasible(stacked, np.asarray(feasible)[..., None])
     peak = peak_tflops * 1e12
     return {
         "params": step["total_params"],
@@ -481,7 +480,7 @@ def _speed(step, step_s, stacked, step_bound, feasible, job_gpus, peak_tflops) -
         "model_flops_per_step": model_flops,
         "hardware_flops_per_step": hw_flops,
         "step_time_s": nan_if_infeasible(step_s),
-        "step_parts_s": {key: parts_masked[..., i] for i, key in enumerate(training.STEP_KEYS)},
+        "step_parts_s": {key: nan_if_infeasible(part) for key, part in zip(training.STEP_KEYS, step_parts)},
         "step_bound": label(training.STEP_LABELS, step_bound),
         "mfu": nan_if_infeasible(model_flops / (step_s * job_gpus * peak)),
         "hfu": nan_if_infeasible(hw_flops / (step_s * job_gpus * peak)),
