@@ -1,4 +1,6 @@
 """The validation suite: every published reference case the engine carries, against its criterion."""
+import math
+
 import pytest
 
 from simcore.tools.references import CASES, validate
@@ -78,3 +80,12 @@ def test_a_window_around_one_published_value_is_a_weak_check_and_says_what_it_ad
     assert rows["ff-2zone-switches"]["admits"] == [0.0, 0.0] and not rows["ff-2zone-switches"]["weak_check"]
     assert {row["key"] for row in rows.values() if row["weak_check"]} == {
         f"{library}-{gpus}" for library in ("hfreduce", "nccl") for gpus in (16, 32, 64, 128, 256, 512, 1024, 1440)}
+
+
+def test_every_published_run_evaluates_as_it_ran():
+    """A planner must not refuse what ran in production: every training row (its layout, schedule and
+    HBM as published) fits and gets a step time; an infeasible layout would predict NaN."""
+    rows = [row for row in validate()[0] if row["model"].startswith("training")]
+    assert len(rows) >= 73
+    refused = [row["key"] for row in rows if not (math.isfinite(row["predicted"]) and row["predicted"] > 0)]
+    assert refused == []
