@@ -138,6 +138,18 @@ NVL72_RACKS = {"node_count": 18 * 16, "node": GB200_TRAY,
                "rack": {"nodes_per_rack": 18, "cooling": "liquid", "extra_w": NVL72_RACK_EXTRA_W},
                "fabric": {"switch_radix": 64, "switch_gbit_s": 400, "layers": 2}, "prices": {"currency": "REL"}}
 
+# DGX B200 (NVIDIA DGX B200 datasheet, secondary copies): 8 B200 at 1,000 W on NVSwitch, 2 Xeon Platinum 8570
+# at 350 W, 8 ConnectX-7 400G NICs, about 14.3 kW maximum system power; air cooled.
+DGX_B200_MAX_W = 14300.0
+DGX_B200_NODE = {
+    "gpus": 8,
+    "accelerator": {"peak_tf32_tflops": 1100, "peak_fp16_tflops": 2250, "peak_fp8_tflops": 4500, "memory_gib": 179.06,
+                    "tdp_w": 1000, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 8000, "sm_count": 148,
+                    "family": "blackwell"},
+    "nvlink_topology": "all-to-all", "cpus": 2, "cpu_tdp_w": 350, "compute_nics": 8, "compute_nic_gbit_s": 400,
+    "max_power_w": DGX_B200_MAX_W,
+}
+
 # HaiScale experiments (FF V; settings from the SC24 artifact scripts). No per-workload constant:
 # the GEMM, attention and convolution shares are the Ampere family's.
 VGG16 = {
@@ -627,7 +639,7 @@ def _power_storage_reliability_cases() -> list[ReferenceCase]:
 
 
 def _rack_scale_cases() -> list[ReferenceCase]:
-    """GB200 NVL72 racks."""
+    """GB200 NVL72 racks and the DGX B200's maximum power."""
     cases = []
     add = cases.append
     nvl72 = lambda p: run(NVL72_RACKS, params=p)  # noqa: E731
@@ -643,6 +655,18 @@ def _rack_scale_cases() -> list[ReferenceCase]:
                       180, "NVIDIA GB200 NVL72 specifications: 180 PFLOPS FP16/BF16 dense",
                       lambda p: float(nvl72(p)["racks"]["gpus_per_rack"])
                       * GB200_TRAY["accelerator"]["peak_fp16_tflops"] / 1000, rel_tolerance=0.01))
+    dgx_b200 = lambda node, p: float(run({"node_count": 16, "node": node, "fabric": {"switch_radix": 64,  # noqa: E731
+                                                                                      "switch_gbit_s": 400},
+                                          "prices": {"currency": "REL"}}, params=p)["power"]["node_max_w"]) / 1000
+    b200_source = "NVIDIA DGX B200 datasheet (secondary copies): about 14.3 kW maximum system power"
+    add(ReferenceCase("dgx-b200-max-power", "rack-scale systems", "DGX B200 maximum node power, basis: vendor maximum",
+                      "kW", DGX_B200_MAX_W / 1000, f"{b200_source} (the node's given max_power_w: a consistency check)",
+                      lambda p: dgx_b200(DGX_B200_NODE, p), rel_tolerance=0.10, calibration=True))
+    add(ReferenceCase("dgx-b200-parts-max-power", "rack-scale systems",
+                      "DGX B200 maximum node power, basis: parts at nameplate (no vendor figure given)", "kW",
+                      DGX_B200_MAX_W / 1000, b200_source,
+                      lambda p: dgx_b200({k: v for k, v in DGX_B200_NODE.items() if k != "max_power_w"}, p),
+                      rel_tolerance=0.10))
     add(ReferenceCase("gb200-nvl72-rack-power", "rack-scale systems", "NVL72 rack power under training load", "kW", 120,
                       "about 120 kW a rack (secondary reports)",
                       lambda p: float(nvl72(p)["racks"]["power_w"]) / 1000, rel_tolerance=0.15))
