@@ -509,39 +509,39 @@ def _walk(spec: dict, given, path: str) -> dict:
                             f"unknown field (known: {', '.join(sorted(spec))})")
     out = {}
     for key, rule in spec.items():
-        where = f"{path}.{key}" if path else key
+        key_path = f"{path}.{key}" if path else key
         if isinstance(rule, dict):
             if key not in given and any(
                 (isinstance(r, Num) and r.required) or (isinstance(r, Choice) and r.default is None)
                 for r in rule.values()
             ):
-                raise ScenarioError(where, "is required")
-            out[key] = _walk(rule, given.get(key), where)
+                raise ScenarioError(key_path, "is required")
+            out[key] = _walk(rule, given.get(key), key_path)
         elif key not in given:
             if isinstance(rule, Num) and rule.required:
-                raise ScenarioError(where, "is required")
+                raise ScenarioError(key_path, "is required")
             if isinstance(rule, Choice) and rule.default is None:
-                raise ScenarioError(where, f"is required: one of {', '.join(rule.options)}")
+                raise ScenarioError(key_path, f"is required: one of {', '.join(rule.options)}")
             if isinstance(rule, Num):
                 out[key] = np.float64(np.nan if rule.default is None else rule.default)
             else:
                 out[key] = {} if isinstance(rule, Rates) else rule.default
         elif isinstance(rule, Num):
-            out[key] = _check_num(rule, given[key], where)
+            out[key] = _check_num(rule, given[key], key_path)
         elif isinstance(rule, Choice):
             if given[key] not in rule.options:
-                raise ScenarioError(where, f"must be one of {', '.join(rule.options)}, got {given[key]!r}")
+                raise ScenarioError(key_path, f"must be one of {', '.join(rule.options)}, got {given[key]!r}")
             out[key] = given[key]
         elif isinstance(rule, Flag):
             if not isinstance(given[key], bool):
-                raise ScenarioError(where, "must be true or false")
+                raise ScenarioError(key_path, "must be true or false")
             out[key] = given[key]
         elif isinstance(rule, Text):
             if not isinstance(given[key], str) or not re.match(rule.pattern, given[key]):
-                raise ScenarioError(where, f"must match {rule.pattern}, got {given[key]!r}")
+                raise ScenarioError(key_path, f"must match {rule.pattern}, got {given[key]!r}")
             out[key] = given[key]
         elif isinstance(rule, Rates):
-            out[key] = _check_rates(given[key], where)
+            out[key] = _check_rates(given[key], key_path)
     return out
 
 
