@@ -49,6 +49,7 @@ PLAN_FIELD_GROUPS = [
     ("Fabric", ["switch", "fabric_layers"]),
     ("Storage", ["storage_node_type", "storage_node_count"]),
     ("Cabling", ["endpoint_cable", "transceiver", "fiber"]),
+    ("Racks", ["rack_power_limit_w", "nodes_per_rack"]),
     ("Cost and reliability", ["price_book", "hall", "pue", "failure_profile"]),
     ("Checkpoints and restarts", []),
 ]

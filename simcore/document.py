@@ -154,8 +154,8 @@ SPEC: dict[str, Any] = {
         },
         "rack": {
             "nodes_per_rack": opt(integer=True, nullable=True,
-                                  doc="null: as many as the power limit allows, else the nodes of one scale-up "
-                                      "domain (one when it is the node)"),
+                                  doc="null: as many as the power limit allows, else the nodes of a scale-up "
+                                      "domain that spans several, else as many as a 12 kW rack holds"),
             "power_limit_w": opt(nullable=True, unit="W", doc="the rack's power and cooling budget"),
             "extra_w": opt("non_negative", 0.0, unit="W",
                            doc="power of parts in the rack but not in its nodes (NVLink switch trays, ToR)"),

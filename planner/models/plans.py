@@ -139,7 +139,12 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
                                       "book gives one.")
     rack_power_limit_w = models.FloatField(
         null=True, blank=True, validators=[validate_positive],
-        help_text="The site's power and cooling budget per rack: sets nodes per rack where the node type does not.")
+        help_text="The site's power and cooling budget per rack: sets nodes per rack where neither the node type "
+                  "nor the plan does.")
+    nodes_per_rack = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Compute nodes the site puts in a rack, where the node type does not fix it (empty: as many as "
+                  "the rack power limit holds, else a 12 kW rack).")
     failure_profile = models.CharField(max_length=16, choices=FailureProfile.choices, default=FailureProfile.FIRE_FLYER)
 
     @property
@@ -161,6 +166,9 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
                                                         "storage nodes; give one or the other")
         if self.external_storage_read_gbyte_s is not None and self.external_storage_write_gbyte_s is None:
             errors["external_storage_read_gbyte_s"] = "needs the external system's write rate as well"
+        fixed = self.node_type.nodes_per_rack if self.node_type_id else None
+        if self.nodes_per_rack is not None and fixed is not None and self.nodes_per_rack != fixed:
+            errors["nodes_per_rack"] = f"{self.node_type.name} fixes {fixed} nodes a rack: leave this empty"
         if self.failure_profile == self.FailureProfile.PER_NODE_RATE and self.failures_per_1000_node_days is None:
             errors["failures_per_1000_node_days"] = "required by the per-node-rate profile"
         elif self.category_rates:

@@ -37,6 +37,9 @@ class PowerParams:
         found for the catalogue's switches, so 25 W per Tb/s (400 W for a 16 Tb/s box) is an estimate.
     ssd_w: an active PCIe 4.0 NVMe SSD (estimate, 20 W).
     storage_node_other_w: storage server base load (estimate, 250 W).
+    rack_budget_w: a rack's power and cooling budget where the plan gives neither nodes per rack nor
+        a site limit and the scale-up domain is one node: AFCOM's State of the Data Center 2024 puts
+        the average rack density at about 12 kW (secondary: Enconnex's summary of the report).
     """
 
     accelerator_load: float = 0.85
@@ -45,6 +48,7 @@ class PowerParams:
     switch_w_per_tbit_s: float = 25.0
     ssd_w: float = 20.0
     storage_node_other_w: float = 250.0
+    rack_budget_w: float = 12000.0
 
 
 def node_power_w(measured_w, gpus_per_node, accelerator_tdp_w, cpus_per_node, cpu_tdp_w,
@@ -88,13 +92,25 @@ def energy_per_year_kwh(it_power_w, pue):
     return it_power_w * pue * HOURS_PER_YEAR / 1000.0
 
 
-def rack_layout(nodes, node_w, node_max_w, domain_nodes, nodes_per_rack, power_limit_w, extra_w):
-    """(nodes per rack, racks, power per rack under training): the given nodes per rack, else as
-    many as the power limit holds at the nodes' maximum power (at least one), else one scale-up
-    domain's nodes; the last rack may be part full, the power is a full rack's: its nodes x the
-    node power + the rack's other parts."""
-    from_limit = np.maximum(np.floor((power_limit_w - extra_w) / node_max_w), 1)
-    per_rack = where(~np.isnan(nodes_per_rack), nodes_per_rack,
-                        where(~np.isnan(power_limit_w), from_limit, domain_nodes))
+RACK_BASES = ("given", "the site's power limit", "one scale-up domain",
+              "default budget: AFCOM 2024 average rack density")
+
+
+def rack_layout(nodes, node_w, node_max_w, domain_nodes, nodes_per_rack, power_limit_w, extra_w,
+                params: PowerParams = PowerParams()):
+    """(nodes per rack, racks, power per rack under training, budget per rack, index into
+    ``RACK_BASES``): the given nodes per rack, else as many as the site's power limit holds at the
+    nodes' maximum power (at least one), else one scale-up domain's nodes when the domain spans
+    several, else as many as ``params.rack_budget_w`` holds (never one server a rack by default).
+    The last rack may be part full; the power is a full rack's: its nodes x the node power + the
+    rack's other parts."""
+    given = ~np.isnan(nodes_per_rack)
+    limited = ~np.isnan(power_limit_w)
+    multi_node_domain = domain_nodes > 1
+    basis = where(given, 0, where(limited, 1, where(multi_node_domain, 2, 3)))
+    budget_w = where(given | (~limited & multi_node_domain), np.nan, where(limited, power_limit_w,
+                                                                          params.rack_budget_w))
+    from_budget = np.maximum(np.floor((budget_w - extra_w) / node_max_w), 1)
+    per_rack = where(given, nodes_per_rack, where(~limited & multi_node_domain, domain_nodes, from_budget))
     per_rack = np.minimum(per_rack, nodes)
-    return per_rack, np.ceil(nodes / per_rack), per_rack * node_w + extra_w
+    return per_rack, np.ceil(nodes / per_rack), per_rack * node_w + extra_w, budget_w, basis

@@ -201,8 +201,9 @@ def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, 
                 "storage_nodes_w": sto["nodes"] * storage_w}
     node_max_w, vendor_max = power.node_max_power_w(node["max_power_w"], g, acc["tdp_w"], node["cpus"],
                                                         node["cpu_tdp_w"], params.power)
-    per_rack, racks, rack_w = power.rack_layout(nodes, node_w, node_max_w, domain / g, rack["nodes_per_rack"],
-                                                rack["power_limit_w"], rack["extra_w"])
+    per_rack, racks, rack_w, budget_w, rack_basis = power.rack_layout(
+        nodes, node_w, node_max_w, domain / g, rack["nodes_per_rack"], rack["power_limit_w"], rack["extra_w"],
+        params.power)
     rack_max_w = per_rack * node_max_w + rack["extra_w"]
     it_power["rack_extra_w"] = racks * rack["extra_w"]
     it_total_w = sum(it_power.values())
@@ -221,7 +222,8 @@ def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, 
     network_racks = where(domain > g, np.ceil(nodes * g / domain), 0.0) * rack["network_racks_per_domain"]
     racks_section = {"count": racks, "network_count": network_racks, "total_count": racks + network_racks,
                      "nodes_per_rack": per_rack, "gpus_per_rack": per_rack * g, "power_w": rack_w,
-                     "max_power_w": rack_max_w, "cooling": rack["cooling"],
+                     "max_power_w": rack_max_w, "budget_w": budget_w,
+                     "nodes_per_rack_basis": label(power.RACK_BASES, rack_basis), "cooling": rack["cooling"],
                      "within_power_limit": where(np.isnan(rack["power_limit_w"]), True,
                                                     rack_max_w <= rack["power_limit_w"])}
     return section, racks_section

@@ -144,6 +144,7 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     expect(page.page.locator("#allreduce-chart svg.chart path")).to_have_count(3)
     expect(page.page.locator("#allreduce-chart .marker-label")).to_have_text("NCCL: ring to tree")
     expect(page.page.locator("#step-breakdown")).to_contain_text("pipeline bubble")
+    expect(page.page.get_by_text("nodes per rack: default budget")).to_be_visible()  # no site limit given
     expect(page.page.get_by_text(re.compile(r"PUE 1\.1: hyperscale hall: Google"))).to_be_visible()
     page.shot("plan")
 

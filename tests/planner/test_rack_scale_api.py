@@ -89,3 +89,19 @@ def test_a_rack_scale_plan_may_give_its_domain_failure_rate(catalog, reader_clie
     assert rel["by_category_per_day"]["nvlink-switch-tray"] == pytest.approx(1e-4 * 2 * 24)
     hgx = reader_client.post("/api/plans/", {**body, "slug": "hgx-rated", "node_type": "dgx-b200"}, format="json")
     assert hgx.status_code == 400 and "no such category" in str(hgx.json()["category_rates"])
+
+
+def test_nodes_per_rack_come_from_the_plan_the_limit_or_a_12_kw_rack_and_never_override_the_system(
+        catalog, reader_client):
+    llama3 = reader_client.post("/api/plans/llama3-h100-16k/evaluate/", {}, format="json").json()["result"]["racks"]
+    assert (llama3["nodes_per_rack"], llama3["count"], llama3["nodes_per_rack_basis"]) == (2, 1024, "given")
+    ff = reader_client.post("/api/plans/ff2-pcie-2zone/evaluate/", {}, format="json").json()["result"]
+    node_max_w = ff["power"]["node_max_w"]  # the PCIe node's parts at nameplate, 2.9 kW
+    assert ff["racks"]["budget_w"] == 12_000 and ff["racks"]["nodes_per_rack"] == 12_000 // node_max_w == 4
+    assert ff["racks"]["nodes_per_rack_basis"].startswith("default budget")
+    body = {"slug": "tray-racks", "name": "x", "node_type": "gb200-nvl72-tray", "node_count": 36, "switch": "qm9700",
+            "price_book": "indicative-usd-2025", "nodes_per_rack": 9}
+    refused = reader_client.post("/api/plans/", body, format="json")
+    assert refused.status_code == 400 and "fixes 18 nodes a rack" in str(refused.json()["nodes_per_rack"])
+    zero = reader_client.post("/api/plans/", {**body, "node_type": "dgx-b200", "nodes_per_rack": 0}, format="json")
+    assert zero.status_code == 400 and "nodes_per_rack" in zero.json()

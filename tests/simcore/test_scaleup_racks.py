@@ -86,8 +86,15 @@ def test_rack_counts_and_power_follow_from_the_parts():
     assert vendor["power"]["node_max_basis"] == "vendor maximum" and vendor["racks"]["nodes_per_rack"] == 4
     over = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "power_limit_w": 50_000.0})["racks"]
     assert over["within_power_limit"] is False
-    one = run(HGX_NODE, 144, rack={})["racks"]
-    assert one["nodes_per_rack"] == 1 and one["count"] == 144  # no limit, no system: one domain (node) a rack
+    # No count, no limit, a one-node domain: the default rack budget (PowerParams.rack_budget_w, 12 kW).
+    budgeted = run(HGX_NODE, 144, rack={})["racks"]
+    assert budgeted["budget_w"] == 12_000 and budgeted["nodes_per_rack_basis"].startswith("default budget")
+    assert budgeted["nodes_per_rack"] == 1  # one 10.6 kW node fits, two do not
+    small = run({**HGX_NODE, "max_power_w": 2_900.0}, 144, rack={})["racks"]
+    assert small["nodes_per_rack"] == 12_000 // 2_900 and small["count"] == np.ceil(144 / 4)
+    assert racks["nodes_per_rack_basis"] == "the site's power limit" and racks["budget_w"] == 40_000
+    nvl72 = run(GB200_TRAY, 288)["racks"]
+    assert nvl72["nodes_per_rack_basis"] == "given" and nvl72["budget_w"] is None
 
 
 def test_the_facility_pue_follows_the_hall_not_the_racks_cooling_unless_one_is_given():

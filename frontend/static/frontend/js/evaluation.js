@@ -97,6 +97,7 @@ function racksTable(result, plan) {
     : ["scale-up domain", "none", "no scale-up link: GPUs in a node talk over PCIe through the host"];
   return table("Racks and scale-up domains", [
     ["racks", num(r.count), `${num(r.nodes_per_rack)} nodes, ${num(r.gpus_per_rack)} GPUs each, ${r.cooling} cooled`],
+    ["rack budget", si(r.budget_w, "W"), `nodes per rack: ${r.nodes_per_rack_basis}`],
     r.network_count > 0 ? ["scale-up network racks", num(r.network_count), `beside the compute racks: ${num(r.total_count)} racks in all`] : null,
     ["power per rack", si(r.power_w, "W"), "under training"],
     ["power per rack, maximum", si(r.max_power_w, "W"),
