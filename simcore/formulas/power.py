@@ -106,11 +106,10 @@ def rack_layout(nodes, node_w, node_max_w, domain_nodes, nodes_per_rack, power_l
     rack's other parts."""
     given = ~np.isnan(nodes_per_rack)
     limited = ~np.isnan(power_limit_w)
-    multi_node_domain = domain_nodes > 1
-    basis = where(given, 0, where(limited, 1, where(multi_node_domain, 2, 3)))
-    budget_w = where(given | (~limited & multi_node_domain), np.nan, where(limited, power_limit_w,
-                                                                          params.rack_budget_w))
+    by_domain = ~given & ~limited & (domain_nodes > 1)
+    basis = where(given, 0, where(limited, 1, where(by_domain, 2, 3)))
+    budget_w = where(given | by_domain, np.nan, where(limited, power_limit_w, params.rack_budget_w))
     from_budget = np.maximum(np.floor((budget_w - extra_w) / node_max_w), 1)
-    per_rack = where(given, nodes_per_rack, where(~limited & multi_node_domain, domain_nodes, from_budget))
+    per_rack = where(given, nodes_per_rack, where(by_domain, domain_nodes, from_budget))
     per_rack = np.minimum(per_rack, nodes)
     return per_rack, np.ceil(nodes / per_rack), per_rack * node_w + extra_w, budget_w, basis

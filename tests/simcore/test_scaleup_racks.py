@@ -95,6 +95,8 @@ def test_rack_counts_and_power_follow_from_the_parts():
     assert racks["nodes_per_rack_basis"] == "the site's power limit" and racks["budget_w"] == 40_000
     nvl72 = run(GB200_TRAY, 288)["racks"]
     assert nvl72["nodes_per_rack_basis"] == "given" and nvl72["budget_w"] is None
+    domain = run(GB200_TRAY, 288, rack={})["racks"]  # no count given: the 18 trays of one NVLink domain
+    assert (domain["nodes_per_rack"], domain["nodes_per_rack_basis"]) == (18, "one scale-up domain")
 
 
 def test_the_facility_pue_follows_the_hall_not_the_racks_cooling_unless_one_is_given():
