@@ -117,6 +117,18 @@ def calibration(plan: ClusterPlan) -> dict[str, dict]:
     return chosen
 
 
+def link_power(plan: ClusterPlan) -> dict:
+    """The fabric's optics as the engine takes them: ports per switch-to-switch module (a twin-port
+    module runs at twice the switch's port speed), each module's draw and each NIC cable's, both
+    ends (the catalogue's figure is per end; null: none given)."""
+    optic, cable = plan.transceiver, plan.endpoint_cable
+    return {
+        "transceiver_ports": max(1, round(optic.speed_gbit_s / plan.switch.port_speed_gbit_s)) if optic else 1,
+        "transceiver_power_w": optic.power_w if optic else None,
+        "endpoint_cable_power_w": 2 * cable.power_w if cable and cable.power_w is not None else None,
+    }
+
+
 def cluster_document(plan: ClusterPlan, overrides: dict | None = None) -> dict:
     """The engine's cluster section for a plan; ``overrides``: :func:`calibration` of the plan when
     the caller has it already."""
@@ -128,6 +140,7 @@ def cluster_document(plan: ClusterPlan, overrides: dict | None = None) -> dict:
             "switch_radix": plan.switch.radix,
             "switch_gbit_s": plan.switch.port_speed_gbit_s,
             "switch_power_w": plan.switch.power_w,
+            **link_power(plan),
             **section_values(plan, PLAN_SECTIONS, "cluster.fabric"),
         },
         "rack": {"nodes_per_rack": plan.node_type.nodes_per_rack or plan.nodes_per_rack,

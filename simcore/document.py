@@ -173,6 +173,14 @@ SPEC: dict[str, Any] = {
             "switch_radix": Num(integer=True, unit="ports"),
             "switch_gbit_s": Num(unit="Gb/s"),
             "switch_power_w": opt(nullable=True, unit="W"),
+            "transceiver_ports": opt(default=1, integer=True, unit="ports",
+                                     doc="switch ports one optical module serves (2: a twin-port OSFP)"),
+            "transceiver_power_w": opt("non_negative", nullable=True, unit="W",
+                                       doc="one switch-to-switch optical module's typical draw; null: 8 W per "
+                                           "400 Gb/s it carries (NVIDIA's 400G SR4 OSFP)"),
+            "endpoint_cable_power_w": opt("non_negative", nullable=True, unit="W",
+                                          doc="one NIC cable's typical draw, both ends (a copper DAC: 0.2 W); "
+                                              "null: as two optical modules at the switch's port rate"),
             **grouped("Fabric", {
                 "zones": opt(default=1, integer=True, doc="independent fat-trees joined by inter-zone switches"),
                 "interzone_switches": opt("non_negative", 0, integer=True, label="inter-zone switches",

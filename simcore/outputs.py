@@ -89,6 +89,7 @@ OUTPUTS: list[Output] = [
     Output("gpus_per_rack", "racks.gpus_per_rack", "GPUs per rack", "GPUs"),
     Output("rack_power_w", "racks.power_w", "power per rack", "W", LOWER, chart=True),
     Output("rack_max_power_w", "racks.max_power_w", "maximum power per rack (provisioned)", "W", LOWER),
+    Output("optics_power_w", "power.optics_w", "power of the fabric's optics", "W", LOWER),
     Output("pue", "power.pue", "facility PUE", "ratio", LOWER),
     Output("it_power_w", "power.it_total_w", "cluster IT power", "W", LOWER, table=True, sweep=True),
     Output("facility_power_w", "power.facility_w", "facility power", "W", LOWER, chart=True, sweep=True),

@@ -37,6 +37,9 @@ class PowerParams:
         found for the catalogue's switches, so 25 W per Tb/s (400 W for a 16 Tb/s box) is an estimate.
     ssd_w: an active PCIe 4.0 NVMe SSD (estimate, 20 W).
     storage_node_other_w: storage server base load (estimate, 250 W).
+    optic_w_per_gbit_s: an optical module's draw per Gb/s it carries, where the catalogue has no
+        figure for the plan's transceiver or cable: NVIDIA's 400G SR4 OSFP module (MMA4Z00-NS400-T
+        product specification) draws 8 W typical (9 W at most) at 400 Gb/s, 20 mW per Gb/s.
     rack_budget_w: a rack's power and cooling budget where the plan gives neither nodes per rack nor
         a site limit and the scale-up domain is one node: AFCOM's State of the Data Center 2024 puts
         the average rack density at about 12 kW (secondary: Enconnex's summary of the report).
@@ -48,6 +51,7 @@ class PowerParams:
     switch_w_per_tbit_s: float = 25.0
     ssd_w: float = 20.0
     storage_node_other_w: float = 250.0
+    optic_w_per_gbit_s: float = 8.0 / 400.0
     rack_budget_w: float = 12000.0
 
 
@@ -79,6 +83,24 @@ def switch_power_w(catalog_w, radix, port_speed_gbit_s, params: PowerParams = Po
     """Switch box power: the catalogue's figure, or the per-capacity estimate (NaN = unknown)."""
     estimate = radix * port_speed_gbit_s / 1000 * params.switch_w_per_tbit_s
     return where(np.isnan(catalog_w), estimate, catalog_w)
+
+
+OPTICS_BASES = ("the parts' figures", "estimated: 8 W per 400 Gb/s module (NVIDIA 400G SR4 OSFP, typical)",
+                "partly estimated: 8 W per 400 Gb/s where a part has no figure")
+
+
+def optics_power_w(modules, module_w, module_gbit_s, cables, cable_w, cable_gbit_s,
+                   params: PowerParams = PowerParams()):
+    """(power of the fabric's optics under load, index into ``OPTICS_BASES``): the switch-to-switch
+    modules and the NIC cables, each at its part's typical figure (a cable's for both ends), else at
+    ``params.optic_w_per_gbit_s`` of its rate (a cable as two modules). NaN = no figure."""
+    module_known, cable_known = ~np.isnan(module_w), ~np.isnan(cable_w)
+    per_module = where(module_known, module_w, module_gbit_s * params.optic_w_per_gbit_s)
+    per_cable = where(cable_known, cable_w, 2 * cable_gbit_s * params.optic_w_per_gbit_s)
+    module_estimated, cable_estimated = ~module_known & (modules > 0), ~cable_known & (cables > 0)
+    some = module_estimated | cable_estimated
+    every = (module_estimated | (modules == 0)) & (cable_estimated | (cables == 0))
+    return modules * per_module + cables * per_cable, where(~some, 0, where(every, 1, 2))
 
 
 def storage_node_power_w(measured_w, ssd_count, cpu_tdp_w, params: PowerParams = PowerParams()):

@@ -46,7 +46,8 @@ class FabricCounts:
         return self.leaf_switches + self.spine_switches + self.core_switches + self.interzone_switches
 
     @property
-    def transceivers(self):
+    def switch_link_ends(self):
+        """Switch ports that take an optical module: both ends of every switch-to-switch link."""
         return 2 * self.switch_links
 
     @property
@@ -55,6 +56,12 @@ class FabricCounts:
 
     def __add__(self, other: "FabricCounts") -> "FabricCounts":
         return FabricCounts(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
+
+
+def transceiver_modules(link_ends, ports_per_module):
+    """Optical modules for the switch-to-switch link ends: one a port, or one for every two ports
+    with a twin-port module (a 2 x 400G OSFP in a Quantum-2 cage carries two links)."""
+    return np.ceil(link_ends / ports_per_module)
 
 
 def leaf_down_ports(radix, oversubscription):

@@ -165,6 +165,11 @@ def fabric_wiring(nodes, compute_nics, node_storage_nics, storage_nodes, storage
     return main, plane
 
 
+def transceivers(f: Fabrics, c):
+    """The fabric's optical modules (:func:`simcore.formulas.topology.transceiver_modules`)."""
+    return topology.transceiver_modules(f.total.switch_link_ends, c["fabric"]["transceiver_ports"])
+
+
 def fabric_section(f: Fabrics, c) -> dict:
     total, main = f.total, f.main
     return {
@@ -184,7 +189,7 @@ def fabric_section(f: Fabrics, c) -> dict:
         "storage_nics": f.storage_endpoints,
         "endpoint_cables": total.endpoint_links,
         "switch_links": total.switch_links,
-        "transceivers": total.transceivers,
+        "transceivers": transceivers(f, c),
         "fibers": total.switch_links,
     }
 
@@ -197,8 +202,12 @@ def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, 
     node_w = power.node_power_w(node["power_w"], g, acc["tdp_w"], node["cpus"], node["cpu_tdp_w"], params.power)
     switch_w = power.switch_power_w(fab["switch_power_w"], fab["switch_radix"], fab["switch_gbit_s"], params.power)
     storage_w = power.storage_node_power_w(sto["power_w"], sto["ssds"], sto["cpu_tdp_w"], params.power)
+    port_gbit_s = fab["switch_gbit_s"]
+    optics_w, optics_basis = power.optics_power_w(
+        transceivers(f, c), fab["transceiver_power_w"], port_gbit_s * fab["transceiver_ports"],
+        f.total.endpoint_links, fab["endpoint_cable_power_w"], port_gbit_s, params.power)
     it_power = {"compute_nodes_w": nodes * node_w, "switches_w": f.total.switches * switch_w,
-                "storage_nodes_w": sto["nodes"] * storage_w}
+                "optics_w": optics_w, "storage_nodes_w": sto["nodes"] * storage_w}
     node_max_w, vendor_max = power.node_max_power_w(node["max_power_w"], g, acc["tdp_w"], node["cpus"],
                                                         node["cpu_tdp_w"], params.power)
     per_rack, racks, rack_w, budget_w, rack_basis = power.rack_layout(
@@ -214,6 +223,7 @@ def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, 
     section = {
         "accelerator_gemm_w": gemm_w, "accelerator_idle_w": idle_w, "node_w": node_w, "node_max_w": node_max_w,
         "node_max_basis": label(power.NODE_MAX_BASES, where(vendor_max, 0, 1)), "switch_w": switch_w,
+        "optics_basis": label(power.OPTICS_BASES, optics_basis),
         "storage_node_w": storage_w, **it_power, "it_total_w": it_total_w, "facility_w": facility_w, "pue": pue,
         "pue_basis": label(power.PUE_BASES, where(pue_given, 0, 1 + power.HALLS.index(rack["hall"]))),
         "energy_per_year_kwh": power.energy_per_year_kwh(it_total_w, pue),
@@ -234,7 +244,7 @@ def cost_section(c, f: Fabrics, power_out: dict, hw: Hardware) -> dict:
     yearly energy bill and capex per PFLOPS."""
     prices, gpus = c["prices"], c["node_count"] * c["node"]["gpus"]
     counts = {"compute_nodes": c["node_count"], "storage_nodes": c["storage"]["nodes"], "switches": f.total.switches,
-              "transceivers": f.total.transceivers, "fibers": f.total.switch_links,
+              "transceivers": transceivers(f, c), "fibers": f.total.switch_links,
               "endpoint_cables": f.total.endpoint_links}
     unit_prices = {"compute_nodes": prices["node"], "storage_nodes": prices["storage_node"],
                    "switches": prices["switch"], "transceivers": prices["transceiver"],

@@ -655,9 +655,11 @@ def _rack_scale_cases() -> list[ReferenceCase]:
                       180, "NVIDIA GB200 NVL72 specifications: 180 PFLOPS FP16/BF16 dense",
                       lambda p: float(nvl72(p)["racks"]["gpus_per_rack"])
                       * GB200_TRAY["accelerator"]["peak_fp16_tflops"] / 1000, rel_tolerance=0.01))
-    dgx_b200 = lambda node, p: float(run({"node_count": 16, "node": node, "fabric": {"switch_radix": 64,  # noqa: E731
-                                                                                      "switch_gbit_s": 400},
-                                          "prices": {"currency": "REL"}}, params=p)["power"]["node_max_w"]) / 1000
+    def dgx_b200(node, p):
+        fabric = {"switch_radix": 64, "switch_gbit_s": 400}
+        return float(run({"node_count": 16, "node": node, "fabric": fabric, "prices": {"currency": "REL"}},
+                         params=p)["power"]["node_max_w"]) / 1000
+
     b200_source = "NVIDIA DGX B200 datasheet (secondary copies): about 14.3 kW maximum system power"
     add(ReferenceCase("dgx-b200-max-power", "rack-scale systems", "DGX B200 maximum node power, basis: vendor maximum",
                       "kW", DGX_B200_MAX_W / 1000, f"{b200_source} (the node's given max_power_w: a consistency check)",
@@ -667,9 +669,13 @@ def _rack_scale_cases() -> list[ReferenceCase]:
                       DGX_B200_MAX_W / 1000, b200_source,
                       lambda p: dgx_b200({k: v for k, v in DGX_B200_NODE.items() if k != "max_power_w"}, p),
                       rel_tolerance=0.10))
+    nvl72_source = "about 120 kW a rack (secondary reports; NVIDIA does not say whether drawn or provisioned)"
     add(ReferenceCase("gb200-nvl72-rack-power", "rack-scale systems", "NVL72 rack power under training load", "kW", 120,
-                      "about 120 kW a rack (secondary reports)",
-                      lambda p: float(nvl72(p)["racks"]["power_w"]) / 1000, rel_tolerance=0.15))
+                      nvl72_source, lambda p: float(nvl72(p)["racks"]["power_w"]) / 1000, rel_tolerance=0.15))
+    add(ReferenceCase("gb200-nvl72-rack-max-power", "rack-scale systems",
+                      "NVL72 rack maximum power, basis: trays' parts at nameplate + switch trays and power shelves",
+                      "kW", 120, nvl72_source, lambda p: float(nvl72(p)["racks"]["max_power_w"]) / 1000,
+                      rel_tolerance=0.10))
     return cases
 
 

@@ -51,7 +51,7 @@ def test_links_and_transceivers():
     tree = fat_tree(800, 40)
     assert tree.endpoint_links == 800
     assert tree.switch_links == 40 * 20
-    assert tree.transceivers == 2 * 800
+    assert tree.switch_link_ends == 2 * 800
 
 
 @pytest.mark.parametrize(
@@ -107,6 +107,36 @@ def test_cluster_power_and_energy():
     assert power["facility_w"] == pytest.approx(1.3 * power["it_total_w"])
     cost = evaluate(document)["cost"]
     assert cost["energy_per_year"] == pytest.approx(power["facility_w"] * 8760 / 1000 * 0.1)
+
+
+def test_twin_port_modules_serve_two_link_ends_in_the_count_the_bill_and_the_power():
+    single = evaluate({"cluster": FF_2ZONE})
+    twin = evaluate({"cluster": {**FF_2ZONE, "fabric": {**FF_2ZONE["fabric"], "transceiver_ports": 2}}})
+    link_ends = 2 * single["fabric"]["switch_links"]
+    assert single["fabric"]["transceivers"] == link_ends
+    assert twin["fabric"]["transceivers"] == link_ends / 2
+    priced = {**FF_2ZONE, "prices": {**FF_2ZONE["prices"], "transceiver": 1.0}}
+    twin_priced = {**priced, "fabric": {**priced["fabric"], "transceiver_ports": 2}}
+    assert evaluate({"cluster": twin_priced})["cost"]["transceivers"] == link_ends / 2
+    # Estimated at 8 W per 400 Gb/s: a twin-port module carries 2 x 200 Gb/s here, as much as two single ones.
+    assert twin["power"]["optics_w"] == pytest.approx(single["power"]["optics_w"])
+
+
+def test_optics_power_from_the_parts_figures_or_estimated_per_gbit_s():
+    links = evaluate({"cluster": FF_2ZONE})["fabric"]
+    modules, cables = links["transceivers"], links["endpoint_cables"]
+    parts = {**FF_2ZONE["fabric"], "transceiver_power_w": 4.5, "endpoint_cable_power_w": 0.2}
+    power = evaluate({"cluster": {**FF_2ZONE, "fabric": parts}})["power"]
+    assert power["optics_w"] == pytest.approx(modules * 4.5 + cables * 0.2)
+    assert power["optics_basis"] == "the parts' figures"
+    estimated = evaluate({"cluster": FF_2ZONE})["power"]
+    # 200 Gb/s ports: 4 W a module, 8 W a cable (two modules' worth).
+    assert estimated["optics_w"] == pytest.approx(modules * 4.0 + cables * 8.0)
+    assert estimated["optics_basis"].startswith("estimated: 8 W per 400 Gb/s")
+    partly = evaluate({"cluster": {**FF_2ZONE, "fabric": {**FF_2ZONE["fabric"], "endpoint_cable_power_w": 0.2}}})
+    assert partly["power"]["optics_w"] == pytest.approx(modules * 4.0 + cables * 0.2)
+    assert partly["power"]["optics_basis"].startswith("partly estimated")
+    assert power["it_total_w"] - power["optics_w"] == pytest.approx(estimated["it_total_w"] - estimated["optics_w"])
 
 
 def test_storage_bound_and_checkpoint(llama_workload):
