@@ -105,3 +105,23 @@ def test_nodes_per_rack_come_from_the_plan_the_limit_or_a_12_kw_rack_and_never_o
     assert refused.status_code == 400 and "fixes 18 nodes a rack" in str(refused.json()["nodes_per_rack"])
     zero = reader_client.post("/api/plans/", {**body, "node_type": "dgx-b200", "nodes_per_rack": 0}, format="json")
     assert zero.status_code == 400 and "nodes_per_rack" in zero.json()
+
+
+def test_a_plans_optics_reach_the_engine_with_their_catalogue_power(catalog):
+    """A twin-port module serves two switch ports at its datasheet 15 W; the HDR DAC's 0.1 W is per
+    end; a part without a figure leaves the engine to estimate it (and say so)."""
+    from planner.adapters import cluster_document
+    from planner.models import ClusterPlan, LinkPart
+    from simcore import evaluate
+
+    plan = ClusterPlan.objects.get(slug="dgx-h200-1024")
+    plan.transceiver = LinkPart.objects.get(slug="osfp-800g-2xsr4-transceiver")
+    optics = ("transceiver_ports", "transceiver_power_w", "endpoint_cable_power_w")
+    fabric = cluster_document(plan)["fabric"]
+    assert tuple(fabric[key] for key in optics) == (2, 15, None)
+    result = evaluate({"cluster": cluster_document(plan)})
+    assert result["fabric"]["transceivers"] == result["fabric"]["switch_links"]  # two link ends a module
+    ff = cluster_document(ClusterPlan.objects.get(slug="ff2-pcie-2zone"))
+    assert tuple(ff["fabric"][key] for key in optics) == (1, None, 0.2)
+    assert evaluate({"cluster": ff})["power"]["optics_basis"] == "partly estimated: 8 W per 400 Gb/s where a part " \
+                                                                 "has no figure"

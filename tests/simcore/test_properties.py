@@ -75,7 +75,7 @@ def test_outputs_are_finite_and_efficiencies_bounded(nodes, k, layers, gpus, lib
                 "recompute": recompute}
     result = evaluate_parsed(parse({"cluster": cluster, "workload": workload}), EngineParams())
     # The A100 has no FP8 peak; a basis is a label.
-    unknown_by_design = {"gemm_fp8_tflops", "node_max_basis", "pue_basis"}
+    unknown_by_design = {"gemm_fp8_tflops", "node_max_basis", "pue_basis", "optics_basis"}
     for section in ("compute", "power", "fabric"):
         for key, value in result[section].items():
             if key not in unknown_by_design:
