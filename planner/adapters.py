@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from django.db import models
 
+from planner.choices import LinkPartKind
 from planner.models import ClusterPlan, Measurement, PriceBook, Workload
 from planner.models.declared import PLAN_SECTIONS, section_values
 from simcore.formulas.compute import pcie_practical_gbyte_s
@@ -118,14 +119,18 @@ def calibration(plan: ClusterPlan) -> dict[str, dict]:
 
 
 def link_power(plan: ClusterPlan) -> dict:
-    """The fabric's optics as the engine takes them: ports per switch-to-switch module (a twin-port
-    module runs at twice the switch's port speed), each module's draw and each NIC cable's, both
-    ends (the catalogue's figure is per end; null: none given)."""
+    """The fabric's cabling as the engine takes it: the switch module's ports (2: twin-port);
+    optical NIC links when the part at the NIC is a module, with its ports; each module's draw and
+    each cable's, both ends (the catalogue's figure is per end or module; null: none given)."""
     optic, cable = plan.transceiver, plan.endpoint_cable
+    optical = cable is not None and cable.kind == LinkPartKind.TRANSCEIVER
+    ends = 1 if optical else 2
     return {
-        "transceiver_ports": max(1, round(optic.speed_gbit_s / plan.switch.port_speed_gbit_s)) if optic else 1,
+        "transceiver_ports": optic.ports if optic else 1,
         "transceiver_power_w": optic.power_w if optic else None,
-        "endpoint_cable_power_w": 2 * cable.power_w if cable and cable.power_w is not None else None,
+        "endpoint_link": "optical" if optical else "cable",
+        "endpoint_module_ports": cable.ports if optical else 1,
+        "endpoint_cable_power_w": ends * cable.power_w if cable and cable.power_w is not None else None,
     }
 
 

@@ -178,9 +178,18 @@ SPEC: dict[str, Any] = {
             "transceiver_power_w": opt("non_negative", nullable=True, unit="W",
                                        doc="one switch-to-switch optical module's typical draw; null: 8 W per "
                                            "400 Gb/s it carries (NVIDIA's 400G SR4 OSFP)"),
+            "endpoint_link": Choice(("cable", "optical"), "cable",
+                                    doc="how each NIC port reaches its leaf: one copper or active optical cable "
+                                        "(the endpoint-cable line), or optics as in DGX SuperPOD's compute fabric: a "
+                                        "module at the NIC (the endpoint line), a fibre and a port of a leaf module, "
+                                        "counted with the switch optics"),
+            "endpoint_module_ports": opt(default=1, integer=True, unit="ports",
+                                         doc="NIC ports one NIC-side module serves (2: a twin-port OSFP); optical "
+                                             "links only"),
             "endpoint_cable_power_w": opt("non_negative", nullable=True, unit="W",
-                                          doc="one NIC cable's typical draw, both ends (a copper DAC: 0.2 W); "
-                                              "null: as two optical modules at the switch's port rate"),
+                                          doc="one endpoint part's typical draw: a cable's, both ends (a copper DAC: "
+                                              "0.2 W), or a NIC-side module's; null: 8 W per 400 Gb/s of optics it "
+                                              "carries (a cable: both ends at the switch's port rate)"),
             **grouped("Fabric", {
                 "zones": opt(default=1, integer=True, doc="independent fat-trees joined by inter-zone switches"),
                 "interzone_switches": opt("non_negative", 0, integer=True, label="inter-zone switches",

@@ -184,6 +184,8 @@ class LinkPart(CatalogEntry):
 
     kind = models.CharField(max_length=16, choices=LinkPartKind.choices)
     speed_gbit_s = positive_float("Data rate.")
+    ports = count_field("Ports one module serves (2: a twin-port OSFP); its data rate over them is each port's.",
+                        default=1)
     reach_m = positive_float("Maximum length or reach.", null=True)
     form_factor = models.CharField(max_length=32, blank=True, default="")
     power_w = positive_float("Typical power per cable end or module.", null=True)

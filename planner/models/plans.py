@@ -191,10 +191,11 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
 
     def part_errors(self) -> dict[str, str]:
         """Parts that cannot be cabled together. The computation NIC speaks the switch's protocol
-        at no more than its port speed (a slower NIC takes a port, or a breakout of one); the cable
-        from each NIC (a copper or active optical cable) runs at the NIC's rate; a switch-to-switch
-        transceiver (a module) runs at the port speed, or twice it as a twin-port module
-        (Quantum-2's 2 x 400G OSFP cages); the fibre is a fibre."""
+        at no more than its port speed (a slower NIC takes a port, or a breakout of one); the part
+        at each NIC, a copper or active optical cable or an optical module (the NIC's end of an
+        optical link), runs at the NIC's rate on each of its ports; a switch transceiver (a module)
+        runs at the port speed on each of its ports (a twin-port module: two, as in Quantum-2's
+        2 x 400G OSFP cages); the fibre is a fibre."""
         nic, switch = self.node_type.compute_nic, self.switch
         port = switch.port_speed_gbit_s
         errors = {}
@@ -206,12 +207,11 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
             errors["switch"] = (f"{switch.name} ports ({port:g} Gb/s) are slower than the "
                                 f"nodes' NICs ({nic.line_rate_gbit_s:g} Gb/s)")
         cable, optic = self.endpoint_cable, self.transceiver
-        if cable is not None and cable.speed_gbit_s != nic.line_rate_gbit_s:
-            errors["endpoint_cable"] = (f"runs at {cable.speed_gbit_s:g} Gb/s; the computation NIC ({nic.name}) "
+        if cable is not None and cable.speed_gbit_s != cable.ports * nic.line_rate_gbit_s:
+            errors["endpoint_cable"] = (f"runs at {_per_port(cable)}; the computation NIC ({nic.name}) "
                                         f"runs at {nic.line_rate_gbit_s:g} Gb/s")
-        if optic is not None and optic.speed_gbit_s not in (port, 2 * port):
-            errors["transceiver"] = (f"runs at {optic.speed_gbit_s:g} Gb/s; the switch's ports run at {port:g} Gb/s "
-                                     f"(a module of {port:g}, or a twin-port {2 * port:g})")
+        if optic is not None and optic.speed_gbit_s != optic.ports * port:
+            errors["transceiver"] = f"runs at {_per_port(optic)}; the switch's ports run at {port:g} Gb/s"
         for field, kinds in PART_KINDS.items():  # the wrong kind of part says so before its speed
             part = getattr(self, field)
             if part is not None and part.kind not in kinds:
@@ -293,7 +293,14 @@ class Workload(OwnedEntry, declared_base("DeclaredWorkloadFields", WORKLOAD_SECT
         return section_values(self, WORKLOAD_SECTIONS, "workload")
 
 
-PART_KINDS = {"endpoint_cable": (LinkPartKind.DAC, LinkPartKind.AOC), "transceiver": (LinkPartKind.TRANSCEIVER,),
+def _per_port(part) -> str:
+    """A link part's rate as a port sees it: "400 Gb/s", or "2 x 400 Gb/s" for a twin-port module."""
+    rate = f"{part.speed_gbit_s / part.ports:g} Gb/s"
+    return f"{part.ports} x {rate}" if part.ports > 1 else rate
+
+
+PART_KINDS = {"endpoint_cable": (LinkPartKind.DAC, LinkPartKind.AOC, LinkPartKind.TRANSCEIVER),
+              "transceiver": (LinkPartKind.TRANSCEIVER,),
               "fiber": (LinkPartKind.FIBER,)}
 # Choice sets the OpenAPI schema gives names (SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]).
 WORKLOAD_KINDS = Workload._meta.get_field("kind").choices

@@ -98,10 +98,11 @@ def _endpoints(plan: ClusterPlan, counts, separate: bool, nodes, storage, port_t
 
 def _ports_and_cables(plan: ClusterPlan, fabrics, port_type: str) -> tuple[list, list]:
     """Interface rows for the switch ports the cables use, and the cable rows: an endpoint cable
-    from each endpoint to its leaf port, a fibre for each switch-to-switch link."""
-    endpoint_cable = CABLE_TYPES.get(plan.endpoint_cable.kind, "") if plan.endpoint_cable else ""
+    from each endpoint to its leaf port (a fibre where the part at the NIC is an optical module),
+    a fibre for each switch-to-switch link."""
     fiber = plan.fiber
     fiber_type = ("mmf" if "multimode" in fiber.name.lower() or "mmf" in fiber.slug else "smf") if fiber else ""
+    endpoint_cable = CABLE_TYPES.get(plan.endpoint_cable.kind, fiber_type) if plan.endpoint_cable else ""
     interfaces, cables = [], []
     for wiring, names, ends in fabrics:
         if wiring is None:

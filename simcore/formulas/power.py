@@ -91,12 +91,13 @@ OPTICS_BASES = ("the parts' figures", "estimated: 8 W per 400 Gb/s module (NVIDI
 
 def optics_power_w(modules, module_w, module_gbit_s, cables, cable_w, cable_gbit_s,
                    params: PowerParams = PowerParams()):
-    """(power of the fabric's optics under load, index into ``OPTICS_BASES``): the switch-to-switch
-    modules and the NIC cables, each at its part's typical figure (a cable's for both ends), else at
-    ``params.optic_w_per_gbit_s`` of its rate (a cable as two modules). NaN = no figure."""
+    """(power of the fabric's optics under load, index into ``OPTICS_BASES``): the switch-port
+    modules and the NIC-end parts (cables, or NIC-side modules), each at its part's typical figure,
+    else at ``params.optic_w_per_gbit_s`` of the optical Gb/s it carries (``cable_gbit_s``: a
+    cable's over both its ends). NaN = no figure."""
     module_known, cable_known = ~np.isnan(module_w), ~np.isnan(cable_w)
     per_module = where(module_known, module_w, module_gbit_s * params.optic_w_per_gbit_s)
-    per_cable = where(cable_known, cable_w, 2 * cable_gbit_s * params.optic_w_per_gbit_s)
+    per_cable = where(cable_known, cable_w, cable_gbit_s * params.optic_w_per_gbit_s)
     module_estimated, cable_estimated = ~module_known & (modules > 0), ~cable_known & (cables > 0)
     some = module_estimated | cable_estimated
     every = (module_estimated | (modules == 0)) & (cable_estimated | (cables == 0))

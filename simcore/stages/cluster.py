@@ -165,9 +165,20 @@ def fabric_wiring(nodes, compute_nics, node_storage_nics, storage_nodes, storage
     return main, plane
 
 
-def transceivers(f: Fabrics, c):
-    """The fabric's optical modules (:func:`simcore.formulas.topology.transceiver_modules`)."""
-    return topology.transceiver_modules(f.total.switch_link_ends, c["fabric"]["transceiver_ports"])
+def link_parts(f: Fabrics, c) -> dict:
+    """The fabric's cabling: optical modules at switch ports (both ends of every switch-to-switch
+    link, and the leaf end of every optical NIC link; :func:`simcore.formulas.topology.transceiver_modules`),
+    fibres (one a switch-to-switch link or optical NIC link) and NIC-end parts (a cable a NIC port,
+    or a module for every ``endpoint_module_ports`` of them)."""
+    fab, total = c["fabric"], f.total
+    nic_links = total.endpoint_links
+    optical = fab["endpoint_link"] == "optical"
+    optical_links = nic_links if optical else np.zeros_like(nic_links)
+    return {"transceivers": topology.transceiver_modules(total.switch_link_ends + optical_links,
+                                                         fab["transceiver_ports"]),
+            "fibers": total.switch_links + optical_links,
+            "endpoint_cables": topology.transceiver_modules(nic_links, fab["endpoint_module_ports"]) if optical
+            else nic_links}
 
 
 def fabric_section(f: Fabrics, c) -> dict:
@@ -187,10 +198,8 @@ def fabric_section(f: Fabrics, c) -> dict:
         "fits": f.fits,
         "compute_nics": c["node_count"] * c["node"]["compute_nics"],
         "storage_nics": f.storage_endpoints,
-        "endpoint_cables": total.endpoint_links,
+        **link_parts(f, c),
         "switch_links": total.switch_links,
-        "transceivers": transceivers(f, c),
-        "fibers": total.switch_links,
     }
 
 
@@ -202,10 +211,11 @@ def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, 
     node_w = power.node_power_w(node["power_w"], g, acc["tdp_w"], node["cpus"], node["cpu_tdp_w"], params.power)
     switch_w = power.switch_power_w(fab["switch_power_w"], fab["switch_radix"], fab["switch_gbit_s"], params.power)
     storage_w = power.storage_node_power_w(sto["power_w"], sto["ssds"], sto["cpu_tdp_w"], params.power)
-    port_gbit_s = fab["switch_gbit_s"]
+    port_gbit_s, parts = fab["switch_gbit_s"], link_parts(f, c)
+    nic_end_gbit_s = port_gbit_s * (fab["endpoint_module_ports"] if fab["endpoint_link"] == "optical" else 2)
     optics_w, optics_basis = power.optics_power_w(
-        transceivers(f, c), fab["transceiver_power_w"], port_gbit_s * fab["transceiver_ports"],
-        f.total.endpoint_links, fab["endpoint_cable_power_w"], port_gbit_s, params.power)
+        parts["transceivers"], fab["transceiver_power_w"], port_gbit_s * fab["transceiver_ports"],
+        parts["endpoint_cables"], fab["endpoint_cable_power_w"], nic_end_gbit_s, params.power)
     it_power = {"compute_nodes_w": nodes * node_w, "switches_w": f.total.switches * switch_w,
                 "optics_w": optics_w, "storage_nodes_w": sto["nodes"] * storage_w}
     node_max_w, vendor_max = power.node_max_power_w(node["max_power_w"], g, acc["tdp_w"], node["cpus"],
@@ -244,8 +254,7 @@ def cost_section(c, f: Fabrics, power_out: dict, hw: Hardware) -> dict:
     yearly energy bill and capex per PFLOPS."""
     prices, gpus = c["prices"], c["node_count"] * c["node"]["gpus"]
     counts = {"compute_nodes": c["node_count"], "storage_nodes": c["storage"]["nodes"], "switches": f.total.switches,
-              "transceivers": transceivers(f, c), "fibers": f.total.switch_links,
-              "endpoint_cables": f.total.endpoint_links}
+              **link_parts(f, c)}
     unit_prices = {"compute_nodes": prices["node"], "storage_nodes": prices["storage_node"],
                    "switches": prices["switch"], "transceivers": prices["transceiver"],
                    "fibers": prices["fiber"], "endpoint_cables": prices["endpoint_cable"]}

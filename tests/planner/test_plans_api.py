@@ -243,8 +243,12 @@ PLAN_RULES = [
      "transceiver", "runs at 200 Gb/s; the switch's ports run at 400 Gb/s"),
     ({"node_type": "deepseek-h800", "switch": "qm9700", "endpoint_cable": "hdr-dac-200g"}, "endpoint_cable",
      "runs at 200 Gb/s; the computation NIC (NVIDIA ConnectX-7"),
-    ({"endpoint_cable": "hdr-sr4-transceiver-200g"}, "endpoint_cable",
-     "(optical transceiver module) cannot go here: it takes copper direct-attach cable or active optical cable"),
+    ({"endpoint_cable": "mmf-fiber-cable"}, "endpoint_cable", "(passive fibre cable) cannot go here: it takes "
+     "copper direct-attach cable or active optical cable or optical transceiver module"),
+    ({"endpoint_cable": "ndr-sr4-transceiver-400g"}, "endpoint_cable",
+     "runs at 400 Gb/s; the computation NIC (NVIDIA ConnectX-6"),
+    ({"switch": "qm9700", "node_type": "deepseek-h800", "transceiver": "osfp-800g-2xsr4-transceiver",
+      "endpoint_cable": "hdr-sr4-transceiver-200g"}, "endpoint_cable", "runs at 200 Gb/s; the computation NIC"),
     ({"fiber": "hdr-aoc-200g"}, "fiber", "cannot go here: it takes passive fibre cable"),
     ({"external_storage_write_gbyte_s": 500}, "external_storage_write_gbyte_s", "this plan has storage nodes"),
     ({"external_storage_read_gbyte_s": 500, "storage_node_count": 0}, "external_storage_read_gbyte_s",
@@ -297,10 +301,13 @@ def test_the_builder_is_offered_the_parts_that_fit_first_with_the_reason_for_the
     assert switches == ["qm8700", "qm9700", "quantum-x800-q3400"]  # InfiniBand, ports at 200 Gb/s or faster
     assert [row["fits"] for row in answer["switch"]] == sorted((row["fits"] for row in answer["switch"]), reverse=True)
     assert "RoCE (Ethernet) but the nodes' NIC is InfiniBand" in answer["switch"][-1]["reason"]
-    assert [row["slug"] for row in answer["endpoint_cable"] if row["fits"]] == ["hdr-aoc-200g", "hdr-dac-200g"]
+    assert [row["slug"] for row in answer["endpoint_cable"] if row["fits"]] == [
+        "hdr-aoc-200g", "hdr-dac-200g", "hdr-sr4-transceiver-200g"]  # cables, or a module at the NIC
     assert [row["slug"] for row in answer["fiber"] if row["fits"]] == ["mmf-fiber-cable"]
     ndr = reader_client.get("/api/catalog/matching-parts/?node_type=deepseek-h800").json()
-    assert ndr["switch"][0]["fits"] and not [row for row in ndr["endpoint_cable"] if row["fits"]]  # no 400G cable
+    assert ndr["switch"][0]["fits"]  # no 400G cable: a module at the NIC, single or twin-port (2 x 400G)
+    assert [row["slug"] for row in ndr["endpoint_cable"] if row["fits"]] == [
+        "ndr-sr4-transceiver-400g", "osfp-800g-2xsr4-transceiver"]
     assert reader_client.get("/api/catalog/matching-parts/?node_type=nope").status_code == 404
     assert reader_client.get("/api/catalog/matching-parts/?node_type=ff-pcie-a100&switch=nope").status_code == 404
 

@@ -107,21 +107,35 @@ def test_nodes_per_rack_come_from_the_plan_the_limit_or_a_12_kw_rack_and_never_o
     assert zero.status_code == 400 and "nodes_per_rack" in zero.json()
 
 
-def test_a_plans_optics_reach_the_engine_with_their_catalogue_power(catalog):
-    """A twin-port module serves two switch ports at its datasheet 15 W; the HDR DAC's 0.1 W is per
-    end; a part without a figure leaves the engine to estimate it (and say so)."""
+
+def test_superpod_optics_a_module_at_each_nic_a_fibre_and_half_a_twin_port_leaf_module(catalog):
+    """NDR as DGX SuperPOD cables it: a 400G module at each NIC, a fibre, a twin-port 2 x 400G module
+    at the leaf serving two links; the bill counts them, and their datasheet power is the optics'
+    power. A part without a figure leaves the engine to estimate it (and say so)."""
     from planner.adapters import cluster_document
     from planner.models import ClusterPlan, LinkPart
+    from planner.services.plans import plan_bom
     from simcore import evaluate
 
     plan = ClusterPlan.objects.get(slug="dgx-h200-1024")
-    plan.transceiver = LinkPart.objects.get(slug="osfp-800g-2xsr4-transceiver")
-    optics = ("transceiver_ports", "transceiver_power_w", "endpoint_cable_power_w")
-    fabric = cluster_document(plan)["fabric"]
-    assert tuple(fabric[key] for key in optics) == (2, 15, None)
-    result = evaluate({"cluster": cluster_document(plan)})
-    assert result["fabric"]["transceivers"] == result["fabric"]["switch_links"]  # two link ends a module
+    plan.endpoint_cable, plan.transceiver, plan.fiber = (LinkPart.objects.get(slug=slug) for slug in (
+        "ndr-sr4-transceiver-400g", "osfp-800g-2xsr4-transceiver", "mmf-fiber-cable"))
+    assert plan.part_errors() == {}
+    document = cluster_document(plan)
+    optics = ("endpoint_link", "endpoint_module_ports", "endpoint_cable_power_w", "transceiver_ports",
+              "transceiver_power_w")
+    assert tuple(document["fabric"][key] for key in optics) == ("optical", 1, 8, 2, 15)
+    result = evaluate({"cluster": document})
+    fabric, nic_links = result["fabric"], result["fabric"]["endpoints"]
+    assert fabric["endpoint_cables"] == nic_links == 1024
+    assert fabric["fibers"] == fabric["switch_links"] + nic_links
+    assert fabric["transceivers"] == (2 * fabric["switch_links"] + nic_links) / 2
+    assert result["power"]["optics_w"] == pytest.approx(8 * nic_links + 15 * fabric["transceivers"])
+    assert result["power"]["optics_basis"] == "the parts' figures"
+    bill = {line["part"]: line["quantity"] for line in plan_bom(plan=plan, result=result)["lines"]}
+    assert (bill["endpoint cable"], bill["optical transceiver"], bill["fibre"]) == (
+        nic_links, fabric["transceivers"], fabric["fibers"])
     ff = cluster_document(ClusterPlan.objects.get(slug="ff2-pcie-2zone"))
-    assert tuple(ff["fabric"][key] for key in optics) == (1, None, 0.2)
+    assert tuple(ff["fabric"][key] for key in optics) == ("cable", 1, 0.2, 1, None)
     assert evaluate({"cluster": ff})["power"]["optics_basis"] == "partly estimated: 8 W per 400 Gb/s where a part " \
                                                                  "has no figure"

@@ -139,6 +139,20 @@ def test_optics_power_from_the_parts_figures_or_estimated_per_gbit_s():
     assert power["it_total_w"] - power["optics_w"] == pytest.approx(estimated["it_total_w"] - estimated["optics_w"])
 
 
+def test_optical_nic_links_take_a_nic_module_a_leaf_module_port_and_a_fibre_each():
+    cabled = evaluate({"cluster": FF_2ZONE})["fabric"]
+    links, switch_links = cabled["endpoint_cables"], cabled["switch_links"]
+    optical = {**FF_2ZONE["fabric"], "endpoint_link": "optical", "transceiver_ports": 2, "endpoint_module_ports": 2}
+    result = evaluate({"cluster": {**FF_2ZONE, "fabric": optical}})
+    fabric = result["fabric"]
+    assert fabric["fibers"] == switch_links + links
+    assert fabric["transceivers"] == np.ceil((2 * switch_links + links) / 2)
+    assert fabric["endpoint_cables"] == np.ceil(links / 2)  # a twin-port module serves two NIC ports
+    # Estimated: every module at 8 W per 400 Gb/s it carries (200 Gb/s ports; twin-port modules, 400 Gb/s).
+    modules = fabric["transceivers"] + fabric["endpoint_cables"]
+    assert result["power"]["optics_w"] == pytest.approx(modules * 8.0)
+
+
 def test_storage_bound_and_checkpoint(llama_workload):
     result = evaluate({"cluster": FF_2ZONE, "workload": {**llama_workload, "gpus": 512}})
     assert result["storage"]["aggregate_read_gbyte_s"] == pytest.approx(9000)
