@@ -65,7 +65,7 @@ KEY_SPECS = {
     "cpus": ["cores", "memory_bandwidth_gbyte_s", "pcie_gen", "tdp_w"],
     "nics": ["line_rate_gbit_s", "ports", "protocol", "power_w"],
     "switches": ["radix", "port_speed_gbit_s", "protocol", "power_w", "rack_units"],
-    "link-parts": ["kind", "speed_gbit_s", "reach_m", "power_w"],
+    "link-parts": ["kind", "speed_gbit_s", "ports", "reach_m", "power_w"],
     "compute-node-types": ["accelerator", "accelerators_per_node", "compute_nics_per_node", "max_power_w",
                            "rack_units"],
     "storage-node-types": ["ssd_count", "ssd_capacity_tb", "nic", "nics_per_node", "measured_power_w"],
