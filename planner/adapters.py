@@ -7,7 +7,6 @@ from decimal import Decimal
 
 from django.db import models
 
-from planner.choices import LinkPartKind
 from planner.models import ClusterPlan, Measurement, PriceBook, Workload
 from planner.models.declared import PLAN_SECTIONS, section_values
 from simcore.formulas.compute import pcie_practical_gbyte_s
@@ -120,17 +119,17 @@ def calibration(plan: ClusterPlan) -> dict[str, dict]:
 
 def link_power(plan: ClusterPlan) -> dict:
     """The fabric's cabling as the engine takes it: the switch module's ports (2: twin-port);
-    optical NIC links when the part at the NIC is a module, with its ports; each module's draw and
-    each cable's, both ends (the catalogue's figure is per end or module; null: none given)."""
+    optical NIC links when the part at the NIC is a module (:meth:`ClusterPlan.optical_nic_links`);
+    each module's draw and each cable's, both ends (the catalogue's figure is per end or module;
+    null: none given)."""
     optic, cable = plan.transceiver, plan.endpoint_cable
-    optical = cable is not None and cable.kind == LinkPartKind.TRANSCEIVER
-    ends = 1 if optical else 2
+    optical = plan.optical_nic_links
     return {
         "transceiver_ports": optic.ports if optic else 1,
         "transceiver_power_w": optic.power_w if optic else None,
         "endpoint_link": "optical" if optical else "cable",
-        "endpoint_module_ports": cable.ports if optical else 1,
-        "endpoint_cable_power_w": ends * cable.power_w if cable and cable.power_w is not None else None,
+        "endpoint_cable_power_w": (1 if optical else 2) * cable.power_w if cable and cable.power_w is not None
+        else None,
     }
 
 

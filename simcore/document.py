@@ -183,13 +183,10 @@ SPEC: dict[str, Any] = {
                                         "(the endpoint-cable line), or optics as in DGX SuperPOD's compute fabric: a "
                                         "module at the NIC (the endpoint line), a fibre and a port of a leaf module, "
                                         "counted with the switch optics"),
-            "endpoint_module_ports": opt(default=1, integer=True, unit="ports",
-                                         doc="NIC ports one NIC-side module serves (2: a twin-port OSFP); optical "
-                                             "links only"),
             "endpoint_cable_power_w": opt("non_negative", nullable=True, unit="W",
-                                          doc="one endpoint part's typical draw: a cable's, both ends (a copper DAC: "
-                                              "0.2 W), or a NIC-side module's; null: 8 W per 400 Gb/s of optics it "
-                                              "carries (a cable: both ends at the switch's port rate)"),
+                                          doc="one NIC-end part's typical draw: a cable's, both ends (a copper DAC: "
+                                              "0.2 W), or a NIC-side module's; null: 8 W per 400 Gb/s of optics at "
+                                              "the NIC's rate (a cable: both ends, as an active optical cable)"),
             **grouped("Fabric", {
                 "zones": opt(default=1, integer=True, doc="independent fat-trees joined by inter-zone switches"),
                 "interzone_switches": opt("non_negative", 0, integer=True, label="inter-zone switches",

@@ -121,15 +121,17 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
     storage_node_count = positive_int("Storage nodes.", default=0, minimum=0)
     endpoint_cable = models.ForeignKey(
         LinkPart, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
-        help_text="Cable from each NIC to its leaf.",
+        help_text=("The part at each NIC: a cable to its leaf, or an optical module (then a fibre and a leaf module "
+                   "port too)."),
     )
     transceiver = models.ForeignKey(
         LinkPart, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
-        help_text="Optical module at each end of a switch-to-switch link.",
+        help_text=("Optical module in the switches: at each end of a switch-to-switch link, and at the leaf end of "
+                   "an optical NIC link."),
     )
     fiber = models.ForeignKey(
         LinkPart, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
-        help_text="Fibre of each switch-to-switch link.",
+        help_text="Fibre of each switch-to-switch link and optical NIC link.",
     )
     price_book = models.ForeignKey(PriceBook, on_delete=models.PROTECT, related_name="plans")
     pue = models.FloatField(null=True, blank=True,
@@ -189,11 +191,17 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
         if errors:
             raise ValidationError(errors)
 
+    @property
+    def optical_nic_links(self) -> bool:
+        """Whether each NIC reaches its leaf through optics (the part at the NIC is a module, with a
+        fibre and a leaf module port), as DGX SuperPOD cables NDR, rather than one cable."""
+        return self.endpoint_cable is not None and self.endpoint_cable.kind == LinkPartKind.TRANSCEIVER
+
     def part_errors(self) -> dict[str, str]:
         """Parts that cannot be cabled together. The computation NIC speaks the switch's protocol
         at no more than its port speed (a slower NIC takes a port, or a breakout of one); the part
         at each NIC, a copper or active optical cable or an optical module (the NIC's end of an
-        optical link), runs at the NIC's rate on each of its ports; a switch transceiver (a module)
+        optical link), serves that one port at the NIC's rate; a switch transceiver (a module)
         runs at the port speed on each of its ports (a twin-port module: two, as in Quantum-2's
         2 x 400G OSFP cages); the fibre is a fibre."""
         nic, switch = self.node_type.compute_nic, self.switch
@@ -207,8 +215,11 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
             errors["switch"] = (f"{switch.name} ports ({port:g} Gb/s) are slower than the "
                                 f"nodes' NICs ({nic.line_rate_gbit_s:g} Gb/s)")
         cable, optic = self.endpoint_cable, self.transceiver
-        if cable is not None and cable.speed_gbit_s != cable.ports * nic.line_rate_gbit_s:
-            errors["endpoint_cable"] = (f"runs at {_per_port(cable)}; the computation NIC ({nic.name}) "
+        if cable is not None and cable.ports > 1:
+            errors["endpoint_cable"] = (f"serves {cable.ports} ports; each NIC port takes a part of its own "
+                                        "(a twin-port module goes in a switch)")
+        elif cable is not None and cable.speed_gbit_s != nic.line_rate_gbit_s:
+            errors["endpoint_cable"] = (f"runs at {cable.speed_gbit_s:g} Gb/s; the computation NIC ({nic.name}) "
                                         f"runs at {nic.line_rate_gbit_s:g} Gb/s")
         if optic is not None and optic.speed_gbit_s != optic.ports * port:
             errors["transceiver"] = f"runs at {_per_port(optic)}; the switch's ports run at {port:g} Gb/s"

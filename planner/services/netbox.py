@@ -13,7 +13,9 @@ ports past a switch's radix that inter-zone links take.
 
 Everything is ``planned``. The wiring is :func:`simcore.stages.cluster.fabric_wiring`, the same trees the
 bill of materials counts: one device per compute node, storage node and switch; one interface per
-NIC the bill lists and per switch port; one cable per endpoint cable and per fibre.
+NIC the bill lists and per switch port; one cable per endpoint cable and per fibre (with optical
+NIC links, the NIC's fibre is the cable from each NIC: the bill's endpoint line is then the NIC's
+module, and its fibre count holds those fibres too).
 
 Every column NetBox's import forms require is written (:data:`NETBOX_REQUIRED`, from NetBox 4.x's
 ``dcim/forms/bulk_import.py``), the device types' ``u_height`` among them: the catalogue's rack
@@ -102,7 +104,8 @@ def _ports_and_cables(plan: ClusterPlan, fabrics, port_type: str) -> tuple[list,
     a fibre for each switch-to-switch link."""
     fiber = plan.fiber
     fiber_type = ("mmf" if "multimode" in fiber.name.lower() or "mmf" in fiber.slug else "smf") if fiber else ""
-    endpoint_cable = CABLE_TYPES.get(plan.endpoint_cable.kind, fiber_type) if plan.endpoint_cable else ""
+    endpoint_cable = (fiber_type if plan.optical_nic_links else
+                      CABLE_TYPES.get(plan.endpoint_cable.kind, "") if plan.endpoint_cable else "")
     interfaces, cables = [], []
     for wiring, names, ends in fabrics:
         if wiring is None:

@@ -114,7 +114,8 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
         add("storage-node NIC", "nic", plan.storage_node_type.nic, on_storage_nodes, priced=False, note=included)
         storage_nics -= on_storage_nodes
     add("compute-node storage NIC", "nic", node.storage_nic, storage_nics, priced=False, note=included)
-    add("endpoint cable", "link-part", plan.endpoint_cable, fabric["endpoint_cables"])
+    add("optical module at the NIC" if plan.optical_nic_links else "endpoint cable", "link-part", plan.endpoint_cable,
+        fabric["endpoint_cables"])
     add("optical transceiver", "link-part", plan.transceiver, fabric["transceivers"])
     add("fibre", "link-part", plan.fiber, fabric["fibers"])
     rows = [line.__dict__ for line in lines]

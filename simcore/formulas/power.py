@@ -85,23 +85,26 @@ def switch_power_w(catalog_w, radix, port_speed_gbit_s, params: PowerParams = Po
     return where(np.isnan(catalog_w), estimate, catalog_w)
 
 
-OPTICS_BASES = ("the parts' figures", "estimated: 8 W per 400 Gb/s module (NVIDIA 400G SR4 OSFP, typical)",
-                "partly estimated: 8 W per 400 Gb/s where a part has no figure")
+OPTICS_BASES = ("the parts' figures",
+                "estimated: 8 W per 400 Gb/s of optics (NVIDIA 400G SR4 OSFP, typical; a NIC cable as an active "
+                "optical one)",
+                "partly estimated: 8 W per 400 Gb/s of optics where a part has no figure")
 
 
-def optics_power_w(modules, module_w, module_gbit_s, cables, cable_w, cable_gbit_s,
+def optics_power_w(modules, module_w, module_gbit_s, nic_parts, nic_part_w, nic_gbit_s, optical,
                    params: PowerParams = PowerParams()):
-    """(power of the fabric's optics under load, index into ``OPTICS_BASES``): the switch-port
-    modules and the NIC-end parts (cables, or NIC-side modules), each at its part's typical figure,
-    else at ``params.optic_w_per_gbit_s`` of the optical Gb/s it carries (``cable_gbit_s``: a
-    cable's over both its ends). NaN = no figure."""
-    module_known, cable_known = ~np.isnan(module_w), ~np.isnan(cable_w)
+    """(power of the fabric's optics under load, index into ``OPTICS_BASES``): the switch modules
+    and the NIC-end parts (``optical``: a module a NIC port, else a cable), each at its part's
+    typical figure (NaN = none), else at ``params.optic_w_per_gbit_s`` of the optical Gb/s it
+    carries: a module its rate, a cable both its ends at the NIC's rate (an active optical cable;
+    a plan with copper gives its figure)."""
+    module_known, nic_part_known = ~np.isnan(module_w), ~np.isnan(nic_part_w)
     per_module = where(module_known, module_w, module_gbit_s * params.optic_w_per_gbit_s)
-    per_cable = where(cable_known, cable_w, cable_gbit_s * params.optic_w_per_gbit_s)
-    module_estimated, cable_estimated = ~module_known & (modules > 0), ~cable_known & (cables > 0)
-    some = module_estimated | cable_estimated
-    every = (module_estimated | (modules == 0)) & (cable_estimated | (cables == 0))
-    return modules * per_module + cables * per_cable, where(~some, 0, where(every, 1, 2))
+    per_nic_part = where(nic_part_known, nic_part_w, (1 if optical else 2) * nic_gbit_s * params.optic_w_per_gbit_s)
+    module_estimated, nic_part_estimated = ~module_known & (modules > 0), ~nic_part_known & (nic_parts > 0)
+    some = module_estimated | nic_part_estimated
+    every = (module_estimated | (modules == 0)) & (nic_part_estimated | (nic_parts == 0))
+    return modules * per_module + nic_parts * per_nic_part, where(~some, 0, where(every, 1, 2))
 
 
 def storage_node_power_w(measured_w, ssd_count, cpu_tdp_w, params: PowerParams = PowerParams()):

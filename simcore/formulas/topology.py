@@ -19,8 +19,10 @@ oversubscription of r (down:up) gives down = floor(k r / (1 + r)).
 * Rails: endpoints split into R rails at the leaf level (GPU i of every node on rail i); leaves
   are rounded up per rail; spines are shared.
 
-Links: one per endpoint (node to leaf, copper inside a rack), and switch-to-switch links
-(leaf-spine, spine-core, inter-zone) each with an optical transceiver at both ends and a fibre.
+Links: one per endpoint (node to leaf: a cable, or optics with a module at each end and a
+fibre), and switch-to-switch links (leaf-spine, spine-core, inter-zone) each with an optical
+module port at both ends and a fibre. A module may serve several ports of its switch (a twin-port
+OSFP, two): :meth:`FabricCounts.switch_modules` counts modules per switch.
 """
 from dataclasses import dataclass
 
@@ -38,7 +40,9 @@ class FabricCounts:
     core_switches: np.ndarray
     interzone_switches: np.ndarray
     endpoint_links: np.ndarray
-    switch_links: np.ndarray
+    leaf_spine_links: np.ndarray
+    spine_core_links: np.ndarray
+    interzone_links: np.ndarray
     capacity_endpoints: np.ndarray  # the most endpoints this layout can hold
 
     @property
@@ -46,9 +50,22 @@ class FabricCounts:
         return self.leaf_switches + self.spine_switches + self.core_switches + self.interzone_switches
 
     @property
-    def switch_link_ends(self):
-        """Switch ports that take an optical module: both ends of every switch-to-switch link."""
-        return 2 * self.switch_links
+    def switch_links(self):
+        return self.leaf_spine_links + self.spine_core_links + self.interzone_links
+
+    def switch_modules(self, ports_per_module, leaf_endpoint_ports=0):
+        """Optical modules in the switches when a module serves ``ports_per_module`` ports of one
+        switch: both ends of every switch-to-switch link, and ``leaf_endpoint_ports`` (optical NIC
+        links) on the leaves; inter-zone links end at an inter-zone switch and the top tier. A
+        tier's ports are dealt evenly over its switches, as the wiring deals them round-robin
+        (a switch with P mod n more takes one more), and each switch rounds up to whole modules."""
+        core_on_top = self.core_switches > 0
+        tiers = ((self.leaf_switches, self.leaf_spine_links + leaf_endpoint_ports),
+                 (self.spine_switches, self.leaf_spine_links + self.spine_core_links
+                  + where(core_on_top, 0, self.interzone_links)),
+                 (self.core_switches, self.spine_core_links + where(core_on_top, self.interzone_links, 0)),
+                 (self.interzone_switches, self.interzone_links))
+        return sum(_modules_dealt(switches, ports, ports_per_module) for switches, ports in tiers)
 
     @property
     def fits(self):
@@ -58,10 +75,13 @@ class FabricCounts:
         return FabricCounts(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
 
 
-def transceiver_modules(link_ends, ports_per_module):
-    """Optical modules for the switch-to-switch link ends: one a port, or one for every two ports
-    with a twin-port module (a 2 x 400G OSFP in a Quantum-2 cage carries two links)."""
-    return np.ceil(link_ends / ports_per_module)
+def _modules_dealt(switches, ports, ports_per_module):
+    """Modules for ``ports`` dealt evenly over ``switches``: floor(P/n) each and one more on P mod n."""
+    n = np.maximum(switches, 1)
+    each = np.floor(ports / n)
+    more = ports - each * n
+    return where(switches > 0, more * np.ceil((each + 1) / ports_per_module)
+                 + (n - more) * np.ceil(each / ports_per_module), 0)
 
 
 def leaf_down_ports(radix, oversubscription):
@@ -138,7 +158,9 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
         core_switches=core * fabrics,
         interzone_switches=where(zones > 1, izs, 0) * planes,
         endpoint_links=e,
-        switch_links=(leaf_spine_links + spine_core_links) * fabrics + where(zones > 1, iz_links, 0) * planes,
+        leaf_spine_links=leaf_spine_links * fabrics,
+        spine_core_links=spine_core_links * fabrics,
+        interzone_links=where(zones > 1, iz_links, 0) * planes,
         capacity_endpoints=capacity,
     )
 

@@ -166,22 +166,19 @@ def fabric_wiring(nodes, compute_nics, node_storage_nics, storage_nodes, storage
 
 
 def link_parts(f: Fabrics, c) -> dict:
-    """The fabric's cabling: optical modules at switch ports (both ends of every switch-to-switch
-    link, and the leaf end of every optical NIC link; :func:`simcore.formulas.topology.transceiver_modules`),
-    fibres (one a switch-to-switch link or optical NIC link) and NIC-end parts (a cable a NIC port,
-    or a module for every ``endpoint_module_ports`` of them)."""
-    fab, total = c["fabric"], f.total
-    nic_links = total.endpoint_links
-    optical = fab["endpoint_link"] == "optical"
-    optical_links = nic_links if optical else np.zeros_like(nic_links)
-    return {"transceivers": topology.transceiver_modules(total.switch_link_ends + optical_links,
-                                                         fab["transceiver_ports"]),
-            "fibers": total.switch_links + optical_links,
-            "endpoint_cables": topology.transceiver_modules(nic_links, fab["endpoint_module_ports"]) if optical
-            else nic_links}
+    """The fabric's cabling: optical modules in the switches (both ends of every switch-to-switch
+    link, and the leaf end of every optical NIC link; :meth:`FabricCounts.switch_modules`, per
+    fabric), fibres (one a switch-to-switch link or optical NIC link) and the NIC-end parts (a
+    cable, or a module, a NIC port)."""
+    ports = c["fabric"]["transceiver_ports"]
+    optical = c["fabric"]["endpoint_link"] == "optical"
+    fabrics = (f.main, f.storage_plane)
+    nic_links = f.total.endpoint_links
+    return {"transceivers": sum(t.switch_modules(ports, t.endpoint_links if optical else 0) for t in fabrics),
+            "fibers": f.total.switch_links + (nic_links if optical else 0), "endpoint_cables": nic_links}
 
 
-def fabric_section(f: Fabrics, c) -> dict:
+def fabric_section(f: Fabrics, c, parts: dict) -> dict:
     total, main = f.total, f.main
     return {
         "switches": total.switches,
@@ -198,24 +195,24 @@ def fabric_section(f: Fabrics, c) -> dict:
         "fits": f.fits,
         "compute_nics": c["node_count"] * c["node"]["compute_nics"],
         "storage_nics": f.storage_endpoints,
-        **link_parts(f, c),
+        **parts,
         "switch_links": total.switch_links,
     }
 
 
-def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, dict]:
-    """IT power by part, racks under their power limit, facility power through the PUE (the plan's
-    or its price book's, else its hall's): the power and racks sections."""
+def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) -> tuple[dict, dict]:
+    """IT power by part (``parts``: :func:`link_parts`), racks under their power limit, facility
+    power through the PUE (the plan's or its price book's, else its hall's): the power and racks
+    sections."""
     node, acc, fab, sto, rack = c["node"], c["node"]["accelerator"], c["fabric"], c["storage"], c["rack"]
     nodes, g = c["node_count"], node["gpus"]
     node_w = power.node_power_w(node["power_w"], g, acc["tdp_w"], node["cpus"], node["cpu_tdp_w"], params.power)
     switch_w = power.switch_power_w(fab["switch_power_w"], fab["switch_radix"], fab["switch_gbit_s"], params.power)
     storage_w = power.storage_node_power_w(sto["power_w"], sto["ssds"], sto["cpu_tdp_w"], params.power)
-    port_gbit_s, parts = fab["switch_gbit_s"], link_parts(f, c)
-    nic_end_gbit_s = port_gbit_s * (fab["endpoint_module_ports"] if fab["endpoint_link"] == "optical" else 2)
     optics_w, optics_basis = power.optics_power_w(
-        parts["transceivers"], fab["transceiver_power_w"], port_gbit_s * fab["transceiver_ports"],
-        parts["endpoint_cables"], fab["endpoint_cable_power_w"], nic_end_gbit_s, params.power)
+        parts["transceivers"], fab["transceiver_power_w"], fab["switch_gbit_s"] * fab["transceiver_ports"],
+        parts["endpoint_cables"], fab["endpoint_cable_power_w"], node["compute_nic_gbit_s"],
+        fab["endpoint_link"] == "optical", params.power)
     it_power = {"compute_nodes_w": nodes * node_w, "switches_w": f.total.switches * switch_w,
                 "optics_w": optics_w, "storage_nodes_w": sto["nodes"] * storage_w}
     node_max_w, vendor_max = power.node_max_power_w(node["max_power_w"], g, acc["tdp_w"], node["cpus"],
@@ -249,12 +246,12 @@ def power_and_racks(c, f: Fabrics, hw: Hardware, domain, params) -> tuple[dict, 
     return section, racks_section
 
 
-def cost_section(c, f: Fabrics, power_out: dict, hw: Hardware) -> dict:
+def cost_section(c, f: Fabrics, parts: dict, power_out: dict, hw: Hardware) -> dict:
     """Capital cost by part from the price book (unpriced parts named), the network's share, the
     yearly energy bill and capex per PFLOPS."""
     prices, gpus = c["prices"], c["node_count"] * c["node"]["gpus"]
     counts = {"compute_nodes": c["node_count"], "storage_nodes": c["storage"]["nodes"], "switches": f.total.switches,
-              **link_parts(f, c)}
+              **parts}
     unit_prices = {"compute_nodes": prices["node"], "storage_nodes": prices["storage_node"],
                    "switches": prices["switch"], "transceivers": prices["transceiver"],
                    "fibers": prices["fiber"], "endpoint_cables": prices["endpoint_cable"]}

@@ -84,8 +84,9 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
     domain = scaleup_domain_gpus(node)
     hw = cluster.hardware(node["accelerator"], c["calibration"], params)
     fabrics = cluster.fabrics(c)
-    power_out, racks = cluster.power_and_racks(c, fabrics, hw, domain, params)
-    cost_out = cluster.cost_section(c, fabrics, power_out, hw)
+    parts = cluster.link_parts(fabrics, c)
+    power_out, racks = cluster.power_and_racks(c, fabrics, parts, hw, domain, params)
+    cost_out = cluster.cost_section(c, fabrics, parts, power_out, hw)
     storage_out, storage_rates = cluster.storage_section(c)
     io = node_io(node, node["accelerator"], g, hw.family.scaleup_fraction, params.collectives)
     result = {
@@ -95,7 +96,7 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
         "racks": racks,
         "compute": cluster.compute_section(hw, gpus),
         "calibration": cluster.calibration_section(hw.family, c["calibration"]),
-        "fabric": cluster.fabric_section(fabrics, c),
+        "fabric": cluster.fabric_section(fabrics, c, parts),
         "power": power_out,
         "cost": cost_out,
         "storage": storage_out,

@@ -107,7 +107,6 @@ def test_nodes_per_rack_come_from_the_plan_the_limit_or_a_12_kw_rack_and_never_o
     assert zero.status_code == 400 and "nodes_per_rack" in zero.json()
 
 
-
 def test_superpod_optics_a_module_at_each_nic_a_fibre_and_half_a_twin_port_leaf_module(catalog):
     """NDR as DGX SuperPOD cables it: a 400G module at each NIC, a fibre, a twin-port 2 x 400G module
     at the leaf serving two links; the bill counts them, and their datasheet power is the optics'
@@ -122,9 +121,8 @@ def test_superpod_optics_a_module_at_each_nic_a_fibre_and_half_a_twin_port_leaf_
         "ndr-sr4-transceiver-400g", "osfp-800g-2xsr4-transceiver", "mmf-fiber-cable"))
     assert plan.part_errors() == {}
     document = cluster_document(plan)
-    optics = ("endpoint_link", "endpoint_module_ports", "endpoint_cable_power_w", "transceiver_ports",
-              "transceiver_power_w")
-    assert tuple(document["fabric"][key] for key in optics) == ("optical", 1, 8, 2, 15)
+    optics = ("endpoint_link", "endpoint_cable_power_w", "transceiver_ports", "transceiver_power_w")
+    assert tuple(document["fabric"][key] for key in optics) == ("optical", 8, 2, 15)
     result = evaluate({"cluster": document})
     fabric, nic_links = result["fabric"], result["fabric"]["endpoints"]
     assert fabric["endpoint_cables"] == nic_links == 1024
@@ -133,9 +131,9 @@ def test_superpod_optics_a_module_at_each_nic_a_fibre_and_half_a_twin_port_leaf_
     assert result["power"]["optics_w"] == pytest.approx(8 * nic_links + 15 * fabric["transceivers"])
     assert result["power"]["optics_basis"] == "the parts' figures"
     bill = {line["part"]: line["quantity"] for line in plan_bom(plan=plan, result=result)["lines"]}
-    assert (bill["endpoint cable"], bill["optical transceiver"], bill["fibre"]) == (
+    assert (bill["optical module at the NIC"], bill["optical transceiver"], bill["fibre"]) == (
         nic_links, fabric["transceivers"], fabric["fibers"])
     ff = cluster_document(ClusterPlan.objects.get(slug="ff2-pcie-2zone"))
-    assert tuple(ff["fabric"][key] for key in optics) == ("cable", 1, 0.2, 1, None)
-    assert evaluate({"cluster": ff})["power"]["optics_basis"] == "partly estimated: 8 W per 400 Gb/s where a part " \
-                                                                 "has no figure"
+    assert tuple(ff["fabric"][key] for key in optics) == ("cable", 0.2, 1, None)
+    assert evaluate({"cluster": ff})["power"]["optics_basis"] == ("partly estimated: 8 W per 400 Gb/s of optics "
+                                                                  "where a part has no figure")

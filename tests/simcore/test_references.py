@@ -11,7 +11,8 @@ KNOWN_MISSES = {
     "gb200-nvl72-rack-power": "the parts sum to 95.8 kW (trays under training load, GPUs at 85% of TDP; switch "
                               "trays and power shelves 4.4 kW): no sourced part figure covers the rest",
     "dgx-b200-parts-max-power": "8 x 1,000 W GPUs, 2 x 350 W CPUs and a flat 500 W come to 9.2 kW: the NICs, "
-                                "fans and conversion losses have no sourced per-part figure here",
+                                "their optics, fans and conversion losses have no sourced per-part figure in "
+                                "the node",
     **{key: "predicted 1.5-3.7x faster than published: DeepSpeed ZeRO-3 (2021) moved weights far slower than "
             "NCCL allows"
        for key in ("sc21-t2-174.6b-zero3-384", "sc21-t2-174.6b-zero3-768", "sc21-t2-174.6b-zero3-1536",

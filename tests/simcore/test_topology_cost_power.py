@@ -51,7 +51,8 @@ def test_links_and_transceivers():
     tree = fat_tree(800, 40)
     assert tree.endpoint_links == 800
     assert tree.switch_links == 40 * 20
-    assert tree.switch_link_ends == 2 * 800
+    assert tree.switch_modules(1) == 2 * 800  # a module at both ends of every link
+    assert tree.switch_modules(2) == 40 * 10 + 20 * 20
 
 
 @pytest.mark.parametrize(
@@ -139,18 +140,26 @@ def test_optics_power_from_the_parts_figures_or_estimated_per_gbit_s():
     assert power["it_total_w"] - power["optics_w"] == pytest.approx(estimated["it_total_w"] - estimated["optics_w"])
 
 
+def test_twin_port_modules_are_whole_in_each_switch():
+    """44-port leaves at 2:1 keep 15 uplinks: 8 twin-port modules each, not 7.5; the 20 spines take
+    840 uplinks, 42 ports each: 21 modules each. Over the fabric, 1,680 ends would make 840."""
+    fabric = {"switch_radix": 44, "switch_gbit_s": 200, "oversubscription": 2, "transceiver_ports": 2}
+    result = evaluate({"cluster": {**FF_2ZONE, "fabric": fabric}})["fabric"]
+    assert (result["leaf_switches"], result["spine_switches"], result["switch_links"]) == (56, 20, 840)
+    assert result["transceivers"] == 56 * 8 + 20 * 21
+
+
 def test_optical_nic_links_take_a_nic_module_a_leaf_module_port_and_a_fibre_each():
     cabled = evaluate({"cluster": FF_2ZONE})["fabric"]
     links, switch_links = cabled["endpoint_cables"], cabled["switch_links"]
-    optical = {**FF_2ZONE["fabric"], "endpoint_link": "optical", "transceiver_ports": 2, "endpoint_module_ports": 2}
+    optical = {**FF_2ZONE["fabric"], "endpoint_link": "optical"}
     result = evaluate({"cluster": {**FF_2ZONE, "fabric": optical}})
     fabric = result["fabric"]
+    assert fabric["endpoint_cables"] == links  # a module at each NIC
     assert fabric["fibers"] == switch_links + links
-    assert fabric["transceivers"] == np.ceil((2 * switch_links + links) / 2)
-    assert fabric["endpoint_cables"] == np.ceil(links / 2)  # a twin-port module serves two NIC ports
-    # Estimated: every module at 8 W per 400 Gb/s it carries (200 Gb/s ports; twin-port modules, 400 Gb/s).
-    modules = fabric["transceivers"] + fabric["endpoint_cables"]
-    assert result["power"]["optics_w"] == pytest.approx(modules * 8.0)
+    assert fabric["transceivers"] == 2 * switch_links + links
+    # Estimated: every module at 8 W per 400 Gb/s it carries (200 Gb/s ports and NICs): 4 W each.
+    assert result["power"]["optics_w"] == pytest.approx((fabric["transceivers"] + links) * 4.0)
 
 
 def test_storage_bound_and_checkpoint(llama_workload):

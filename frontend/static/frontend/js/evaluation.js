@@ -85,7 +85,7 @@ function powerSection(result, plan) {
     ["compute node", si(p.node_w, "W")], ["compute node, maximum", si(p.node_max_w, "W"), p.node_max_basis],
     ["switch", si(p.switch_w, "W")], ["storage node", si(p.storage_node_w, "W")],
     ["compute nodes", si(p.compute_nodes_w, "W")], ["switches", si(p.switches_w, "W")],
-    ["optics (switch modules and NIC cables)", si(p.optics_w, "W"), p.optics_basis], ["storage nodes", si(p.storage_nodes_w, "W")],
+    ["optics (switch modules and NIC-end parts)", si(p.optics_w, "W"), p.optics_basis], ["storage nodes", si(p.storage_nodes_w, "W")],
     ["IT total", si(p.it_total_w, "W")], ["facility (with PUE)", si(p.facility_w, "W"), `PUE ${num(p.pue)}: ${p.pue_basis}`],
     ["FP16 TFLOPS per kW", num(p.fp16_tflops_per_kw)],
   ]), racksTable(result, plan));
@@ -102,7 +102,7 @@ function racksTable(result, plan) {
     r.network_count > 0 ? ["scale-up network racks", num(r.network_count), `beside the compute racks: ${num(r.total_count)} racks in all`] : null,
     ["power per rack", si(r.power_w, "W"), "under training"],
     ["power per rack, maximum", si(r.max_power_w, "W"),
-      `nodes at ${result.power.node_max_basis}; ${r.within_power_limit ? "provisioned for this" : "over the site's rack power limit"}`],
+      `node maximum: ${result.power.node_max_basis}; ${r.within_power_limit ? "provisioned for this" : "over the site's rack power limit"}`],
     domain,
   ]);
 }
