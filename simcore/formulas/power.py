@@ -33,8 +33,10 @@ class PowerParams:
         at 4,200 W average against 8 x 400 W GPUs + 2 x 225 W CPUs + other: about 0.85 (estimate).
     node_other_w: fans, memory, NICs, drives and conversion losses of an 8-GPU server (estimate).
     cpu_default_w: CPU socket power when the CPU's TDP is unknown (estimate: a 32-64 core EPYC).
-    switch_w_per_tbit_s: switch box power per Tb/s of switching capacity; no citable figure was
-        found for the catalogue's switches, so 25 W per Tb/s (400 W for a 16 Tb/s box) is an estimate.
+    switch_w_per_tbit_s: switch box power per Tb/s of switching capacity (radix x port speed),
+        for a switch without a catalogue figure: a Tomahawk 5 box, UfiSpace S9321-64E, draws 913 W
+        typical without transceivers for 51.2 Tb/s (IP Infusion's Tomahawk 5 page, from the vendor's
+        datasheet), 17.8 W per Tb/s; older silicon draws more per Tb/s, so it is a floor.
     ssd_w: an active PCIe 4.0 NVMe SSD (estimate, 20 W).
     storage_node_other_w: storage server base load (estimate, 250 W).
     optic_w_per_gbit_s: an optical module's draw per Gb/s it carries, where the catalogue has no
@@ -48,7 +50,7 @@ class PowerParams:
     accelerator_load: float = 0.85
     node_other_w: float = 500.0
     cpu_default_w: float = 200.0
-    switch_w_per_tbit_s: float = 25.0
+    switch_w_per_tbit_s: float = 913.0 / 51.2
     ssd_w: float = 20.0
     storage_node_other_w: float = 250.0
     optic_w_per_gbit_s: float = 8.0 / 400.0
