@@ -119,15 +119,16 @@ def calibration(plan: ClusterPlan) -> dict[str, dict]:
 
 def link_power(plan: ClusterPlan) -> dict:
     """The fabric's cabling as the engine takes it: the switch module's ports (2: twin-port);
-    optical NIC links when the part at the NIC is a module (:meth:`ClusterPlan.optical_nic_links`);
-    each module's draw and each cable's, both ends (the catalogue's figure is per end or module;
-    null: none given)."""
+    optical NIC links when the part at the NIC is a module (:meth:`ClusterPlan.optical_nic_links`),
+    with its ports (2: a node's twin-port cage); each module's draw and each cable's, both ends
+    (the catalogue's figure is per end or module; null: none given)."""
     optic, cable = plan.transceiver, plan.endpoint_cable
     optical = plan.optical_nic_links
     return {
         "transceiver_ports": optic.ports if optic else 1,
         "transceiver_power_w": optic.power_w if optic else None,
         "endpoint_link": "optical" if optical else "cable",
+        "endpoint_module_ports": cable.ports if optical else 1,
         "endpoint_cable_power_w": (1 if optical else 2) * cable.power_w if cable and cable.power_w is not None
         else None,
     }

@@ -183,6 +183,9 @@ SPEC: dict[str, Any] = {
                                         "(the endpoint-cable line), or optics as in DGX SuperPOD's compute fabric: a "
                                         "module at the NIC (the endpoint line), a fibre and a port of a leaf module, "
                                         "counted with the switch optics"),
+            "endpoint_module_ports": opt(default=1, integer=True, unit="ports",
+                                         doc="NIC ports of one node a NIC-side module serves (2: a twin-port OSFP "
+                                             "cage, as a DGX H100's); optical NIC links only"),
             "endpoint_cable_power_w": opt("non_negative", nullable=True, unit="W",
                                           doc="one NIC-end part's typical draw: a cable's, both ends (a copper DAC: "
                                               "0.2 W), or a NIC-side module's; null: 8 W per 400 Gb/s of optics at "

@@ -200,8 +200,9 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
     def part_errors(self) -> dict[str, str]:
         """Parts that cannot be cabled together. The computation NIC speaks the switch's protocol
         at no more than its port speed (a slower NIC takes a port, or a breakout of one); the part
-        at each NIC, a copper or active optical cable or an optical module (the NIC's end of an
-        optical link), serves that one port at the NIC's rate; a switch transceiver (a module)
+        at each NIC, a copper or active optical cable (one port) or an optical module (the NIC's end
+        of an optical link; a twin-port one in a node's twin-port cage), runs at the NIC's rate on
+        each of its ports; a switch transceiver (a module)
         runs at the port speed on each of its ports (a twin-port module: two, as in Quantum-2's
         2 x 400G OSFP cages); the fibre is a fibre."""
         nic, switch = self.node_type.compute_nic, self.switch
@@ -215,11 +216,10 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
             errors["switch"] = (f"{switch.name} ports ({port:g} Gb/s) are slower than the "
                                 f"nodes' NICs ({nic.line_rate_gbit_s:g} Gb/s)")
         cable, optic = self.endpoint_cable, self.transceiver
-        if cable is not None and cable.ports > 1:
-            errors["endpoint_cable"] = (f"serves {cable.ports} ports; each NIC port takes a part of its own "
-                                        "(a twin-port module goes in a switch)")
-        elif cable is not None and cable.speed_gbit_s != nic.line_rate_gbit_s:
-            errors["endpoint_cable"] = (f"runs at {cable.speed_gbit_s:g} Gb/s; the computation NIC ({nic.name}) "
+        if cable is not None and cable.ports > 1 and not self.optical_nic_links:
+            errors["endpoint_cable"] = f"serves {cable.ports} ports; a cable serves one NIC port"
+        elif cable is not None and cable.speed_gbit_s != cable.ports * nic.line_rate_gbit_s:
+            errors["endpoint_cable"] = (f"runs at {_per_port(cable)}; the computation NIC ({nic.name}) "
                                         f"runs at {nic.line_rate_gbit_s:g} Gb/s")
         if optic is not None and optic.speed_gbit_s != optic.ports * port:
             errors["transceiver"] = f"runs at {_per_port(optic)}; the switch's ports run at {port:g} Gb/s"

@@ -96,10 +96,10 @@ OPTICS_BASES = ("the parts' figures",
 def optics_power_w(modules, module_w, module_gbit_s, nic_parts, nic_part_w, nic_gbit_s, optical,
                    params: PowerParams = PowerParams()):
     """(power of the fabric's optics under load, index into ``OPTICS_BASES``): the switch modules
-    and the NIC-end parts (``optical``: a module a NIC port, else a cable), each at its part's
-    typical figure (NaN = none), else at ``params.optic_w_per_gbit_s`` of the optical Gb/s it
-    carries: a module its rate, a cable both its ends at the NIC's rate (an active optical cable;
-    a plan with copper gives its figure)."""
+    and the NIC-end parts (``optical``: modules, else cables), each at its part's typical figure
+    (NaN = none), else at ``params.optic_w_per_gbit_s`` of the optical Gb/s it carries
+    (``nic_gbit_s`` a NIC-end part's: a cable's at each of its two ends, as an active optical
+    cable; a plan with copper gives its figure)."""
     module_known, nic_part_known = ~np.isnan(module_w), ~np.isnan(nic_part_w)
     per_module = where(module_known, module_w, module_gbit_s * params.optic_w_per_gbit_s)
     per_nic_part = where(nic_part_known, nic_part_w, (1 if optical else 2) * nic_gbit_s * params.optic_w_per_gbit_s)

@@ -168,14 +168,22 @@ def fabric_wiring(nodes, compute_nics, node_storage_nics, storage_nodes, storage
 def link_parts(f: Fabrics, c) -> dict:
     """The fabric's cabling: optical modules in the switches (both ends of every switch-to-switch
     link, and the leaf end of every optical NIC link; :meth:`FabricCounts.switch_modules`, per
-    fabric), fibres (one a switch-to-switch link or optical NIC link) and the NIC-end parts (a
-    cable, or a module, a NIC port)."""
-    ports = c["fabric"]["transceiver_ports"]
-    optical = c["fabric"]["endpoint_link"] == "optical"
-    fabrics = (f.main, f.storage_plane)
+    fabric), fibres (one a switch-to-switch link or optical NIC link) and the NIC-end parts: a
+    cable a NIC port, or modules, each serving ``endpoint_module_ports`` NIC ports of one node
+    (a DGX H100's twin-port cages: one for two of its NICs)."""
+    fab, node, sto = c["fabric"], c["node"], c["storage"]
+    optical = fab["endpoint_link"] == "optical"
     nic_links = f.total.endpoint_links
-    return {"transceivers": sum(t.switch_modules(ports, t.endpoint_links if optical else 0) for t in fabrics),
-            "fibers": f.total.switch_links + (nic_links if optical else 0), "endpoint_cables": nic_links}
+    if optical:
+        per_node = [(c["node_count"], node["compute_nics"]), (sto["nodes"], sto["nics"])]
+        if fab["storage_network"] == "separate":
+            per_node.append((c["node_count"], node["storage_nics"]))
+        nic_parts = sum(count * np.ceil(nics / fab["endpoint_module_ports"]) for count, nics in per_node)
+    else:
+        nic_parts = nic_links
+    return {"transceivers": sum(t.switch_modules(fab["transceiver_ports"], t.endpoint_links if optical else 0)
+                                for t in (f.main, f.storage_plane)),
+            "fibers": f.total.switch_links + (nic_links if optical else 0), "endpoint_cables": nic_parts}
 
 
 def fabric_section(f: Fabrics, c, parts: dict) -> dict:
@@ -211,8 +219,8 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
     storage_w = power.storage_node_power_w(sto["power_w"], sto["ssds"], sto["cpu_tdp_w"], params.power)
     optics_w, optics_basis = power.optics_power_w(
         parts["transceivers"], fab["transceiver_power_w"], fab["switch_gbit_s"] * fab["transceiver_ports"],
-        parts["endpoint_cables"], fab["endpoint_cable_power_w"], node["compute_nic_gbit_s"],
-        fab["endpoint_link"] == "optical", params.power)
+        parts["endpoint_cables"], fab["endpoint_cable_power_w"],
+        node["compute_nic_gbit_s"] * fab["endpoint_module_ports"], fab["endpoint_link"] == "optical", params.power)
     it_power = {"compute_nodes_w": nodes * node_w, "switches_w": f.total.switches * switch_w,
                 "optics_w": optics_w, "storage_nodes_w": sto["nodes"] * storage_w}
     node_max_w, vendor_max = power.node_max_power_w(node["max_power_w"], g, acc["tdp_w"], node["cpus"],

@@ -133,6 +133,10 @@ def test_superpod_optics_a_module_at_each_nic_a_fibre_and_half_a_twin_port_leaf_
     bill = {line["part"]: line["quantity"] for line in plan_bom(plan=plan, result=result)["lines"]}
     assert (bill["optical module at the NIC"], bill["optical transceiver"], bill["fibre"]) == (
         nic_links, fabric["transceivers"], fabric["fibers"])
+    plan.endpoint_cable = plan.transceiver  # twin-port cages at the node too, as a DGX H100's
+    assert plan.part_errors() == {}
+    twin = evaluate({"cluster": cluster_document(plan)})["fabric"]
+    assert twin["endpoint_cables"] == plan.node_count * 8 / 2 == nic_links / 2
     ff = cluster_document(ClusterPlan.objects.get(slug="ff2-pcie-2zone"))
     assert tuple(ff["fabric"][key] for key in optics) == ("cable", 0.2, 1, None)
     assert evaluate({"cluster": ff})["power"]["optics_basis"] == ("partly estimated: 8 W per 400 Gb/s of optics "

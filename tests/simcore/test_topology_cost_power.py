@@ -162,6 +162,19 @@ def test_optical_nic_links_take_a_nic_module_a_leaf_module_port_and_a_fibre_each
     assert result["power"]["optics_w"] == pytest.approx((fabric["transceivers"] + links) * 4.0)
 
 
+def test_a_twin_port_nic_module_serves_two_nics_of_one_node():
+    """Twin-port cages at the node (a DGX H100's four OSFP ports for its eight NICs): one module for
+    two NICs of a node, never one shared by two nodes; FF's nodes have one computation NIC each and
+    its 3FS nodes two, so the count is 1,240 + 180 modules, not half the 1,600 NIC ports."""
+    optical = {**FF_2ZONE["fabric"], "endpoint_link": "optical", "endpoint_module_ports": 2}
+    result = evaluate({"cluster": {**FF_2ZONE, "fabric": optical}})
+    assert result["fabric"]["endpoints"] == 1240 + 180 * 2
+    assert result["fabric"]["endpoint_cables"] == 1240 + 180
+    eight = {**FF_2ZONE, "node": {**FF_2ZONE["node"], "compute_nics": 8}, "node_count": 100, "fabric": optical,
+             "storage": {**FF_2ZONE["storage"], "nodes": 0}}
+    assert evaluate({"cluster": eight})["fabric"]["endpoint_cables"] == 100 * 4
+
+
 def test_storage_bound_and_checkpoint(llama_workload):
     result = evaluate({"cluster": FF_2ZONE, "workload": {**llama_workload, "gpus": 512}})
     assert result["storage"]["aggregate_read_gbyte_s"] == pytest.approx(9000)
