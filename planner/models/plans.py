@@ -202,9 +202,9 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
         at no more than its port speed (a slower NIC takes a port, or a breakout of one); the part
         at each NIC, a copper or active optical cable (one port) or an optical module (the NIC's end
         of an optical link; a twin-port one in a node's twin-port cage), runs at the NIC's rate on
-        each of its ports; a switch transceiver (a module)
-        runs at the port speed on each of its ports (a twin-port module: two, as in Quantum-2's
-        2 x 400G OSFP cages); the fibre is a fibre."""
+        each of its ports; a switch transceiver (a module) runs at the port speed on each of its
+        ports (a twin-port module: two, as in Quantum-2's 2 x 400G OSFP cages); the fibre is a
+        fibre."""
         nic, switch = self.node_type.compute_nic, self.switch
         port = switch.port_speed_gbit_s
         errors = {}
