@@ -59,6 +59,8 @@ class FabricCounts:
         links) on the leaves; inter-zone links end at an inter-zone switch and the top tier. A
         tier's ports are dealt evenly over its switches, as the wiring deals them round-robin
         (a switch with P mod n more takes one more), and each switch rounds up to whole modules."""
+        if np.all(np.asarray(ports_per_module) == 1):  # a module a port: no per-switch rounding
+            return 2 * self.switch_links + leaf_endpoint_ports
         core_on_top = self.core_switches > 0
         tiers = ((self.leaf_switches, self.leaf_spine_links + leaf_endpoint_ports),
                  (self.spine_switches, self.leaf_spine_links + self.spine_core_links
