@@ -188,8 +188,9 @@ SPEC: dict[str, Any] = {
                                              "cage, as a DGX H100's); optical NIC links only"),
             "endpoint_cable_power_w": opt("non_negative", nullable=True, unit="W",
                                           doc="one NIC-end part's typical draw: a cable's, both ends (a copper DAC: "
-                                              "0.2 W), or a NIC-side module's; null: 8 W per 400 Gb/s of optics at "
-                                              "the NIC's rate (a cable: both ends, as an active optical cable)"),
+                                              "0.2 W), or a NIC-side module's; null: 8 W per 400 Gb/s of optics (a "
+                                              "cable: both ends at the NIC's rate, as an active optical cable; a "
+                                              "module: its NIC ports at the NIC's rate)"),
             **grouped("Fabric", {
                 "zones": opt(default=1, integer=True, doc="independent fat-trees joined by inter-zone switches"),
                 "interzone_switches": opt("non_negative", 0, integer=True, label="inter-zone switches",

@@ -57,8 +57,10 @@ class FabricCounts:
         """Optical modules in the switches when a module serves ``ports_per_module`` ports of one
         switch: both ends of every switch-to-switch link, and ``leaf_endpoint_ports`` (optical NIC
         links) on the leaves; inter-zone links end at an inter-zone switch and the top tier. A
-        tier's ports are dealt evenly over its switches, as the wiring deals them round-robin
-        (a switch with P mod n more takes one more), and each switch rounds up to whole modules."""
+        tier's ports are dealt evenly over its switches, as the wiring deals uplinks round-robin
+        (a switch with P mod n more takes one more; the wiring fills leaves with NIC ports in
+        turn, so a part-full leaf makes this an approximation there), and each switch rounds up
+        to whole modules."""
         if np.all(np.asarray(ports_per_module) == 1):  # a module a port: no per-switch rounding
             return 2 * self.switch_links + leaf_endpoint_ports
         core_on_top = self.core_switches > 0

@@ -217,10 +217,11 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
     node_w = power.node_power_w(node["power_w"], g, acc["tdp_w"], node["cpus"], node["cpu_tdp_w"], params.power)
     switch_w = power.switch_power_w(fab["switch_power_w"], fab["switch_radix"], fab["switch_gbit_s"], params.power)
     storage_w = power.storage_node_power_w(sto["power_w"], sto["ssds"], sto["cpu_tdp_w"], params.power)
+    optical = fab["endpoint_link"] == "optical"  # a NIC-end module carries its NIC ports (at the compute NIC's rate)
+    nic_part_gbit_s = node["compute_nic_gbit_s"] * (fab["endpoint_module_ports"] if optical else 1)
     optics_w, optics_basis = power.optics_power_w(
         parts["transceivers"], fab["transceiver_power_w"], fab["switch_gbit_s"] * fab["transceiver_ports"],
-        parts["endpoint_cables"], fab["endpoint_cable_power_w"],
-        node["compute_nic_gbit_s"] * fab["endpoint_module_ports"], fab["endpoint_link"] == "optical", params.power)
+        parts["endpoint_cables"], fab["endpoint_cable_power_w"], nic_part_gbit_s, optical, params.power)
     it_power = {"compute_nodes_w": nodes * node_w, "switches_w": f.total.switches * switch_w,
                 "optics_w": optics_w, "storage_nodes_w": sto["nodes"] * storage_w}
     node_max_w, vendor_max = power.node_max_power_w(node["max_power_w"], g, acc["tdp_w"], node["cpus"],

@@ -135,8 +135,9 @@ def test_superpod_optics_a_module_at_each_nic_a_fibre_and_half_a_twin_port_leaf_
         nic_links, fabric["transceivers"], fabric["fibers"])
     plan.endpoint_cable = plan.transceiver  # twin-port cages at the node too, as a DGX H100's
     assert plan.part_errors() == {}
-    twin = evaluate({"cluster": cluster_document(plan)})["fabric"]
-    assert twin["endpoint_cables"] == plan.node_count * 8 / 2 == nic_links / 2
+    twin = evaluate({"cluster": cluster_document(plan)})
+    assert twin["fabric"]["endpoint_cables"] == plan.node_count * 8 / 2 == nic_links / 2
+    assert twin["power"]["optics_w"] == pytest.approx(15 * (nic_links / 2 + twin["fabric"]["transceivers"]))
     ff = cluster_document(ClusterPlan.objects.get(slug="ff2-pcie-2zone"))
     assert tuple(ff["fabric"][key] for key in optics) == ("cable", 0.2, 1, None)
     assert evaluate({"cluster": ff})["power"]["optics_basis"] == ("partly estimated: 8 W per 400 Gb/s of optics "

@@ -170,9 +170,17 @@ def test_a_twin_port_nic_module_serves_two_nics_of_one_node():
     result = evaluate({"cluster": {**FF_2ZONE, "fabric": optical}})
     assert result["fabric"]["endpoints"] == 1240 + 180 * 2
     assert result["fabric"]["endpoint_cables"] == 1240 + 180
-    eight = {**FF_2ZONE, "node": {**FF_2ZONE["node"], "compute_nics": 8}, "node_count": 100, "fabric": optical,
+    three = {**FF_2ZONE, "node": {**FF_2ZONE["node"], "compute_nics": 3, "storage_nics": 3}, "node_count": 100,
              "storage": {**FF_2ZONE["storage"], "nodes": 0}}
-    assert evaluate({"cluster": eight})["fabric"]["endpoint_cables"] == 100 * 4
+    shared = evaluate({"cluster": {**three, "fabric": optical}})
+    assert shared["fabric"]["endpoint_cables"] == 100 * 2  # 2 modules a node for 3 NICs, not 150 pooled
+    # Twin-port NIC modules at 2 x 200 Gb/s: 8 W each when estimated; the leaf modules, 4 W a 200G port.
+    assert shared["power"]["optics_w"] == pytest.approx(200 * 8.0 + shared["fabric"]["transceivers"] * 4.0)
+    separate = evaluate({"cluster": {**three, "fabric": {**optical, "storage_network": "separate"}}})
+    assert separate["fabric"]["endpoint_cables"] == 100 * 2 + 100 * 2  # the storage NICs join their own plane
+    cables = evaluate({"cluster": {**FF_2ZONE, "fabric": {**FF_2ZONE["fabric"], "endpoint_module_ports": 2}}})
+    plain = evaluate({"cluster": FF_2ZONE})
+    assert cables["power"]["optics_w"] == plain["power"]["optics_w"]  # NIC ports per module: optics only
 
 
 def test_storage_bound_and_checkpoint(llama_workload):
