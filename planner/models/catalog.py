@@ -49,8 +49,11 @@ def positive_float(help_text: str, *, null: bool = False) -> models.FloatField:
     )
 
 
-def count_field(help_text: str, *, minimum: int = 1, default=None) -> models.PositiveIntegerField:
+def count_field(help_text: str, *, minimum: int = 1, default=None, null: bool = False) -> models.PositiveIntegerField:
+    """A whole number of at least ``minimum``; ``null``: may be left empty."""
     kwargs = {"default": default} if default is not None else {}
+    if null:
+        kwargs.update(null=True, blank=True)
     return models.PositiveIntegerField(
         validators=[MinValueValidator(minimum)], help_text=help_text, **kwargs
     )
@@ -84,9 +87,8 @@ class Accelerator(CatalogEntry):
     family = models.CharField(
         max_length=16, choices=AcceleratorFamily.choices, default=AcceleratorFamily.AMPERE,
         help_text="Sets the measured GEMM, HBM, attention and scale-up shares the training model uses.")
-    sm_count = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
-        help_text="Streaming multiprocessors (NVIDIA) or AI cube cores (Ascend): GEMM wave quantisation.")
+    sm_count = count_field("Streaming multiprocessors (NVIDIA) or AI cube cores (Ascend): GEMM wave quantisation.",
+                           null=True)
     peak_fp64_tflops = positive_float("Dense FP64 Tensor-Core peak.", null=True)
     peak_tf32_tflops = positive_float("Dense TF32 peak.", null=True)
     peak_fp16_tflops = positive_float("Dense FP16/BF16 peak.")
@@ -225,14 +227,10 @@ class ComputeNodeType(CatalogEntry):
     )
     measured_power_w = positive_float("Measured average node power under training load.", null=True)
     max_power_w = positive_float("Vendor maximum node power.", null=True)
-    scaleup_domain_gpus = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
-        help_text="GPUs on one all-to-all scale-up fabric when it spans nodes (a GB200 NVL72 rack: 72); "
-                  "empty: the node's GPUs.")
-    nodes_per_rack = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
-        help_text="Nodes in one rack when the system fixes it (a rack-scale system); empty: "
-                  "as the plan's rack power limit allows, else one per scale-up domain.")
+    scaleup_domain_gpus = count_field("GPUs on one all-to-all scale-up fabric when it spans nodes (a GB200 NVL72 "
+                                      "rack: 72); empty: the node's GPUs.", null=True)
+    nodes_per_rack = count_field("Nodes in one rack when the system fixes it (a rack-scale system); empty: as the "
+                                 "plan's rack power limit allows, else one per scale-up domain.", null=True)
     rack_extra_power_w = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0.0)],
         help_text="Power of a rack's parts outside its nodes (NVLink switch trays, power shelves).")

@@ -19,6 +19,7 @@ from planner.models.catalog import (
     PriceBook,
     StorageNodeType,
     Switch,
+    count_field,
     validate_positive,
 )
 from planner.models.declared import PLAN_SECTIONS, WORKLOAD_SECTIONS, declared_base, section_values
@@ -143,10 +144,8 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
         null=True, blank=True, validators=[validate_positive],
         help_text="The site's power and cooling budget per rack: sets nodes per rack where neither the node type "
                   "nor the plan does.")
-    nodes_per_rack = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
-        help_text="Compute nodes the site puts in a rack, where the node type does not fix it (empty: as many as "
-                  "the rack power limit holds, else a 12 kW rack).")
+    nodes_per_rack = count_field("Compute nodes the site puts in a rack, where the node type does not fix it (empty: "
+                                 "as many as the rack power limit holds, else a 12 kW rack).", null=True)
     failure_profile = models.CharField(max_length=16, choices=FailureProfile.choices, default=FailureProfile.FIRE_FLYER)
 
     @property
