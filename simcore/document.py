@@ -15,6 +15,7 @@ import numpy as np
 
 from simcore.arrays import as_array, where
 from simcore.errors import ScenarioError
+from simcore.formulas.attention import KERNELS as ATTENTION_KERNELS
 from simcore.formulas.devices import FAMILY_KEYS
 from simcore.formulas.power import HALLS
 from simcore.formulas.reliability import DEFAULT_RESTART_PROFILE, FAILURE_PROFILES, RESTART_PROFILES
@@ -435,6 +436,13 @@ SPEC: dict[str, Any] = {
         }),
         **grouped("Kernels and overlap", {
             "flash_attention": Flag(True, doc="fused attention: no stored score matrices (drops the 5as/h term)"),
+            "attention_kernel": Choice(("default",) + ATTENTION_KERNELS, "default", label="fused attention kernel",
+                                       labels=("The family's usual kernel (cuDNN on Hopper and later, "
+                                               "FlashAttention-2 before)", "FlashAttention-2", "FlashAttention-3",
+                                               "cuDNN fused attention"),
+                                       doc="the fused attention kernel whose measured rates time attention "
+                                           "(FlashAttention-3 paper, Figs. 5-6, for Hopper; FlashAttention-2 paper, "
+                                           "Fig. 4, for Ampere)"),
             "fused_kernels": Flag(True, doc="Megatron-style fused bias-GeLU, bias-dropout-residual and masked "
                                             "softmax; false: one pass per element-wise operation (plain PyTorch)"),
             "overlap_grad_reduce": Flag(True, label="overlap gradient reduction",
@@ -443,11 +451,18 @@ SPEC: dict[str, Any] = {
                                              doc="weight-gradient GEMMs add into the fp32 main gradients; "
                                                  "false: a separate pass per micro-batch (Megatron-LM 2021)"),
             "tp_comm_overlap": Flag(False, label="TP communication overlap",
-                                    doc="overlap tensor-parallel collectives with the GEMMs they feed "
-                                        "(Transformer Engine userbuffers)"),
+                                    doc="overlap tensor-parallel all-gathers and reduce-scatters with the GEMMs "
+                                        "they feed (Transformer Engine userbuffers: ring exchanges, pipelined "
+                                        "splits and bulk overlaps as Megatron-Bridge's published configuration for "
+                                        "the model's hidden size and TP sets them); needs sequence parallelism and "
+                                        "TP > 1, as Megatron-Bridge does"),
+            "tp_overlap_sms": opt("non_negative", integer=True, nullable=True, label="TP overlap SMs", unit="SMs",
+                                  doc="SMs each overlapped pipelined reduce-scatter and bulk collective holds; null: "
+                                      "the published configuration's (Megatron-Bridge comm_overlap.py), else "
+                                      "Transformer Engine's default 16"),
             "comm_sms": opt("non_negative", 20, integer=True, label="communication SMs", unit="SMs",
-                            doc="SMs an overlapped collective's kernels take from compute (DeepSeek-V3 3.2.2: 20 "
-                                "of an H800's 132 for its all-to-all)"),
+                            doc="SMs an overlapped expert all-to-all's kernels take from compute (DeepSeek-V3 "
+                                "3.2.2: 20 of an H800's 132)"),
         }),
         **grouped("Communication", {
             "collective": Choice(("nccl", "hfreduce"), "nccl", labels=("NCCL", "HFReduce"),

@@ -9,7 +9,9 @@ whose cap P_cap is below the power P_full the die would draw at full clock susta
 
 This is why the 250 W PCIe A100 reaches about 83% of the 400 W SXM A100 in GEMM (FF Table II).
 """
+import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -73,3 +75,38 @@ def pcie_practical_gbyte_s(generation: int, lanes: int) -> float:
     if generation not in PCIE_LANE_GBYTE_S:
         raise ScenarioError("accelerator.host_pcie_gen", f"unknown PCIe generation {generation}")
     return PCIE_LANE_GBYTE_S[generation] * lanes * PCIE_EFFICIENCY
+
+
+@cache
+def _normal_grid() -> tuple[np.ndarray, np.ndarray]:
+    """(x, the standard normal CDF at x) on a grid fine enough for the expected maximum below."""
+    x = np.linspace(-9.0, 9.0, 1801)
+    return x, np.array([0.5 * math.erfc(-value / math.sqrt(2.0)) for value in x])
+
+
+def expected_max_normal(n) -> np.ndarray:
+    """E[max of ``n`` independent standard normal draws]: the integral of x d(Phi(x)^n), on a grid
+    of x, once per distinct n (0 for one draw; 1.4236 for 8; 2.34 for 64; 3.25 for 1,024)."""
+    x, cdf = _normal_grid()
+    values, inverse = np.unique(np.maximum(np.asarray(n, float), 1.0), return_inverse=True)
+    with np.errstate(under="ignore"):  # far below the maximum Phi^n is zero
+        cdf_n = cdf[None, :] ** values[:, None]
+        expected = (np.diff(cdf_n, axis=1) * (x[1:] + x[:-1]) / 2).sum(axis=1)
+    return expected[inverse].reshape(np.shape(n))
+
+
+# A node's spread is published as the range across its 8 GPUs; the expected range of 8 normal
+# draws is 2 x 1.4236 standard deviations.
+SPREAD_GPUS = 8
+
+
+def straggler_slowdown(rate_spread, gpus) -> np.ndarray:
+    """Extra time a synchronous step takes because it waits for its slowest GPU, as a share of the
+    mean GPU's compute time. Each GPU's sustained rate is normal about the family's measured mean
+    with the standard deviation its ``rate_spread`` (the range across the 8 GPUs of one node, as a
+    share of the rate) implies; a step whose micro-batches and gradient reduction tie every GPU of
+    the job together runs at the slowest of ``gpus``: 1 / (1 - sigma E[max of n]) - 1. NaN spread
+    (no measurement for the family): 0."""
+    sigma = np.asarray(rate_spread, float) / (2 * expected_max_normal(SPREAD_GPUS))
+    slowest = np.where(np.isnan(sigma), 0.0, sigma) * expected_max_normal(gpus)
+    return 1.0 / (1.0 - slowest) - 1.0

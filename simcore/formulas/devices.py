@@ -9,13 +9,14 @@ family's flagship part, never from a training run:
   (:func:`simcore.formulas.transformer.gemm_efficiency`);
 * ``hbm_fraction``: a streaming kernel (STREAM triad: two reads and a write, like a residual add)
   reaches this share of peak HBM bandwidth: norms, activations, dropout, softmax, the optimizer;
-* ``attention_fraction``: a fused FlashAttention-style kernel reaches this share of the bf16 peak,
-  forward and backward together;
 * ``scaleup_fraction``: a ring allreduce inside the scale-up domain reaches this share of the
   per-GPU one-way NVLink bandwidth as bus bandwidth (nccl-tests);
 * ``nvls_allreduce_gain``: with in-network reduction on the scale-up switches (NVLink SHARP,
   NVSwitch 3 and later), an allreduce inside the domain reaches this multiple of the ring's bus
   bandwidth (NaN: the family's switches have none);
+* ``rate_spread``: the spread of sustained matmul rates across the 8 GPUs of one node, as a share
+  of the rate (NaN: not measured, no straggler cost): a synchronous step waits for the slowest of
+  its GPUs (:func:`simcore.formulas.compute.straggler_slowdown`);
 * ``conv_fraction``: the convolutions of a CNN's training step reach this share of the peak (used
   for workloads described by FLOPs per sample when no measured forward time is given);
 * ``reference_sm_count`` and ``reference_hbm_gbyte_s``: the flagship's datasheet values, used when
@@ -28,8 +29,8 @@ from dataclasses import dataclass, field
 
 from simcore.formulas.compute import sustained_clock_factor
 
-CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "attention_fraction", "scaleup_fraction",
-                  "nvls_allreduce_gain", "conv_fraction")
+CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "scaleup_fraction",
+                  "nvls_allreduce_gain", "conv_fraction", "rate_spread")
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,12 @@ class DeviceFamily:
     gemm_fraction: float
     fp8_gemm_fraction: float
     hbm_fraction: float
-    attention_fraction: float
     scaleup_fraction: float
     conv_fraction: float
     reference_sm_count: int
     reference_hbm_gbyte_s: float
     nvls_allreduce_gain: float = float("nan")
+    rate_spread: float = float("nan")
     vendor: str = "NVIDIA"  # whose driver's fault codes the device reports (NVIDIA: Xids)
     basis: dict = field(default_factory=dict)  # constant name -> (confidence, source)
 
@@ -60,15 +61,13 @@ FAMILIES = {
     "ampere": DeviceFamily(
         key="ampere", name="NVIDIA Ampere (A100)",
         gemm_fraction=263 / 312, fp8_gemm_fraction=float("nan"), hbm_fraction=1.70 / 2.039,
-        attention_fraction=0.6, scaleup_fraction=231.6 / 300,
+        scaleup_fraction=231.6 / 300,
         conv_fraction=VGG16_A100_PCIE_SHARE / float(sustained_clock_factor(250, 400)),
         reference_sm_count=108, reference_hbm_gbyte_s=2039,
         basis={
             "gemm_fraction": ("measured", "FF Table II: DGX-A100 large GEMM 263 of 312 TFLOPS FP16 (131 of 156 TF32)"),
             "hbm_fraction": ("measured",
                              f"{AZURE}, ND_A100_v4 results: STREAM triad 1.70 TB/s on A100 80GB (2.039 peak)"),
-            "attention_fraction": ("secondary", "Dao, FlashAttention-2 (arXiv:2307.08691): 50-73% of A100 peak across "
-                                                "settings, forward at the top; 0.6 for forward and backward together"),
             "scaleup_fraction": ("measured", f"{AZURE}, ND_A100_v4: 8-GPU allreduce bus bandwidth 231.6 GB/s at 8 GB "
                                              "over 300 GB/s one-way NVLink 3"),
             "conv_fraction": ("measured",
@@ -80,14 +79,15 @@ FAMILIES = {
     "hopper": DeviceFamily(
         key="hopper", name="NVIDIA Hopper (H100, H800, H200)",
         gemm_fraction=794.5 / 989, fp8_gemm_fraction=1402.6 / 1979, hbm_fraction=2.97 / 3.35,
-        attention_fraction=0.6, scaleup_fraction=370 / 450, conv_fraction=float("nan"),
-        reference_sm_count=132, reference_hbm_gbyte_s=3350, nvls_allreduce_gain=480 / 370,
+        scaleup_fraction=370 / 450, conv_fraction=float("nan"),
+        reference_sm_count=132, reference_hbm_gbyte_s=3350, nvls_allreduce_gain=480 / 370, rate_spread=0.05,
         basis={
+            "rate_spread": ("measured", "S. Bekman, ml-engineering, compute/accelerator/README.md (commit 744d01e), "
+                                        "'Not all accelerators are created equal': 'I have seen 5% and higher "
+                                        "differences on an 8-gpu node' (H100 nodes; '5%+ MAMF spread between GPUs')"),
             "gemm_fraction": ("measured", f"{BEKMAN}: H100 SXM 794.5 of 989 TFLOPS BF16"),
             "fp8_gemm_fraction": ("measured", f"{BEKMAN}: H100 SXM 1402.6 of 1979 TFLOPS FP8"),
             "hbm_fraction": ("measured", f"{AZURE}, ND_H100_v5 results: STREAM triad 2.97 TB/s (3.35 peak)"),
-            "attention_fraction": ("estimate", "Shah et al., FlashAttention-3 (arXiv:2407.08608): up to 75% of H100 "
-                                               "peak forward in FP16, backward slower; 0.6 as for Ampere"),
             "scaleup_fraction": ("secondary", "NVIDIA/nccl-tests issue 212 (maintainer): about 370 GB/s ring "
                                               "allreduce bus bandwidth on 8 x H100 over 450 GB/s one-way NVLink 4"),
             "nvls_allreduce_gain": ("secondary", "NVIDIA/nccl-tests issue 212 (maintainer): NVLink SHARP allreduce "
@@ -97,13 +97,13 @@ FAMILIES = {
     "blackwell": DeviceFamily(
         key="blackwell", name="NVIDIA Blackwell (B200, GB200)",
         gemm_fraction=1745.0 / 2250, fp8_gemm_fraction=3432.5 / 4500, hbm_fraction=2.97 / 3.35,
-        attention_fraction=0.6, scaleup_fraction=370 / 450, conv_fraction=float("nan"),
-        reference_sm_count=148, reference_hbm_gbyte_s=8000, nvls_allreduce_gain=480 / 370,
+        scaleup_fraction=370 / 450, conv_fraction=float("nan"),
+        reference_sm_count=148, reference_hbm_gbyte_s=8000, nvls_allreduce_gain=480 / 370, rate_spread=0.05,
         basis={
+            "rate_spread": ("estimate", "no B200 spread measurement found: Hopper's 5% across a node"),
             "gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 1745.0 of 2250 TFLOPS BF16"),
             "fp8_gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 3432.5 of 4500 TFLOPS FP8"),
             "hbm_fraction": ("estimate", "no B200 STREAM figure found: Hopper's share"),
-            "attention_fraction": ("estimate", "no B200 figure found: as for Hopper"),
             "scaleup_fraction": ("estimate", "no B200 nccl-tests figure found: Hopper's share"),
             "nvls_allreduce_gain": ("estimate", "no B200 NVLink SHARP figure found: Hopper's gain"),
         },
@@ -111,13 +111,12 @@ FAMILIES = {
     "ascend": DeviceFamily(
         key="ascend", name="Huawei Ascend 910B", vendor="Huawei",
         gemm_fraction=301.23 / 354, fp8_gemm_fraction=float("nan"), hbm_fraction=1.70 / 2.039,
-        attention_fraction=0.6, scaleup_fraction=231.6 / 300, conv_fraction=float("nan"),
+        scaleup_fraction=231.6 / 300, conv_fraction=float("nan"),
         reference_sm_count=24, reference_hbm_gbyte_s=1600,
         basis={
             "gemm_fraction": ("secondary", "zzc0721/torch-performance-test-data issue 109: 910B2 BF16 GEMM 301.23 "
                                            "TFLOPS at 8192 x 8192, over the unverified ~354 TFLOPS peak"),
             "hbm_fraction": ("estimate", "no 910B STREAM figure found: the A100's share"),
-            "attention_fraction": ("estimate", "no 910B fused-attention figure found: as for Ampere"),
             "scaleup_fraction": ("estimate", "no HCCS allreduce figure found: the A100's NVLink share"),
         },
     ),
@@ -126,7 +125,11 @@ FAMILY_KEYS = tuple(FAMILIES)
 
 
 def constant_rows() -> list[dict]:
-    """Every family constant with its confidence and source (for validation output and docs)."""
+    """Every family constant with its confidence and source (for validation output and docs), and
+    each family's fused attention rates, shown by the share its usual kernel reaches forward with a
+    causal mask over 8k tokens of 128-wide heads."""
+    from simcore.formulas.attention import BASIS, DEFAULT_KERNEL, FAMILY_TABLES, attention_shares, kernel_row
+
     rows = []
     for family in FAMILIES.values():
         for name in CONSTANT_NAMES:
@@ -134,4 +137,9 @@ def constant_rows() -> list[dict]:
                 confidence, source = family.basis[name]
                 rows.append({"family": family.key, "constant": name, "value": getattr(family, name),
                              "confidence": confidence, "source": source})
+        kernel = DEFAULT_KERNEL[FAMILY_TABLES[family.key]]
+        confidence, source = BASIS[family.key]
+        rows.append({"family": family.key, "constant": f"attention_rates ({kernel})",
+                     "value": float(attention_shares(kernel_row(family.key, kernel), 128, 8192, True)[0]),
+                     "confidence": confidence, "source": source})
     return rows

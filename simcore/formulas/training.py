@@ -27,6 +27,7 @@ import numpy as np
 
 from simcore.arrays import where
 from simcore.formulas import collectives
+from simcore.formulas.overlap import bulk_s, reduce_scatter_exposed_s, ring_gather_exposed_s
 from simcore.formulas.transformer import Device, Layout, Model, layer_times_s, moe_dispatch_tokens
 
 GIB = 2**30
@@ -100,11 +101,14 @@ def pick_link(inside_domain, scaleup: Link, network: Link) -> Link:
 
 # A step's parts: the result's key (``training.step_parts_s``) and the label a report shows.
 STEP_PARTS = {"forward": "forward", "backward": "backward", "recomputation": "recomputation", "optimizer": "optimizer",
-              "pipeline_bubble": "pipeline bubble", "tp_traffic": "tensor-parallel traffic",
+              "pipeline_bubble": "pipeline bubble", "comm_sms": "SMs held by overlapped communication",
+              "stragglers": "waiting for the slowest GPU", "tp_traffic": "tensor-parallel traffic",
               "cp_traffic": "context-parallel traffic", "pp_traffic": "pipeline traffic",
               "ep_all_to_all": "expert all-to-all", "dp_exposed": "exposed data-parallel traffic",
               "host_preprocessing": "host data preprocessing"}
 STEP_KEYS, STEP_LABELS = tuple(STEP_PARTS), tuple(STEP_PARTS.values())
+# The parts the GPUs spend computing, which the slowest GPU stretches.
+COMPUTE_PARTS = ("forward", "backward", "recomputation", "optimizer", "pipeline_bubble", "comm_sms")
 
 
 SCHEDULES = ("1f1b", "zb-h1", "dualpipe")
@@ -185,12 +189,55 @@ def _layer_parts(ops: dict, layout: Layout) -> dict:
     }
 
 
-def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, tp_link: Link, cp_link: Link,
-                     dispatch: Dispatch, tp_overlap: bool, comm_sm_share) -> dict:
-    """One layer's exposed communication per micro-batch: TP's allreduces (or SP's reduce-scatter
-    and all-gather; with ``tp_overlap`` beside the layer's GEMMs, Transformer Engine's
-    userbuffers), CP's key/value ring beyond what attention hides, EP's dispatch and combine
-    (:func:`all_to_all_s`; overlapped with another micro-batch's MoE layer where ``dispatch`` says)."""
+def _tp_traffic_s(model: Model, layout: Layout, ops: dict, device: Device, tp_link: Link, activation_bytes) -> dict:
+    """One layer's tensor-parallel traffic per micro-batch, dense and MoE layers apart: ``(exposed
+    time, SM cost)``. Without sequence parallelism 4 allreduces (6 with full recomputation). With
+    it each of the layer's two blocks (attention, MLP) gathers its input and reduce-scatters its
+    output forward, and backward gathers the output gradient, gathers the input again (Megatron
+    keeps only its sequence shard) and reduce-scatters the input gradient: 5 all-gathers and
+    reduce-scatters a block, 2 more each with full recomputation. Overlapped (``layout.ub``: Transformer
+    Engine's userbuffers, :mod:`simcore.formulas.overlap`), each hides behind its GEMM as its site's
+    method allows; an MoE layer's MLP runs its collectives apart from the expert GEMMs, exposed."""
+    t = layout.tp
+    full = layout.recompute == 2
+    plain = (4 + 2 * full) * tp_link.allreduce_s(activation_bytes, t)
+    if not np.asarray(layout.sp).any():
+        return {"dense": (plain, np.zeros(())), "moe": (plain, np.zeros(()))}
+    one = tp_link.ring_s(activation_bytes, t)
+    block = (5 + 2 * full) * one
+    split = where(layout.sp, 2 * block, plain)
+    ub = layout.ub
+    if ub is None or not np.asarray(ub.on).any():
+        return {"dense": (split, np.zeros(())), "moe": (split, np.zeros(()))}
+    gemms = ops["overlap"]["gemms"]
+    final_reduce = activation_bytes * (1 + 1 / t) / device.hbm_bytes_s
+
+    def overlapped_block(gather, scatter, dgrad_sms, wgrad_sms, margin_f):
+        """A block's five collectives beside its two GEMMs (``gather``: the column-parallel one)."""
+        g_f, g_b, g_w = gemms[gather]
+        s_f, s_b, s_w = gemms[scatter]
+        chunks, _ = ub.reduce_scatter(scatter, t)
+        method = getattr(ub, f"{scatter}_method")
+        forward = ring_gather_exposed_s(one, g_f, t) + reduce_scatter_exposed_s(one, s_f, chunks, method, final_reduce)
+        dgrad_exposed, dgrad_sm = bulk_s(one, g_b - g_w, dgrad_sms / device.sm_count)
+        wgrad_exposed, wgrad_sm = bulk_s(one, g_w, wgrad_sms / device.sm_count)
+        backward = ring_gather_exposed_s(one, s_b - s_w, t) + dgrad_exposed + wgrad_exposed
+        return (1 + full) * forward + backward, dgrad_sm + wgrad_sm + (1 + full) * margin_f
+
+    margins = ops["overlap"]
+    attention = overlapped_block("qkv", "proj", ub.qkv_dgrad_sms, ub.qkv_wgrad_sms, margins["margin_attention_f"])
+    mlp = overlapped_block("fc1", "fc2", ub.fc1_dgrad_sms, ub.fc1_wgrad_sms, margins["margin_mlp_f"])
+    on = ub.on
+    return {"dense": (where(on, attention[0] + mlp[0], split), where(on, attention[1] + mlp[1], 0.0)),
+            "moe": (where(on, attention[0] + block, split), where(on, attention[1], 0.0))}
+
+
+def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, device: Device, tp_link: Link,
+                     cp_link: Link, dispatch: Dispatch) -> dict:
+    """One layer's exposed communication per micro-batch: TP's (:func:`_tp_traffic_s`, with the SMs
+    its overlapped collectives take), CP's key/value ring beyond what attention hides, EP's dispatch
+    and combine (:func:`all_to_all_s`; overlapped with another micro-batch's MoE layer where
+    ``dispatch`` says)."""
     h, t = model.hidden, layout.tp
     tokens = layout.micro_batch * model.seq / layout.cp
     full = layout.recompute == 2
@@ -200,11 +247,7 @@ def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, tp_li
     cp_exposed = where(layout.cp > 1, np.maximum(cp_pass - ops["attention_f"], 0.0)
                           + np.maximum(2 * cp_pass - ops["attention_b"], 0.0)
                           + where(full, np.maximum(cp_pass - ops["attention_f"], 0.0), 0.0), 0.0)
-    tp_s = (4 + 2 * full) * tp_link.allreduce_s(activation_bytes, t)
-    if tp_overlap:
-        gemms = (ops["attention_gemm_f"] + ops["attention_gemm_b"] + ops["mlp_f"] + ops["mlp_b"]
-                 + where(full, ops["attention_gemm_f"] + ops["mlp_f"], 0.0))
-        tp_s = overlapped_s(tp_s, gemms, comm_sm_share)
+    tp = _tp_traffic_s(model, layout, ops, device, tp_link, activation_bytes)
     copies = dispatch_copies(model.top_k, dispatch.ranks_in_domain, dispatch.domains, dispatch.hierarchical,
                              dispatch.max_domains)
     pair_bytes = h * layout.act_bytes * moe_dispatch_tokens(layout, tokens)
@@ -212,7 +255,7 @@ def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, tp_li
     if dispatch.overlap:
         ep_s = overlapped_s(ep_s, parts["moe_layer_f"] + parts["moe_layer_b"] + parts["recompute_moe"],
                             dispatch.comm_sm_share)
-    return {"tokens": tokens, "activation_bytes": activation_bytes, "tp_s": tp_s, "cp_s": cp_exposed,
+    return {"tokens": tokens, "activation_bytes": activation_bytes, "tp": tp, "cp_s": cp_exposed,
             "ep_s": where(model.experts > 0, ep_s, 0.0)}
 
 
@@ -253,7 +296,8 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
         recompute = dense_layers * parts["recompute_dense"] + moe * parts["recompute_moe"]
         wgrad = dense_layers * parts["w_dense"] + moe * parts["w_moe"] + head * heads * out_w
         send = overlapped_s(pp_send, forward + backward, 0.0) if pp_overlap else pp_send
-        comm = {"tp_traffic": (dense_layers + moe) * traffic["tp_s"],
+        comm = {"tp_traffic": dense_layers * traffic["tp"]["dense"][0] + moe * traffic["tp"]["moe"][0],
+                "comm_sms": dense_layers * traffic["tp"]["dense"][1] + moe * traffic["tp"]["moe"][1],
                 "cp_traffic": (dense_layers + moe) * traffic["cp_s"],
                 "ep_all_to_all": moe * traffic["ep_s"], "pp_traffic": send}
         return {"forward": forward, "backward": backward, "recomputation": recompute, "_w": wgrad, **comm,
@@ -328,13 +372,13 @@ def in_flight_micro_batches(schedule: str, pp, virtual_stages, micro_batches):
     return np.minimum(pp, micro_batches) * interleave
 
 
-STAGE_PARTS = ("forward", "backward", "recomputation", "tp_traffic", "cp_traffic", "ep_all_to_all", "pp_traffic")
+STAGE_PARTS = ("forward", "backward", "recomputation", "comm_sms", "tp_traffic", "cp_traffic", "ep_all_to_all",
+               "pp_traffic")
 
 
 def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtual_stages, micro_batches,
                      schedule: str, stage_layer_counts, tp_link: Link, cp_link: Link, dispatch: Dispatch,
-                     pp_link: Link, optimizer_shards, grad_accumulation_fused, grad_bytes, tp_overlap: bool,
-                     comm_sm_share) -> dict:
+                     pp_link: Link, optimizer_shards, grad_accumulation_fused, grad_bytes) -> dict:
     """Per-step times of a transformer on the slowest pipeline stage, before data parallelism.
 
     Returns ``parts`` (seconds per step, keyed by :data:`STEP_KEYS`' first nine), ``stage_s``
@@ -345,7 +389,7 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     """
     ops = layer_times_s(model, layout, device)
     parts = _layer_parts(ops, layout)
-    traffic = _layer_traffic_s(model, layout, ops, parts, tp_link, cp_link, dispatch, tp_overlap, comm_sm_share)
+    traffic = _layer_traffic_s(model, layout, ops, parts, device, tp_link, cp_link, dispatch)
     dualpipe = schedule == "dualpipe"
     stages = _stages(model, layout, device, ops, parts, pp, virtual_stages, stage_layer_counts, pp_link, traffic,
                      dualpipe)

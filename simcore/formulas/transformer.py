@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcore.arrays import distinct_points, where
+from simcore.formulas.attention import attention_shares
+from simcore.formulas.overlap import Userbuffers
 
 # GEMM tiles a cuBLAS/CUTLASS kernel choice ranges over (rows x columns of the output per CTA).
 # The largest fills one SM's tensor cores and registers; smaller tiles fit several CTAs per SM.
@@ -72,6 +74,8 @@ class Device:
     peak_flops: dense peak of the weight GEMMs' precision at full clock x the sustained clock factor;
     attention_peak_flops: the same for attention (bf16 when the weight GEMMs run in FP8, else as
         peak_flops), with ``attention_gemm_fraction`` the large-GEMM share at that precision;
+    attention_kernel: the fused attention kernel's row of measured rates
+        (:data:`simcore.formulas.attention.SHARES`);
     gemm_operand_bytes: bytes per GEMM operand element (4 TF32, 1 FP8, else 2);
     hbm_bytes_s: peak HBM bandwidth x the family's achievable share.
     """
@@ -81,20 +85,28 @@ class Device:
     sm_count: np.ndarray
     gemm_fraction: np.ndarray
     attention_gemm_fraction: np.ndarray
-    attention_fraction: np.ndarray
+    attention_kernel: np.ndarray
     gemm_operand_bytes: np.ndarray
     hbm_bytes_s: np.ndarray
 
 
-def gemm_time_s(m, n, k, device: Device, batch=1.0, attention=False):
+def gemm_time_s(m, n, k, device: Device, batch=1.0, attention=False, chunks=1.0, held_sms=0.0):
     """Roofline time of a GEMM: max(FLOPs / achieved rate, bytes moved / HBM rate); ``attention``
-    for the unfused attention core's batched GEMMs (at the attention precision)."""
+    for the unfused attention core's batched GEMMs (at the attention precision).
+
+    ``chunks``: the rows run as that many GEMMs one after another (Transformer Engine's ring-exchange
+    and pipelined overlaps split a GEMM so that each chunk's communication hides behind the next
+    chunk's compute), each quantised into tiles and waves on its own and each reading the whole
+    weight. ``held_sms``: SMs a communication kernel holds while the GEMM runs (userbuffers'
+    ``num_sm`` with ``set_sm_margin``): the GEMM's waves are dealt over the rest, at their share of
+    the peak."""
     peak = device.attention_peak_flops if attention else device.peak_flops
     fraction = device.attention_gemm_fraction if attention else device.gemm_fraction
     operand_bytes = where(attention, np.maximum(device.gemm_operand_bytes, 2.0), device.gemm_operand_bytes)
     flops = 2 * m * n * k * batch
-    efficiency = gemm_efficiency(m, n, device.sm_count, fraction, batch)
-    moved = where(flops > 0, operand_bytes * (m * k + k * n + m * n) * batch, 0.0)
+    sms = device.sm_count - held_sms
+    efficiency = gemm_efficiency(m / chunks, n, sms, fraction, batch) * sms / device.sm_count
+    moved = where(flops > 0, operand_bytes * (m * k + chunks * k * n + m * n) * batch, 0.0)
     compute_s = np.divide(flops, peak * efficiency, out=np.zeros(np.broadcast_shapes(np.shape(flops),
                                                                                      np.shape(efficiency),
                                                                                   np.shape(peak))),
@@ -102,16 +114,38 @@ def gemm_time_s(m, n, k, device: Device, batch=1.0, attention=False):
     return np.maximum(compute_s, moved / device.hbm_bytes_s)
 
 
-def gemm_passes(shapes, device: Device, attention=False):
+@dataclass(frozen=True)
+class Split:
+    """How a weight GEMM's passes run beside tensor-parallel communication (Transformer Engine's
+    userbuffers overlaps): the forward and the activation gradient as ``forward_chunks`` and
+    ``dgrad_chunks`` GEMMs one after another over the rows (a ring exchange: TP chunks; a pipelined
+    overlap: its splits), the forward on the SMs its communication leaves (``forward_held_sms``: a
+    pipelined reduce-scatter's ``num_sm`` with ``set_sm_margin``). A bulk overlap's SMs are charged
+    where its collective's time is known (:func:`simcore.formulas.training.tp_overlap_s`). The
+    default: one GEMM on every SM."""
+
+    forward_chunks: object = 1.0
+    forward_held_sms: object = 0.0
+    dgrad_chunks: object = 1.0
+
+
+WHOLE = Split()
+
+
+def gemm_passes(shapes, device: Device, attention=False, splits=None):
     """(forward, backward, weight-gradient) times of several weight GEMMs in one vectorized call.
 
     ``shapes``: (m, n, k, batch) per GEMM. Forward is C[m, n] = A[m, k] B[k, n]; backward is the
     activation gradient dX[m, k] = dY[m, n] W^T and the weight gradient dW[k, n] = X^T dY, each with
     its own shape; the third time is the weight gradient alone (the part a zero-bubble schedule
-    defers). The GEMMs are stacked on a trailing axis, so the cost does not grow with their
-    number."""
+    defers). ``splits``: a :class:`Split` per GEMM (default: whole GEMMs on every SM). The GEMMs are
+    stacked on a trailing axis, so the cost does not grow with their number."""
     count = len(shapes)
-    values = [v for shape in shapes for v in shape] + list(device.__dict__.values())
+    splits = splits or [WHOLE] * count
+    width = 7
+    values = [v for shape, split in zip(shapes, splits)
+              for v in (*shape, split.forward_chunks, split.forward_held_sms, split.dgrad_chunks)]
+    values += list(device.__dict__.values())
     lead = np.broadcast_shapes(*(np.shape(v) for v in values))
     distinct = None
     if len(lead) == 1 and lead[0] >= DISTINCT_SHAPES_FROM:
@@ -123,16 +157,19 @@ def gemm_passes(shapes, device: Device, attention=False):
                 values[i] = distinct[0][row]
             lead = distinct[0].shape[1:]
     if lead:
-        columns = [np.broadcast_to(np.asarray(v, float), lead) for v in values[:4 * count]]
-        m, n, k, batch = (np.stack(columns[i::4], axis=-1) for i in range(4))
-    else:  # one scenario point: each of m, n, k and batch is a row of plain numbers
-        m, n, k, batch = (np.array(values[i:4 * count:4], float) for i in range(4))
+        columns = [np.broadcast_to(np.asarray(v, float), lead) for v in values[:width * count]]
+        m, n, k, batch, f_chunks, f_held, d_chunks = (np.stack(columns[i::width], axis=-1) for i in range(width))
+    else:  # one scenario point: each column is a row of plain numbers
+        m, n, k, batch, f_chunks, f_held, d_chunks = (np.array(values[i:width * count:width], float)
+                                                      for i in range(width))
     rows = np.concatenate([m, m, k], axis=-1)
     cols = np.concatenate([n, k, n], axis=-1)
     inner = np.concatenate([k, n, m], axis=-1)
     expanded = Device(**{name: np.asarray(value)[..., None] for name, value in zip(device.__dict__,
-                                                                                  values[4 * count:])})
-    times = gemm_time_s(rows, cols, inner, expanded, batch=np.concatenate([batch] * 3, axis=-1), attention=attention)
+                                                                                  values[width * count:])})
+    times = gemm_time_s(rows, cols, inner, expanded, batch=np.concatenate([batch] * 3, axis=-1), attention=attention,
+                        chunks=np.concatenate([f_chunks, d_chunks, np.ones_like(m)], axis=-1),
+                        held_sms=np.concatenate([f_held, np.zeros_like(m), np.zeros_like(m)], axis=-1))
     forward, activation_grad, weight_grad = times[..., :count], times[..., count:2 * count], times[..., 2 * count:]
     if distinct is not None:
         inverse = distinct[1]
@@ -316,6 +353,7 @@ class Layout:
     recompute_norms: np.ndarray  # norms recomputed in backward, their outputs not kept
     recompute_up_proj: np.ndarray  # MLA up-projections recomputed in backward, only the latents kept
     fp8_cache: np.ndarray  # the weight GEMMs' inputs kept in FP8 (1 byte) for backward
+    ub: Userbuffers | None = None  # tensor-parallel communication overlapped with the GEMMs (None: not)
 
 
 def _tokens(model: Model, layout: Layout):
@@ -327,10 +365,11 @@ def _tokens(model: Model, layout: Layout):
 def attention_times_s(model: Model, layout: Layout, device: Device):
     """(forward, backward) time of the attention core of one layer on one rank.
 
-    FlashAttention (Dao 2022/2023): 2 b (s/cp) k a (d_qk + d_v) / t FLOPs forward over the k keys a
+    Fused (FlashAttention, cuDNN): 2 b (s/cp) k a (d_qk + d_v) / t FLOPs forward over the k keys a
     query sees, halved by a causal mask when the whole sequence is seen (a sliding window shorter
-    than it is already causal); the backward pass recomputes the scores, 2.5 x the forward's
-    FLOPs; both at the family's fused attention share of the attention precision's peak. Unfused
+    than it is already causal); the backward pass recomputes the scores, 2.5 x the forward's FLOPs;
+    each at the kernel's measured rate for the rank's sequence chunk (s / cp, or the window), the
+    heads' width and the mask (:func:`simcore.formulas.attention.attention_shares`). Unfused
     (Megatron-LM 2021): batched GEMMs Q K^T and P V per head, and the score matrices through HBM, in
     elements moved per score (the 1-byte dropout mask counts half): fused scale-mask-softmax and
     dropout 4.5 forward and 5.5 backward; one pass per operation (scale, mask, softmax, dropout) 9
@@ -338,10 +377,14 @@ def attention_times_s(model: Model, layout: Layout, device: Device):
     """
     tokens, _ = _tokens(model, layout)
     heads = model.heads / layout.tp
-    causal = where(model.causal & (model.keys >= model.seq), 0.5, 1.0)
+    whole = model.causal & (model.keys >= model.seq)
+    causal = where(whole, 0.5, 1.0)
     flash_forward_flops = 2 * tokens * model.keys * heads * (model.qk_head_dim + model.v_head_dim) * causal
-    rate = device.attention_peak_flops * device.attention_fraction
-    flash_f, flash_b = flash_forward_flops / rate, 2.5 * flash_forward_flops / rate
+    width = (model.qk_head_dim + model.v_head_dim) / 2
+    forward_share, backward_share = attention_shares(device.attention_kernel, width,
+                                                     np.fmin(model.seq / layout.cp, model.keys), whole)
+    flash_f = flash_forward_flops / (device.attention_peak_flops * forward_share)
+    flash_b = 2.5 * flash_forward_flops / (device.attention_peak_flops * backward_share)
     if np.asarray(layout.flash).all():
         return flash_f, flash_b
     batch = layout.micro_batch * heads
@@ -453,10 +496,27 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     up_cols = (model.mlp_matrices - 1) * model.ffn / t
     attention_shapes = model.attention_gemm_shapes(tokens, t)
     mlp_shapes = [(tokens, up_cols, h, 1.0), (tokens, h, model.ffn / t, 1.0)]
-    passes = gemm_passes(mlp_shapes + [(tokens, model.vocab / t, h, 1.0)] + attention_shapes, device)
+    shapes = mlp_shapes + [(tokens, model.vocab / t, h, 1.0)] + attention_shapes
+    ub = layout.ub
+    splits = None
+    if ub is not None:
+        gathered = where(ub.on, t, 1.0)
+        proj, fc2 = ub.reduce_scatter("proj", t), ub.reduce_scatter("fc2", t)
+        splits = ([Split(gathered), Split(fc2[0], fc2[1], gathered), WHOLE, Split(gathered),
+                   Split(proj[0], proj[1], gathered)] + [WHOLE] * (len(attention_shapes) - 2))
+    passes = gemm_passes(shapes, device, splits=splits)
     mlp = [passes[0][i] + passes[1][i] for i in range(3)]
     out_f, out_b, out_w = passes[2]
     attention_gemm = [sum(p[i] for p in passes[3:]) for i in range(3)]
+    overlap = {}
+    if ub is not None:
+        # The SMs a pipelined reduce-scatter holds, as time: its GEMM's chunks on every SM against on the rest.
+        free = gemm_passes([mlp_shapes[1], attention_shapes[1]], device,
+                           splits=[Split(fc2[0]), Split(proj[0])])
+        overlap = {"gemms": {"qkv": passes[3], "proj": passes[4], "fc1": passes[0], "fc2": passes[1]},
+                   "margin_mlp_f": passes[1][0] - free[0][0], "margin_attention_f": passes[4][0] - free[1][0]}
+        mlp[0] = mlp[0] - overlap["margin_mlp_f"]
+        attention_gemm[0] = attention_gemm[0] - overlap["margin_attention_f"]
     attention_f, attention_b = attention_times_s(model, layout, device)
     memory_f, memory_b, act_f, act_b, split_f, split_b = elementwise_elements(model, layout)
     per_element = layout.act_bytes / device.hbm_bytes_s
@@ -479,6 +539,7 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
         "moe_f": moe_f + moe_cast_f, "moe_b": moe_b + moe_cast_b, "moe_w": moe_w,
         "output_f": out_f, "output_b": out_b, "output_w": out_w,
         "recompute_extra_f": _recomputed_modules_s(model, layout, passes[3:], replicated * h),
+        "overlap": overlap,
     }
 
 

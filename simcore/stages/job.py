@@ -9,8 +9,9 @@ import numpy as np
 from simcore.arrays import label, where
 from simcore.document import parse_workload, workload_field_errors
 from simcore.errors import ScenarioError
-from simcore.formulas import collectives, training, transformer
+from simcore.formulas import attention, collectives, overlap, training, transformer
 from simcore.formulas.collectives import CollectiveParams
+from simcore.formulas.compute import straggler_slowdown
 from simcore.formulas.node import domain_io, nccl_domain, scaleup_domain_gpus
 from simcore.formulas.power import HOURS_PER_YEAR
 from simcore.formulas.reliability import SECONDS_PER_DAY
@@ -236,9 +237,9 @@ def comm_sm_share(w, node):
     return where(np.isnan(sms), 0.0, np.minimum(w["comm_sms"] / sms, 1.0))
 
 
-def device_at(acc, family, clock, precision) -> tuple[transformer.Device, np.ndarray]:
-    """The accelerator at the workload's GEMM precision (clock-derated peaks, the family's shares)
-    and that precision's peak in TFLOPS."""
+def device_at(acc, family, clock, precision, attention_kernel="default") -> tuple[transformer.Device, np.ndarray]:
+    """The accelerator at the workload's GEMM precision (clock-derated peaks, the family's shares,
+    the fused attention kernel's measured rates) and that precision's peak in TFLOPS."""
     peak_tflops = acc[PRECISION_PEAK[precision]]
     if np.isnan(peak_tflops).any():
         raise ScenarioError("workload.precision", f"the accelerator has no {precision} peak in the catalogue")
@@ -246,19 +247,23 @@ def device_at(acc, family, clock, precision) -> tuple[transformer.Device, np.nda
     if np.isnan(gemm_fraction):
         raise ScenarioError("workload.precision", f"no measured {precision} GEMM share for the {family.name} family")
     attention_peak = acc["peak_fp16_tflops"] if precision == "fp8" else peak_tflops
+    attention_row = attention.kernel_row(family.key, attention_kernel)
+    if attention_row is None:
+        raise ScenarioError("workload.attention_kernel",
+                            f"no measured {attention_kernel} rates for the {family.name} family")
     hbm = where(np.isnan(acc["memory_bandwidth_gbyte_s"]), family.reference_hbm_gbyte_s,
                    acc["memory_bandwidth_gbyte_s"])
     device = transformer.Device(
         peak_flops=peak_tflops * 1e12 * clock, attention_peak_flops=attention_peak * 1e12 * clock,
         sm_count=where(np.isnan(acc["sm_count"]), family.reference_sm_count, acc["sm_count"]),
         gemm_fraction=np.asarray(gemm_fraction), attention_gemm_fraction=np.asarray(family.gemm_fraction),
-        attention_fraction=np.asarray(family.attention_fraction),
+        attention_kernel=np.asarray(attention_row),
         gemm_operand_bytes=np.asarray({"tf32": 4.0, "fp8": 1.0}.get(precision, 2.0)),
         hbm_bytes_s=hbm * 1e9 * family.hbm_fraction)
     return device, peak_tflops
 
 
-def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts) -> dict:
+def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts) -> dict:
     """A transformer's parameters, FLOPs per token and step parts, layer by layer
     (:func:`simcore.formulas.training.transformer_step`)."""
     tp_, pp_, ep_, cp_ = w["tp"], w["pp"], w["ep"], w["cp"]
@@ -272,7 +277,8 @@ def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts) -> dict
                                 fused=np.asarray(w["fused_kernels"]), fp8=np.asarray(w["precision"] == "fp8"),
                                 recompute_norms=np.asarray(w["recompute_norms"]),
                                 recompute_up_proj=np.asarray(w["recompute_mla_up_proj"]),
-                                fp8_cache=np.asarray(w["fp8_cached_activations"]))
+                                fp8_cache=np.asarray(w["fp8_cached_activations"]),
+                                ub=tp_overlap(w, family))
     counts = transformer.parameter_counts(model)
     scale = where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
     total_params, expert_params = counts["total"] * scale, counts["experts"] * scale
@@ -288,8 +294,7 @@ def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts) -> dict
         model=model, layout=layout, device=device, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=m,
         schedule=schedule, stage_layer_counts=stage_layer_counts, tp_link=links["tp"], cp_link=links["cp"],
         dispatch=links["dispatch"], pp_link=links["pp"], optimizer_shards=shards,
-        grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"],
-        tp_overlap=w["tp_comm_overlap"], comm_sm_share=links["dispatch"].comm_sm_share)
+        grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"])
     return {"total_params": total_params, "active": counts["active"] * scale, "expert_params": expert_params,
             "mtp_params": counts["mtp"] * scale, "dense": dense, "expert_dp": expert_dp,
             "local_params": shards["dense"] + shards["experts"],
@@ -299,6 +304,15 @@ def _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts) -> dict
             "activations": training.activation_bytes_first_stage(model, layout, schedule, pp_, w["virtual_stages"], m,
                                                                   stage_layer_counts[0]),
             "stage_s": step["stage_s"]}
+
+
+def tp_overlap(w, family):
+    """The workload's tensor-parallel overlap (:func:`simcore.formulas.overlap.userbuffers`), None when
+    it asks for none. As Megatron-Bridge does, it is off where TP is 1 or sequence parallelism is off."""
+    if not w["tp_comm_overlap"]:
+        return None
+    on = w["sequence_parallel"] & (w["tp"] > 1)
+    return overlap.userbuffers(on, family.key, w["precision"] == "fp8", w["hidden"], w["tp"], w["tp_overlap_sms"])
 
 
 def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
@@ -422,13 +436,15 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
     stage_layer_counts = training.stage_layers(w["layers"], w["pp"], w["first_stage_layers"], w["last_stage_layers"])
     reason = layout_checks(w, job_gpus, nodes, g, nccl_unit, dp, micro_batches, stage_layer_counts)
     m = np.maximum(np.floor(micro_batches), 1)
-    device, peak_tflops = device_at(acc, family, clock, w["precision"])
+    device, peak_tflops = device_at(acc, family, clock, w["precision"], w["attention_kernel"])
     links, placement = parallel_links(node, io, family, w, g, dp, job_gpus, nodes * g, params.collectives)
     if w["kind"] == "transformer":
-        step = _transformer_step(w, device, links, dp_ranks, m, stage_layer_counts)
+        step = _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts)
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
     dp_s, ar, exposed_dp = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params)
+    computing = sum(step["parts"].get(key, 0.0) for key in training.COMPUTE_PARTS)
+    step["parts"]["stragglers"] = straggler_slowdown(family.rate_spread, job_gpus) * computing
     step_s, step_parts, step_bound = training.assemble_step(step["parts"], exposed_dp,
                                                           _preprocessing_s(w, node, job_nodes))
     memory = _memory(w, step, dp_ranks, acc["memory_gib"], params)

@@ -59,12 +59,14 @@ def test_parameter_and_flop_counts_match_megatron_and_llama():
     assert moe["active_params"] == pytest.approx(2.8e9, rel=0.05)
 
 
-def test_sequence_parallelism_keeps_tp_traffic_and_cuts_activations_by_the_published_factor():
+def test_sequence_parallelism_regathers_inputs_and_cuts_activations_by_the_published_factor():
     base = {**SC21_GPT, "heads": 48, "hidden": 6144, "layers": 40, "global_batch": 64, "gpus": 64,
             "tp": 8, "pp": 8, "recompute": "selective"}
     plain, sp = train(base), train(base, sequence_parallel=True)
     tp_traffic = "tp_traffic"
-    assert sp["step_parts_s"][tp_traffic] == pytest.approx(plain["step_parts_s"][tp_traffic])
+    # Four allreduces are eight gathers and scatters of one volume; SP's backward gathers each block's
+    # input again for its weight gradient: ten (the latency terms differ slightly).
+    assert sp["step_parts_s"][tp_traffic] == pytest.approx(plain["step_parts_s"][tp_traffic] * 10 / 8, rel=1e-3)
     # Korthikanti 2022, selective recomputation: s b h (10 + 24 / t) without SP, s b h 34 / t with it.
     ratio = sp["memory"]["activations_gib"] / plain["memory"]["activations_gib"]
     assert ratio == pytest.approx((34 / 8) / (10 + 24 / 8))

@@ -110,7 +110,8 @@ function racksTable(result, plan) {
 // The step's parts as the result keys them (simcore.formulas.training.STEP_PARTS), with their labels.
 const STEP_PARTS = {
   forward: "forward", backward: "backward", recomputation: "recomputation", optimizer: "optimizer",
-  pipeline_bubble: "pipeline bubble", tp_traffic: "tensor-parallel traffic", cp_traffic: "context-parallel traffic",
+  pipeline_bubble: "pipeline bubble", comm_sms: "SMs held by overlapped communication",
+  stragglers: "waiting for the slowest GPU", tp_traffic: "tensor-parallel traffic", cp_traffic: "context-parallel traffic",
   pp_traffic: "pipeline traffic", ep_all_to_all: "expert all-to-all", dp_exposed: "exposed data-parallel traffic",
   host_preprocessing: "host data preprocessing",
 };

@@ -1,0 +1,122 @@
+"""Where a real step's time goes: attention at measured rates, tensor-parallel overlap holding SMs,
+and the slowest GPU pacing a synchronous step."""
+import copy
+
+import numpy as np
+import pytest
+
+from simcore import ScenarioError, evaluate
+from simcore.formulas import overlap
+from simcore.formulas.attention import attention_shares, kernel_row
+from simcore.formulas.compute import expected_max_normal, straggler_slowdown
+from simcore.formulas.devices import FAMILIES
+from simcore.formulas.transformer import Device, gemm_time_s
+from simcore.tools.references import DGXC_FABRIC, DGXC_LLAMA_70B, LLAMA3_NODE, SC21_GPT, SELENE
+
+H100 = Device(peak_flops=np.asarray(989e12), attention_peak_flops=np.asarray(989e12), sm_count=np.asarray(132.0),
+              gemm_fraction=np.asarray(794.5 / 989), attention_gemm_fraction=np.asarray(794.5 / 989),
+              attention_kernel=np.asarray(kernel_row("hopper", "cudnn")), gemm_operand_bytes=np.asarray(2.0),
+              hbm_bytes_s=np.asarray(2.97e12))
+H100_CLUSTER = {"node_count": 8, "node": LLAMA3_NODE, "fabric": DGXC_FABRIC}
+LLAMA_70B = {**DGXC_LLAMA_70B, "precision": "bf16", "global_batch": 128}
+
+
+def train(workload, cluster=H100_CLUSTER, **changes):
+    return evaluate({"cluster": copy.deepcopy(cluster), "workload": {**workload, **changes}})["training"]
+
+
+def test_attention_rates_are_the_published_figures_at_the_measured_points():
+    cudnn, flash3 = kernel_row("hopper", "cudnn"), kernel_row("hopper", "flash3")
+    # FlashAttention-3 Fig. 5(c)/(d) and Fig. 6(b): head width 128 on H100 at 1,830 MHz.
+    forward, backward = attention_shares(cudnn, 128, 8192, False)
+    assert (forward * 989, backward * 989) == pytest.approx((600, 518))
+    assert attention_shares(cudnn, 128, 8192, True)[0] * 989 == pytest.approx(529)
+    assert attention_shares(flash3, 128, 2048, False)[0] * 989 == pytest.approx(625)
+    # No causal backward was measured: the non-causal one scaled by the forward's causal ratio.
+    assert attention_shares(flash3, 128, 4096, True)[1] * 989 == pytest.approx(542 * 579 / 638)
+    # Between measured lengths by the logarithm; held at the ends.
+    between = attention_shares(cudnn, 128, 2 ** 12.5, True)[0] * 989
+    assert between == pytest.approx((518 + 529) / 2)
+    assert attention_shares(cudnn, 128, 65536, True)[0] == attention_shares(cudnn, 128, 16384, True)[0]
+    # FlashAttention-2 Fig. 4 on A100: forward and backward together, one rate for both passes.
+    ampere = kernel_row("ampere", "default")
+    assert [v * 312 for v in attention_shares(ampere, 128, 4096, True)] == pytest.approx([173, 173])
+
+
+def test_context_parallel_chunks_run_attention_slower_per_flop():
+    # The 70B recipe's CP 2 runs 4k-token chunks of its 8k sequence: per FLOP slower than 8k.
+    one, two = train(LLAMA_70B, cp=1, tp=8, global_batch=64), train(LLAMA_70B, tp=8, global_batch=64)
+    cudnn = kernel_row("hopper", "cudnn")
+    assert attention_shares(cudnn, 128, 4096, True)[0] < attention_shares(cudnn, 128, 8192, True)[0]
+    # CP halves each rank's tokens; its layers' compute more than halves only where attention is slower.
+    assert two["step_parts_s"]["forward"] > one["step_parts_s"]["forward"] / 2
+
+
+def test_an_unmeasured_kernel_is_a_field_error():
+    with pytest.raises(ScenarioError) as error:
+        train({**SC21_GPT, "heads": 32, "hidden": 4096, "layers": 4, "global_batch": 64, "gpus": 64,
+               "flash_attention": True, "attention_kernel": "flash3"}, cluster=SELENE)
+    assert error.value.field == "workload.attention_kernel"
+    assert "Ampere" in error.value.reason
+
+
+def test_a_chunked_gemm_pays_its_waves_per_chunk_and_held_sms_slow_it():
+    whole = float(gemm_time_s(4096, 2560, 8192, H100))
+    # QKV of Llama 3 70B at TP 4 in 4 ring-exchange chunks: 1,024 rows fill 80 of 132 SMs' tiles.
+    chunked = float(gemm_time_s(4096, 2560, 8192, H100, chunks=4.0))
+    assert chunked > 1.2 * whole
+    held = float(gemm_time_s(4096, 28672 / 4, 8192, H100, held_sms=24.0))
+    assert held > float(gemm_time_s(4096, 28672 / 4, 8192, H100)) * 1.1
+
+
+def test_published_userbuffers_configurations_by_model_and_precision():
+    bf16 = overlap.userbuffers(True, "hopper", False, np.asarray(8192.0), np.asarray(4.0), np.nan)
+    assert (float(bf16.proj_sms), float(bf16.fc2_sms), float(bf16.qkv_wgrad_sms)) == (24, 16, 24)
+    assert float(bf16.proj_method) == overlap.PIPELINE
+    fp8 = overlap.userbuffers(True, "hopper", True, np.asarray(8192.0), np.asarray(4.0), np.nan)
+    assert float(fp8.proj_method) == overlap.RING and float(fp8.reduce_scatter("proj", 4.0)[0]) == 4
+    other = overlap.userbuffers(True, "hopper", False, np.asarray(5120.0), np.asarray(4.0), np.nan)
+    assert float(other.proj_sms) == 16 and float(other.qkv_dgrad_sms) == 16  # Transformer Engine's defaults
+    grid = overlap.userbuffers(True, "hopper", False, np.array([8192.0, 16384.0]), np.array([4.0, 8.0]), 8.0)
+    assert list(grid.fc2_sms) == [8, 8] and list(grid.qkv_wgrad_sms) == [8, 8]
+
+
+def test_overlap_formulas():
+    # A ring exchange over 4 ranks: three exchanges, each behind a quarter of the GEMM.
+    assert float(overlap.ring_gather_exposed_s(3.0, 8.0, 4.0)) == 0.0
+    assert float(overlap.ring_gather_exposed_s(3.0, 2.0, 4.0)) == pytest.approx(3 * (1 - 0.5))
+    # Pipelined over 4 splits: the last split's reduce-scatter always shows.
+    assert float(overlap.reduce_scatter_exposed_s(4.0, 8.0, 4.0, overlap.PIPELINE, 9.0)) == pytest.approx(1.0)
+    assert float(overlap.reduce_scatter_exposed_s(4.0, 8.0, 4.0, overlap.RING, 0.5)) == pytest.approx(1.5)
+    exposed, sm_cost = overlap.bulk_s(3.0, 2.0, 0.25)
+    assert (float(exposed), float(sm_cost)) == pytest.approx((1.0, 0.5))
+
+
+def test_tp_overlap_hides_traffic_but_its_sms_and_chunks_cost_compute():
+    plain, overlapped = train(LLAMA_70B, tp_comm_overlap=False), train(LLAMA_70B)
+    assert overlapped["step_parts_s"]["tp_traffic"] < plain["step_parts_s"]["tp_traffic"] / 2
+    assert overlapped["step_parts_s"]["comm_sms"] > 0 == plain["step_parts_s"]["comm_sms"]
+    assert overlapped["step_parts_s"]["forward"] > plain["step_parts_s"]["forward"]
+    fewer = train(LLAMA_70B, tp_overlap_sms=4)
+    assert fewer["step_parts_s"]["comm_sms"] < overlapped["step_parts_s"]["comm_sms"]
+    # Without sequence parallelism userbuffers do not run (Megatron-Bridge turns the overlap off).
+    no_sp = {**LLAMA_70B, "sequence_parallel": False}
+    assert train(no_sp)["step_time_s"] == pytest.approx(train(no_sp, tp_comm_overlap=False)["step_time_s"])
+
+
+def test_the_slowest_gpu_paces_the_step():
+    assert float(expected_max_normal(8)) == pytest.approx(1.42360, abs=1e-4)
+    assert float(expected_max_normal(1000)) == pytest.approx(3.2414, abs=1e-3)  # tabulated order statistics
+    # Hopper's 5% across a node: sigma = 5% / 2.847; 64 GPUs wait 2.34 sigma.
+    assert float(straggler_slowdown(0.05, 64)) == pytest.approx(1 / (1 - 0.05 / 2.8472 * 2.3437) - 1, rel=1e-3)
+    assert float(straggler_slowdown(float("nan"), 4096)) == 0.0
+    small, large = train(LLAMA_70B), train(LLAMA_70B, gpus=64, global_batch=128)
+    parts = small["step_parts_s"]
+    computing = sum(parts[k] for k in ("forward", "backward", "recomputation", "optimizer", "pipeline_bubble",
+                                       "comm_sms"))
+    assert parts["stragglers"] == pytest.approx(float(straggler_slowdown(0.05, 64)) * computing)
+    assert np.isnan(FAMILIES["ampere"].rate_spread)
+    ampere = train({**SC21_GPT, "heads": 32, "hidden": 4096, "layers": 4, "global_batch": 64, "gpus": 64},
+                   cluster=SELENE)
+    assert ampere["step_parts_s"]["stragglers"] == 0
+    assert large["step_parts_s"]["stragglers"] > 0
