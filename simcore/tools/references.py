@@ -244,8 +244,10 @@ SP_SELECTIVE = {"sequence_parallel": True, "recompute": "selective"}
 # are silent, stated as assumed.
 DGXC_FABRIC = {"switch_radix": 64, "switch_gbit_s": 400, "layers": 3}
 # Llama 3.1 (llama3.1/README_70b.md, README_405b.md, configure.sh; NeMo 24.09): sequence parallel,
-# TP communication overlapped (ub_tp_comm_overlap), no recomputation, the distributed optimizer
-# (ZeRO-1); FP8 rows with Transformer Engine's delayed scaling. Assumed: bf16 gradients (the
+# TP communication overlapped (ub_tp_comm_overlap, with Megatron-Bridge's published userbuffers
+# configuration for the model's hidden size and TP, which the engine looks up), no recomputation, the
+# distributed optimizer (ZeRO-1); FP8 rows with Transformer Engine's delayed scaling. Assumed:
+# Transformer Engine's fused attention (cuDNN), its default on Hopper. Assumed: bf16 gradients (the
 # configurations do not set NeMo's grad_sync_dtype; with fp32 gradients the 405B layout would need
 # 84 GiB a GPU on 576 GPUs, which cannot have run on 80 GiB H100s).
 DGXC_LLAMA = {
