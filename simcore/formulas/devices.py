@@ -27,6 +27,7 @@ secondary (reported by others), estimate (no measurement found: basis given).
 """
 from dataclasses import dataclass, field
 
+from simcore.formulas.attention import BASIS, DEFAULT_KERNEL, FAMILY_TABLES, attention_shares, kernel_row
 from simcore.formulas.compute import sustained_clock_factor
 
 CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "scaleup_fraction",
@@ -128,8 +129,6 @@ def constant_rows() -> list[dict]:
     """Every family constant with its confidence and source (for validation output and docs), and
     each family's fused attention rates, shown by the share its usual kernel reaches forward with a
     causal mask over 8k tokens of 128-wide heads."""
-    from simcore.formulas.attention import BASIS, DEFAULT_KERNEL, FAMILY_TABLES, attention_shares, kernel_row
-
     rows = []
     for family in FAMILIES.values():
         for name in CONSTANT_NAMES:

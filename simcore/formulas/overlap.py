@@ -33,13 +33,14 @@ import numpy as np
 from simcore.arrays import where
 
 RING, PIPELINE = 0.0, 1.0
+SPLITS = 4.0  # a pipelined overlap's GEMM chunks: every published configuration's and Transformer Engine's default
 
 
 @dataclass(frozen=True)
 class Userbuffers:
     """A layer's overlap, arrays over scenario points: whether it is on, and for the sites that vary
     between configurations, the projection's and second MLP GEMM's reduce-scatter (``*_method``
-    ring exchange or pipelined, the SMs its kernel holds, its splits, ``set_sm_margin``) and the
+    ring exchange or pipelined over :data:`SPLITS`, the SMs its kernel holds) and the
     SMs each bulk collective holds. The gathers before QKV and the first MLP GEMM (forward) and
     before the projection's and second MLP GEMM's activation gradients are ring exchanges in every
     published configuration."""
@@ -47,10 +48,8 @@ class Userbuffers:
     on: np.ndarray
     proj_method: np.ndarray
     proj_sms: np.ndarray
-    proj_splits: np.ndarray
     fc2_method: np.ndarray
     fc2_sms: np.ndarray
-    fc2_splits: np.ndarray
     qkv_dgrad_sms: np.ndarray
     fc1_dgrad_sms: np.ndarray
     qkv_wgrad_sms: np.ndarray
@@ -59,8 +58,8 @@ class Userbuffers:
     def reduce_scatter(self, site: str, tp) -> tuple:
         """(GEMM chunks, SMs held from the GEMM) of the ``proj`` or ``fc2`` forward: a ring exchange
         runs TP chunks with its 1-SM margin, a pipelined overlap its splits on the SMs left."""
-        method, sms, splits = (getattr(self, f"{site}_{name}") for name in ("method", "sms", "splits"))
-        chunks = where(method == RING, tp, splits)
+        method, sms = getattr(self, f"{site}_method"), getattr(self, f"{site}_sms")
+        chunks = where(method == RING, tp, SPLITS)
         return where(self.on, chunks, 1.0), where(self.on, sms, 0.0)
 
 
@@ -92,31 +91,33 @@ PUBLISHED = {
 # get_default_config): pipelined reduce-scatters of 16 SMs over 4 splits with set_sm_margin, bulk
 # collectives of 16 SMs (TE also sets set_sm_margin on them, which is not modelled: they share).
 DEFAULT = (16, 16, 16, 16, 16, 16)
-SPLITS = 4.0
 
 
 def userbuffers(on, family_key: str, fp8: bool, hidden, tp, sms_override) -> Userbuffers:
     """The overlap a layer runs: the published configuration for its family, precision, hidden size
     and TP, else Transformer Engine's defaults; ``sms_override`` (NaN: none) replaces every SM
     count but the ring exchanges' one."""
-    values = [np.asarray(float(v) if v != "ring" else np.nan) for v in DEFAULT]
+    def number(value):
+        """A configuration's SM count, NaN for a ring-exchange reduce-scatter."""
+        return np.nan if value == "ring" else float(value)
+
+    values = [np.asarray(number(v)) for v in DEFAULT]
     for (family, is_fp8, size, degree), config in PUBLISHED.items():
         if family == family_key and is_fp8 == fp8:
             match = (hidden == size) & (tp == degree)
-            values = [where(match, float(v) if v != "ring" else np.nan, old) for v, old in zip(config, values)]
-    proj, fc2 = values[0], values[1]
+            values = [where(match, number(v), old) for v, old in zip(config, values)]
     override = np.asarray(sms_override, float)
 
     def sms(value):
         return where(np.isnan(override), value, override)
 
-    return Userbuffers(
-        on=np.asarray(on), proj_method=where(np.isnan(proj), RING, PIPELINE), proj_sms=where(np.isnan(proj), 1.0,
-                                                                                           sms(proj)),
-        proj_splits=np.asarray(SPLITS), fc2_method=where(np.isnan(fc2), RING, PIPELINE),
-        fc2_sms=where(np.isnan(fc2), 1.0, sms(fc2)), fc2_splits=np.asarray(SPLITS),
-        qkv_dgrad_sms=sms(values[2]), fc1_dgrad_sms=sms(values[3]), qkv_wgrad_sms=sms(values[4]),
-        fc1_wgrad_sms=sms(values[5]))
+    def method_and_sms(value):
+        return where(np.isnan(value), RING, PIPELINE), where(np.isnan(value), 1.0, sms(value))
+
+    (proj_method, proj_sms), (fc2_method, fc2_sms) = method_and_sms(values[0]), method_and_sms(values[1])
+    return Userbuffers(on=np.asarray(on), proj_method=proj_method, proj_sms=proj_sms, fc2_method=fc2_method,
+                       fc2_sms=fc2_sms, qkv_dgrad_sms=sms(values[2]), fc1_dgrad_sms=sms(values[3]),
+                       qkv_wgrad_sms=sms(values[4]), fc1_wgrad_sms=sms(values[5]))
 
 
 def ring_gather_exposed_s(comm_s, gemm_s, tp):
