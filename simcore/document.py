@@ -20,6 +20,7 @@ from simcore.formulas.devices import FAMILY_KEYS
 from simcore.formulas.power import HALLS
 from simcore.formulas.reliability import DEFAULT_RESTART_PROFILE, FAILURE_PROFILES, RESTART_PROFILES
 from simcore.formulas.training import SCHEDULES
+from simcore.formulas.transformer import FP8_RECIPES
 
 
 @dataclass(frozen=True)
@@ -430,6 +431,14 @@ SPEC: dict[str, Any] = {
             "precision": Choice(("tf32", "fp16", "bf16", "fp8"), "bf16", label="GEMM precision",
                                 labels=("TF32", "FP16", "BF16", "FP8 GEMMs (BF16 elsewhere)"),
                                 doc="GEMM precision (fp8: bf16 elsewhere)"),
+            "fp8_recipe": Choice(FP8_RECIPES, "delayed", label="FP8 recipe",
+                                 labels=("Delayed scaling (per tensor, from past amaxes)",
+                                         "Current scaling (per tensor)", "Blockwise (1 x 128 and 128 x 128)",
+                                         "MXFP8 (per 32 elements, Blackwell)"),
+                                 doc="how FP8 GEMM operands are scaled (Transformer Engine's recipes): what "
+                                     "each quantization reads and writes; current scaling reads a tensor once "
+                                     "more for its amax, blockwise and MXFP8 keep row-wise and column-wise "
+                                     "copies with their scales"),
             "fp8_cached_activations": Flag(False, label="FP8 cached activations",
                                            doc="keep the FP8 inputs of the weight GEMMs for backward, one byte "
                                                "each (DeepSeek-V3 3.3.2); false: 16-bit copies"),

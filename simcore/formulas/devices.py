@@ -47,6 +47,9 @@ class DeviceFamily:
     reference_hbm_gbyte_s: float
     nvls_allreduce_gain: float = float("nan")
     rate_spread: float = float("nan")
+    # FP8 tensor cores read operands column-wise (Blackwell; Transformer Engine's "Handling transposes"),
+    # and scale per 32-element block (MXFP8): Hopper needs a transposed copy and has no MXFP8.
+    fp8_columnwise: bool = False
     vendor: str = "NVIDIA"  # whose driver's fault codes the device reports (NVIDIA: Xids)
     basis: dict = field(default_factory=dict)  # constant name -> (confidence, source)
 
@@ -100,6 +103,7 @@ FAMILIES = {
         gemm_fraction=1745.0 / 2250, fp8_gemm_fraction=3432.5 / 4500, hbm_fraction=2.97 / 3.35,
         scaleup_fraction=370 / 450, conv_fraction=float("nan"),
         reference_sm_count=148, reference_hbm_gbyte_s=8000, nvls_allreduce_gain=480 / 370, rate_spread=0.05,
+        fp8_columnwise=True,
         basis={
             "rate_spread": ("estimate", "no B200 spread measurement found: Hopper's 5% across a node"),
             "gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 1745.0 of 2250 TFLOPS BF16"),

@@ -42,9 +42,6 @@ WGRAD_BYTES = 2.0
 # Vocabulary-parallel cross-entropy per logit: the bf16 logits read, an fp32 exponent written and
 # read back forward (10 bytes), the fp32 softmax read and the bf16 gradient written backward (6).
 CROSS_ENTROPY_BYTES_PER_LOGIT = 16.0
-# FP8 weights: once a step each bf16 weight is read and its FP8 copy and FP8 transpose written
-# (Transformer Engine caches them over the step's micro-batches).
-FP8_WEIGHT_CAST_BYTES = 4.0
 RECOMPUTE = ("none", "selective", "full")
 
 
@@ -402,7 +399,8 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     step_parts["backward"] = step_parts["backward"] + micro_batches * accumulate
     updated = (optimizer_shards["dense"] / optimizer_shards["dense_shards"]
                + optimizer_shards["experts"] / optimizer_shards["expert_shards"])
-    weight_casts = where(layout.fp8, local_params * FP8_WEIGHT_CAST_BYTES, 0.0)
+    # FP8 weights: cast once a step, as any tensor (Transformer Engine caches them over the micro-batches).
+    weight_casts = where(layout.fp8, local_params * layout.fp8_cast_bytes, 0.0)
     step_parts["optimizer"] = (updated * ADAM_BYTES_PER_PARAM + weight_casts) / device.hbm_bytes_s
     return {
         "parts": step_parts,

@@ -353,6 +353,7 @@ class Layout:
     recompute_norms: np.ndarray  # norms recomputed in backward, their outputs not kept
     recompute_up_proj: np.ndarray  # MLA up-projections recomputed in backward, only the latents kept
     fp8_cache: np.ndarray  # the weight GEMMs' inputs kept in FP8 (1 byte) for backward
+    fp8_cast_bytes: np.ndarray = 0.0  # bytes moved per element quantized for FP8 GEMMs (fp8_cast_bytes())
     ub: Userbuffers | None = None  # tensor-parallel communication overlapped with the GEMMs (None: not)
 
 
@@ -422,25 +423,37 @@ def elementwise_elements(model: Model, layout: Layout):
     return memory_f, memory_b, act_f, act_b, split_f, split_b
 
 
-# Transformer Engine's FP8 casts per GEMM input element (bytes moved): forward, the bf16 input read
-# and its FP8 copy written (3); backward, the bf16 output gradient read and its FP8 copy and FP8
-# transpose written (4). The amax is reduced inside the same kernel (Transformer Engine's fused
-# cast-transpose); weights are cast once a step (its is_first_microbatch caching), which the step
-# counts with the optimizer.
-FP8_CAST_BYTES_FORWARD = 3.0
-FP8_CAST_BYTES_BACKWARD = 4.0
+FP8_RECIPES = ("delayed", "tensorwise", "blockwise", "mxfp8")
+# Scale bytes per element a quantized copy carries: one FP32 scale per 128 elements (blockwise, 1 x 128
+# tiles), one E8M0 scale per 32 (MXFP8); per-tensor recipes one scale for the whole tensor.
+FP8_SCALE_BYTES = {"delayed": 0.0, "tensorwise": 0.0, "blockwise": 4 / 128, "mxfp8": 1 / 32}
+
+
+def fp8_cast_bytes(recipe: str, native_columnwise) -> np.ndarray:
+    """Bytes moved per element to quantize a tensor for FP8 GEMMs (Transformer Engine, docs/features/
+    low_precision_training, "Handling transposes", commit d0067d0d): the 16-bit tensor read (2), and
+    written once for row-wise use and once, transposed, for column-wise use (the weight gradient's
+    operands; 1 byte each, with the recipe's scales), both in one kernel, the amax reduced inside it
+    (delayed scaling takes the scale from past amaxes). Where the tensor cores read FP8 column-wise
+    (``native_columnwise``: Blackwell) a per-tensor recipe writes one copy for both; MXFP8's and
+    blockwise scales run along one axis, so they keep two. Current (tensorwise) scaling needs the
+    tensor's amax before it casts: one more read (2)."""
+    copies = where(native_columnwise & (recipe in ("delayed", "tensorwise")), 1.0, 2.0)
+    amax_pass = 2.0 if recipe == "tensorwise" else 0.0
+    return 2.0 + amax_pass + copies * (1.0 + FP8_SCALE_BYTES[recipe])
 
 
 def fp8_cast_s(shapes, layout: Layout, device: Device):
     """(forward, backward) HBM time of the FP8 casts around GEMMs of ``shapes`` (m, n, k, batch):
     each GEMM's input (m x k) forward and its output gradient (m x n) backward, where the GEMMs run
-    in FP8."""
+    in FP8, at the recipe's :func:`fp8_cast_bytes` each (weights are cast once a step, Transformer
+    Engine caching them over the micro-batches: counted with the optimizer)."""
     if not np.asarray(layout.fp8).any():
         return np.zeros(()), np.zeros(())
     inputs = sum(m * k * batch for m, n, k, batch in shapes)
     outputs = sum(m * n * batch for m, n, k, batch in shapes)
-    forward = inputs * FP8_CAST_BYTES_FORWARD / device.hbm_bytes_s
-    backward = outputs * FP8_CAST_BYTES_BACKWARD / device.hbm_bytes_s
+    forward = inputs * layout.fp8_cast_bytes / device.hbm_bytes_s
+    backward = outputs * layout.fp8_cast_bytes / device.hbm_bytes_s
     return where(layout.fp8, forward, 0.0), where(layout.fp8, backward, 0.0)
 
 

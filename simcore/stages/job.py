@@ -278,6 +278,7 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts)
                                 recompute_norms=np.asarray(w["recompute_norms"]),
                                 recompute_up_proj=np.asarray(w["recompute_mla_up_proj"]),
                                 fp8_cache=np.asarray(w["fp8_cached_activations"]),
+                                fp8_cast_bytes=fp8_cast_bytes(w, family),
                                 ub=tp_overlap(w, family))
     counts = transformer.parameter_counts(model)
     scale = where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
@@ -304,6 +305,17 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts)
             "activations": training.activation_bytes_first_stage(model, layout, schedule, pp_, w["virtual_stages"], m,
                                                                   stage_layer_counts[0]),
             "stage_s": step["stage_s"]}
+
+
+def fp8_cast_bytes(w, family):
+    """Bytes moved per element the workload's FP8 recipe quantizes (none without FP8 GEMMs); MXFP8
+    needs tensor cores that scale per 32-element block (Blackwell)."""
+    if w["precision"] != "fp8":
+        return np.asarray(0.0)
+    if w["fp8_recipe"] == "mxfp8" and not family.fp8_columnwise:
+        raise ScenarioError("workload.fp8_recipe", f"MXFP8 needs block-scaled FP8 tensor cores (Blackwell); "
+                                                   f"the {family.name} family has none")
+    return np.asarray(transformer.fp8_cast_bytes(w["fp8_recipe"], family.fp8_columnwise))
 
 
 def tp_overlap(w, family):

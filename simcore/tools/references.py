@@ -287,11 +287,13 @@ DGXC_DEEPSEEK = {**DEEPSEEK_V3, "micro_batch": 1, "precision": "bf16", "sequence
 # DeepSeek-V3 as DeepSeek trained it (arXiv:2412.19437, sections 3.1-3.3 and Table 1): 2,048 H800
 # (NVLink cut to 400 GB/s both ways; 8 x 400G IB per node, one per GPU: ISCA'25 arXiv:2505.09343
 # 4.1), PP 16 with DualPipe, EP 64 over 8 nodes, ZeRO-1 DP, no TP; each token on at most 4 nodes,
-# deduplicated per node, 20 SMs for communication; FP8 GEMMs and FP8-cached activations; RMSNorm
+# deduplicated per node, 20 SMs for communication; FP8 GEMMs with 1 x 128 activation and 128 x 128 weight
+# scales (3.3.1, the blockwise recipe) and FP8-cached activations; RMSNorm
 # and MLA up-projections recomputed; sequence 4,096 at the final batch of 15,360. Pre-training took
 # 180K H800 GPU hours per trillion tokens. Micro-batch 1 and an even layer split are assumptions.
 H800_NODE = {**LLAMA3_NODE, "accelerator": {**LLAMA3_NODE["accelerator"], "scaleup_bw_gbyte_s": 400}}
-DEEPSEEK_V3_RUN = {**DEEPSEEK_V3, "micro_batch": 1, "precision": "fp8", "global_batch": 15360, "pp": 16,
+DEEPSEEK_V3_RUN = {**DEEPSEEK_V3, "micro_batch": 1, "precision": "fp8", "fp8_recipe": "blockwise",
+                   "global_batch": 15360, "pp": 16,
                    "pipeline_schedule": "dualpipe", "ep": 64, "moe_dispatcher": "hierarchical", "moe_max_domains": 4,
                    "comm_sms": 20, "zero_stage": 1, "recompute": "selective", "recompute_norms": True,
                    "recompute_mla_up_proj": True, "fp8_cached_activations": True}

@@ -123,3 +123,20 @@ def test_the_slowest_gpu_paces_the_step():
     # 2,048 GPUs wait for a slower slowest GPU than 64 do: a larger share of the same per-GPU work.
     share = {name: r["step_parts_s"]["stragglers"] / r["step_time_s"] for name, r in (("64", small), ("2048", large))}
     assert share["2048"] > share["64"] * 1.3
+
+
+def test_fp8_recipes_move_the_bytes_their_quantization_needs():
+    from simcore.formulas.transformer import fp8_cast_bytes
+    # Hopper: a row-wise and a transposed column-wise copy; Blackwell's tensor cores read one copy both ways.
+    assert float(fp8_cast_bytes("delayed", False)) == 4.0
+    assert float(fp8_cast_bytes("delayed", True)) == 3.0
+    assert float(fp8_cast_bytes("tensorwise", False)) == 6.0  # the amax read first
+    assert float(fp8_cast_bytes("mxfp8", True)) == pytest.approx(2 + 2 * (1 + 1 / 32))
+    assert float(fp8_cast_bytes("blockwise", False)) == pytest.approx(2 + 2 * (1 + 4 / 128))
+    delayed = train(LLAMA_70B, precision="fp8")
+    current = train(LLAMA_70B, precision="fp8", fp8_recipe="tensorwise")
+    assert current["step_parts_s"]["forward"] > delayed["step_parts_s"]["forward"]
+    assert train(LLAMA_70B, fp8_recipe="tensorwise")["step_time_s"] == train(LLAMA_70B)["step_time_s"]  # BF16
+    with pytest.raises(ScenarioError) as error:
+        train(LLAMA_70B, precision="fp8", fp8_recipe="mxfp8")
+    assert error.value.field == "workload.fp8_recipe"
