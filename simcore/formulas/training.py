@@ -359,14 +359,19 @@ def pipeline_bubble_s(schedule: str, pp, virtual_stages, means: dict):
     return (pp - 1) / virtual_stages * stage
 
 
-def in_flight_micro_batches(schedule: str, pp, virtual_stages, micro_batches):
-    """Micro-batches whose activations the first stage holds at the peak, in units of its layers'
-    activations for one micro-batch: 1F1B and ZB-H1 min(p, m); interleaved x (1 + (p - 1) / (p v))
-    (Korthikanti et al. 2022, 4.2.3); DualPipe p + 1 (its README's table)."""
+def in_flight_micro_batches(schedule: str, pp, virtual_stages, micro_batches, rank=0.0):
+    """Micro-batches whose activations pipeline rank ``rank`` holds at the peak, in units of its
+    layers' activations for one micro-batch: the forward passes its schedule runs before its first
+    backward, plus the one in flight, never more than the step's micro-batches. 1F1B and ZB-H1:
+    p - r; interleaved over v chunks (Megatron-Core's schedules.py, get_pp_rank_microbatches):
+    2 (p - r - 1) + (v - 1) p warm-up chunk passes, each 1 / v of the rank's layers, so rank 0 holds
+    p (1 + (p - 1) / (p v)) (Korthikanti et al. 2022, 4.2.3) when the step has that many micro-batches,
+    and no more than the m it has; DualPipe p + 1 (its README's table)."""
     if schedule == "dualpipe":
         return np.minimum(pp + 1, micro_batches)
-    interleave = where(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1.0)
-    return np.minimum(pp, micro_batches) * interleave
+    plain = pp - rank
+    interleaved = (2 * (pp - rank - 1) + (virtual_stages - 1) * pp + 1) / virtual_stages
+    return np.minimum(where(virtual_stages > 1, interleaved, plain), micro_batches)
 
 
 STAGE_PARTS = ("forward", "backward", "recomputation", "comm_sms", "tp_traffic", "cp_traffic", "ep_all_to_all",
@@ -415,7 +420,8 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
 
     Korthikanti et al. 2022, per token with 2-byte activations: norms' inputs 2h + 2h, the QKV and
     first-MLP inputs 2h + 2h, two dropout masks h + h (these 10 h are repeated on every TP rank
-    unless sequence parallelism splits them), Q and K 2(a + kv) d, V 2 kv d, the projection's input
+    unless sequence parallelism splits them; a Llama-style, gated layer trains without dropout and
+    keeps no masks: PyTorch's dropout at p = 0 returns its input), Q and K 2(a + kv) d, V 2 kv d, the projection's input
     2 a d, the MLP's activation input 2 f (x2 gated) and second input 2 f, and without a fused
     attention kernel the scores 5 a s (softmax output, dropout mask and output), all / t (a rank
     keeps at least one key/value head). For MHA and f = 4h: s b h (34 + 5 a s / h), the paper's
@@ -434,7 +440,8 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
     gemm_in = where(layout.fp8 & layout.fp8_cache, 1.0, 2.0)  # bytes of a kept GEMM input, 16-bit units
     h, d = model.hidden, model.head_dim
     norm_outputs = where(layout.recompute_norms, 0.0, 2 * gemm_in * h)
-    replicated = where(layout.sp, 1 / t, 1.0) * (6 * h + norm_outputs)
+    dropout_masks = where(model.gated, 0.0, 2 * h)  # Llama-style layers train without dropout
+    replicated = where(layout.sp, 1 / t, 1.0) * (4 * h + dropout_masks + norm_outputs)
     kv = model.kv_heads_per_rank(t)
     standard = (2 * model.heads / t + 2 * kv) * d + 2 * kv * d + gemm_in * model.heads * d / t
     up_projected = where(layout.recompute_up_proj, 0.0, 4 * model.qk_head_dim + 2 * model.v_head_dim)
@@ -454,22 +461,34 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
     return where(layout.recompute == 2, layer_input, kept)
 
 
-def activation_bytes_first_stage(model: Model, layout: Layout, schedule: str, pp, virtual_stages, micro_batches,
-                                 first_layers) -> np.ndarray:
-    """Activations the busiest rank holds: the first stage's ``first_layers`` layers for
-    :func:`in_flight_micro_batches` micro-batches; with full recomputation one layer's activations
-    are rebuilt at a time on top."""
+def activation_bytes_peak(model: Model, layout: Layout, schedule: str, pp, virtual_stages, micro_batches,
+                          stage_layer_counts) -> np.ndarray:
+    """Activations the busiest rank holds: of the first stage (rank 0, with the leading dense layers
+    of an MoE), the first middle one (rank 1) and the last (rank p - 1), the most of its layers'
+    activations times its :func:`in_flight_micro_batches`; with full recomputation one layer's
+    activations are rebuilt at a time on top."""
     dense = activation_bytes_per_layer(model, layout, False)
     has_moe = model.experts > 0
     moe = activation_bytes_per_layer(model, layout, True) if np.asarray(has_moe).any() else dense
-    dense_layers = where(has_moe, np.minimum(model.layers - model.moe_layers, first_layers), first_layers)
-    stage = dense_layers * dense + (first_layers - dense_layers) * moe
+    first_layers, middle_layers, last_layers = stage_layer_counts
+    dense_total = model.layers - model.moe_layers
+    first_dense = np.minimum(dense_total, first_layers)
+    rest_dense = where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
+
+    def held(layers, dense_layers, rank):
+        dense_layers = where(has_moe, np.minimum(dense_layers, layers), layers)
+        stage = dense_layers * dense + (layers - dense_layers) * moe
+        return stage * in_flight_micro_batches(schedule, pp, virtual_stages, micro_batches, rank)
+
+    peak = held(first_layers, first_dense, 0.0)
+    peak = np.maximum(peak, where(pp >= 3, held(middle_layers, rest_dense, 1.0), 0.0))
+    peak = np.maximum(peak, where(pp >= 2, held(last_layers, rest_dense, pp - 1), 0.0))
     full = layout.recompute == 2
     rebuilt = 0.0
     if np.asarray(full).any():  # one layer's activations rebuilt at a time on top of the kept inputs
         kept = Layout(**{**layout.__dict__, "recompute": np.zeros_like(layout.recompute)})
         rebuilt = where(full, activation_bytes_per_layer(model, kept, has_moe), 0.0)
-    return stage * in_flight_micro_batches(schedule, pp, virtual_stages, micro_batches) + rebuilt
+    return peak + rebuilt
 
 
 def memory_per_gpu_bytes(*, dense_params, expert_params, tp, pp, ep, etp, dp, expert_dp, zero_stage, weight_bytes,

@@ -302,8 +302,8 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts)
             "tokens_per_step": w["global_batch"] * model.seq, "model_per_token": model_per_token,
             "hw_per_token": model_per_token + transformer.recompute_flops_per_token(model, recompute, model_per_token),
             "parts": step["parts"], "compute_s": step["compute_s"], "backward_window": step["backward_s"],
-            "activations": training.activation_bytes_first_stage(model, layout, schedule, pp_, w["virtual_stages"], m,
-                                                                  stage_layer_counts[0]),
+            "activations": training.activation_bytes_peak(model, layout, schedule, pp_, w["virtual_stages"], m,
+                                                           stage_layer_counts),
             "stage_s": step["stage_s"]}
 
 

@@ -53,6 +53,11 @@ def test_activations_in_flight_follow_each_schedule():
     assert float(training.in_flight_micro_batches("zb-h1", p, np.array(1.0), m)) == 8
     assert float(training.in_flight_micro_batches("1f1b", p, np.array(2.0), m)) == pytest.approx(8 * (1 + 7 / 16))
     assert float(training.in_flight_micro_batches("dualpipe", p, np.array(1.0), m)) == 9
+    # Later ranks warm up less (Megatron-Core's schedules: 2 (p - r - 1) + (v - 1) p chunk passes), and no
+    # rank holds more micro-batches than the step has.
+    assert float(training.in_flight_micro_batches("1f1b", p, np.array(1.0), m, 3.0)) == 5
+    assert float(training.in_flight_micro_batches("1f1b", p, np.array(2.0), m, 3.0)) == pytest.approx((8 + 8 + 1) / 2)
+    assert float(training.in_flight_micro_batches("1f1b", np.array(16.0), np.array(2.0), np.array(16.0))) == 16
 
 
 def test_zero_bubble_and_dualpipe_shrink_the_bubble_and_dualpipe_holds_two_weight_copies():
@@ -173,9 +178,10 @@ def _v3_layer_bytes_per_token(**flags):
 
 def test_recompute_modules_and_fp8_caching_drop_what_deepseek_v3_says_they_drop():
     h, r_q, r_kv, a, d_qk, d_v, f, k = 7168, 1536, 512, 128, 192, 128, 2048, 8
-    # norms' inputs, masks, their outputs; latents, Q, K, V, projection input; per pair the token,
-    # the SwiGLU input and the second GEMM's input; the shared expert's two.
-    full = (10 * h + 2 * (r_q + r_kv) + a * (4 * d_qk + 4 * d_v) + k * (2 * h + 4 * f + 2 * f) + 6 * f)
+    # norms' inputs and their outputs (no dropout masks: a Llama-style layer trains without dropout);
+    # latents, Q, K, V, projection input; per pair the token, the SwiGLU input and the second GEMM's
+    # input; the shared expert's two.
+    full = (8 * h + 2 * (r_q + r_kv) + a * (4 * d_qk + 4 * d_v) + k * (2 * h + 4 * f + 2 * f) + 6 * f)
     assert _v3_layer_bytes_per_token() == pytest.approx(full)
     assert _v3_layer_bytes_per_token(recompute_norms=True) == pytest.approx(full - 4 * h)
     assert _v3_layer_bytes_per_token(recompute_up_proj=True) == pytest.approx(full - a * (4 * d_qk + 2 * d_v))

@@ -140,3 +140,21 @@ def test_fp8_recipes_move_the_bytes_their_quantization_needs():
     with pytest.raises(ScenarioError) as error:
         train(LLAMA_70B, precision="fp8", fp8_recipe="mxfp8")
     assert error.value.field == "workload.fp8_recipe"
+
+
+def test_llama3_405b_fits_interleaved_as_meta_ran_it():
+    from simcore.tools.references import LLAMA3_405B, LLAMA3_CLUSTER
+    result = evaluate({"cluster": copy.deepcopy(LLAMA3_CLUSTER), "workload": LLAMA3_405B})["training"]
+    memory = result["memory"]
+    assert result["feasible"]
+    # The busiest rank is a middle one: 8 layers x 16 micro-batches (16 on 16 stages caps the warm-up)
+    # of 31.75 s b h / t bytes a layer (no dropout masks in a Llama-style layer).
+    per_layer = 8192 * 16384 * 31.75 / 8
+    assert memory["activations_gib"] == pytest.approx(128 * per_layer / 2**30, rel=0.02)
+    assert memory["per_gpu_gib"] < memory["allocatable_gib"]
+    # With 32 micro-batches the interleaved warm-up is no longer capped: more in flight than 1F1B.
+    longer = {**LLAMA3_405B, "global_batch": 4096}
+    interleaved = evaluate({"cluster": copy.deepcopy(LLAMA3_CLUSTER), "workload": longer})["training"]["memory"]
+    plain = evaluate({"cluster": copy.deepcopy(LLAMA3_CLUSTER),
+                      "workload": {**longer, "virtual_stages": 1}})["training"]["memory"]
+    assert interleaved["activations_gib"] > plain["activations_gib"]
