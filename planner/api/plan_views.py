@@ -18,6 +18,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
+import simcore
 from planner import serializers as api
 from planner.adapters import calibration, scenario_document
 from planner.api import bodies
@@ -316,7 +317,14 @@ class WorkloadViewSet(OwnedEntryViewSet):
         body.is_valid(raise_exception=True)
         fields = dict(body.validated_data)
         plan = ClusterPlan.objects.visible_slug(request.user, fields.pop("plan"), field="plan")
-        return evaluation_response(request, plan, Workload(slug="preview", name="preview", **fields))
+        try:
+            return evaluation_response(request, plan, Workload(slug="preview", name="preview", **fields))
+        except simcore.ScenarioError as error:
+            # A workload field the plan's hardware cannot run (an FP8 recipe, an attention kernel) is named
+            # as the editor names it, so the error sits beside its field.
+            if error.field.startswith("workload.") and not isinstance(error, simcore.budget.WorkBudgetExceeded):
+                raise serializers.ValidationError({error.field.removeprefix("workload."): [error.reason]}) from error
+            raise
 
 
 def _u_heights(params) -> dict[str, int]:

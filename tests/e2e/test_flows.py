@@ -182,6 +182,26 @@ def test_workload_editor_names_bad_fields_and_shows_where_the_step_goes(page):
     page.shot("workloads")
 
 
+def test_workload_editor_offers_the_software_features_and_the_step_shows_their_costs(page):
+    page.login()
+    page.goto("/workloads/new/?from=llama3-405b-like")
+    page.page.select_option("#f-plan", "llama3-h100-16k")
+    breakdown = page.page.locator("#preview-body #step-breakdown")
+    expect(breakdown).to_contain_text("waiting for the slowest GPU")  # Hopper's measured spread
+    expect(page.page.locator("#h-attention_kernel")).to_contain_text("FlashAttention-3 paper")
+    expect(page.page.locator("#h-fp8_recipe")).to_contain_text("current scaling reads a tensor once more")
+    expect(page.page.locator("#h-tp_overlap_sms")).to_contain_text("Megatron-Bridge")
+    page.page.check("#f-tp_comm_overlap")
+    expect(breakdown).to_contain_text("SMs held by overlapped communication")
+    page.shot("workload-step-costs")
+    page.page.select_option("#f-precision", "fp8")
+    page.page.select_option("#f-fp8_recipe", "mxfp8")
+    expect(page.page.locator("#e-fp8_recipe")).to_contain_text("MXFP8 needs block-scaled FP8 tensor cores")
+    expect(page.page.locator("#f-fp8_recipe")).to_have_attribute("aria-invalid", "true")
+    page.page.select_option("#f-fp8_recipe", "tensorwise")
+    expect(page.page.locator("#e-fp8_recipe")).to_be_hidden()
+
+
 def test_sweep_progress_reaches_100_percent_and_a_chart_appears(page):
     page.login()
     page.goto("/sweeps/?plan=dgx-a100-3layer")  # every part priced: cost goals need complete bills

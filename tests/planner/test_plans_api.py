@@ -615,6 +615,16 @@ def test_workload_preview_evaluates_an_unsaved_workload_layer_by_layer(catalog, 
     assert Workload.objects.count() == before
 
 
+def test_workload_preview_names_a_field_the_plans_hardware_cannot_run_as_the_editor_does(catalog, reader_client):
+    body = {**NEW_WORKLOAD, "plan": "ff2-pcie-2zone"}
+    kernel = reader_client.post("/api/workloads/preview/", {**body, "attention_kernel": "flash3"}, format="json")
+    assert kernel.status_code == 400
+    reason = "no measured flash3 rates for the NVIDIA Ampere (A100) family"
+    assert kernel.json()["errors"] == {"attention_kernel": [reason]}
+    assert reader_client.post("/api/workloads/preview/", {**body, "attention_kernel": "flash2"},
+                              format="json").status_code == 200
+
+
 def test_every_engine_workload_field_is_stored_and_a_stated_checkpoint_size_is_the_one_written(catalog,
                                                                                                reader_client):
     from simcore.document import SPEC
