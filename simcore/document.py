@@ -373,11 +373,15 @@ SPEC: dict[str, Any] = {
                                  doc="busiest expert rank's tokens / the mean"),
             "expert_tp": opt(integer=True, nullable=True, label="expert TP",
                              doc="tensor parallelism inside each expert; null: tp"),
-            "moe_dispatcher": Choice(("alltoall", "hierarchical"), "alltoall", label="MoE dispatcher",
-                                     labels=("All-to-all (every pair sent)", "Hierarchical (DeepEP)"),
+            "moe_dispatcher": Choice(("alltoall", "hierarchical", "hybridep"), "alltoall", label="MoE dispatcher",
+                                     labels=("All-to-all (every pair sent)", "Hierarchical (DeepEP)",
+                                             "HybridEP (NVIDIA)"),
                                      doc="alltoall: every token-expert pair sent directly (NCCL); hierarchical: a "
                                          "token crosses the network once per remote domain and is forwarded inside "
-                                         "it (DeepEP)"),
+                                         "it (DeepEP); hybridep: the same routing at HybridEP's rates; inside a "
+                                         "scale-up domain each runs at its rate measured on the family (DeepEP "
+                                         "400/190 GB/s and HybridEP 715/658 GB/s dispatch/combine on GB200, "
+                                         "Megatron-LM's DeepSeek-V3 GB200 write-up), else at the link's"),
             "moe_max_domains": opt(integer=True, nullable=True, label="MoE routing domains",
                                    doc="node-limited routing: a token's experts in at most this many scale-up "
                                        "domains or nodes (DeepSeek-V3: 4); null: unlimited"),

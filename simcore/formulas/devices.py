@@ -50,6 +50,9 @@ class DeviceFamily:
     # FP8 tensor cores read operands column-wise (Blackwell; Transformer Engine's "Handling transposes"),
     # and scale per 32-element block (MXFP8): Hopper needs a transposed copy and has no MXFP8.
     fp8_columnwise: bool = False
+    # Measured dispatch and combine rates (GB/s of token copies a GPU moves inside its scale-up domain)
+    # of MoE dispatchers by name (the workload's moe_dispatcher); one not listed runs at the link's.
+    dispatcher_gbyte_s: dict = field(default_factory=dict)
     vendor: str = "NVIDIA"  # whose driver's fault codes the device reports (NVIDIA: Xids)
     basis: dict = field(default_factory=dict)  # constant name -> (confidence, source)
 
@@ -59,6 +62,8 @@ AZURE = "Azure/AI-benchmarking-guide"
 # 40GB: 504 x 3 x 30.94 GFLOPs = 46.8 TFLOP/s, 0.300 of the 156 TF32 peak at that 250-W card's
 # sustained clock; over the engine's clock factor for the card it is the share at full clock.
 VGG16_A100_PCIE_SHARE = 504 * 3 * 30.94e9 / 156e12
+DSV3_GB200 = ("NVIDIA/Megatron-LM docs/discussions/deepseek-v3-gb200-optimization (commit eb0783b6), "
+              "'Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72'")
 BEKMAN = "S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS' table"
 
 FAMILIES = {
@@ -85,7 +90,11 @@ FAMILIES = {
         gemm_fraction=794.5 / 989, fp8_gemm_fraction=1402.6 / 1979, hbm_fraction=2.97 / 3.35,
         scaleup_fraction=370 / 450, conv_fraction=float("nan"),
         reference_sm_count=132, reference_hbm_gbyte_s=3350, nvls_allreduce_gain=480 / 370, rate_spread=0.05,
+        dispatcher_gbyte_s={"hybridep": (368.9, 368.87)},
         basis={
+            "dispatcher_gbyte_s": ("secondary", f"{DSV3_GB200}: HybridEP in one DGX H100, 368.9 GB/s dispatch and "
+                                                "368.87 combine with 16 blocks (its chart, images/image6.png); DeepEP "
+                                                "at the link's rate"),
             "rate_spread": ("measured", "S. Bekman, ml-engineering, compute/accelerator/README.md (commit 744d01e), "
                                         "'Not all accelerators are created equal': 'I have seen 5% and higher "
                                         "differences on an 8-gpu node' (H100 nodes; '5%+ MAMF spread between GPUs')"),
@@ -104,8 +113,12 @@ FAMILIES = {
         scaleup_fraction=370 / 450, conv_fraction=float("nan"),
         reference_sm_count=148, reference_hbm_gbyte_s=8000, nvls_allreduce_gain=480 / 370, rate_spread=0.05,
         fp8_columnwise=True,
+        dispatcher_gbyte_s={"hierarchical": (400.0, 190.0), "hybridep": (714.66, 657.72)},
         basis={
             "rate_spread": ("estimate", "no B200 spread measurement found: Hopper's 5% across a node"),
+            "dispatcher_gbyte_s": ("secondary", f"{DSV3_GB200}: DeepEP at EP 32 on GB200 NVL72 'about 400 GB/s' "
+                                                "dispatch and '190 GB/s' combine with 24 SMs; HybridEP on GB200 NVL36 "
+                                                "714.66 and 657.72 GB/s with 32 blocks (its chart, images/image6.png)"),
             "gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 1745.0 of 2250 TFLOPS BF16"),
             "fp8_gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 3432.5 of 4500 TFLOPS FP8"),
             "hbm_fraction": ("estimate", "no B200 STREAM figure found: Hopper's share"),
@@ -130,15 +143,20 @@ FAMILY_KEYS = tuple(FAMILIES)
 
 
 def constant_rows() -> list[dict]:
-    """Every family constant with its confidence and source (for validation output and docs), and
-    each family's fused attention rates, shown by the share its usual kernel reaches forward with a
-    causal mask over 8k tokens of 128-wide heads."""
+    """Every family constant with its confidence and source (for validation output and docs), its
+    MoE dispatchers' measured rates, and each family's fused attention rates, shown by the share
+    its usual kernel reaches forward with a causal mask over 8k tokens of 128-wide heads."""
     rows = []
     for family in FAMILIES.values():
         for name in CONSTANT_NAMES:
             if name in family.basis:
                 confidence, source = family.basis[name]
                 rows.append({"family": family.key, "constant": name, "value": getattr(family, name),
+                             "confidence": confidence, "source": source})
+        for dispatcher, (dispatch, combine) in family.dispatcher_gbyte_s.items():
+            confidence, source = family.basis["dispatcher_gbyte_s"]
+            for direction, rate in (("dispatch", dispatch), ("combine", combine)):
+                rows.append({"family": family.key, "constant": f"{dispatcher} {direction} GB/s", "value": rate,
                              "confidence": confidence, "source": source})
         kernel = DEFAULT_KERNEL[FAMILY_TABLES[family.key]]
         confidence, source = BASIS[family.key]

@@ -119,10 +119,13 @@ class Dispatch:
     domains over ``network`` (the GPU's share of the node's NICs).
 
     ``hierarchical``: a token goes once to each remote domain its experts are in and is forwarded
-    inside it (DeepEP; DeepSeek-V3 3.2.2), else every token-expert pair is sent directly (NCCL
-    all-to-all). ``max_domains``: node-limited routing, a token's experts in at most M domains
+    inside it (DeepEP, HybridEP; DeepSeek-V3 3.2.2), else every token-expert pair is sent directly
+    (NCCL all-to-all). ``max_domains``: node-limited routing, a token's experts in at most M domains
     (NaN: unlimited). ``overlap``: the all-to-all runs beside another micro-batch's compute (DualPipe,
-    Megatron-Core's EP overlap) which meanwhile loses ``comm_sm_share`` of its SMs."""
+    Megatron-Core's EP overlap) which meanwhile loses ``comm_sm_share`` of its SMs.
+    ``dispatch_gbyte_s`` and ``combine_gbyte_s``: the dispatcher's measured rate for the copies
+    moved inside a domain (:data:`simcore.formulas.devices.DeviceFamily.dispatcher_gbyte_s`; NaN: the
+    link's)."""
 
     inside: Link
     network: Link
@@ -132,6 +135,8 @@ class Dispatch:
     max_domains: np.ndarray
     overlap: bool
     comm_sm_share: np.ndarray
+    dispatch_gbyte_s: np.ndarray = np.nan
+    combine_gbyte_s: np.ndarray = np.nan
 
 
 def dispatch_copies(top_k, ranks_in_domain, domains, hierarchical, max_domains):
@@ -152,12 +157,14 @@ def dispatch_copies(top_k, ranks_in_domain, domains, hierarchical, max_domains):
     return top_k * remote_share, top_k * (r - 1) / (n * r)
 
 
-def all_to_all_s(bytes_per_copy, copies, dispatch: Dispatch):
+def all_to_all_s(bytes_per_copy, copies, dispatch: Dispatch, inside_rate_gbyte_s=np.nan):
     """One dispatch or combine: every rank sends its copies at once, the network and the links
-    inside the domain in parallel (DeepSeek-V3 3.2.2: IB and NVLink fully overlapped), one latency."""
+    inside the domain in parallel (DeepSeek-V3 3.2.2: IB and NVLink fully overlapped), one latency;
+    inside the domain at the dispatcher's measured rate where there is one, else the link's."""
     network_copies, inside_copies = copies
     network_s = network_copies * bytes_per_copy / (dispatch.network.bw_gbyte_s * collectives.GB)
-    inside_s = inside_copies * bytes_per_copy / (dispatch.inside.bw_gbyte_s * collectives.GB)
+    inside_bw = np.where(np.isnan(inside_rate_gbyte_s), dispatch.inside.bw_gbyte_s, inside_rate_gbyte_s)
+    inside_s = inside_copies * bytes_per_copy / (inside_bw * collectives.GB)
     latency = where(dispatch.domains > 1, dispatch.network.latency_s, dispatch.inside.latency_s)
     busy = (network_copies + inside_copies) > 0
     return where(busy, latency + np.maximum(network_s, inside_s), 0.0)
@@ -248,7 +255,10 @@ def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, devic
     copies = dispatch_copies(model.top_k, dispatch.ranks_in_domain, dispatch.domains, dispatch.hierarchical,
                              dispatch.max_domains)
     pair_bytes = h * layout.act_bytes * moe_dispatch_tokens(layout, tokens)
-    ep_s = (4 + 2 * full) * all_to_all_s(pair_bytes, copies, dispatch)
+    # Forward a dispatch and a combine; backward each one's gradient, the other's way round (again with
+    # full recomputation).
+    ep_s = (2 + full) * (all_to_all_s(pair_bytes, copies, dispatch, dispatch.dispatch_gbyte_s)
+                         + all_to_all_s(pair_bytes, copies, dispatch, dispatch.combine_gbyte_s))
     if dispatch.overlap:
         ep_s = overlapped_s(ep_s, parts["moe_layer_f"] + parts["moe_layer_b"] + parts["recompute_moe"],
                             dispatch.comm_sm_share)

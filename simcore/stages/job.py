@@ -222,13 +222,23 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
     ranks_in_domain = np.maximum(np.minimum(ep, np.floor(unit / etp)), 1.0)
     ranks_in_domain = where(ep_where == PLACEMENTS[ACROSS_DOMAINS], np.maximum(np.ceil(ep / 2), 1.0),
                                ranks_in_domain)
-    inside = training.pick_link(np.minimum(ep * etp, unit) <= domain, scaleup, pcie)
+    on_scaleup = np.minimum(ep * etp, unit) <= domain
+    inside = training.pick_link(on_scaleup, scaleup, pcie)
     dispatch = training.Dispatch(
         inside=inside, network=network, ranks_in_domain=ranks_in_domain, domains=np.maximum(ep / ranks_in_domain, 1.0),
-        hierarchical=w["moe_dispatcher"] == "hierarchical", max_domains=w["moe_max_domains"],
-        overlap=w["moe_overlap"] or w["pipeline_schedule"] == "dualpipe", comm_sm_share=comm_sm_share(w, node))
+        hierarchical=w["moe_dispatcher"] != "alltoall", max_domains=w["moe_max_domains"],
+        overlap=w["moe_overlap"] or w["pipeline_schedule"] == "dualpipe", comm_sm_share=comm_sm_share(w, node),
+        **dispatcher_rates(family, w["moe_dispatcher"], on_scaleup))
     links = {"tp": tp_link, "cp": cp_link, "dispatch": dispatch, "pp": pp_link}
     return links, {"tp": tp_where, "cp": cp_where, "ep": ep_where, "pp": pp_where}
+
+
+def dispatcher_rates(family, dispatcher: str, on_scaleup) -> dict:
+    """The dispatcher's measured dispatch and combine rates inside a scale-up domain for the family
+    (NaN where it has none, or where the group's domain is a node reached over PCIe)."""
+    dispatch, combine = family.dispatcher_gbyte_s.get(dispatcher, (np.nan, np.nan))
+    return {"dispatch_gbyte_s": where(on_scaleup, dispatch, np.nan),
+            "combine_gbyte_s": where(on_scaleup, combine, np.nan)}
 
 
 def comm_sm_share(w, node):
