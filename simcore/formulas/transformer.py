@@ -515,19 +515,22 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     if ub is not None:
         gathered = where(ub.on, t, 1.0)
         proj, fc2 = ub.reduce_scatter("proj", t), ub.reduce_scatter("fc2", t)
+        # The pipelined GEMMs once more on every SM (the last two), to tell the SMs their reduce-scatter
+        # holds apart as time.
+        shapes = shapes + [mlp_shapes[1], attention_shapes[1]]
         splits = ([Split(gathered), Split(fc2[0], fc2[1], gathered), WHOLE, Split(gathered),
-                   Split(proj[0], proj[1], gathered)] + [WHOLE] * (len(attention_shapes) - 2))
+                   Split(proj[0], proj[1], gathered)] + [WHOLE] * (len(attention_shapes) - 2)
+                  + [Split(fc2[0]), Split(proj[0])])
     passes = gemm_passes(shapes, device, splits=splits)
+    overlap = {}
+    if ub is not None:
+        *passes, free_fc2, free_proj = passes
+        overlap = {"gemms": {"qkv": passes[3], "proj": passes[4], "fc1": passes[0], "fc2": passes[1]},
+                   "margin_mlp_f": passes[1][0] - free_fc2[0], "margin_attention_f": passes[4][0] - free_proj[0]}
     mlp = [passes[0][i] + passes[1][i] for i in range(3)]
     out_f, out_b, out_w = passes[2]
     attention_gemm = [sum(p[i] for p in passes[3:]) for i in range(3)]
-    overlap = {}
-    if ub is not None:
-        # The SMs a pipelined reduce-scatter holds, as time: its GEMM's chunks on every SM against on the rest.
-        free = gemm_passes([mlp_shapes[1], attention_shapes[1]], device,
-                           splits=[Split(fc2[0]), Split(proj[0])])
-        overlap = {"gemms": {"qkv": passes[3], "proj": passes[4], "fc1": passes[0], "fc2": passes[1]},
-                   "margin_mlp_f": passes[1][0] - free[0][0], "margin_attention_f": passes[4][0] - free[1][0]}
+    if overlap:
         mlp[0] = mlp[0] - overlap["margin_mlp_f"]
         attention_gemm[0] = attention_gemm[0] - overlap["margin_attention_f"]
     attention_f, attention_b = attention_times_s(model, layout, device)
