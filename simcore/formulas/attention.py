@@ -117,23 +117,21 @@ def attention_shares(row, head_width, length, causal):
     """(forward, backward) share of the peak a fused attention kernel reaches (``row`` into
     :data:`SHARES`) for heads ``head_width`` wide over ``length`` tokens, causal or not: read
     between the measured points by the logarithms of width and length."""
-    row, causal = np.asarray(row, np.intp), np.asarray(causal, bool)
+    row, causal = np.asarray(row, np.intp), np.asarray(causal, np.intp)
     width_at, width_w = _position(np.log2(head_width), _LOG_WIDTHS)
     length_at, length_w = _position(np.log2(length), _LOG_LENGTHS)
-
     flat = SHARES.ravel()
-    widths, lengths = len(HEAD_WIDTHS), len(SEQ_LENGTHS)
+    passes, widths, lengths = SHARES.shape[1:]
 
     def read(pass_index):
-        base = (row * 4 + pass_index) * widths
+        base = (row * passes + pass_index) * widths
 
         def at(width, length):
-            return flat[((base + width) * lengths + length)]
+            return flat[(base + width) * lengths + length]
 
         low = at(width_at, length_at) * (1 - length_w) + at(width_at, length_at + 1) * length_w
         high = at(width_at + 1, length_at) * (1 - length_w) + at(width_at + 1, length_at + 1) * length_w
         return low * (1 - width_w) + high * width_w
 
-    forward = np.where(causal, read(FORWARD_CAUSAL), read(FORWARD))
-    backward = np.where(causal, read(BACKWARD_CAUSAL), read(BACKWARD))
-    return forward, backward
+    # A pass's causal table follows its plain one (FORWARD_CAUSAL = FORWARD + 1, likewise backward).
+    return read(FORWARD + causal), read(BACKWARD + causal)

@@ -163,7 +163,7 @@ def all_to_all_s(bytes_per_copy, copies, dispatch: Dispatch, inside_rate_gbyte_s
     inside the domain at the dispatcher's measured rate where there is one, else the link's."""
     network_copies, inside_copies = copies
     network_s = network_copies * bytes_per_copy / (dispatch.network.bw_gbyte_s * collectives.GB)
-    inside_bw = np.where(np.isnan(inside_rate_gbyte_s), dispatch.inside.bw_gbyte_s, inside_rate_gbyte_s)
+    inside_bw = where(np.isnan(inside_rate_gbyte_s), dispatch.inside.bw_gbyte_s, inside_rate_gbyte_s)
     inside_s = inside_copies * bytes_per_copy / (inside_bw * collectives.GB)
     latency = where(dispatch.domains > 1, dispatch.network.latency_s, dispatch.inside.latency_s)
     busy = (network_copies + inside_copies) > 0
@@ -193,7 +193,7 @@ def _layer_parts(ops: dict, layout: Layout) -> dict:
     }
 
 
-def _tp_traffic_s(model: Model, layout: Layout, ops: dict, device: Device, tp_link: Link, activation_bytes) -> dict:
+def _tp_traffic_s(layout: Layout, ops: dict, device: Device, tp_link: Link, activation_bytes) -> dict:
     """One layer's tensor-parallel traffic per micro-batch, dense and MoE layers apart: ``(exposed
     time, SM cost)``. Without sequence parallelism 4 allreduces (6 with full recomputation). With
     it each of the layer's two blocks (attention, MLP) gathers its input and reduce-scatters its
@@ -251,7 +251,7 @@ def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, devic
     cp_exposed = where(layout.cp > 1, np.maximum(cp_pass - ops["attention_f"], 0.0)
                           + np.maximum(2 * cp_pass - ops["attention_b"], 0.0)
                           + where(full, np.maximum(cp_pass - ops["attention_f"], 0.0), 0.0), 0.0)
-    tp = _tp_traffic_s(model, layout, ops, device, tp_link, activation_bytes)
+    tp = _tp_traffic_s(layout, ops, device, tp_link, activation_bytes)
     copies = dispatch_copies(model.top_k, dispatch.ranks_in_domain, dispatch.domains, dispatch.hierarchical,
                              dispatch.max_domains)
     pair_bytes = h * layout.act_bytes * moe_dispatch_tokens(layout, tokens)
@@ -393,7 +393,8 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
                      pp_link: Link, optimizer_shards, grad_accumulation_fused, grad_bytes) -> dict:
     """Per-step times of a transformer on the slowest pipeline stage, before data parallelism.
 
-    Returns ``parts`` (seconds per step, keyed by :data:`STEP_KEYS`' first nine), ``stage_s``
+    Returns ``parts`` (seconds per step, keyed by :data:`STEP_KEYS` but for the stragglers, the
+    exposed data-parallel traffic and host preprocessing, which the job adds), ``stage_s``
     (per micro-batch, a list of the stages: first, middle, last; NaN for a stage the pipeline does not have),
     ``backward_s`` (the last micro-batch's backward on that stage: the window for gradient
     reduction) and ``compute_s``. DualPipe overlaps the pipeline sends with compute as well as the
@@ -431,8 +432,8 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
     Korthikanti et al. 2022, per token with 2-byte activations: norms' inputs 2h + 2h, the QKV and
     first-MLP inputs 2h + 2h, two dropout masks h + h (these 10 h are repeated on every TP rank
     unless sequence parallelism splits them; a Llama-style, gated layer trains without dropout and
-    keeps no masks: PyTorch's dropout at p = 0 returns its input), Q and K 2(a + kv) d, V 2 kv d, the projection's input
-    2 a d, the MLP's activation input 2 f (x2 gated) and second input 2 f, and without a fused
+    keeps no masks: PyTorch's dropout at p = 0 returns its input), Q and K 2(a + kv) d, V 2 kv d,
+    the projection's input 2 a d, the MLP's activation input 2 f (x2 gated) and second input 2 f, and without a fused
     attention kernel the scores 5 a s (softmax output, dropout mask and output), all / t (a rank
     keeps at least one key/value head). For MHA and f = 4h: s b h (34 + 5 a s / h), the paper's
     form. With MLA: the query and key/value up-projections' inputs 2 r_q + 2 r_kv (replicated),
