@@ -502,8 +502,10 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     ``attention_gemm_f``/``_b`` (QKV and projection, or MLA's five), ``mlp_f``/``_b`` (the dense MLP
     with its activation), ``attention_f``/``_b`` (the core), ``memory_f``/``memory_b`` (norms,
     activation, dropout, residual, FP8 casts: HBM-bound), the same for a MoE layer's MLP as
-    ``moe_f``/``moe_b``, the last stage's output layer GEMM as ``output_f``/``output_b``, and the
-    weight-gradient part of each backward as ``*_w`` (what zero-bubble schedules defer)."""
+    ``moe_f``/``moe_b``, the last stage's output layer GEMM as ``output_f``/``output_b``, the
+    weight-gradient part of each backward as ``*_w`` (what zero-bubble schedules defer), and with a
+    TP overlap (``layout.ub``) ``overlap``: the QKV, projection and MLP GEMMs' own times and the time
+    the pipelined reduce-scatters' SMs take from the forward (left out of ``*_f``)."""
     tokens, replicated_tokens = _tokens(model, layout)
     h, t = model.hidden, layout.tp
     up_cols = (model.mlp_matrices - 1) * model.ffn / t
