@@ -497,6 +497,21 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
                                                           wgrad, cast_f, cast_b))
 
 
+def _overlap_splits(ub: Userbuffers | None, shapes, mlp_shapes, attention_shapes, t):
+    """The layer's GEMM shapes (the MLP's two, the output layer, attention's) and how each runs
+    beside TP communication (:class:`Split`; None without an overlap). With one, the two pipelined
+    GEMMs are added once more on every SM (the last two shapes), to tell the SMs their
+    reduce-scatter holds apart as time."""
+    if ub is None:
+        return shapes, None
+    gathered = where(ub.on, t, 1.0)
+    proj, fc2 = ub.reduce_scatter("proj", t), ub.reduce_scatter("fc2", t)
+    splits = ([Split(gathered), Split(fc2[0], fc2[1], gathered), WHOLE, Split(gathered),
+               Split(proj[0], proj[1], gathered)] + [WHOLE] * (len(attention_shapes) - 2)
+              + [Split(fc2[0]), Split(proj[0])])
+    return shapes + [mlp_shapes[1], attention_shapes[1]], splits
+
+
 def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     """Per-layer, per-micro-batch compute times on one rank (dense and MoE layers apart):
     ``attention_gemm_f``/``_b`` (QKV and projection, or MLA's five), ``mlp_f``/``_b`` (the dense MLP
@@ -512,20 +527,10 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     attention_shapes = model.attention_gemm_shapes(tokens, t)
     mlp_shapes = [(tokens, up_cols, h, 1.0), (tokens, h, model.ffn / t, 1.0)]
     shapes = mlp_shapes + [(tokens, model.vocab / t, h, 1.0)] + attention_shapes
-    ub = layout.ub
-    splits = None
-    if ub is not None:
-        gathered = where(ub.on, t, 1.0)
-        proj, fc2 = ub.reduce_scatter("proj", t), ub.reduce_scatter("fc2", t)
-        # The pipelined GEMMs once more on every SM (the last two), to tell the SMs their reduce-scatter
-        # holds apart as time.
-        shapes = shapes + [mlp_shapes[1], attention_shapes[1]]
-        splits = ([Split(gathered), Split(fc2[0], fc2[1], gathered), WHOLE, Split(gathered),
-                   Split(proj[0], proj[1], gathered)] + [WHOLE] * (len(attention_shapes) - 2)
-                  + [Split(fc2[0]), Split(proj[0])])
+    shapes, splits = _overlap_splits(layout.ub, shapes, mlp_shapes, attention_shapes, t)
     passes = gemm_passes(shapes, device, splits=splits)
     overlap = {}
-    if ub is not None:
+    if layout.ub is not None:
         *passes, free_fc2, free_proj = passes
         overlap = {"gemms": {"qkv": passes[3], "proj": passes[4], "fc1": passes[0], "fc2": passes[1]},
                    "margin_mlp_f": passes[1][0] - free_fc2[0], "margin_attention_f": passes[4][0] - free_proj[0]}
