@@ -91,7 +91,8 @@ def _validate(as_json: bool) -> int:
             print(f"{model:32} {entry['cases']:>5} {entry['passing']:>5} {entry['mean_abs_error']:>10.1%} "
                   f"{entry['max_abs_error']:>10.1%}")
         print()
-        print("calibrated accelerator-family constants (each from a microbenchmark, never a training run):")
+        print("calibrated constants: accelerator families, the host, the MoE router (each from a microbenchmark or "
+              "a profile, never a training run):")
         for row in constants:
             print(f"  {row['family']:10} {row['constant']:20} {row['value']:8.4f}  {row['confidence']:9}  "
                   f"{row['source']}")

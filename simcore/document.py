@@ -137,6 +137,10 @@ SPEC: dict[str, Any] = {
             "cpus": opt("non_negative", 2, integer=True),
             "cpu_cores": opt(integer=True, nullable=True, doc="CPU cores, all sockets (host preprocessing)"),
             "cpu_tdp_w": opt(nullable=True, unit="W"),
+            "host_op_us": opt(nullable=True, label="host time per launch", unit="us",
+                              doc="host CPU time per eager PyTorch op, measured on the node's CPU (NVIDIA "
+                                  "dgxc-benchmarking cpu_overhead: Xeon 8480C 7.66, Grace 14.55); null: an x86 "
+                                  "server's 7.66"),
             "host_memory_bw_gbyte_s": opt(nullable=True, unit="GB/s", doc="measured practical, all sockets"),
             "host_memory_peak_bw_gbyte_s": opt(nullable=True, unit="GB/s",
                                                doc="peak, all sockets; used when no measurement is given"),
@@ -458,6 +462,26 @@ SPEC: dict[str, Any] = {
                                            "Fig. 4, for Ampere)"),
             "fused_kernels": Flag(True, doc="Megatron-style fused bias-GeLU, bias-dropout-residual and masked "
                                             "softmax; false: one pass per element-wise operation (plain PyTorch)"),
+            "rope_fusion": Flag(True, label="fused rotary embedding",
+                                doc="rotary embedding in one kernel per query and key (Transformer Engine's "
+                                    "fused_rope, as Megatron-Bridge's performance recipes set it); false: five "
+                                    "element-wise passes each"),
+            "cross_entropy_fusion": Flag(True, label="fused cross-entropy",
+                                         doc="the loss in one kernel that reads the logits once each way "
+                                             "(Transformer Engine's, as Megatron-Bridge's performance recipes set "
+                                             "it); false: Megatron-LM's separate operations, 16 bytes a logit"),
+            "moe_router_fusion": Flag(False, label="fused MoE router",
+                                      doc="Transformer Engine's fused router: 31 kernels a layer instead of 72 "
+                                          "(Megatron-LM's DeepSeek-V3 GB200 write-up; DeepEP and HybridEP fuse "
+                                          "the preprocessing too: 17)"),
+            "moe_permute_fusion": Flag(True, label="fused MoE permute",
+                                       doc="token permute and unpermute in one kernel each (Transformer Engine's); "
+                                           "false: a sort and a gather each"),
+            "cuda_graphs": Flag(False, label="CUDA graphs",
+                                doc="capture each layer's static parts in CUDA graphs, replayed for one host "
+                                    "launch (Megatron-Core with Transformer Engine: a dense layer whole; a MoE "
+                                    "layer's attention, router, preprocessing and shared experts, its routed "
+                                    "experts eager); false: every kernel launched from Python"),
             "overlap_grad_reduce": Flag(True, label="overlap gradient reduction",
                                         doc="reduce gradients by bucket during the last backward"),
             "grad_accumulation_fusion": Flag(True, label="gradient accumulation fusion",

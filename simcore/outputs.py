@@ -135,6 +135,8 @@ OUTPUTS: list[Output] = [
       workload=True, chart=True),
     Output("dp_traffic_s", "training.step_parts_s.dp_exposed", "step: exposed data-parallel traffic",
       "s", LOWER, workload=True),
+    Output("host_launch_s", "training.step_parts_s.host_launch", "step: the host launching kernels", "s", LOWER,
+      workload=True),
     Output("time_to_train_days", "training.time_to_train_days", "time to train", "days", LOWER, workload=True,
       chart=True, table=True, sweep=True),
     Output("cost_to_train", "training.cost_to_train", "cost to train", "currency", LOWER, workload=True, sweep=True),

@@ -150,6 +150,11 @@ class CPU(CatalogEntry):
         help_text="Supports PCIe chained writes (fast GPU-to-NIC peer-to-peer); null if unknown.",
     )
     tdp_w = positive_float("Thermal design power.", null=True)
+    host_op_us = positive_float(
+        "Host time per eager PyTorch op on this CPU's GPU node, measured (NVIDIA dgxc-benchmarking "
+        "cpu_overhead); null: an x86 server's 7.66 us.",
+        null=True,
+    )
 
 
 class NIC(CatalogEntry):

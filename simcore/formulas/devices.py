@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from simcore.formulas.attention import BASIS, DEFAULT_KERNEL, FAMILY_TABLES, attention_shares, kernel_row
 from simcore.formulas.compute import sustained_clock_factor
+from simcore.formulas.host import constant_rows as host_constant_rows
 
 CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "scaleup_fraction",
                   "nvls_allreduce_gain", "conv_fraction", "rate_spread")
@@ -145,7 +146,8 @@ FAMILY_KEYS = tuple(FAMILIES)
 def constant_rows() -> list[dict]:
     """Every family constant with its confidence and source (for validation output and docs), its
     MoE dispatchers' measured rates, and each family's fused attention rates, shown by the share
-    its usual kernel reaches forward with a causal mask over 8k tokens of 128-wide heads."""
+    its usual kernel reaches forward with a causal mask over 8k tokens of 128-wide heads; then the
+    host model's (:func:`simcore.formulas.host.constant_rows`)."""
     rows = []
     for family in FAMILIES.values():
         for name in CONSTANT_NAMES:
@@ -163,4 +165,4 @@ def constant_rows() -> list[dict]:
         rows.append({"family": family.key, "constant": f"attention_rates ({kernel})",
                      "value": float(attention_shares(kernel_row(family.key, kernel), 128, 8192, True)[0]),
                      "confidence": confidence, "source": source})
-    return rows
+    return rows + host_constant_rows()

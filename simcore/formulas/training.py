@@ -27,6 +27,7 @@ import numpy as np
 
 from simcore.arrays import where
 from simcore.formulas import collectives
+from simcore.formulas.host import Host, exposed_host_s, layer_launches
 from simcore.formulas.overlap import bulk_s, reduce_scatter_exposed_s, ring_gather_exposed_s
 from simcore.formulas.transformer import Device, Layout, Model, layer_times_s, moe_dispatch_tokens
 
@@ -39,9 +40,11 @@ ADAM_BYTES_PER_PARAM = 34.0
 # read) are added to the main gradients (read and written at ``grad_bytes`` each) in a separate
 # pass (Megatron-LM's main_grad hook; Megatron later fused it into the weight-gradient GEMM).
 WGRAD_BYTES = 2.0
-# Vocabulary-parallel cross-entropy per logit: the bf16 logits read, an fp32 exponent written and
-# read back forward (10 bytes), the fp32 softmax read and the bf16 gradient written backward (6).
-CROSS_ENTROPY_BYTES_PER_LOGIT = 16.0
+# Vocabulary-parallel cross-entropy per logit, in Megatron-LM's separate PyTorch operations: the bf16
+# logits read, an fp32 exponent written and read back forward (10 bytes), the fp32 softmax read and the
+# bf16 gradient written backward (6). Fused in one kernel (Transformer Engine's): the logits read once
+# forward for their maximum, sum of exponents and target (2), read and the gradient written backward (4).
+CROSS_ENTROPY_BYTES_PER_LOGIT = {False: 16.0, True: 6.0}
 RECOMPUTE = ("none", "selective", "full")
 
 
@@ -99,6 +102,7 @@ def pick_link(inside_domain, scaleup: Link, network: Link) -> Link:
 # A step's parts: the result's key (``training.step_parts_s``) and the label a report shows.
 STEP_PARTS = {"forward": "forward", "backward": "backward", "recomputation": "recomputation", "optimizer": "optimizer",
               "pipeline_bubble": "pipeline bubble", "comm_sms": "SMs held by overlapped communication",
+              "host_launch": "the host launching kernels",
               "stragglers": "waiting for the slowest GPU", "tp_traffic": "tensor-parallel traffic",
               "cp_traffic": "context-parallel traffic", "pp_traffic": "pipeline traffic",
               "ep_all_to_all": "expert all-to-all", "dp_exposed": "exposed data-parallel traffic",
@@ -236,6 +240,22 @@ def _tp_traffic_s(layout: Layout, ops: dict, device: Device, tp_link: Link, acti
             "moe": (where(on, attention[0] + block, split), where(on, attention[1], 0.0))}
 
 
+def _host_exposed_s(model: Model, layout: Layout, parts: dict, host: Host) -> dict:
+    """One layer's host time beyond its GPU compute per micro-batch, dense and MoE layers apart
+    (:mod:`simcore.formulas.host`): the forward, and the backward with whatever it recomputes (full
+    recomputation the whole forward's launches again, selective the attention kernel's)."""
+    launches = layer_launches(model, layout, host)
+    recomputed = where(layout.recompute == 2, 1.0, 0.0)
+    selective = where(layout.recompute == 1, 1.0, 0.0)
+
+    def exposed(kind, layer):
+        forward = exposed_host_s(launches[f"{kind}_f"], host, parts[f"{layer}_f"])
+        backward_launches = launches[f"{kind}_b"] + recomputed * launches[f"{kind}_f"] + selective
+        return forward + exposed_host_s(backward_launches, host, parts[f"{layer}_b"] + parts[f"recompute_{kind}"])
+
+    return {"dense": exposed("dense", "dense"), "moe": exposed("moe", "moe_layer")}
+
+
 def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, device: Device, tp_link: Link,
                      cp_link: Link, dispatch: Dispatch) -> dict:
     """One layer's exposed communication per micro-batch: TP's (:func:`_tp_traffic_s`, with the SMs
@@ -290,7 +310,9 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
     rest_dense = where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
     out_f, out_b, out_w = ops["output_f"], ops["output_b"], ops["output_w"]
     heads = 1 + model.mtp_layers
-    loss = traffic["tokens"] * model.vocab / layout.tp * CROSS_ENTROPY_BYTES_PER_LOGIT / device.hbm_bytes_s
+    per_logit = where(layout.cross_entropy_fused, CROSS_ENTROPY_BYTES_PER_LOGIT[True],
+                      CROSS_ENTROPY_BYTES_PER_LOGIT[False])
+    loss = traffic["tokens"] * model.vocab / layout.tp * per_logit / device.hbm_bytes_s
     embedding = traffic["tokens"] * model.hidden * layout.act_bytes * 4 / device.hbm_bytes_s
     pp_send = where(pp > 1, 2 * virtual_stages * pp_link.send_s(traffic["activation_bytes"] / layout.tp), 0.0)
 
@@ -306,6 +328,7 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
         comm = {"tp_traffic": dense_layers * traffic["tp"]["dense"][0] + moe * traffic["tp"]["moe"][0],
                 "comm_sms": dense_layers * traffic["tp"]["dense"][1] + moe * traffic["tp"]["moe"][1],
                 "cp_traffic": (dense_layers + moe) * traffic["cp_s"],
+                "host_launch": dense_layers * traffic["host"]["dense"] + moe * traffic["host"]["moe"],
                 "ep_all_to_all": moe * traffic["ep_s"], "pp_traffic": send}
         return {"forward": forward, "backward": backward, "recomputation": recompute, "_w": wgrad, **comm,
                 "_comm": sum(comm.values())}
@@ -384,13 +407,13 @@ def in_flight_micro_batches(schedule: str, pp, virtual_stages, micro_batches, ra
     return np.minimum(where(virtual_stages > 1, interleaved, plain), micro_batches)
 
 
-STAGE_PARTS = ("forward", "backward", "recomputation", "comm_sms", "tp_traffic", "cp_traffic", "ep_all_to_all",
-               "pp_traffic")
+STAGE_PARTS = ("forward", "backward", "recomputation", "comm_sms", "host_launch", "tp_traffic", "cp_traffic",
+               "ep_all_to_all", "pp_traffic")
 
 
 def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtual_stages, micro_batches,
                      schedule: str, stage_layer_counts, tp_link: Link, cp_link: Link, dispatch: Dispatch,
-                     pp_link: Link, optimizer_shards, grad_accumulation_fused, grad_bytes) -> dict:
+                     pp_link: Link, optimizer_shards, grad_accumulation_fused, grad_bytes, host: Host) -> dict:
     """Per-step times of a transformer on the slowest pipeline stage, before data parallelism.
 
     Returns ``parts`` (seconds per step, keyed by :data:`STEP_KEYS` but for the stragglers, the
@@ -403,6 +426,7 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     ops = layer_times_s(model, layout, device)
     parts = _layer_parts(ops, layout)
     traffic = _layer_traffic_s(model, layout, ops, parts, device, tp_link, cp_link, dispatch)
+    traffic["host"] = _host_exposed_s(model, layout, parts, host)
     dualpipe = schedule == "dualpipe"
     stages = _stages(model, layout, device, ops, parts, pp, virtual_stages, stage_layer_counts, pp_link, traffic,
                      dualpipe)

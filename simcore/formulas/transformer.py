@@ -355,6 +355,8 @@ class Layout:
     fp8_cache: np.ndarray  # the weight GEMMs' inputs kept in FP8 (1 byte) for backward
     fp8_cast_bytes: np.ndarray = 0.0  # bytes moved per element quantized for FP8 GEMMs (fp8_cast_bytes())
     ub: Userbuffers | None = None  # tensor-parallel communication overlapped with the GEMMs (None: not)
+    rope_fused: np.ndarray = True  # rotary embedding in one kernel per tensor (Transformer Engine's fused_rope)
+    cross_entropy_fused: np.ndarray = True  # the loss in one fused kernel (Transformer Engine's)
 
 
 def _tokens(model: Model, layout: Layout):
@@ -421,6 +423,17 @@ def elementwise_elements(model: Model, layout: Layout):
     split_f = where(fused, 0.0, 2.0 * biases)
     split_b = where(fused, 0.0, biases)
     return memory_f, memory_b, act_f, act_b, split_f, split_b
+
+
+def rope_elements(model: Model, layout: Layout):
+    """Elements moved per token on one rank by rotary embedding, forward (backward the same): the
+    rank's query and key heads (MLA: only their decoupled rotary part, one key head), each read and
+    written once by a fused kernel (2 moves), or by Megatron-Core's unfused form in five passes (x cos,
+    the half rotation's negation and concatenation, x sin, the sum: 10). Llama-style models only."""
+    heads = model.heads / layout.tp
+    rotated = where(model.mla, (heads + 1) * model.rope_head_dim,
+                    (heads + model.kv_heads_per_rank(layout.tp)) * model.head_dim)
+    return where(model.gated, rotated * where(layout.rope_fused, 2.0, 10.0), 0.0)
 
 
 FP8_RECIPES = ("delayed", "tensorwise", "blockwise", "mxfp8")
@@ -516,7 +529,7 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     """Per-layer, per-micro-batch compute times on one rank (dense and MoE layers apart):
     ``attention_gemm_f``/``_b`` (QKV and projection, or MLA's five), ``mlp_f``/``_b`` (the dense MLP
     with its activation), ``attention_f``/``_b`` (the core), ``memory_f``/``memory_b`` (norms,
-    activation, dropout, residual, FP8 casts: HBM-bound), the same for a MoE layer's MLP as
+    activation, dropout, residual, rotary embedding, FP8 casts: HBM-bound), the same for a MoE layer's MLP as
     ``moe_f``/``moe_b``, the last stage's output layer GEMM as ``output_f``/``output_b``, the
     weight-gradient part of each backward as ``*_w`` (what zero-bubble schedules defer), and with a
     TP overlap (``layout.ub``) ``overlap``: the QKV, projection and MLP GEMMs' own times and the time
@@ -548,7 +561,7 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     qkv_bias = tokens * per_element * attention_shapes[0][1]
     attention_cast_f, attention_cast_b = fp8_cast_s(attention_shapes, layout, device)
     mlp_cast_f, mlp_cast_b = fp8_cast_s(mlp_shapes, layout, device)
-
+    rope = rope_elements(model, layout) * tokens * per_element
     moe_f, moe_b, moe_w, moe_cast_f, moe_cast_b = moe_mlp_times_s(model, layout, device, tokens, per_element,
                                                                   act_f, act_b)
     return {
@@ -557,8 +570,8 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
         "mlp_f": mlp[0] + activation * act_f + mlp_cast_f, "mlp_b": mlp[1] + activation * act_b + mlp_cast_b,
         "mlp_w": mlp[2],
         "attention_f": attention_f, "attention_b": attention_b,
-        "memory_f": replicated * memory_f * h + qkv_bias * split_f + attention_cast_f,
-        "memory_b": replicated * memory_b * h + qkv_bias * split_b + attention_cast_b,
+        "memory_f": replicated * memory_f * h + qkv_bias * split_f + attention_cast_f + rope,
+        "memory_b": replicated * memory_b * h + qkv_bias * split_b + attention_cast_b + rope,
         "moe_f": moe_f + moe_cast_f, "moe_b": moe_b + moe_cast_b, "moe_w": moe_w,
         "output_f": out_f, "output_b": out_b, "output_w": out_w,
         "recompute_extra_f": _recomputed_modules_s(model, layout, passes[3:], replicated * h),

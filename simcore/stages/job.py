@@ -9,7 +9,7 @@ import numpy as np
 from simcore.arrays import label, where
 from simcore.document import parse_workload, workload_field_errors
 from simcore.errors import ScenarioError
-from simcore.formulas import attention, collectives, overlap, training, transformer
+from simcore.formulas import attention, collectives, host, overlap, training, transformer
 from simcore.formulas.collectives import CollectiveParams
 from simcore.formulas.compute import straggler_slowdown
 from simcore.formulas.node import domain_io, nccl_domain, scaleup_domain_gpus
@@ -273,7 +273,17 @@ def device_at(acc, family, clock, precision, attention_kernel="default") -> tupl
     return device, peak_tflops
 
 
-def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts) -> dict:
+def host_side(w, node) -> host.Host:
+    """What the node's host does for the workload's step (:mod:`simcore.formulas.host`): its CPU's
+    measured time per eager launch (null: an x86 server's) and the software features that change it."""
+    op_us = node["host_op_us"]
+    return host.Host(op_s=where(np.isnan(op_us), host.X86_HOST_OP_S, op_us * 1e-6),
+                     cuda_graphs=np.asarray(w["cuda_graphs"]), router_fused=np.asarray(w["moe_router_fusion"]),
+                     permute_fused=np.asarray(w["moe_permute_fusion"]),
+                     dispatcher_fused=w["moe_dispatcher"] != "alltoall")
+
+
+def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts, host_: host.Host) -> dict:
     """A transformer's parameters, FLOPs per token and step parts, layer by layer
     (:func:`simcore.formulas.training.transformer_step`)."""
     tp_, pp_, ep_, cp_ = w["tp"], w["pp"], w["ep"], w["cp"]
@@ -289,7 +299,8 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts)
                                 recompute_up_proj=np.asarray(w["recompute_mla_up_proj"]),
                                 fp8_cache=np.asarray(w["fp8_cached_activations"]),
                                 fp8_cast_bytes=fp8_cast_bytes(w, family),
-                                ub=tp_overlap(w, family))
+                                ub=tp_overlap(w, family), rope_fused=np.asarray(w["rope_fusion"]),
+                                cross_entropy_fused=np.asarray(w["cross_entropy_fusion"]))
     counts = transformer.parameter_counts(model)
     scale = where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
     total_params, expert_params = counts["total"] * scale, counts["experts"] * scale
@@ -305,7 +316,7 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts)
         model=model, layout=layout, device=device, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=m,
         schedule=schedule, stage_layer_counts=stage_layer_counts, tp_link=links["tp"], cp_link=links["cp"],
         dispatch=links["dispatch"], pp_link=links["pp"], optimizer_shards=shards,
-        grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"])
+        grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"], host=host_)
     return {"total_params": total_params, "active": counts["active"] * scale, "expert_params": expert_params,
             "mtp_params": counts["mtp"] * scale, "dense": dense, "expert_dp": expert_dp,
             "local_params": shards["dense"] + shards["experts"],
@@ -461,7 +472,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
     device, peak_tflops = device_at(acc, family, clock, w["precision"], w["attention_kernel"])
     links, placement = parallel_links(node, io, family, w, g, dp, job_gpus, nodes * g, params.collectives)
     if w["kind"] == "transformer":
-        step = _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts)
+        step = _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts, host_side(w, node))
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
     dp_s, ar, exposed_dp = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params)

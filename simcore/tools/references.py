@@ -123,7 +123,8 @@ LLAMA3_405B = {
 # GB200 NVL72 (NVIDIA's specifications table, secondary copies): 18 compute trays of 4 Blackwell GPUs
 # and 2 Grace CPUs, one 72-GPU NVLink 5 domain (130 TB/s, 1.8 TB/s per GPU), rack totals 180
 # PFLOPS dense FP16/BF16, liquid cooled; about 120 kW a rack (secondary reports). One 400G NIC
-# per GPU; a GB200 superchip (2 GPUs + 1 Grace) up to 2,700 W: about 1,200 W a GPU.
+# per GPU; a GB200 superchip (2 GPUs + 1 Grace) up to 2,700 W: about 1,200 W a GPU. Host time per eager
+# PyTorch op on Grace: 14.55 us (NVIDIA dgxc-benchmarking cpu_overhead README, v25.10-v25.12).
 GB200_TRAY = {
     "gpus": 4,
     "accelerator": {"peak_tf32_tflops": 1250, "peak_fp16_tflops": 2500, "peak_fp8_tflops": 5000,
@@ -131,7 +132,7 @@ GB200_TRAY = {
                     "tdp_w": 1200, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 8000, "sm_count": 148,
                     "family": "blackwell"},
     "nvlink_topology": "all-to-all", "scaleup_domain_gpus": 72, "cpus": 2, "cpu_tdp_w": 250, "compute_nics": 4,
-    "compute_nic_gbit_s": 400,
+    "compute_nic_gbit_s": 400, "host_op_us": 14.55,
 }
 # An NVL72 rack's parts outside its trays: 9 NVLink switch trays at 3,600 W together and 800 W of power-shelf
 # overhead (Supermicro's NVL72 rack breakdown, 2025, as Introl reports it for the GB300 NVL72, whose NVLink 5
@@ -160,12 +161,12 @@ VGG16 = {
     "activation_bytes_per_sample": 0.12e9, "precision": "tf32", "grad_bytes": 4, "weight_bytes": 4,
     "use_nvlink": False,
 }
-# Plain PyTorch GPT-2 code: no fused element-wise kernels, and in TF32 no fused attention (those
-# kernels run in fp16/bf16 only).
+# Plain PyTorch GPT-2 code: no fused element-wise kernels or cross-entropy, and in TF32 no fused
+# attention (those kernels run in fp16/bf16 only).
 GPT2_MEDIUM = {
     "kind": "transformer", "layers": 24, "hidden": 1024, "heads": 16, "vocab": 50257, "seq_len": 256,
     "micro_batch": 32, "precision": "tf32", "zero_stage": 3, "grad_bytes": 4, "weight_bytes": 4,
-    "flash_attention": False, "fused_kernels": False, "use_nvlink": False,
+    "flash_attention": False, "fused_kernels": False, "cross_entropy_fusion": False, "use_nvlink": False,
 }
 # LLaMA-13B (Touvron et al. 2023): 40 layers, h 5120, 40 heads, SwiGLU MLP of 13,824, vocabulary
 # 32,000, untied embeddings; FF V-C: sequence 2048, batch 4,096, TP 2 over NVLink pairs, PP 4.
@@ -195,11 +196,12 @@ SELENE = {"node_count": 384, "node": SELENE_NODE, "fabric": {**QM8700, "layers":
 # vocabulary 51,200 and sequence 2,048, full recomputation, micro-batch 1 (Table 2's PTD-P rows
 # state it), the 1F1B schedule, no sequence parallelism or FlashAttention (both came later). Table 2,
 # the operator-fusion pair and the Korthikanti cases (the same system and code, precision not
-# stated) share these settings, the fp16 gradients included.
+# stated) share these settings, the fp16 gradients included, and Megatron-LM's cross-entropy of the
+# time (separate PyTorch operations; the fused kernel came later).
 SC21_GPT = {
     "kind": "transformer", "vocab": 51200, "seq_len": 2048, "micro_batch": 1, "precision": "fp16",
     "recompute": "full", "flash_attention": False, "overlap_grad_reduce": False, "grad_accumulation_fusion": False,
-    "grad_bytes": 2,
+    "grad_bytes": 2, "cross_entropy_fusion": False,
 }
 SC21_TABLE1 = (  # billions of parameters, heads, hidden, layers, TP, PP, GPUs, batch, TFLOPS/GPU
     (1.7, 24, 2304, 24, 1, 1, 32, 512, 137), (3.6, 32, 3072, 30, 2, 1, 64, 512, 138),
@@ -250,9 +252,10 @@ DGXC_FABRIC = {"switch_radix": 64, "switch_gbit_s": 400, "layers": 3}
 # TP communication overlapped (ub_tp_comm_overlap, with Megatron-Bridge's published userbuffers
 # configuration for the model's hidden size and TP, which the engine looks up), no recomputation, the
 # distributed optimizer (ZeRO-1); FP8 rows with Transformer Engine's delayed scaling. Assumed:
-# Transformer Engine's fused attention (cuDNN), its default on Hopper. Assumed: bf16 gradients (the
-# configurations do not set NeMo's grad_sync_dtype; with fp32 gradients the 405B layout would need
-# 84 GiB a GPU on 576 GPUs, which cannot have run on 80 GiB H100s).
+# Transformer Engine's fused attention (cuDNN), its default on Hopper, and its fused rotary embedding
+# and cross-entropy, as the NeMo and Megatron-Bridge performance scripts set them; no CUDA graphs.
+# Assumed: bf16 gradients (the configurations do not set NeMo's grad_sync_dtype; with fp32 gradients
+# the 405B layout would need 84 GiB a GPU on 576 GPUs, which cannot have run on 80 GiB H100s).
 DGXC_LLAMA = {
     "kind": "transformer", "gated_mlp": True, "tied_embeddings": False, "kv_heads": 8, "seq_len": 8192,
     "micro_batch": 1, "sequence_parallel": True, "tp_comm_overlap": True, "recompute": "none", "zero_stage": 1,
@@ -276,7 +279,8 @@ DGXC_LLAMA_ROWS = (  # (workload, GPUs, global batch per GPU, precision, publish
 # one MTP module). The recipe (deepseek_v3/pretraining/launch.sh; NeMo's pretrain_deepseek_v3.py and
 # DeepSeek-V3 recipe): BF16, sequence parallel, ETP 1, uneven stages (first 64 / PP - 1 and last
 # 64 / PP - 2 layers), token dropping at capacity factor 1 with padding (every expert computes its
-# capacity: no imbalance), the all-to-all dispatcher, no TP or all-to-all overlap, bf16 gradients
+# capacity: no imbalance), the all-to-all dispatcher, no TP or all-to-all overlap, no CUDA graphs, the router
+# unfused and the permute fused (as Megatron-Bridge's H100 DeepSeek-V3 recipe still sets them), bf16 gradients
 # (grad_reduce_in_fp32 false), the distributed optimizer. Recomputation: the MLA up-projections only
 # (H100, the engine's recompute_mla_up_proj), core attention (GB200, the engine's selective).
 DEEPSEEK_V3 = {

@@ -202,6 +202,19 @@ def test_workload_editor_offers_the_software_features_and_the_step_shows_their_c
     expect(page.page.locator("#e-fp8_recipe")).to_be_hidden()
 
 
+def test_a_small_model_on_grace_shows_its_host_and_cuda_graphs_take_it_away(page):
+    page.login()
+    page.goto("/workloads/new/?from=gpt2-medium-128")
+    page.page.select_option("#f-plan", "gb200-nvl72-1152")
+    page.page.fill("#f-micro_batch", "1")
+    breakdown = page.page.locator("#preview-body #step-breakdown")
+    expect(breakdown).to_contain_text("the host launching kernels")  # Grace's 14.55 us an eager launch
+    expect(page.page.locator("#h-cuda_graphs")).to_contain_text("one host launch")
+    page.shot("workload-host-bound")
+    page.page.check("#f-cuda_graphs")
+    expect(breakdown).not_to_contain_text("the host launching kernels")
+
+
 def test_sweep_progress_reaches_100_percent_and_a_chart_appears(page):
     page.login()
     page.goto("/sweeps/?plan=dgx-a100-3layer")  # every part priced: cost goals need complete bills

@@ -142,3 +142,13 @@ def test_superpod_optics_a_module_at_each_nic_a_fibre_and_half_a_twin_port_leaf_
     assert tuple(ff["fabric"][key] for key in optics) == ("cable", 0.2, 1, None)
     assert evaluate({"cluster": ff})["power"]["optics_basis"] == ("partly estimated: 8 W per 400 Gb/s of optics "
                                                                   "where a part has no figure")
+
+
+def test_each_node_launches_at_its_cpus_measured_host_rate(catalog):
+    from planner.adapters import node_document
+    from planner.models import ComputeNodeType
+
+    rates = {slug: node_document(ComputeNodeType.objects.get(slug=slug))["host_op_us"]
+             for slug in ("gb200-nvl72-tray", "dgx-h100", "dgx-b200", "ff-pcie-a100")}
+    # dgxc-benchmarking cpu_overhead on Grace, a DGX H100's and a DGX B200's Xeons; an EPYC has no measurement.
+    assert rates == {"gb200-nvl72-tray": 14.55, "dgx-h100": 7.66, "dgx-b200": 7.65, "ff-pcie-a100": None}

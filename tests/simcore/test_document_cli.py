@@ -135,7 +135,8 @@ def test_cli_validate_and_bench():
     report = json.loads(validate.stdout)
     assert {"cases", "summary", "family_constants"} == set(report)
     assert {(row["family"], row["constant"]) for row in report["family_constants"]} >= {
-        ("ampere", "gemm_fraction"), ("hopper", "fp8_gemm_fraction"), ("ascend", "gemm_fraction")}
+        ("ampere", "gemm_fraction"), ("hopper", "fp8_gemm_fraction"), ("ascend", "gemm_fraction"),
+        ("x86 host", "host_op_us"), ("MoE router", "kernels (fused)")}
     assert all(row["source"] and row["confidence"] for row in report["family_constants"])
     text = run_cli("validate").stdout
     assert "dgx-3layer-switches" in text and "mean |err|" in text and "(calibration point)" in text

@@ -111,7 +111,7 @@ function racksTable(result, plan) {
 const STEP_PARTS = {
   forward: "forward", backward: "backward", recomputation: "recomputation", optimizer: "optimizer",
   pipeline_bubble: "pipeline bubble", comm_sms: "SMs held by overlapped communication",
-  stragglers: "waiting for the slowest GPU", tp_traffic: "tensor-parallel traffic", cp_traffic: "context-parallel traffic",
+  host_launch: "the host launching kernels", stragglers: "waiting for the slowest GPU", tp_traffic: "tensor-parallel traffic", cp_traffic: "context-parallel traffic",
   pp_traffic: "pipeline traffic", ep_all_to_all: "expert all-to-all", dp_exposed: "exposed data-parallel traffic",
   host_preprocessing: "host data preprocessing",
 };

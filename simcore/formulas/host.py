@@ -1,0 +1,128 @@
+"""The host's side of a training step: eager PyTorch launches every kernel from Python, one CPU core
+per GPU, and when the GPU runs a layer's kernels faster than the host can launch them the host
+bounds that layer (Megatron-LM, docs/discussions/deepseek-v3-gb200-optimization, commit eb0783b6:
+"the CPU kernel launch speed cannot keep up with the kernel execution speed on GPU").
+
+Each layer's launches per micro-batch are counted from its structure as Megatron-Core with
+Transformer Engine runs it (:func:`layer_launches`), each costing the host the node CPU's measured
+time per eager op; a layer pass takes the longer of its launches and its GPU compute. CUDA graphs
+replay a captured scope for one launch. Host-only PyTorch calls (allocations, autograd bookkeeping)
+are not counted, so this is a lower bound on the host's time (docs/engine.md, known misses).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.arrays import where
+
+# Host time per eager PyTorch op on an x86 server host, used when the node's CPU has no measurement:
+# NVIDIA dgxc-benchmarking microbenchmarks/cpu_overhead (README, v25.10-v25.12), torch.matmul on tiny
+# matrices 10,000 times, the mean over its eight sizes on a DGX H100 (Xeon Platinum 8480C): 7.66 us
+# (DGX B200, Xeon Platinum 8570: 7.65 us; GB200, Grace: 14.55 us).
+X86_HOST_OP_S = 7.66e-6
+
+# Kernels of a MoE router per layer pass (Megatron-LM's DeepSeek-V3 GB200 write-up, 2.1.4 and 2.2):
+# 72 as written, 31 with Transformer Engine's fused router (--moe-router-fusion, TE PR 1883), 17
+# with a dispatcher that also fuses the dispatch preprocessing (DeepEP; HybridEP likewise).
+ROUTER_KERNELS = {"plain": 72.0, "fused": 31.0, "dispatcher_fused": 17.0}
+DGXC_CPU_OVERHEAD = ("NVIDIA/dgxc-benchmarking microbenchmarks/cpu_overhead README (v25.10-v25.12): torch.matmul "
+                     "launch on tiny matrices, mean of eight sizes; DGX H100 (Xeon 8480C) 7.66 us, DGX B200 7.65, "
+                     "GB200 (Grace) 14.55")
+GB200_WRITE_UP = ("NVIDIA/Megatron-LM docs/discussions/deepseek-v3-gb200-optimization (commit eb0783b6), 2.1.4 and "
+                  "2.2: the router's kernels 72, 31 with --moe-router-fusion, 17 with DeepEP's fused preprocessing")
+# Elementwise kernels of rotary embedding per rotated tensor (query, key): Megatron-Core's unfused
+# apply_rotary_pos_emb (x cos, the half rotation's negation and concatenation, x sin, their sum: 5);
+# fused (Transformer Engine's fused_rope): 1.
+ROPE_KERNELS = {True: 1.0, False: 5.0}
+
+
+@dataclass(frozen=True)
+class Host:
+    """What the host does for a step. ``op_s``: host seconds per eager launch (the node CPU's
+    measurement); ``cuda_graphs``: each layer's static parts captured (Megatron-Core's
+    --cuda-graph-impl transformer_engine: a dense layer whole; a MoE layer's attention, router,
+    dispatch preprocessing and shared experts, the routed experts eager as their token counts change);
+    ``router_fused`` and ``permute_fused``: Transformer Engine's fused MoE router and token permute;
+    ``dispatcher_fused``: the dispatcher fuses routing's preprocessing (DeepEP, HybridEP)."""
+
+    op_s: np.ndarray
+    cuda_graphs: np.ndarray
+    router_fused: np.ndarray
+    permute_fused: np.ndarray
+    dispatcher_fused: bool
+
+
+def _block_launches(layout, gemms, residual_unfused):
+    """(forward, backward) launches around a block of ``gemms`` weight GEMMs: each GEMM once forward
+    and twice backward (data and weight gradients), with FP8 one quantization per GEMM input forward
+    and per output gradient backward; the block's norm (forward, backward) and residual add (backward:
+    the gradient's sum), and its tensor-parallel collectives (with sequence parallelism an all-gather
+    and a reduce-scatter forward, three backward; else one allreduce each way)."""
+    fp8 = where(layout.fp8, 1.0, 0.0)
+    sp = np.asarray(layout.sp, bool)
+    collectives_f = where(layout.tp > 1, where(sp, 2.0, 1.0), 0.0)
+    collectives_b = where(layout.tp > 1, where(sp, 3.0, 1.0), 0.0)
+    forward = gemms * (1 + fp8) + 1 + where(layout.fused, 1.0, residual_unfused) + collectives_f
+    backward = gemms * (2 + fp8) + 2 + collectives_b
+    return forward, backward
+
+
+def layer_launches(model, layout, host: Host) -> dict:
+    """Kernels one rank launches per layer and micro-batch, eager: ``dense_f``/``dense_b`` and
+    ``moe_f``/``moe_b`` (forward, backward with any recomputed forward added by the caller), and with
+    CUDA graphs ``graphed`` the same four where each captured scope is one launch.
+
+    Attention: QKV and projection (MLA: its four or five GEMMs and two latent norms), rotary embedding
+    on the query and key (Llama-style models), the attention kernel (forward 1, backward 2: a
+    preprocessing pass and the gradients). Dense MLP: two GEMMs and the activation (fused 1, else 2).
+    MoE MLP: the gate GEMM and the router's kernels (:data:`ROUTER_KERNELS`), the dispatch and the
+    combine (one kernel each, with the all-to-all dispatcher a token-count exchange more and a
+    permute and an unpermute, fused 1 each, else a sort and a gather: 2), the grouped expert GEMMs
+    one per local expert (Transformer Engine's GroupedLinear runs one cuBLAS GEMM per expert), their
+    activation and FP8 casts, and the shared experts; backward mirrors the routing and doubles the
+    GEMMs."""
+    gated = np.asarray(model.gated, bool)
+    biases = where(gated, 0.0, 1.0)
+    residual_unfused = 2.0 + biases
+    mla = np.asarray(model.mla, bool)
+    attention_gemms = where(mla, where(model.q_lora_rank > 0, 5.0, 4.0), 2.0)
+    rope = where(gated, 2 * where(layout.rope_fused, ROPE_KERNELS[True], ROPE_KERNELS[False]), 0.0)
+    att_f, att_b = _block_launches(layout, attention_gemms, residual_unfused)
+    att_f = att_f + rope + 1 + where(mla, 2.0, 0.0)
+    att_b = att_b + rope + 2 + where(mla, 2.0, 0.0)
+    activation = where(layout.fused, 1.0, 2.0)
+    mlp_f, mlp_b = _block_launches(layout, 2.0, residual_unfused)
+    mlp_f, mlp_b = mlp_f + activation, mlp_b + activation
+
+    fp8 = where(layout.fp8, 1.0, 0.0)
+    local_experts = np.maximum(model.experts / layout.ep, 1.0)
+    router = 1 + where(host.dispatcher_fused, ROUTER_KERNELS["dispatcher_fused"],
+                       where(host.router_fused, ROUTER_KERNELS["fused"], ROUTER_KERNELS["plain"]))
+    permute = 0.0 if host.dispatcher_fused else 1 + 2 * where(host.permute_fused, 1.0, 2.0)
+    routing = router + 2 + permute
+    experts_f = 2 * local_experts + 2 * fp8 + activation
+    experts_b = 4 * local_experts + 2 * fp8 + activation
+    shared = np.minimum(model.shared_experts, 1.0)
+    shared_f, shared_b = shared * (2 * (1 + fp8) + activation), shared * (2 * (2 + fp8) + activation)
+    moe_f = att_f + 2 + routing + experts_f + shared_f
+    moe_b = att_b + 2 + routing + experts_b + shared_b
+    eager = {"dense_f": att_f + mlp_f, "dense_b": att_b + mlp_b, "moe_f": moe_f, "moe_b": moe_b}
+    # Graphed: a dense layer is one graph; a MoE layer two (attention; router, preprocessing and shared
+    # experts) around its eager routed part.
+    graphed = {"dense_f": 1.0, "dense_b": 1.0, "moe_f": 2 + 2 + permute + experts_f,
+               "moe_b": 2 + 2 + permute + experts_b}
+    return {key: where(host.cuda_graphs, graphed[key], value) for key, value in eager.items()}
+
+
+def constant_rows() -> list[dict]:
+    """The host model's measured figures, for validation's constants table."""
+    return [{"family": "x86 host", "constant": "host_op_us", "value": X86_HOST_OP_S * 1e6, "confidence": "measured",
+             "source": DGXC_CPU_OVERHEAD},
+            *({"family": "MoE router", "constant": f"kernels ({kind})", "value": count, "confidence": "measured",
+               "source": GB200_WRITE_UP} for kind, count in ROUTER_KERNELS.items())]
+
+
+def exposed_host_s(launches, host: Host, gpu_s):
+    """Host time the GPU waits for in one layer pass: its launches' host time beyond the GPU's
+    compute for the same pass (the host runs ahead of the GPU only until it is out of work)."""
+    return np.maximum(launches * host.op_s - gpu_s, 0.0)
