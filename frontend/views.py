@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, render
 from django.templatetags.static import static
 
 from frontend.templatetags.figures import figure, money
-from planner.choices import Confidence, ScaleUpLink
+from planner.choices import Confidence, PartKind, ScaleUpLink
 from planner.filtersets import FILTERSETS
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.models.catalog import PART_MODELS
@@ -123,7 +123,7 @@ def _field_cell(entry, field) -> dict:
     if isinstance(field, models.ForeignKey) and value is not None:
         table = next((t for t in CATALOG_TABLES.values() if t.model is field.related_model), None)
         link = (table.name, value.slug) if table else None
-        value = value.name
+        value = value.name if table else str(value)  # a part's name; a price book's owner by username
     elif field.choices:
         value = getattr(entry, f"get_{field.name}_display")()
     elif isinstance(value, datetime.datetime):
@@ -150,6 +150,12 @@ def _spec_columns(table) -> list[dict]:
     return [{"field": field, "label": field_label(field), "unit": field_unit(field.name)} for field in fields]
 
 
+def _visible_entries(model, user):
+    """A catalogue table's entries ``user`` may see: all of them, but for price books the shared
+    ones and their own."""
+    return model.objects.visible_to(user) if hasattr(model.objects, "visible_to") else model.objects.all()
+
+
 @login_required
 def catalog(request):
     """Every catalogue part, filtered by table, vendor, confidence and free text."""
@@ -159,7 +165,7 @@ def catalog(request):
     chosen = {key: value for key, value in (("vendor", vendor), ("confidence", confidence), ("q", text)) if value}
     sections, vendors = [], set()
     for table in tables:  # the API's filter sets: the same filters mean the same thing on both
-        entries = table.model.objects.all().order_by("slug")
+        entries = _visible_entries(table.model, request.user).order_by("slug")
         vendors.update(entries.values_list("vendor", flat=True))
         columns = _spec_columns(table)
         rows = [{"entry": entry, "specs": [_field_cell(entry, column["field"]) for column in columns]}
@@ -193,14 +199,34 @@ def catalog_entry(request, table, slug):
     if table not in CATALOG_TABLES:
         raise Http404("no such catalogue table")
     spec = CATALOG_TABLES[table]
-    entry = get_object_or_404(spec.model, slug=slug)
-    prices = _price_rows(entry) if table == "price-books" else None
+    entry = get_object_or_404(_visible_entries(spec.model, request.user), slug=slug)
     measured = (measurement_services.node_type_measurements(node_type=entry, user=request.user)
                 if table == "compute-node-types" else None)
     return render(request, "frontend/catalog_entry.html", {
-        "table": spec, "entry": entry, "rows": _field_rows(entry), "prices": prices, "measurements": measured,
-        "collectives": COLLECTIVES,
+        "table": spec, "entry": entry, "rows": _field_rows(entry), "measurements": measured,
+        "collectives": COLLECTIVES, **(_price_book_context(request, entry) if table == "price-books" else {}),
     })
+
+
+def _price_book_context(request, book) -> dict:
+    """A price book's page: its prices, and either the form that adds your quote (your own book, or a
+    shared one you may edit) or the offer to copy it as your own. ``?part=kind:slug`` picks the part
+    to quote and ``?plan=`` the plan of yours to return to (and to price from a copy)."""
+    user = request.user
+    plan = ClusterPlan.objects.visible_to(user).filter(slug=request.GET.get("plan", "")).first()
+    own_plan = plan if plan is not None and plan.owner_id == user.id else None
+    may_quote = book.owner_id == user.id or (book.owner_id is None and user.has_perm("planner.change_pricebook"))
+    return {"prices": _price_rows(book), "may_quote": may_quote, "plan": plan, "own_plan": own_plan,
+            "quote_parts": _quotable_parts() if may_quote else [], "quote_part": request.GET.get("part", ""),
+            "confidences": Confidence.choices, "today": datetime.date.today().isoformat(),
+            "copy_slug": f"{book.slug}-{user.username}".lower()[:100]}
+
+
+def _quotable_parts() -> list[dict]:
+    """Every catalogue part a price book can price, as ``kind:slug`` options grouped by kind."""
+    return [{"kind": label, "options": [(f"{kind}:{slug}", f"{name} ({slug})") for slug, name in
+                                         model.objects.order_by("slug").values_list("slug", "name")]}
+            for kind, label in PartKind.choices for model in [PART_MODELS[kind]]]
 
 
 @login_required
@@ -210,13 +236,16 @@ def plan_list(request):
     })
 
 
-def _choices(field):
+def _choices(field, user):
+    """A select's options: a catalogue reference's entries as ``user`` may see them (price books:
+    the shared ones and their own), or the field's choices."""
     if isinstance(field, models.ForeignKey):
-        return [(entry.slug, f"{entry.name} ({entry.slug})") for entry in field.related_model.objects.order_by("slug")]
+        entries = _visible_entries(field.related_model, user)
+        return [(entry.slug, f"{entry.name} ({entry.slug})") for entry in entries.order_by("slug")]
     return [(str(value), label) for value, label in field.choices] if field.choices else None
 
 
-def _form_fields(model, field_groups, sections):
+def _form_fields(model, field_groups, sections, user):
     """Form fields in groups: the model's own (``field_groups``) and the engine fields it stores from
     ``sections``, each with its kind, choices, label (with its unit), help and whether optional."""
     declared = stored_fields(sections)
@@ -235,7 +264,7 @@ def _form_fields(model, field_groups, sections):
                 "number" if isinstance(field, models.IntegerField | models.FloatField) else "text")
             label = declared[name].label if name in declared else FIELD_LABELS.get(name, field.verbose_name)
             fields.append({
-                "name": name, "label": label, "kind": kind, "choices": _choices(field),
+                "name": name, "label": label, "kind": kind, "choices": _choices(field, user),
                 "optional": field.null or field.blank or field.has_default(), "help": field.help_text,
                 "step": "1" if isinstance(field, models.IntegerField) else "any",
             })
@@ -261,7 +290,7 @@ def plan_builder(request, slug=None):
     """Create a plan (optionally starting from a visible one, ``?from=slug``) or edit your own."""
     plan, start = _form_start(request, _visible_plans(request.user), slug, "plan")
     return render(request, "frontend/plan_builder.html", {
-        "plan": plan, "groups": _form_fields(ClusterPlan, PLAN_FIELD_GROUPS, PLAN_SECTIONS),
+        "plan": plan, "groups": _form_fields(ClusterPlan, PLAN_FIELD_GROUPS, PLAN_SECTIONS, request.user),
         "initial": _initial(ClusterPlan, ClusterPlanSerializer, start, copying=plan is None),
         "workloads": _visible_workloads(request.user),
     })
@@ -290,7 +319,7 @@ def workload_editor(request, slug=None):
     workload, start = _form_start(request, _visible_workloads(request.user), slug, "workload")
     plans = list(_visible_plans(request.user))
     return render(request, "frontend/workload_editor.html", {
-        "workload": workload, "groups": _form_fields(Workload, WORKLOAD_FIELD_GROUPS, WORKLOAD_SECTIONS),
+        "workload": workload, "groups": _form_fields(Workload, WORKLOAD_FIELD_GROUPS, WORKLOAD_SECTIONS, request.user),
         "initial": _initial(Workload, WorkloadSerializer, start, copying=workload is None),
         "plans": plans, "preview_plan": _preview_plan(request, plans, start),
     })

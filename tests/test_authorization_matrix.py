@@ -57,6 +57,16 @@ MATRIX = [
     ("post", "/api/twins/{twin}/pause/", None, (401, 403, 404, 200, 200)),
     ("get", "/api/twins/{twin}/events/", None, (401, 200, 404, 200, 200)),
     ("post", "/api/tokens/", {"name": "matrix"}, (401, 403, 201, 201, 201)),
+    # Anyone signed in may keep a price book of their own; a shared one changes only with the catalogue's
+    # permission, which no caller here holds.
+    ("post", "/api/catalog/price-books/", {"slug": "matrix-book", "name": "B", "vendor": "x", "source": "quotes",
+                                           "confidence": "secondary", "currency": "USD",
+                                           "price_date": "2026-11-01"}, (401, 403, 201, 201, 201)),
+    ("post", "/api/catalog/price-books/fire-flyer-relative/items/",
+     {"part_kind": "switch", "part_slug": "qm8700", "unit_price": "1", "basis": "x", "confidence": "estimate"},
+     (401, 403, 403, 403, 403)),
+    ("post", "/api/catalog/price-books/fire-flyer-relative/copy/", {"slug": "matrix-copy-book"},
+     (401, 403, 201, 201, 201)),
 ]
 
 # What a viewer may do with what the owner shares with every signed-in user: read, evaluate and copy

@@ -110,11 +110,18 @@ class BomLineSerializer(serializers.Serializer):
     unit_price = serializers.FloatField(allow_null=True)
     extended_price = serializers.FloatField(allow_null=True)
     source = serializers.CharField(help_text="the price's basis, or why it has none")
+    price_date = serializers.CharField(help_text="when the price was stated (ISO date; the book's where the item "
+                                                 "has none); empty for an unpriced line")
+    source_url = serializers.CharField(help_text="where the price was stated; empty if not given")
 
 
 class BomSerializer(serializers.Serializer):
     plan = serializers.CharField()
     price_book = serializers.CharField()
+    price_book_owner = serializers.CharField(allow_null=True, help_text="the owner of a user's own book; null: shared")
+    price_date = serializers.CharField(help_text="the book's date (ISO)")
+    stale = serializers.CharField(allow_null=True, help_text="why the book's prices may no longer hold (over a year "
+                                                            "old), else null")
     currency = serializers.CharField()
     lines = BomLineSerializer(many=True)
     total = serializers.FloatField(allow_null=True, help_text="null when a counted part has no price (see unpriced)")

@@ -41,3 +41,20 @@ class OwnedEntryPermission(BasePermission):
         if obj.owner_id is None:
             return request.user.is_staff
         return obj.owner_id == request.user.id or request.user.is_staff
+
+
+class PriceBookPermission(CatalogPermission):
+    """Price books: reads as the catalogue; any signed-in user may create a book of their own and
+    change or delete it; changing a shared book (no owner), its quotes included, needs the
+    catalogue's change permission and deleting it the delete permission."""
+
+    def has_permission(self, request, view):
+        if request.method in SAFE_METHODS:
+            return super().has_permission(request, view)
+        return bool(request.user and request.user.is_authenticated)
+
+    def has_object_permission(self, request, view, obj):
+        if request.method in SAFE_METHODS or obj.owner_id == request.user.id:
+            return True
+        needed = "planner.delete_pricebook" if request.method == "DELETE" else "planner.change_pricebook"
+        return obj.owner_id is None and request.user.has_perm(needed)

@@ -2,12 +2,18 @@
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from planner import models, serializers
 from planner.api.bodies import MatchingPartsSerializer
+from planner.api.permissions import PriceBookPermission, TokenScopePermission
 from planner.filtersets import FILTERSETS
+from planner.models import ClusterPlan
+from planner.services import prices as price_services
 from planner.services.catalog import matching_parts
 
 
@@ -58,12 +64,49 @@ StorageNodeTypeViewSet = catalog_viewset(
     models.StorageNodeType.objects.select_related("cpu", "nic"),
     "storage node types",
 )
-PriceBookViewSet = catalog_viewset(
-    models.PriceBook,
-    serializers.PriceBookSerializer,
-    models.PriceBook.objects.prefetch_related("items"),
-    "price books",
-)
+class PriceBookViewSet(catalog_viewset(models.PriceBook, serializers.PriceBookSerializer,
+                                       models.PriceBook.objects.prefetch_related("items"), "price books")):
+    """Price books: the shared catalogue's and your own. Anyone signed in may create a book (their
+    own; catalogue editors' new books are shared) and add their quotes to it."""
+
+    permission_classes = [TokenScopePermission, PriceBookPermission]
+
+    def get_queryset(self):
+        books = super().get_queryset().select_related("owner")
+        user = self.request.user
+        return books.visible_to(user) if user.is_authenticated else books.filter(owner__isnull=True)
+
+    def perform_create(self, serializer):
+        editor = self.request.user.has_perm("planner.add_pricebook")
+        serializer.save(owner=None if editor else self.request.user)
+
+    @extend_schema(tags=["catalogue"], request=serializers.PriceItemSerializer,
+                   responses={200: serializers.PriceBookSerializer},
+                   description="Add a quote to a book you may change, or replace the price it has for that part; "
+                               "the book comes back whole.")
+    @action(detail=True, methods=["post"])
+    def items(self, request, slug=None):
+        book = self.get_object()
+        item = serializers.PriceItemSerializer(data=request.data)
+        item.is_valid(raise_exception=True)
+        price_services.put_item(book=book, **item.validated_data)
+        return Response(serializers.PriceBookSerializer(book).data)
+
+    @extend_schema(tags=["catalogue"], request=serializers.PriceBookCopySerializer,
+                   responses={201: serializers.PriceBookSerializer},
+                   description="Copy a book you can see as your own (to add your quotes to it), and with `plan` "
+                               "price that plan of yours from the copy.")
+    @action(detail=True, methods=["post"], permission_classes=[TokenScopePermission, IsAuthenticated])
+    def copy(self, request, slug=None):
+        body = serializers.PriceBookCopySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        fields = body.validated_data
+        plan = fields.get("plan") and ClusterPlan.objects.visible_slug(request.user, fields["plan"], field="plan")
+        if plan and plan.owner_id != request.user.id:
+            raise PermissionDenied("only the plan's owner may choose its price book")
+        copy = price_services.copy_book(book=self.get_object(), owner=request.user, slug=fields["slug"],
+                                        name=fields.get("name"), plan=plan or None)
+        return Response(serializers.PriceBookSerializer(copy).data, status=201)
 
 
 class MatchingPartsView(APIView):

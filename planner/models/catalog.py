@@ -10,6 +10,7 @@ the seed loader alike.
 """
 import math
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -25,6 +26,7 @@ from planner.choices import (
     PartKind,
     ScaleUpLink,
 )
+from planner.models.visibility import VisibleQuerySet
 from simcore.formulas.devices import FAMILIES
 
 
@@ -303,7 +305,12 @@ class StorageNodeType(CatalogEntry):
 
 
 class PriceBook(CatalogEntry):
-    """Unit prices for parts plus the energy price and PUE used for running costs."""
+    """Unit prices for parts plus the energy price and PUE used for running costs. A shared
+    catalogue book has no owner (catalogue editors keep it); a user's own book (their quotes) is
+    seen and changed by its owner alone, and priced plans of theirs may use it."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True,
+                              related_name="price_books", help_text="The owner of a user's own book; null: shared.")
 
     currency = models.CharField(
         max_length=8, help_text="ISO 4217 code, or REL for relative units as in a paper's tables."
@@ -315,6 +322,8 @@ class PriceBook(CatalogEntry):
     pue = models.FloatField(
         null=True, blank=True, help_text="Power usage effectiveness (facility power / IT power)."
     )
+
+    objects = VisibleQuerySet.as_manager()
 
     def clean(self):
         if self.pue is not None and (not math.isfinite(self.pue) or self.pue < 1):
@@ -332,6 +341,11 @@ class PriceItem(models.Model):
     unit_price = models.DecimalField(max_digits=16, decimal_places=4, validators=[validate_non_negative])
     basis = models.TextField(help_text="How this price was obtained.")
     confidence = models.CharField(max_length=16, choices=Confidence.choices)
+    price_date = models.DateField(null=True, blank=True,
+                                  help_text="When the price was stated (a listing's or quote's date); null: the "
+                                            "book's date.")
+    source_url = models.URLField(max_length=500, blank=True, default="",
+                                 help_text="Where the price was stated (an archived listing, a quote's reference).")
 
     class Meta:
         ordering = ["part_kind", "part_slug"]

@@ -7,6 +7,7 @@ from .catalog import (
     CPUSerializer,
     LinkPartSerializer,
     NICSerializer,
+    PriceBookCopySerializer,
     PriceBookSerializer,
     PriceItemSerializer,
     StorageNodeTypeSerializer,
@@ -28,7 +29,7 @@ __all__ = [
     "AcceleratorSerializer", "AccessTokenListSerializer", "AccessTokenSerializer", "CPUSerializer",
     "CleanModelSerializer", "CloneRequestSerializer", "ClusterPlanSerializer", "ComputeNodeTypeSerializer",
     "EvaluateRequestSerializer", "LinkPartSerializer", "NICSerializer", "OutputSerializer", "OwnedEntrySerializer",
-    "PlanPreviewSerializer", "PriceBookSerializer", "PriceItemSerializer", "SlugReference",
+    "PlanPreviewSerializer", "PriceBookCopySerializer", "PriceBookSerializer", "PriceItemSerializer", "SlugReference",
     "StorageNodeTypeSerializer", "SwitchSerializer", "WorkloadPreviewSerializer", "WorkloadSerializer",
     "as_drf_validation_error", "full_clean_or_raise", "slug_ref",
 ]

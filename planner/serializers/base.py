@@ -57,3 +57,13 @@ class SlugReference(serializers.SlugRelatedField):
 
 def slug_ref(model, **kwargs):
     return SlugReference(slug_field="slug", queryset=model.objects.all(), **kwargs)
+
+
+class VisibleSlugReference(SlugReference):
+    """An owned-or-shared entry by slug, as the caller may see it (:meth:`VisibleQuerySet.visible_to`):
+    another user's own entry does not exist for them. Without a request (the seed loader), every entry."""
+
+    def get_queryset(self):
+        request = self.context.get("request")
+        queryset = super().get_queryset()
+        return queryset if request is None else queryset.visible_to(request.user)

@@ -1,6 +1,7 @@
 """The catalogue's serializers: parts, node types and price books."""
 from django.db import transaction
 from rest_framework import serializers
+from rest_framework.validators import UniqueValidator
 
 from planner.models import (
     CPU,
@@ -69,7 +70,7 @@ class StorageNodeTypeSerializer(CleanModelSerializer):
 class PriceItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = PriceItem
-        fields = ["part_kind", "part_slug", "unit_price", "basis", "confidence"]
+        fields = ["part_kind", "part_slug", "unit_price", "basis", "confidence", "price_date", "source_url"]
 
     def validate(self, attrs):
         full_clean_or_raise(PriceItem(**attrs), exclude=["price_book"])
@@ -80,11 +81,16 @@ class PriceBookSerializer(CleanModelSerializer):
     """A price book with its items; writing ``items`` replaces the whole list atomically."""
 
     items = PriceItemSerializer(many=True, required=False)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True,
+                                         help_text="The owner of a user's own book; null for a shared book.")
     nested_fields = ("items",)
 
     class Meta:
         model = PriceBook
         exclude = ["id"]
+        extra_kwargs = {"slug": {"validators": [UniqueValidator(
+            queryset=PriceBook.objects.all(), message="is taken: slugs name price books across every user, so "
+                                                      "choose another")]}}
 
     def validate_items(self, items):
         seen = set()
@@ -112,3 +118,14 @@ class PriceBookSerializer(CleanModelSerializer):
             book.items.all().delete()
             PriceItem.objects.bulk_create(PriceItem(price_book=book, **item) for item in items)
         return book
+
+
+class PriceBookCopySerializer(serializers.Serializer):
+    """A copy of a visible price book as the caller's own, optionally priced into one of their plans."""
+
+    slug = serializers.SlugField(max_length=100, validators=[UniqueValidator(
+        queryset=PriceBook.objects.all(), message="is taken: slugs name price books across every user, so choose "
+                                                  "another")])
+    name = serializers.CharField(max_length=200, required=False,
+                                 help_text="The copy's name; default: the book's name with '(your quotes)'.")
+    plan = serializers.SlugField(required=False, help_text="A plan of yours to price from the copy.")

@@ -3,7 +3,7 @@ from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
 
 from planner.models import ClusterPlan, ComputeNodeType, LinkPart, PriceBook, StorageNodeType, Switch, Workload
-from planner.serializers.base import CleanModelSerializer, slug_ref
+from planner.serializers.base import CleanModelSerializer, VisibleSlugReference, slug_ref
 
 SLUG_TAKEN = "is taken: slugs name {noun}s across every user, so choose another"
 
@@ -27,7 +27,8 @@ class ClusterPlanSerializer(OwnedEntrySerializer):
     endpoint_cable = slug_ref(LinkPart, allow_null=True, required=False)
     transceiver = slug_ref(LinkPart, allow_null=True, required=False)
     fiber = slug_ref(LinkPart, allow_null=True, required=False)
-    price_book = slug_ref(PriceBook)
+    price_book = VisibleSlugReference(slug_field="slug", queryset=PriceBook.objects.all(),
+                                      help_text="A shared price book or one of your own.")
     node_count = serializers.IntegerField(min_value=1, required=False)
     gpu_count = serializers.IntegerField(
         min_value=1, required=False, help_text="Give the GPU count instead of node_count; it must fill whole nodes."

@@ -124,9 +124,20 @@ def _normalise(value):
     return value
 
 
+def _unset_dropped(stored, document):
+    """``stored`` without the unset fields (null or empty) a seed document leaves out, in nested
+    entries too (a price item's optional date and link)."""
+    if isinstance(stored, dict) and isinstance(document, dict):
+        return {key: _unset_dropped(value, document.get(key)) for key, value in stored.items()
+                if key in document or value not in (None, "")}
+    if isinstance(stored, list) and isinstance(document, list) and document:
+        return [_unset_dropped(value, document[0]) for value in stored]
+    return stored
+
+
 def _same(serializer_class, instance, document: dict) -> bool:
     """True when the stored entry already says exactly what the document says."""
-    stored = serializer_class(instance).data
+    stored = _unset_dropped(dict(serializer_class(instance).data), document)
     return all(_normalise(stored.get(key)) == _normalise(value) for key, value in document.items())
 
 
@@ -161,8 +172,11 @@ def catalog_summary() -> list[dict]:
         if table.preset:
             by_confidence = []
             count = table.model.objects.filter(owner__isnull=True).count()
-        else:
-            rows = table.model.objects.values("confidence").annotate(n=Count("id")).order_by("confidence")
+        else:  # the shared catalogue's entries, not users' own price books
+            shared = table.model.objects.all()
+            if any(field.name == "owner" for field in table.model._meta.get_fields()):
+                shared = shared.filter(owner__isnull=True)
+            rows = shared.values("confidence").annotate(n=Count("id")).order_by("confidence")
             by_confidence = [(row["confidence"], row["n"]) for row in rows]
             count = sum(n for _, n in by_confidence)
         summary.append({"name": table.name, "label": table.label, "preset": table.preset, "api_path": table.path,

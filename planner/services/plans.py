@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from django.db import transaction
 
 import simcore
-from planner.adapters import calibration, price_index, scenario_document
+from planner.adapters import calibration, scenario_document
 from planner.models import ClusterPlan, PriceItem, Workload
-from planner.services import engine
+from planner.services import engine, prices
 from planner.services.cells import csv_row
 from simcore import outputs
+
+STALE_PRICES = "cost.stale_prices"
 
 
 class PlanInfeasible(Exception):
@@ -49,6 +51,9 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         reasons.append(f"workload '{workload.slug}': {reason}")
     if reasons:
         raise PlanInfeasible(reasons, {"fabric": result["fabric"], "training": training})
+    stale = prices.staleness(plan.price_book)
+    if stale:  # a copy: the engine's result may be a memoized one
+        result = {**result, "constraints": [*result["constraints"], {"code": STALE_PRICES, "message": stale}]}
     return {
         "plan": plan.slug,
         "workload": workload.slug if workload else None,
@@ -68,10 +73,25 @@ class BomLine:
     unit_price: float | None
     extended_price: float | None
     source: str
+    price_date: str = ""
+    source_url: str = ""
 
 
 NOT_CHOSEN = "(not chosen)"
-BOM_COLUMNS = ["part", "part_kind", "slug", "quantity", "unit_price", "extended_price", "currency", "source"]
+BOM_COLUMNS = ["part", "part_kind", "slug", "quantity", "unit_price", "extended_price", "currency", "source",
+               "price_date", "source_url"]
+
+
+def _bom_line(label, kind, part, quantity: int, item: PriceItem | None, unpriced_note: str, book) -> BomLine:
+    """One bill line: the part at its item's price (with its basis, date and link), else unpriced
+    with ``unpriced_note``; a part the plan does not name is listed, never priced."""
+    if part is None:  # counted by the fabric, but the plan names no part
+        return BomLine(label, kind, NOT_CHOSEN, quantity, None, None, "the plan names no part: choose one to price it")
+    if item is None:
+        return BomLine(label, kind, part.slug, quantity, None, None, unpriced_note)
+    unit = float(item.unit_price)
+    return BomLine(label, kind, part.slug, quantity, unit, round(unit * quantity, 6), item.basis,
+                   (item.price_date or book.price_date).isoformat(), item.source_url)
 
 
 def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
@@ -79,27 +99,20 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
 
     Quantities are the evaluation's counts; the extended prices add up to its ``capex_total``.
     NICs ship inside the nodes and are listed for completeness with no price of their own. Where a
-    counted part has no price the total is null and the part is named in ``unpriced``.
+    counted part has no price the total is null and the part is named in ``unpriced``. Each priced
+    line carries its basis, the date the price was stated (the book's where the item has none) and
+    where it was stated.
     """
     result = result or engine.evaluate(scenario_document(plan))
     fabric = result["fabric"]
-    prices = price_index(plan.price_book)
-    basis = {(i.part_kind, i.part_slug): i.basis for i in PriceItem.objects.filter(price_book=plan.price_book)}
+    book = plan.price_book
+    items = {(i.part_kind, i.part_slug): i for i in PriceItem.objects.filter(price_book=book)}
     lines: list[BomLine] = []
 
     def add(label, kind, part, quantity, priced=True, note=""):
-        if not quantity:
-            return
-        if part is None:  # counted by the fabric, but the plan names no part: listed, never priced
-            lines.append(BomLine(label, kind, NOT_CHOSEN, int(quantity), None, None,
-                                 "the plan names no part: choose one to price it"))
-            return
-        unit = prices.get((kind, part.slug)) if priced else None
-        unit = float(unit) if unit is not None else None
-        source = basis.get((kind, part.slug)) or note or f"not priced in {plan.price_book.slug}"
-        quantity = int(quantity)
-        lines.append(BomLine(label, kind, part.slug, quantity, unit,
-                             None if unit is None else round(unit * quantity, 6), source))
+        if quantity:
+            item = items.get((kind, part.slug)) if priced and part is not None else None
+            lines.append(_bom_line(label, kind, part, int(quantity), item, note or f"not priced in {book.slug}", book))
 
     node = plan.node_type
     add("compute node", "compute-node", node, plan.node_count)
@@ -123,8 +136,11 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
                                   for line in lines if line.unit_price is None and line.source != included))
     return {
         "plan": plan.slug,
-        "price_book": plan.price_book.slug,
-        "currency": plan.price_book.currency,
+        "price_book": book.slug,
+        "price_book_owner": book.owner.username if book.owner_id else None,
+        "price_date": book.price_date.isoformat(),
+        "stale": prices.staleness(book),
+        "currency": book.currency,
         "lines": rows,
         "total": None if unpriced else round(sum(line.extended_price or 0.0 for line in lines), 6),
         "unpriced": unpriced,

@@ -46,16 +46,19 @@ def bom_xlsx(bom: dict) -> bytes:
     currency = bom["currency"]
     book = _workbook()
     _sheet(book, "Summary", ["item", "value"], [
-        ["plan", bom["plan"]], ["price book", bom["price_book"]], ["currency", currency],
+        ["plan", bom["plan"]], ["price book", bom["price_book"]], ["price book date", bom["price_date"]],
+        ["currency", currency],
         [f"total ({currency})", bom["total"] if bom["total"] is not None else "none: parts without a price"],
-        ["unpriced parts", ", ".join(bom["unpriced"]) or "none"]])
+        ["unpriced parts", ", ".join(bom["unpriced"]) or "none"],
+        *([["prices", bom["stale"]]] if bom["stale"] else [])])
     header = ["part", "catalogue slug", "quantity (units)", f"unit price ({currency})",
-              f"extended price ({currency})", "price source"]
+              f"extended price ({currency})", "price source", "price date", "source link"]
     for title, kinds in BOM_SHEETS:
         lines = [line for line in bom["lines"] if line["part_kind"] in kinds]
         if lines:
             _sheet(book, title, header, [[line["part"], line["slug"], line["quantity"], line["unit_price"],
-                                          line["extended_price"], line["source"]] for line in lines])
+                                          line["extended_price"], line["source"], line["price_date"],
+                                          line["source_url"]] for line in lines])
     return _bytes(book)
 
 

@@ -149,6 +149,37 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     page.shot("plan")
 
 
+def test_a_quote_for_the_unpriced_part_completes_the_bill(page):
+    page.login()
+    page.goto("/plans/new/?from=ff2-pcie-2zone")
+    expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
+    page.page.fill("#f-slug", "quoted-ff")
+    page.page.fill("#f-name", "Fire-Flyer 2 with our storage quote")
+    page.page.click("#save-plan")
+    page.page.wait_for_url(re.compile(r"/plans/quoted-ff/$"))
+    expect(page.page.locator("#bom-total")).to_have_text("none")
+    page.page.locator("#bom a.quote-link").click()  # the 3FS storage node's line
+    page.page.wait_for_url(re.compile(r"/catalog/price-books/fire-flyer-relative/\?"))
+    expect(page.page.locator("#copy-form")).to_contain_text("price my plan Fire-Flyer 2 with our storage quote")
+    page.page.fill("#c-slug", "our-ff-quotes")
+    page.page.click("#copy-form button[type=submit]")
+    page.page.wait_for_url(re.compile(r"/catalog/price-books/our-ff-quotes/\?"))
+    expect(page.page.locator("#q-part")).to_have_value("storage-node:ff-3fs-storage")
+    page.page.fill("#q-unit_price", "-2")
+    page.page.fill("#q-basis", "our vendor's quote for 180 nodes")
+    page.page.click("#quote-form button[type=submit]")
+    expect(page.page.locator("#e-unit_price")).to_contain_text("must be a finite number of zero or more")
+    page.page.fill("#q-unit_price", "1.75")
+    page.page.click("#quote-form button[type=submit]")
+    expect(page.page.locator("#price-items tr[data-part='storage-node:ff-3fs-storage']")).to_contain_text("1.75")
+    page.shot("price-book-quote")
+    page.page.click("#back-to-plan")
+    expect(page.page.locator("#bom-total")).not_to_have_text("none")
+    expect(page.page.locator("#bom")).to_contain_text("our vendor's quote for 180 nodes")
+    expect(page.page.locator("#plan-report")).to_contain_text("your own book")
+    page.shot("bill-complete")
+
+
 def test_workload_editor_names_bad_fields_and_shows_where_the_step_goes(page):
     page.login()
     page.goto("/workloads/new/?from=llama-13b-512")

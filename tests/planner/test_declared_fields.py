@@ -5,6 +5,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from django.contrib.auth.models import AnonymousUser
 from django.db import models
 from django.test.utils import isolate_apps
 
@@ -58,12 +59,12 @@ def test_an_added_field_reaches_every_place_from_its_one_declaration(probe_spec)
     assert api_field.min_value == 0.0 and api_field.help_text == "Bytes a probe writes."
     assert serializer.fields["global_batch"].required  # the real fields come the same way
 
-    editor = _form_field(_form_fields(workload_model, WORKLOAD_FIELD_GROUPS, WORKLOAD_SECTIONS),
+    editor = _form_field(_form_fields(workload_model, WORKLOAD_FIELD_GROUPS, WORKLOAD_SECTIONS, AnonymousUser()),
                          "State and checkpoints", "probe_bytes")
     assert (editor["label"], editor["kind"], editor["optional"]) == ("probe size (B)", "number", True)
     plan_own = [(title, [name for name in names if name in {"name", "slug", "description", "visibility"}])
                 for title, names in PLAN_FIELD_GROUPS]  # the probe has the owned entry's fields alone
-    builder = _form_field(_form_fields(plan_model, plan_own, PLAN_SECTIONS),
+    builder = _form_field(_form_fields(plan_model, plan_own, PLAN_SECTIONS, AnonymousUser()),
                           "Checkpoints and restarts", "probe_wait_s")
     assert (builder["label"], builder["help"]) == ("probe wait (s)", "Seconds a probe waits; null: none.")
 

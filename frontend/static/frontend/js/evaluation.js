@@ -64,17 +64,29 @@ function costSection(result) {
   return section;
 }
 
-function bomSection(bom) {
+// The bill: each price with its basis, date and link; an unpriced part links to the form that adds
+// your quote for it (in your own copy of the plan's price book), an unchosen one to the plan's editor.
+function bomSection(bom, plan) {
   if (!bom) return "";
+  const quote = (line) => {
+    if (line.unit_price !== null || line.source.startsWith("included")) return "";
+    if (line.slug === "(not chosen)") return el("a", { href: `/plans/${plan.slug}/edit/` }, "choose a part");
+    const query = new URLSearchParams({ part: `${line.part_kind}:${line.slug}`, plan: plan.slug });
+    return el("a", { href: `/catalog/price-books/${bom.price_book}/?${query}#quote`, class: "quote-link" }, "add your quote");
+  };
+  const source = (line) => line.source_url ? el("a", { href: line.source_url, rel: "noopener noreferrer" }, line.source) : line.source;
   return el("section", {}, el("h2", {}, "Bill of materials"),
+    el("p", { class: "muted" }, `Priced from `, el("a", { href: `/catalog/price-books/${bom.price_book}/` }, bom.price_book),
+      `, dated ${bom.price_date}${bom.price_book_owner ? " (your own book)" : ""}.`),
+    bom.stale ? el("p", { class: "notice", role: "note" }, bom.stale) : "",
     el("div", { class: "scroll" }, el("table", { id: "bom" },
-      el("thead", {}, el("tr", {}, ["Part", "Slug", "Quantity", "Unit price", "Extended", "Source"].map((h) => el("th", { scope: "col" }, h)))),
+      el("thead", {}, el("tr", {}, ["Part", "Slug", "Quantity", "Unit price", "Extended", "Price date", "Source"].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, bom.lines.map((line) => el("tr", {},
         el("th", { scope: "row" }, line.part), el("td", {}, el("code", {}, line.slug)), el("td", { class: "num" }, num(line.quantity)),
         el("td", { class: "num" }, money(line.unit_price, bom.currency)), el("td", { class: "num" }, money(line.extended_price, bom.currency)),
-        el("td", { class: "source" }, line.source)))),
+        el("td", {}, line.price_date), el("td", { class: "source" }, source(line), " ", quote(line))))),
       el("tfoot", {}, el("tr", {}, el("th", { scope: "row" }, "total"), el("td"), el("td"), el("td"),
-        el("td", { class: "num", id: "bom-total" }, bom.total === null ? "none" : money(bom.total, bom.currency)),
+        el("td", { class: "num", id: "bom-total" }, bom.total === null ? "none" : money(bom.total, bom.currency)), el("td"),
         el("td", { class: "source" }, bom.unpriced.length ? `incomplete: no price for ${bom.unpriced.join(", ")}` : ""))))));
 }
 
@@ -300,7 +312,7 @@ export function report(container, plan, evaluation, bom) {
   container.replaceChildren(
     headline(result), overridesList(evaluation.overrides) ?? "", constraintsList(result) ?? "",
     el("div", { class: "grid2" }, costSection(result), powerSection(result, plan)),
-    bomSection(bom),
+    bomSection(bom, plan),
     el("div", { class: "grid2" }, performanceSection(result, curves), collectivesSection(result, curves)),
     reliabilitySection(result, curves),
     topologySection(plan, result),

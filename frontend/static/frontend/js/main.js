@@ -24,6 +24,8 @@ const pages = {
   "workload-editor": async () => (await import("./workload_editor.js")).workloadEditor(
     editorParts("workload-form", "initial-workload")),
   "catalog-entry": async () => (await import("./measurements.js")).measurements(byId("measurements")),
+  "price-book": async () => (await import("./pages.js")).priceBookPage({
+    quoteForm: byId("quote-form"), copyForm: byId("copy-form") }),
   validation: async () => (await import("./measurements.js")).measurementCharts(byId("measurements")),
   tokens: async () => (await import("./pages.js")).tokensPage({
     list: byId("token-list"), form: byId("token-form"), created: byId("token-created"), errors: byId("token-errors"),

@@ -1,4 +1,4 @@
-// Smaller pages: the comparison's charts and the API token manager.
+// Smaller pages: the comparison's charts, the API token manager and a price book's quote and copy forms.
 import { api, el, errorLines } from "./api.js";
 import { barChart } from "./charts.js";
 
@@ -42,4 +42,43 @@ export function tokensPage({ list, form, created, errors }) {
     refresh();
   });
   refresh();
+}
+
+// A price book's page: save a quote to your own book (the API answers with the book, then the page
+// shows it), or copy a shared book as your own and go on to quote in the copy.
+export function priceBookPage({ quoteForm, copyForm }) {
+  const fail = (form, errorsBox, data) => {
+    const lines = [];
+    form.querySelectorAll(".field-error").forEach((slot) => { slot.hidden = true; slot.textContent = ""; });
+    for (const [field, reasons] of Object.entries(data?.errors ?? {})) {
+      const slot = document.getElementById(`e-${field}`);
+      const text = [].concat(reasons).join(" ");
+      if (slot) { slot.textContent = text; slot.hidden = false; } else lines.push(`${field}: ${text}`);
+    }
+    if (!data?.errors) lines.push(...errorLines(data));
+    errorsBox.textContent = lines.join(" ");
+    errorsBox.hidden = !lines.length;
+  };
+  quoteForm?.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const fields = quoteForm.elements;
+    const [kind, slug] = fields.part.value.split(":");
+    const response = await api(`/api/catalog/price-books/${quoteForm.dataset.book}/items/`, { method: "POST", body: {
+      part_kind: kind, part_slug: slug, unit_price: fields.unit_price.value, basis: fields.basis.value.trim(),
+      confidence: fields.confidence.value, price_date: fields.price_date.value || null,
+      source_url: fields.source_url.value.trim() } });
+    if (!response.ok) { fail(quoteForm, document.getElementById("quote-errors"), response.data); return; }
+    location.reload();
+  });
+  copyForm?.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const fields = copyForm.elements;
+    const plan = fields.plan?.checked ? fields.plan.value : undefined;
+    const response = await api(`/api/catalog/price-books/${copyForm.dataset.book}/copy/`, { method: "POST",
+      body: { slug: fields.slug.value.trim(), ...(plan ? { plan } : {}) } });
+    if (!response.ok) { fail(copyForm, document.getElementById("copy-errors"), response.data); return; }
+    const next = new URLSearchParams(location.search);
+    if (copyForm.dataset.part) next.set("part", copyForm.dataset.part);
+    location.assign(`/catalog/price-books/${response.data.slug}/?${next}#quote`);
+  });
 }
