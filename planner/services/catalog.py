@@ -124,21 +124,20 @@ def _normalise(value):
     return value
 
 
-def _unset_dropped(stored, document):
-    """``stored`` without the unset fields (null or empty) a seed document leaves out, in nested
-    entries too (a price item's optional date and link)."""
-    if isinstance(stored, dict) and isinstance(document, dict):
-        return {key: _unset_dropped(value, document.get(key)) for key, value in stored.items()
-                if key in document or value not in (None, "")}
-    if isinstance(stored, list) and isinstance(document, list) and document:
-        return [_unset_dropped(value, document[0]) for value in stored]
-    return stored
+def _unset_dropped(value):
+    """``value`` without the unset fields (null or empty) of its nested entries, which a seed document
+    may leave out (a price item's optional date and link)."""
+    if isinstance(value, list):
+        return [{key: v for key, v in entry.items() if v not in (None, "")} if isinstance(entry, dict) else entry
+                for entry in value]
+    return value
 
 
 def _same(serializer_class, instance, document: dict) -> bool:
     """True when the stored entry already says exactly what the document says."""
-    stored = _unset_dropped(dict(serializer_class(instance).data), document)
-    return all(_normalise(stored.get(key)) == _normalise(value) for key, value in document.items())
+    stored = serializer_class(instance).data
+    return all(_normalise(_unset_dropped(stored.get(key))) == _normalise(_unset_dropped(value))
+               for key, value in document.items())
 
 
 @transaction.atomic

@@ -99,5 +99,5 @@ def test_a_book_over_a_year_old_is_flagged_on_the_plan(catalog, reader_client):
     assert staleness(PriceBook.objects.get(slug="fire-flyer-relative"), datetime.date(2030, 1, 1)) is None  # REL
     result = reader_client.post("/api/plans/llama3-h100-16k/evaluate/", {}, format="json").json()["result"]
     stale = [c for c in result["constraints"] if c["code"] == "cost.stale_prices"]
-    assert len(stale) == 1 and "indicative-usd-2024" in stale[0]["message"]
+    assert len(stale) == 1 and "dated-usd-2025" in stale[0]["message"]
     assert reader_client.get("/api/plans/llama3-h100-16k/bom/").json()["stale"] == stale[0]["message"]
