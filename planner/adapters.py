@@ -95,6 +95,7 @@ def prices_document(plan: ClusterPlan) -> dict:
         "fiber": price("link-part", plan.fiber),
         "energy_per_kwh": _float(book.energy_price_per_kwh),
         "pue": pue,
+        "gpu_hour": price("gpu-hour", plan.node_type.accelerator),
     }
 
 

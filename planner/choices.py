@@ -61,6 +61,7 @@ class PartKind(models.TextChoices):
     LINK_PART = "link-part", "Cable or transceiver"
     COMPUTE_NODE = "compute-node", "Compute node type"
     STORAGE_NODE = "storage-node", "Storage node type"
+    GPU_HOUR = "gpu-hour", "GPU-hour rental (an accelerator's)"
 
 
 AcceleratorFamily = models.TextChoices(

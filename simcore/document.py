@@ -249,6 +249,9 @@ SPEC: dict[str, Any] = {
             "energy_per_kwh": opt("non_negative", nullable=True),
             "pue": opt(nullable=True, doc="null: the hall's (cluster.rack.hall)"),
             "amortization_years": opt(default=4.0, doc="capex spread over this many years"),
+            "gpu_hour": opt("non_negative", nullable=True, label="rental price per GPU-hour",
+                            doc="renting one of the plan's GPUs for an hour (a cloud's price), to set owning "
+                                "against; null: no comparison"),
         },
         "reliability": {
             "profile": Choice(FAILURE_PROFILES, "fire-flyer",

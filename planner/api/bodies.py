@@ -115,6 +115,13 @@ class BomLineSerializer(serializers.Serializer):
     source_url = serializers.CharField(help_text="where the price was stated; empty if not given")
 
 
+class RentalSerializer(serializers.Serializer):
+    unit_price = serializers.FloatField(help_text="renting one of the plan's GPUs for an hour")
+    basis = serializers.CharField()
+    price_date = serializers.CharField()
+    source_url = serializers.CharField()
+
+
 class BomSerializer(serializers.Serializer):
     plan = serializers.CharField()
     price_book = serializers.CharField()
@@ -126,6 +133,8 @@ class BomSerializer(serializers.Serializer):
     lines = BomLineSerializer(many=True)
     total = serializers.FloatField(allow_null=True, help_text="null when a counted part has no price (see unpriced)")
     unpriced = serializers.ListField(child=serializers.CharField(), help_text="parts with no price")
+    rental = RentalSerializer(allow_null=True, help_text="the book's GPU-hour rental price for the plan's GPU, to "
+                                                        "set owning against; null: the book has none")
 
 
 class ComparedMetricSerializer(serializers.Serializer):

@@ -374,4 +374,5 @@ PART_MODELS = {
     PartKind.LINK_PART: LinkPart,
     PartKind.COMPUTE_NODE: ComputeNodeType,
     PartKind.STORAGE_NODE: StorageNodeType,
+    PartKind.GPU_HOUR: Accelerator,  # renting one of these GPUs for an hour
 }

@@ -144,7 +144,16 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
         "lines": rows,
         "total": None if unpriced else round(sum(line.extended_price or 0.0 for line in lines), 6),
         "unpriced": unpriced,
+        "rental": _rental(items.get(("gpu-hour", node.accelerator.slug)), book),
     }
+
+
+def _rental(item: PriceItem | None, book) -> dict | None:
+    """The book's price for renting one of the plan's GPUs an hour, with its basis, date and link."""
+    if item is None:
+        return None
+    return {"unit_price": float(item.unit_price), "basis": item.basis,
+            "price_date": (item.price_date or book.price_date).isoformat(), "source_url": item.source_url}
 
 
 def bom_csv(bom: dict) -> str:

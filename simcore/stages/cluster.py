@@ -257,7 +257,7 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
 
 def cost_section(c, f: Fabrics, parts: dict, power_out: dict, hw: Hardware) -> dict:
     """Capital cost by part from the price book (unpriced parts named), the network's share, the
-    yearly energy bill and capex per PFLOPS."""
+    yearly energy bill, capex per PFLOPS, and owning a GPU an hour against renting one."""
     prices, gpus = c["prices"], c["node_count"] * c["node"]["gpus"]
     counts = {"compute_nodes": c["node_count"], "storage_nodes": c["storage"]["nodes"], "switches": f.total.switches,
               **parts}
@@ -275,6 +275,10 @@ def cost_section(c, f: Fabrics, parts: dict, power_out: dict, hw: Hardware) -> d
         "energy_per_year": cost.energy_cost_per_year(power_out["it_total_w"], power_out["pue"],
                                                      prices["energy_per_kwh"]),
         "capex_per_fp16_pflops": capex_total / (hw.gemm_tflops["fp16"] * gpus / 1000),
+        "own_per_gpu_hour": cost.own_cost_per_gpu_hour(capex_total, prices["amortization_years"],
+                                                       power_out["facility_w"], prices["energy_per_kwh"], gpus),
+        "rent_per_gpu_hour": prices["gpu_hour"],
+        "amortization_years": prices["amortization_years"],
     }
 
 

@@ -554,8 +554,9 @@ def _cnn_forward_s(w, family, device, job_gpus):
 def time_and_cost_to_train(tokens, job: TrainedJob, step_time_s, ettr, cluster_gpus, facility_w, capex_total,
                            prices) -> dict:
     """Steps to train ``tokens`` (none given: no figures) at ``step_time_s`` (NaN where the job
-    cannot run), wall time through the job's ETTR, and the job's share (its GPUs of
-    ``cluster_gpus``) of energy and amortized capital."""
+    cannot run), wall time through the job's ETTR, the job's share (its GPUs of ``cluster_gpus``)
+    of energy and amortized capital, and renting the job's GPUs for the same wall time at the price
+    book's GPU-hour price (the rented cluster assumed to fail and restart as this one)."""
     if np.isnan(tokens).all():
         return {}
     steps = np.ceil(tokens / job.tokens_per_step)
@@ -564,6 +565,7 @@ def time_and_cost_to_train(tokens, job: TrainedJob, step_time_s, ettr, cluster_g
     job_share = job.gpus / cluster_gpus
     energy_cost = facility_w * job_share * wall_s / 3.6e6 * prices["energy_per_kwh"]
     capex_share = capex_total * job_share * wall_s / (prices["amortization_years"] * HOURS_PER_YEAR * 3600)
+    rent = job.gpus * wall_s / 3600 * prices["gpu_hour"]
     return {
         "steps_to_train": steps,
         "time_to_train_days": wall_s / SECONDS_PER_DAY,
@@ -572,6 +574,8 @@ def time_and_cost_to_train(tokens, job: TrainedJob, step_time_s, ettr, cluster_g
         "capex_share_to_train": capex_share,
         "cost_to_train": energy_cost + capex_share,
         "cost_per_million_tokens": (energy_cost + capex_share) / tokens * 1e6,
+        "rent_cost_to_train": rent,
+        "rent_cost_per_million_tokens": rent / tokens * 1e6,
     }
 
 

@@ -101,3 +101,13 @@ def test_a_book_over_a_year_old_is_flagged_on_the_plan(catalog, reader_client):
     stale = [c for c in result["constraints"] if c["code"] == "cost.stale_prices"]
     assert len(stale) == 1 and "dated-usd-2025" in stale[0]["message"]
     assert reader_client.get("/api/plans/llama3-h100-16k/bom/").json()["stale"] == stale[0]["message"]
+
+
+def test_the_llama3_preset_sets_renting_its_gpus_against_owning_them(catalog, reader_client):
+    bom = reader_client.get("/api/plans/llama3-h100-16k/bom/").json()
+    assert bom["rental"]["unit_price"] == 4.86 and bom["rental"]["price_date"] == "2025-03-17"
+    assert "3-year committed-use" in bom["rental"]["basis"] and bom["rental"]["source_url"].startswith("https://")
+    cost = reader_client.post("/api/plans/llama3-h100-16k/evaluate/", {}, format="json").json()["result"]["cost"]
+    assert cost["rent_per_gpu_hour"] == 4.86
+    # Its optics have no dated price: the capital, so owning an hour, stays unknown until quoted.
+    assert cost["capex_total"] is None and cost["own_per_gpu_hour"] is None

@@ -42,7 +42,20 @@ function overridesList(overrides) {
       ` (${o.kind}).`)));
 }
 
-function costSection(result) {
+// Owning a GPU an hour (capital over its stated life, every hour used, plus energy) against the
+// price book's rental price for the same GPU, with that price's basis and date.
+function ownOrRent(c, bom) {
+  const rental = bom?.rental;
+  const owning = Number.isFinite(c.own_per_gpu_hour) ? money(c.own_per_gpu_hour, c.currency) : "unknown";
+  return [
+    ["owning a GPU, per hour", owning, Number.isFinite(c.own_per_gpu_hour)
+      ? `capital over ${num(c.amortization_years)} years, every hour used, plus energy` : "needs every part and the energy priced"],
+    ["renting a GPU, per hour", rental ? money(rental.unit_price, c.currency) : "no price",
+      rental ? `${rental.basis} (${rental.price_date})` : "the price book has no rental price for this GPU: add one as a GPU-hour quote"],
+  ];
+}
+
+function costSection(result, bom) {
   const c = result.cost, currency = c.currency;
   const parts = [["compute nodes", c.compute_nodes], ["storage nodes", c.storage_nodes], ["switches", c.switches],
     ["transceivers", c.transceivers], ["fibres", c.fibers], ["endpoint cables", c.endpoint_cables]];
@@ -53,6 +66,7 @@ function costSection(result) {
       ["total price", money(c.capex_total, currency), c.unpriced_count ? `${c.unpriced_count} part(s) not priced: ${c.unpriced.join(", ")}` : ""],
       ["energy per year", money(c.energy_per_year, currency), `${num(result.power.energy_per_year_kwh)} kWh`],
       ["price per FP16 PFLOPS", money(c.capex_per_fp16_pflops, currency)],
+      ...ownOrRent(c, bom),
     ]));
   const priced = parts.filter(([, v]) => Number.isFinite(v));
   if (priced.length) {
@@ -150,7 +164,10 @@ export function trainingTables(t, currency) {
     t.params !== undefined ? ["parameters", si(t.params), `${si(t.active_params)} active per token`] : null,
     ["memory per GPU", `${num(t.memory.per_gpu_gib)} of ${num(t.memory.allocatable_gib)} GiB allocatable`, `mostly ${t.memory.dominant_term}`],
     t.time_to_train_days !== undefined && t.time_to_train_days !== null ? ["time to train", `${num(t.time_to_train_days)} days`] : null,
-    t.cost_to_train !== undefined && t.cost_to_train !== null ? ["cost to train", money(t.cost_to_train, currency)] : null,
+    t.time_to_train_days !== undefined && t.time_to_train_days !== null
+      ? ["cost to train, owning", t.cost_to_train === null ? "unknown" : money(t.cost_to_train, currency), "the job's GPUs' share of capital and energy"] : null,
+    t.time_to_train_days !== undefined && t.time_to_train_days !== null
+      ? ["cost to train, renting", t.rent_cost_to_train === null ? "no rental price" : money(t.rent_cost_to_train, currency), "the same GPUs rented for the same days"] : null,
   ];
   const out = [fig, table("Training the workload", rows)];
   if (t.stage_time_s) {
@@ -311,7 +328,7 @@ export function report(container, plan, evaluation, bom) {
   const { result, curves } = evaluation;
   container.replaceChildren(
     headline(result), overridesList(evaluation.overrides) ?? "", constraintsList(result) ?? "",
-    el("div", { class: "grid2" }, costSection(result), powerSection(result, plan)),
+    el("div", { class: "grid2" }, costSection(result, bom), powerSection(result, plan)),
     bomSection(bom, plan),
     el("div", { class: "grid2" }, performanceSection(result, curves), collectivesSection(result, curves)),
     reliabilitySection(result, curves),
