@@ -124,7 +124,9 @@ LLAMA3_405B = {
 # and 2 Grace CPUs, one 72-GPU NVLink 5 domain (130 TB/s, 1.8 TB/s per GPU), rack totals 180
 # PFLOPS dense FP16/BF16, liquid cooled; about 120 kW a rack (secondary reports). One 400G NIC
 # per GPU; a GB200 superchip (2 GPUs + 1 Grace) up to 2,700 W: about 1,200 W a GPU. Host time per eager
-# PyTorch op on Grace: 14.55 us (NVIDIA dgxc-benchmarking cpu_overhead README, v25.10-v25.12).
+# PyTorch op on Grace: 14.55 us (NVIDIA dgxc-benchmarking cpu_overhead README, v25.10-v25.12). Maximum
+# tray power: NVIDIA Datacenter Power Service docs, "device specifications": a DGX_GB200 compute tray draws
+# 1,000 W at least and 6,667 W at most (another revision: 900 / 5,640 W, its GPUs and CPUs at their maxima).
 GB200_TRAY = {
     "gpus": 4,
     "accelerator": {"peak_tf32_tflops": 1250, "peak_fp16_tflops": 2500, "peak_fp8_tflops": 5000,
@@ -132,7 +134,7 @@ GB200_TRAY = {
                     "tdp_w": 1200, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 8000, "sm_count": 148,
                     "family": "blackwell"},
     "nvlink_topology": "all-to-all", "scaleup_domain_gpus": 72, "cpus": 2, "cpu_tdp_w": 250, "compute_nics": 4,
-    "compute_nic_gbit_s": 400, "host_op_us": 14.55,
+    "compute_nic_gbit_s": 400, "host_op_us": 14.55, "max_power_w": 6667.0,
 }
 # An NVL72 rack's parts outside its trays: 9 NVLink switch trays at 3,600 W together and 800 W of power-shelf
 # overhead (Supermicro's NVL72 rack breakdown, 2025, as Introl reports it for the GB300 NVL72, whose NVLink 5
@@ -607,6 +609,18 @@ def _power_storage_reliability_cases() -> list[ReferenceCase]:
     add(ReferenceCase("cluster-power", "power", "Fire-Flyer 2 cluster power", "MW", 3.2, "FF VIII-C2 (3-4 MW)",
                       lambda p: float(run(FF_2ZONE, params=p)["power"]["it_total_w"]) / 1e6, within=(3.0, 4.0),
                       published_range=True))
+    # HGX H100 systems measured under load (their 10.2 kW rating, as a DGX H100's, is the node's max_power_w):
+    # the DGX H100 node above with that rating.
+    dgx_h100 = {"node_count": 16, "node": {**LLAMA3_NODE, "max_power_w": 10200.0},
+                "fabric": {"switch_radix": 64, "switch_gbit_s": 400}, "prices": {"currency": "REL"}}
+    add(ReferenceCase("hgx-h100-intensive-power", "power", "HGX H100 node power under intensive work", "kW",
+                      0.76 * 10.2, "Newkirk et al., arXiv:2506.14551: intensive workloads at about 76% of the 10.2 "
+                      "kW rating", lambda p: float(run(dgx_h100, params=p)["power"]["node_w"]) / 1000,
+                      rel_tolerance=0.15))
+    add(ReferenceCase("hgx-h100-peak-power", "power", "HGX H100 node power, measured peak under training", "kW", 8.4,
+                      "Latif et al., IEEE Access 13 (2025), arXiv:2412.08602: peaks about 8.4 kW, 18% under the "
+                      "10.2 kW rating", lambda p: float(run(dgx_h100, params=p)["power"]["node_w"]) / 1000,
+                      rel_tolerance=0.15))
     add(ReferenceCase("3fs-network-bound", "storage", "3FS aggregate read bound", "TB/s", 9.0, "FF VI-B2",
                       lambda p: float(run(FF_2ZONE, params=p)["storage"]["aggregate_read_gbyte_s"]) / 1000,
                       rel_tolerance=0.01))
@@ -684,8 +698,14 @@ def _rack_scale_cases() -> list[ReferenceCase]:
     add(ReferenceCase("gb200-nvl72-rack-power", "rack-scale systems", "NVL72 rack power under training load", "kW", 120,
                       nvl72_source, lambda p: float(nvl72(p)["racks"]["power_w"]) / 1000, rel_tolerance=0.15))
     add(ReferenceCase("gb200-nvl72-rack-max-power", "rack-scale systems",
+                      "NVL72 rack maximum power, basis: NVIDIA's tray maximum (6,667 W) + switch trays and power "
+                      "shelves", "kW", 120, nvl72_source, lambda p: float(nvl72(p)["racks"]["max_power_w"]) / 1000,
+                      rel_tolerance=0.10))
+    parts_racks = {**NVL72_RACKS, "node": {k: v for k, v in GB200_TRAY.items() if k != "max_power_w"}}
+    add(ReferenceCase("gb200-nvl72-rack-parts-max-power", "rack-scale systems",
                       "NVL72 rack maximum power, basis: trays' parts at nameplate + switch trays and power shelves",
-                      "kW", 120, nvl72_source, lambda p: float(nvl72(p)["racks"]["max_power_w"]) / 1000,
+                      "kW", 120, nvl72_source,
+                      lambda p: float(run(parts_racks, params=p)["racks"]["max_power_w"]) / 1000,
                       rel_tolerance=0.10))
     return cases
 

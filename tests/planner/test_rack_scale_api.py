@@ -28,7 +28,7 @@ def test_compare_hgx_b200_with_gb200_nvl72_on_the_moe_workload(catalog, reader_c
     assert values["pue"] == [1.10, 1.10]
     bases = {basis["key"]: basis["values"] for basis in body["bases"]}
     assert bases["pue"] == ["hyperscale hall: Google fleet-wide PUE 1.10 (Q2 2021)"] * 2
-    assert bases["node_max_power"] == ["vendor maximum", "parts at nameplate"]
+    assert bases["node_max_power"] == ["vendor maximum", "vendor maximum"]  # 14.3 kW; 6,667 W a tray (NVIDIA DPS)
     assert values["facility_power_w"] == pytest.approx([it * 1.10 for it in values["it_power_w"]])
     assert values["it_power_w"][0] < values["it_power_w"][1] and values["facility_power_w"][0] < values[
         "facility_power_w"][1]

@@ -9,7 +9,11 @@ from simcore.tools.references import CASES, validate
 # engine meets it, so the list cannot go stale); docs/engine.md ("Known misses") says why.
 KNOWN_MISSES = {
     "gb200-nvl72-rack-power": "the parts sum to 95.8 kW (trays under training load, GPUs at 85% of TDP; switch "
-                              "trays and power shelves 4.4 kW): no sourced part figure covers the rest",
+                              "trays and power shelves 4.4 kW) where NVIDIA's tray maximum gives 124.4: a node's "
+                              "fans, NICs, memory, drives and conversion losses are a flat 500 W estimate",
+    **{key: "a DGX H100 under training comes to 5.96 kW from its parts (GPUs at 85% of TDP, CPUs at TDP and a flat "
+            "500 W for fans, NICs, NVSwitches, memory, drives and conversion losses, which have no sourced figure)"
+       for key in ("hgx-h100-intensive-power", "hgx-h100-peak-power")},
     "dgx-b200-parts-max-power": "8 x 1,000 W GPUs, 2 x 350 W CPUs and a flat 500 W come to 9.2 kW: the NICs, "
                                 "their optics, fans and conversion losses have no sourced per-part figure in "
                                 "the node",

@@ -12,7 +12,7 @@ from simcore.tools.references import GB200_TRAY, NVL72_RACKS
 MOE = {"kind": "transformer", "layers": 8, "hidden": 4096, "heads": 32, "vocab": 32000, "seq_len": 4096,
        "experts": 64, "moe_top_k": 8, "expert_ffn_hidden": 1536, "gated_mlp": True, "global_batch": 256,
        "micro_batch": 1, "precision": "bf16", "tp": 8, "ep": 8, "gpus": 1024, "zero_stage": 1}
-HGX_NODE = {**GB200_TRAY, "gpus": 8, "scaleup_domain_gpus": None, "compute_nics": 8}
+HGX_NODE = {**GB200_TRAY, "gpus": 8, "scaleup_domain_gpus": None, "compute_nics": 8, "max_power_w": None}
 
 
 def run(node, node_count, workload=MOE, **cluster):
