@@ -57,6 +57,9 @@ def node_document(node) -> dict:
         "storage_nic_gbit_s": (node.storage_nic.line_rate_gbit_s * node.storage_nic.ports) if node.storage_nic else 0.0,
         "power_w": node.measured_power_w,
         "max_power_w": node.max_power_w,
+        "scaleup_optics_per_gpu": node.scaleup_optics_per_gpu,
+        "scaleup_optic_w": node.scaleup_optic.power_w if node.scaleup_optic else None,
+        "scaleup_optic_gbit_s": node.scaleup_optic.speed_gbit_s if node.scaleup_optic else 800.0,
     }
 
 
@@ -96,6 +99,7 @@ def prices_document(plan: ClusterPlan) -> dict:
         "energy_per_kwh": _float(book.energy_price_per_kwh),
         "pue": pue,
         "gpu_hour": price("gpu-hour", plan.node_type.accelerator),
+        "scaleup_optic": price("link-part", plan.node_type.scaleup_optic),
     }
 
 

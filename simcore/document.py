@@ -134,6 +134,14 @@ SPEC: dict[str, Any] = {
             "scaleup_domain_gpus": opt(integer=True, nullable=True, unit="GPUs",
                                        doc="GPUs on one all-to-all scale-up fabric (a GB200 NVL72 rack: 72); "
                                            "null: the node's GPUs"),
+            "scaleup_optics_per_gpu": opt("non_negative", 0.0, unit="modules", label="scale-up optics per GPU",
+                                          doc="optical modules an optical scale-up network has per GPU, its GPUs' "
+                                              "and its switches' ends together (CloudMatrix 384: 6,912 for 384 "
+                                              "NPUs, 18 each, SemiAnalysis); 0: a copper scale-up (NVLink) or none"),
+            "scaleup_optic_w": opt("non_negative", nullable=True, unit="W", label="scale-up module power",
+                                   doc="one scale-up module's typical draw; null: 8 W per 400 Gb/s of its rate"),
+            "scaleup_optic_gbit_s": opt(default=800.0, unit="Gb/s", label="scale-up module rate",
+                                        doc="one scale-up module's rate"),
             "cpus": opt("non_negative", 2, integer=True),
             "cpu_cores": opt(integer=True, nullable=True, doc="CPU cores, all sockets (host preprocessing)"),
             "cpu_tdp_w": opt(nullable=True, unit="W"),
@@ -246,6 +254,7 @@ SPEC: dict[str, Any] = {
             "transceiver": opt("non_negative", nullable=True),
             "endpoint_cable": opt("non_negative", nullable=True),
             "fiber": opt("non_negative", nullable=True),
+            "scaleup_optic": opt("non_negative", nullable=True, doc="one optical module of the scale-up network"),
             "energy_per_kwh": opt("non_negative", nullable=True),
             "pue": opt(nullable=True, doc="null: the hall's (cluster.rack.hall)"),
             "amortization_years": opt(default=4.0, doc="capex spread over this many years"),

@@ -144,7 +144,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
             "switch", "price_book", "endpoint_cable", "transceiver", "fiber"
         ).prefetch_related(
             Prefetch("node_type", ComputeNodeType.objects.select_related("accelerator", "cpu", "compute_nic",
-                                                                          "storage_nic")),
+                                                                          "storage_nic", "scaleup_optic")),
             Prefetch("storage_node_type", StorageNodeType.objects.select_related("nic", "cpu")),
         )
 

@@ -244,6 +244,13 @@ class ComputeNodeType(CatalogEntry):
     network_racks_per_domain = models.PositiveIntegerField(
         default=0, help_text="Racks of scale-up switches beside each domain's compute racks (CloudMatrix 384: 4 "
                              "beside its 12 compute racks).")
+    scaleup_optics_per_gpu = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0)],
+        help_text="Optical modules an optical scale-up network has per GPU, its GPUs' and its switches' ends together "
+                  "(CloudMatrix 384: 6,912 for 384 NPUs, 18 each); 0: a copper scale-up (NVLink) or none.")
+    scaleup_optic = models.ForeignKey(
+        "LinkPart", on_delete=models.PROTECT, related_name="scaleup_node_types", null=True, blank=True,
+        help_text="The optical scale-up network's module: its power and price in the bill.")
     cooling = models.CharField(max_length=8, choices=Cooling.choices, default=Cooling.AIR)
     nvlink_sharp = models.BooleanField(
         default=False, help_text="The NVLink switches reduce in the network (NVLink SHARP: NVSwitch 3 and later).")
@@ -256,6 +263,8 @@ class ComputeNodeType(CatalogEntry):
                 errors["scaleup_domain_gpus"] = "needs an all-to-all scale-up fabric"
             elif self.scaleup_domain_gpus % n:
                 errors["scaleup_domain_gpus"] = f"must be a whole number of {n}-GPU nodes"
+        if self.scaleup_optics_per_gpu and self.scaleup_optic_id is None:
+            errors["scaleup_optic"] = "name the module an optical scale-up network is built from"
         if self.nvlink_sharp and self.nvlink_topology != NVLinkTopology.ALL_TO_ALL:
             errors["nvlink_sharp"] = "in-network reduction needs NVLink switches (an all-to-all topology)"
         if self.root_ports_shared_by_two_gpus and 2 * self.root_ports_shared_by_two_gpus > n:

@@ -52,6 +52,7 @@ class ComputeNodeTypeSerializer(CleanModelSerializer):
     cpu = slug_ref(CPU, allow_null=True, required=False)
     compute_nic = slug_ref(NIC)
     storage_nic = slug_ref(NIC, allow_null=True, required=False)
+    scaleup_optic = slug_ref(LinkPart, allow_null=True, required=False)
 
     class Meta:
         model = ComputeNodeType

@@ -131,6 +131,8 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
         fabric["endpoint_cables"])
     add("optical transceiver", "link-part", plan.transceiver, fabric["transceivers"])
     add("fibre", "link-part", plan.fiber, fabric["fibers"])
+    add("scale-up optical module", "link-part", node.scaleup_optic, fabric["scaleup_transceivers"])
+    add("scale-up fibre", "link-part", plan.fiber, fabric["scaleup_fibers"])
     rows = [line.__dict__ for line in lines]
     unpriced = list(dict.fromkeys(line.part if line.slug == NOT_CHOSEN else line.slug
                                   for line in lines if line.unit_price is None and line.source != included))

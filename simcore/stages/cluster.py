@@ -170,7 +170,8 @@ def link_parts(f: Fabrics, c) -> dict:
     link, and the leaf end of every optical NIC link; :meth:`FabricCounts.switch_modules`, per
     fabric), fibres (one a switch-to-switch link or optical NIC link) and the NIC-end parts: a
     cable a NIC port, or modules, each serving ``endpoint_module_ports`` NIC ports of one node
-    (a DGX H100's twin-port cages: one for two of its NICs)."""
+    (a DGX H100's twin-port cages: one for two of its NICs). An optical scale-up network adds its
+    modules (the node's count per GPU) and a fibre for every two."""
     fab, node, sto = c["fabric"], c["node"], c["storage"]
     optical = fab["endpoint_link"] == "optical"
     nic_links = f.total.endpoint_links
@@ -181,9 +182,11 @@ def link_parts(f: Fabrics, c) -> dict:
         nic_parts = sum(count * np.ceil(nics / fab["endpoint_module_ports"]) for count, nics in per_node)
     else:
         nic_parts = nic_links
+    scaleup = c["node_count"] * node["gpus"] * node["scaleup_optics_per_gpu"]
     return {"transceivers": sum(t.switch_modules(fab["transceiver_ports"], t.endpoint_links if optical else 0)
                                 for t in (f.main, f.storage_plane)),
-            "fibers": f.total.switch_links + (nic_links if optical else 0), "endpoint_cables": nic_parts}
+            "fibers": f.total.switch_links + (nic_links if optical else 0), "endpoint_cables": nic_parts,
+            "scaleup_transceivers": scaleup, "scaleup_fibers": scaleup / 2}
 
 
 def fabric_section(f: Fabrics, c, parts: dict) -> dict:
@@ -222,8 +225,11 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
     optics_w, optics_basis = power.optics_power_w(
         parts["transceivers"], fab["transceiver_power_w"], fab["switch_gbit_s"] * fab["transceiver_ports"],
         parts["endpoint_cables"], fab["endpoint_cable_power_w"], nic_part_gbit_s, optical, params.power)
+    scaleup_module_w = where(np.isnan(node["scaleup_optic_w"]),
+                             node["scaleup_optic_gbit_s"] * params.power.optic_w_per_gbit_s, node["scaleup_optic_w"])
     it_power = {"compute_nodes_w": nodes * node_w, "switches_w": f.total.switches * switch_w,
-                "optics_w": optics_w, "storage_nodes_w": sto["nodes"] * storage_w}
+                "optics_w": optics_w, "scaleup_optics_w": parts["scaleup_transceivers"] * scaleup_module_w,
+                "storage_nodes_w": sto["nodes"] * storage_w}
     node_max_w, vendor_max = power.node_max_power_w(node["max_power_w"], g, acc["tdp_w"], node["cpus"],
                                                         node["cpu_tdp_w"], params.power)
     per_rack, racks, rack_w, budget_w, rack_basis = power.rack_layout(
@@ -263,12 +269,14 @@ def cost_section(c, f: Fabrics, parts: dict, power_out: dict, hw: Hardware) -> d
               **parts}
     unit_prices = {"compute_nodes": prices["node"], "storage_nodes": prices["storage_node"],
                    "switches": prices["switch"], "transceivers": prices["transceiver"],
-                   "fibers": prices["fiber"], "endpoint_cables": prices["endpoint_cable"]}
+                   "fibers": prices["fiber"], "endpoint_cables": prices["endpoint_cable"],
+                   "scaleup_transceivers": prices["scaleup_optic"], "scaleup_fibers": prices["fiber"]}
     capex_lines, capex_total, unpriced = cost.capex(counts, unit_prices)
     return {
         "currency": prices["currency"],
         **capex_lines,
-        "network": cost.complete_sum(counts, unit_prices, ("switches", "transceivers", "fibers", "endpoint_cables")),
+        "network": cost.complete_sum(counts, unit_prices, ("switches", "transceivers", "fibers", "endpoint_cables",
+                                                           "scaleup_transceivers", "scaleup_fibers")),
         "capex_total": capex_total,
         "unpriced": unpriced,
         "unpriced_count": sum((np.asarray(counts[k]) > 0) & np.isnan(unit_prices[k]) for k in counts).astype(float),

@@ -107,7 +107,8 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
         c["reliability"], spans_nodes=bool((domain > g).any()), xids=hw.family.vendor == "NVIDIA",
         nvlink=bool(np.all((node["nvlink_topology"] != "none") & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0))))
     total = fabrics.total
-    cluster_units = reliability.unit_counts(gpus, nodes, link=total.endpoint_links + total.switch_links,
+    scaleup_links = parts["scaleup_fibers"]  # an optical scale-up link fails as a fabric link does
+    cluster_units = reliability.unit_counts(gpus, nodes, link=total.endpoint_links + total.switch_links + scaleup_links,
                                             nic=total.endpoints, switch=total.switches,
                                             domain=where(domain > g, np.ceil(gpus / domain), 0.0))
     result["reliability"] = {**failures.reliability_cluster(categories, cluster_units),
@@ -116,7 +117,7 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
     if p["has_workload"]:
         result["training"], job_reliability, cycle = _train(p, params, hw, io, domain, fabrics.main, categories,
                                                             storage_rates, power_out["facility_w"],
-                                                            cost_out["capex_total"])
+                                                            cost_out["capex_total"], scaleup_links)
         result["reliability"].update(job_reliability)
         result["constraints"] += job.training_constraints(result["training"])
     if p["options"]["monte_carlo_replicas"] > 0:
@@ -126,16 +127,18 @@ def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | Non
     return result
 
 
-def _train(p, params, hw, io, domain, main_fabric, categories, storage_rates, facility_w, capex_total):
+def _train(p, params, hw, io, domain, main_fabric, categories, storage_rates, facility_w, capex_total,
+           scaleup_links):
     """The training stage, then the job's reliability (on its own parts and its share of the compute
-    fabric's links and switches) and its time and cost to train: (training section, the job's
-    reliability figures, its :class:`~simcore.stages.failures.JobCycle`)."""
+    fabric's links and switches, and of the optical scale-up links) and its time and cost to train:
+    (training section, the job's reliability figures, its :class:`~simcore.stages.failures.JobCycle`)."""
     c = p["cluster"]
     node, nodes, g = c["node"], c["node_count"], c["node"]["gpus"]
     training_out, trained = job.train(p, params, hw.family, hw.clock, io, node, node["accelerator"], g, nodes)
     share = trained.nodes / nodes
     units = reliability.unit_counts(trained.gpus, trained.nodes, nic=trained.nodes * node["compute_nics"],
-                                    link=(main_fabric.endpoint_links + main_fabric.switch_links) * share,
+                                    link=(main_fabric.endpoint_links + main_fabric.switch_links
+                                          + scaleup_links) * share,
                                     switch=main_fabric.switches * share, domain=trained.domains)
     job_reliability, cycle = failures.reliability_job(p, categories, trained, units, node, c["storage"],
                                                       storage_rates)

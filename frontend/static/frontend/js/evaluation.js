@@ -58,7 +58,8 @@ function ownOrRent(c, bom) {
 function costSection(result, bom) {
   const c = result.cost, currency = c.currency;
   const parts = [["compute nodes", c.compute_nodes], ["storage nodes", c.storage_nodes], ["switches", c.switches],
-    ["transceivers", c.transceivers], ["fibres", c.fibers], ["endpoint cables", c.endpoint_cables]];
+    ["transceivers", c.transceivers], ["fibres", c.fibers], ["endpoint cables", c.endpoint_cables],
+    ...(result.fabric.scaleup_transceivers ? [["scale-up optical modules", c.scaleup_transceivers], ["scale-up fibres", c.scaleup_fibers]] : [])];
   const section = el("section", {}, el("h2", {}, "Cost"),
     table(`Capital and running cost (${currency})`, [
       ...parts.map(([label, value]) => [label, money(value, currency)]),
@@ -111,7 +112,9 @@ function powerSection(result, plan) {
     ["compute node", si(p.node_w, "W")], ["compute node, maximum", si(p.node_max_w, "W"), p.node_max_basis],
     ["switch", si(p.switch_w, "W")], ["storage node", si(p.storage_node_w, "W")],
     ["compute nodes", si(p.compute_nodes_w, "W")], ["switches", si(p.switches_w, "W")],
-    ["optics (switch modules and NIC-end parts)", si(p.optics_w, "W"), p.optics_basis], ["storage nodes", si(p.storage_nodes_w, "W")],
+    ["optics (switch modules and NIC-end parts)", si(p.optics_w, "W"), p.optics_basis],
+    ...(p.scaleup_optics_w ? [["scale-up optics", si(p.scaleup_optics_w, "W"), `${num(result.fabric.scaleup_transceivers)} modules`]] : []),
+    ["storage nodes", si(p.storage_nodes_w, "W")],
     ["IT total", si(p.it_total_w, "W")], ["facility (with PUE)", si(p.facility_w, "W"), `PUE ${num(p.pue)}: ${p.pue_basis}`],
     ["FP16 TFLOPS per kW", num(p.fp16_tflops_per_kw)],
   ]), racksTable(result, plan));
