@@ -97,7 +97,7 @@ def test_fire_flyer_comparison_shows_122_against_1320_switches(page):
     expect(page.page.locator("#comparison tr[data-metric=racks] td").nth(1)).to_contain_text("16")
     expect(page.page.locator("#comparison tr[data-metric=node_max_power_w] td").nth(0)).to_contain_text("14,300")
     expect(page.page.locator("#comparison tr[data-basis=node_max_power] td")).to_have_text(
-        ["vendor maximum", "parts at nameplate"])
+        ["vendor maximum", "vendor maximum"])
     expect(page.page.locator("#comparison tr[data-basis=pue] td").nth(1)).to_contain_text("hyperscale hall")
     expect(page.page.locator("#compare-charts figure[data-metric=ep_traffic_s] svg rect.bar")).to_have_count(2)
     expect(page.page.locator("#not-comparable-on-cost")).to_contain_text("no price for switches")
