@@ -235,8 +235,8 @@ def test_workload_editor_offers_the_software_features_and_the_step_shows_their_c
 
 def test_a_small_model_on_grace_shows_its_host_and_cuda_graphs_take_it_away(page):
     page.login()
-    page.goto("/workloads/new/?from=gpt2-medium-128")
-    page.page.select_option("#f-plan", "gb200-nvl72-1152")
+    page.goto("/workloads/new/?from=gpt2-medium-128&plan=gb200-nvl72-1152")
+    expect(page.page.locator("#f-plan")).to_have_value("gb200-nvl72-1152")
     page.page.fill("#f-micro_batch", "1")
     breakdown = page.page.locator("#preview-body #step-breakdown")
     expect(breakdown).to_contain_text("the host launching kernels")  # Grace's 14.55 us an eager launch
