@@ -28,8 +28,16 @@ class PriceItemInline(admin.TabularInline):
 
 @admin.register(models.PriceBook)
 class PriceBookAdmin(CatalogAdmin):
-    list_display = ["slug", "name", "currency", "price_date", "confidence"]
+    """Catalogue editors keep the shared books; a user's own book (their quotes) is theirs alone,
+    shown here to superusers only."""
+
+    list_display = ["slug", "name", "owner", "currency", "price_date", "confidence"]
+    list_filter = ["currency", "confidence"]
     inlines = [PriceItemInline]
+
+    def get_queryset(self, request):
+        books = super().get_queryset(request).select_related("owner")
+        return books if request.user.is_superuser else books.filter(owner__isnull=True)
 
 
 @admin.register(models.ClusterPlan)

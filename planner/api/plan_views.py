@@ -183,7 +183,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     @action(detail=False, methods=["post"], permission_classes=[IsAuthenticated],
             throttle_classes=[ScopedRateThrottle], throttle_scope="evaluate")
     def preview(self, request):
-        body = api.PlanPreviewSerializer(data=request.data)
+        body = api.PlanPreviewSerializer(data=request.data, context=self.get_serializer_context())
         body.is_valid(raise_exception=True)
         fields = dict(body.validated_data)
         workload = self._workload(fields.pop("workload", None))

@@ -90,7 +90,8 @@ class PriceBookViewSet(catalog_viewset(models.PriceBook, serializers.PriceBookSe
         item = serializers.PriceItemSerializer(data=request.data)
         item.is_valid(raise_exception=True)
         price_services.put_item(book=book, **item.validated_data)
-        return Response(serializers.PriceBookSerializer(book).data)
+        return Response(serializers.PriceBookSerializer(models.PriceBook.objects.prefetch_related("items")
+                                                        .get(pk=book.pk)).data)
 
     @extend_schema(tags=["catalogue"], request=serializers.PriceBookCopySerializer,
                    responses={201: serializers.PriceBookSerializer},

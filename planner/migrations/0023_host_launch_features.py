@@ -4,6 +4,13 @@ import planner.models.catalog
 from django.db import migrations, models
 
 
+def unfused_stay_unfused(apps, schema_editor):
+    """A workload stored without fused kernels (plain PyTorch code) keeps its rotary embedding and
+    loss unfused too: the new fields' fused defaults describe Megatron-Bridge's recipes, not it."""
+    apps.get_model("planner", "Workload").objects.filter(fused_kernels=False).update(
+        rope_fusion=False, cross_entropy_fusion=False)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -41,4 +48,5 @@ class Migration(migrations.Migration):
             name='rope_fusion',
             field=models.BooleanField(default=True, help_text="Rotary embedding in one kernel per query and key (Transformer Engine's fused_rope, as Megatron-Bridge's performance recipes set it); false: five element-wise passes each.", verbose_name='fused rotary embedding'),
         ),
+        migrations.RunPython(unfused_stay_unfused, migrations.RunPython.noop),
     ]

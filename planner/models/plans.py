@@ -151,6 +151,7 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
             if self.node_count % per_domain:
                 errors["node_count"] = (f"{self.node_type.name} comes in scale-up domains of {per_domain} nodes: "
                                         f"give a multiple of {per_domain}")
+        errors.update(self._price_book_errors())
         if self.node_type_id and self.switch_id:
             part_errors = self.part_errors()
             errors.update(part_errors)
@@ -158,6 +159,19 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
                 errors.update(self._fabric_errors())
         if errors:
             raise ValidationError(errors)
+
+    def _price_book_errors(self) -> dict[str, str]:
+        """A plan is priced from a shared book or its owner's own, and a plan priced from its owner's
+        own book stays private: others never see a user's quotes through it."""
+        book = self.price_book if self.price_book_id else None
+        if book is None or book.owner_id is None:
+            return {}
+        if self.owner_id is not None and book.owner_id != self.owner_id:  # no owner yet: the API's request's
+            return {"price_book": f"no price book '{book.slug}' is yours or shared: choose a shared one or your own"}
+        if self.visibility == Visibility.SHARED:
+            return {"visibility": "a plan priced from your own price book stays private: copy your quotes into a "
+                                  "shared book with a catalogue editor, or price it from a shared book"}
+        return {}
 
     @property
     def optical_nic_links(self) -> bool:

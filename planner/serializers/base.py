@@ -61,9 +61,10 @@ def slug_ref(model, **kwargs):
 
 class VisibleSlugReference(SlugReference):
     """An owned-or-shared entry by slug, as the caller may see it (:meth:`VisibleQuerySet.visible_to`):
-    another user's own entry does not exist for them. Without a request (the seed loader), every entry."""
+    another user's own entry does not exist for them. Without a request (the seed loader), the shared
+    entries alone."""
 
     def get_queryset(self):
         request = self.context.get("request")
         queryset = super().get_queryset()
-        return queryset if request is None else queryset.visible_to(request.user)
+        return queryset.filter(owner__isnull=True) if request is None else queryset.visible_to(request.user)

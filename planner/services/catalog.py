@@ -149,7 +149,8 @@ def catalog_load(*, data_dir: Path = DATA_DIR) -> LoadReport:
         for path in seed_files(table, data_dir):
             document = read_seed_file(path, schema)
             instance = table.model.objects.filter(slug=document["slug"]).first()
-            if table.preset and instance is not None and instance.owner_id is not None:
+            owned = any(field.name == "owner" for field in table.model._meta.get_fields())
+            if owned and instance is not None and instance.owner_id is not None:
                 raise CatalogFileError(path, [f"slug: '{document['slug']}' belongs to a user's entry; rename the "
                                               "preset or that entry"])
             if instance is not None and _same(table.serializer, instance, document):

@@ -3,7 +3,6 @@ how old a book's prices are."""
 import datetime
 
 from django.db import transaction
-from django.db.models import F
 
 from planner.models import ClusterPlan, PriceBook, PriceItem
 
@@ -35,8 +34,11 @@ def copy_book(*, book: PriceBook, owner, slug: str, name: str | None = None,
         PriceItem(price_book=copy, part_kind=item.part_kind, part_slug=item.part_slug, unit_price=item.unit_price,
                   basis=item.basis, confidence=item.confidence, price_date=item.price_date or book.price_date,
                   source_url=item.source_url) for item in items)
-    if plan is not None:
-        ClusterPlan.objects.filter(pk=plan.pk).update(price_book=copy, version=F("version") + 1)
+    if plan is not None:  # the plan's row locked, as every plan write is
+        plan = ClusterPlan.objects.select_for_update().get(pk=plan.pk)
+        plan.price_book, plan.version = copy, plan.version + 1
+        plan.full_clean()
+        plan.save()
     return copy
 
 

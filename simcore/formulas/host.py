@@ -23,7 +23,8 @@ X86_HOST_OP_S = 7.66e-6
 
 # Kernels of a MoE router per layer pass (Megatron-LM's DeepSeek-V3 GB200 write-up, 2.1.4 and 2.2):
 # 72 as written, 31 with Transformer Engine's fused router (--moe-router-fusion, TE PR 1883), 17
-# with a dispatcher that also fuses the dispatch preprocessing (DeepEP; HybridEP likewise).
+# with a dispatcher that also fuses the dispatch preprocessing (DeepEP, counted with the fused router;
+# HybridEP likewise).
 ROUTER_KERNELS = {"plain": 72.0, "fused": 31.0, "dispatcher_fused": 17.0}
 DGXC_CPU_OVERHEAD = ("NVIDIA/dgxc-benchmarking microbenchmarks/cpu_overhead README (v25.10-v25.12): torch.matmul "
                      "launch on tiny matrices, mean of eight sizes; DGX H100 (Xeon 8480C) 7.66 us, DGX B200 7.65, "
@@ -107,8 +108,8 @@ def layer_launches(model, layout, host: Host) -> dict:
     moe_f = att_f + 2 + routing + experts_f + shared_f
     moe_b = att_b + 2 + routing + experts_b + shared_b
     eager = {"dense_f": att_f + mlp_f, "dense_b": att_b + mlp_b, "moe_f": moe_f, "moe_b": moe_b}
-    # Graphed: a dense layer is one graph; a MoE layer two (attention; router, preprocessing and shared
-    # experts) around its eager routed part.
+    # Graphed: a dense layer is one graph; a MoE layer two (attention; router and shared experts)
+    # around its eager routed part (dispatch, combine, permutes, experts).
     graphed = {"dense_f": 1.0, "dense_b": 1.0, "moe_f": 2 + 2 + permute + experts_f,
                "moe_b": 2 + 2 + permute + experts_b}
     return {key: where(host.cuda_graphs, graphed[key], value) for key, value in eager.items()}

@@ -40,11 +40,12 @@ ADAM_BYTES_PER_PARAM = 34.0
 # read) are added to the main gradients (read and written at ``grad_bytes`` each) in a separate
 # pass (Megatron-LM's main_grad hook; Megatron later fused it into the weight-gradient GEMM).
 WGRAD_BYTES = 2.0
-# Vocabulary-parallel cross-entropy per logit, in Megatron-LM's separate PyTorch operations: the bf16
-# logits read, an fp32 exponent written and read back forward (10 bytes), the fp32 softmax read and the
-# bf16 gradient written backward (6). Fused in one kernel (Transformer Engine's): the logits read once
-# forward for their maximum, sum of exponents and target (2), read and the gradient written backward (4).
-CROSS_ENTROPY_BYTES_PER_LOGIT = {False: 16.0, True: 6.0}
+# Vocabulary-parallel cross-entropy per logit (forward, backward), in Megatron-LM's separate PyTorch
+# operations: the bf16 logits read, an fp32 exponent written and read back forward (10 bytes), the fp32
+# softmax read and the bf16 gradient written backward (6). Fused in one kernel (Transformer Engine's):
+# the logits read once forward for their maximum, sum of exponents and target (2), read and the
+# gradient written backward (4).
+CROSS_ENTROPY_BYTES_PER_LOGIT = {False: (10.0, 6.0), True: (2.0, 4.0)}
 RECOMPUTE = ("none", "selective", "full")
 
 
@@ -310,9 +311,9 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
     rest_dense = where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
     out_f, out_b, out_w = ops["output_f"], ops["output_b"], ops["output_w"]
     heads = 1 + model.mtp_layers
-    per_logit = where(layout.cross_entropy_fused, CROSS_ENTROPY_BYTES_PER_LOGIT[True],
-                      CROSS_ENTROPY_BYTES_PER_LOGIT[False])
-    loss = traffic["tokens"] * model.vocab / layout.tp * per_logit / device.hbm_bytes_s
+    logits_s = traffic["tokens"] * model.vocab / layout.tp / device.hbm_bytes_s
+    loss_f, loss_b = (logits_s * where(layout.cross_entropy_fused, fused, plain)
+                      for plain, fused in zip(CROSS_ENTROPY_BYTES_PER_LOGIT[False], CROSS_ENTROPY_BYTES_PER_LOGIT[True]))
     embedding = traffic["tokens"] * model.hidden * layout.act_bytes * 4 / device.hbm_bytes_s
     pp_send = where(pp > 1, 2 * virtual_stages * pp_link.send_s(traffic["activation_bytes"] / layout.tp), 0.0)
 
@@ -320,8 +321,8 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
         dense_layers = where(moe_on, dense_of_moe_model, layers)
         moe = layers - dense_layers + where(moe_on, mtp, 0.0)  # an MTP module: one layer of the last kind
         dense_layers = dense_layers + where(moe_on, 0.0, mtp)
-        forward = dense_layers * parts["dense_f"] + moe * parts["moe_layer_f"] + head * heads * (out_f + loss / 2)
-        backward = dense_layers * parts["dense_b"] + moe * parts["moe_layer_b"] + head * heads * (out_b + loss / 2)
+        forward = dense_layers * parts["dense_f"] + moe * parts["moe_layer_f"] + head * heads * (out_f + loss_f)
+        backward = dense_layers * parts["dense_b"] + moe * parts["moe_layer_b"] + head * heads * (out_b + loss_b)
         recompute = dense_layers * parts["recompute_dense"] + moe * parts["recompute_moe"]
         wgrad = dense_layers * parts["w_dense"] + moe * parts["w_moe"] + head * heads * out_w
         send = overlapped_s(pp_send, forward + backward, 0.0) if pp_overlap else pp_send

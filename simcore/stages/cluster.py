@@ -182,11 +182,11 @@ def link_parts(f: Fabrics, c) -> dict:
         nic_parts = sum(count * np.ceil(nics / fab["endpoint_module_ports"]) for count, nics in per_node)
     else:
         nic_parts = nic_links
-    scaleup = c["node_count"] * node["gpus"] * node["scaleup_optics_per_gpu"]
+    scaleup = np.ceil(c["node_count"] * node["gpus"] * node["scaleup_optics_per_gpu"])
     return {"transceivers": sum(t.switch_modules(fab["transceiver_ports"], t.endpoint_links if optical else 0)
                                 for t in (f.main, f.storage_plane)),
             "fibers": f.total.switch_links + (nic_links if optical else 0), "endpoint_cables": nic_parts,
-            "scaleup_transceivers": scaleup, "scaleup_fibers": scaleup / 2}
+            "scaleup_transceivers": scaleup, "scaleup_fibers": np.ceil(scaleup / 2)}
 
 
 def fabric_section(f: Fabrics, c, parts: dict) -> dict:

@@ -111,3 +111,38 @@ def test_the_llama3_preset_sets_renting_its_gpus_against_owning_them(catalog, re
     assert cost["rent_per_gpu_hour"] == 4.86
     # Its optics have no dated price: the capital, so owning an hour, stays unknown until quoted.
     assert cost["capex_total"] is None and cost["own_per_gpu_hour"] is None
+
+
+def test_your_quotes_never_reach_another_user_through_a_plan(catalog, reader_client, other_client):
+    reader_client.post(f"{BOOKS}fire-flyer-relative/copy/", {"slug": "secret-book"}, format="json")
+    reader_client.post(f"{BOOKS}secret-book/items/", {**QUOTE, "unit_price": "777"}, format="json")
+    # Not through a preview: to another user the book does not exist.
+    preview = other_client.post("/api/plans/preview/", {"node_type": "ff-pcie-a100", "node_count": 8,
+                                                        "switch": "qm8700", "price_book": "secret-book"},
+                                format="json")
+    assert preview.status_code == 400 and "price_book" in preview.json()["errors"]
+    # Not through a shared plan: a plan priced from its owner's book stays private.
+    plan = my_plan(reader_client, "secret-plan")
+    assert reader_client.patch(f"/api/plans/{plan}/", {"price_book": "secret-book"}, format="json").status_code == 200
+    shared = reader_client.patch(f"/api/plans/{plan}/", {"visibility": "shared"}, format="json")
+    assert shared.status_code == 400 and "visibility" in shared.json()["errors"]
+    assert other_client.get(f"/api/plans/{plan}/bom/").status_code == 404
+    # The quote comes back in the book the items action answers with.
+    book = reader_client.post(f"{BOOKS}secret-book/items/", {**QUOTE, "unit_price": "778"}, format="json").json()
+    assert [i["unit_price"] for i in book["items"] if i["part_slug"] == "ff-3fs-storage"] == ["778.0000"]
+
+
+def test_the_seed_loader_never_takes_over_a_users_book(catalog, reader_client, tmp_path):
+    from planner.services.catalog import CatalogFileError, catalog_load
+
+    reader_client.post(BOOKS, {"slug": "seeded-later", "name": "Mine", "vendor": "me", "source": "quotes",
+                               "confidence": "secondary", "currency": "USD", "price_date": "2026-11-01"},
+                       format="json")
+    seeds = tmp_path / "price-books"
+    seeds.mkdir()
+    (seeds / "seeded-later.yaml").write_text(open("planner/catalog/data/price-books/fire-flyer-relative.yaml").read()
+                                             .replace("slug: fire-flyer-relative", "slug: seeded-later"))
+    with pytest.raises(CatalogFileError) as refused:
+        catalog_load(data_dir=tmp_path)
+    assert "belongs to a user's entry" in str(refused.value.errors)
+    assert PriceBook.objects.get(slug="seeded-later").owner.username == "reader"

@@ -92,7 +92,7 @@ function bomSection(bom, plan) {
   const source = (line) => line.source_url ? el("a", { href: line.source_url, rel: "noopener noreferrer" }, line.source) : line.source;
   return el("section", {}, el("h2", {}, "Bill of materials"),
     el("p", { class: "muted" }, `Priced from `, el("a", { href: `/catalog/price-books/${bom.price_book}/` }, bom.price_book),
-      `, dated ${bom.price_date}${bom.price_book_owner ? " (your own book)" : ""}.`),
+      `, dated ${bom.price_date}${bom.price_book_owner ? ` (${bom.price_book_owner}'s own book)` : ""}.`),
     bom.stale ? el("p", { class: "notice", role: "note" }, bom.stale) : "",
     el("div", { class: "scroll" }, el("table", { id: "bom" },
       el("thead", {}, el("tr", {}, ["Part", "Slug", "Quantity", "Unit price", "Extended", "Price date", "Source"].map((h) => el("th", { scope: "col" }, h)))),
