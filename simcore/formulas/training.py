@@ -312,8 +312,9 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
     out_f, out_b, out_w = ops["output_f"], ops["output_b"], ops["output_w"]
     heads = 1 + model.mtp_layers
     logits_s = traffic["tokens"] * model.vocab / layout.tp / device.hbm_bytes_s
+    plain_bytes, fused_bytes = CROSS_ENTROPY_BYTES_PER_LOGIT[False], CROSS_ENTROPY_BYTES_PER_LOGIT[True]
     loss_f, loss_b = (logits_s * where(layout.cross_entropy_fused, fused, plain)
-                      for plain, fused in zip(CROSS_ENTROPY_BYTES_PER_LOGIT[False], CROSS_ENTROPY_BYTES_PER_LOGIT[True]))
+                      for plain, fused in zip(plain_bytes, fused_bytes))
     embedding = traffic["tokens"] * model.hidden * layout.act_bytes * 4 / device.hbm_bytes_s
     pp_send = where(pp > 1, 2 * virtual_stages * pp_link.send_s(traffic["activation_bytes"] / layout.tp), 0.0)
 
