@@ -41,8 +41,11 @@ def _node_price(result):
 
 
 def _per_node_price(result):
+    """A node's GEMM (its GPUs' mean of TF32 and FP16) over the node's price: FF Table II's
+    cost-performance, fair between nodes of different GPU counts (a GB200 tray's 4, an HGX's 8)."""
     gemm, price = _gemm_mean(result), _node_price(result)
-    return None if gemm is None or not price else gemm / price
+    gpus_per_node = result["cluster"]["gpus"] / result["cluster"]["nodes"]
+    return None if gemm is None or not price else gemm * gpus_per_node / price
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ OUTPUTS: list[Output] = [
     Output("gemm_tf32_tflops", "compute.gemm_tf32_tflops", "TF32 GEMM per GPU", "TFLOPS", HIGHER, table=True),
     Output("gemm_fp16_tflops", "compute.gemm_fp16_tflops", "FP16 GEMM per GPU", "TFLOPS", HIGHER, table=True),
     Output("gemm_mean_tflops", "", "GEMM per GPU, mean of TF32 and FP16", "TFLOPS", HIGHER, derive=_gemm_mean),
-    Output("gemm_per_node_price", "", "GEMM per unit of node price", "TFLOPS/currency", HIGHER, chart=True,
+    Output("gemm_per_node_price", "", "node GEMM per unit of node price", "TFLOPS/currency", HIGHER, chart=True,
       derive=_per_node_price),
     Output("cluster_fp16_pflops", "compute.cluster_fp16_pflops", "cluster FP16 GEMM", "PFLOPS", HIGHER, sweep=True),
     Output("hfreduce_gbyte_s", "collectives.hfreduce.algbw_gbyte_s", "HFReduce across the cluster", "GB/s", HIGHER,

@@ -152,3 +152,14 @@ def test_each_node_launches_at_its_cpus_measured_host_rate(catalog):
              for slug in ("gb200-nvl72-tray", "dgx-h100", "dgx-b200", "ff-pcie-a100")}
     # dgxc-benchmarking cpu_overhead on Grace, a DGX H100's and a DGX B200's Xeons; an EPYC has no measurement.
     assert rates == {"gb200-nvl72-tray": 14.55, "dgx-h100": 7.66, "dgx-b200": 7.65, "ff-pcie-a100": None}
+
+
+def test_gemm_per_price_compares_nodes_of_different_gpu_counts_fairly(catalog, reader_client):
+    """A GB200 tray holds 4 GPUs and a DGX B200 8: a node's GEMM over its price, so per GPU against
+    each GPU's share of the price, never one GPU's GEMM over a whole node's price."""
+    body = reader_client.get("/api/plans/compare/", {"ids": f"{HGX},{NVL72}"}).json()
+    values = {m["key"]: m["values"] for m in body["metrics"]}
+    per_gpu_price = [price / gpus for price, gpus in zip(values["node_price"], (8, 4))]
+    assert per_gpu_price == pytest.approx([379273 / 8, 166667 / 4])
+    assert values["gemm_per_node_price"] == pytest.approx(
+        [gemm / price for gemm, price in zip(values["gemm_mean_tflops"], per_gpu_price)])
