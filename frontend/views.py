@@ -54,6 +54,8 @@ PLAN_FIELD_GROUPS = [
     ("Checkpoints and restarts", []),
 ]
 WORKLOAD_FIELD_GROUPS = [("Workload", ["name", "slug", "description", "visibility"])]
+# The preset a new workload's form starts from (every field filled, so it evaluates at once).
+NEW_WORKLOAD_START = "llama-13b-512"
 FIELD_LABELS = {"pue": "PUE (empty: the price book's)"}
 # The unit a catalogue field's name ends in (the house rule: names carry their units).
 UNIT_SUFFIXES = (("_gbyte_s", "GB/s"), ("_gbit_s", "Gbit/s"), ("_tflops", "TFLOPS"), ("_gib", "GiB"), ("_gb", "GB"),
@@ -317,11 +319,13 @@ def workload_editor(request, slug=None):
     """Create a workload (optionally from a visible one, ``?from=slug``) or edit your own, with a
     live evaluation on a chosen plan."""
     workload, start = _form_start(request, _visible_workloads(request.user), slug, "workload")
+    if start is None:  # a blank form cannot be evaluated: start from a preset that runs
+        start = Workload.objects.filter(owner__isnull=True, slug=NEW_WORKLOAD_START).first()
     plans = list(_visible_plans(request.user))
     return render(request, "frontend/workload_editor.html", {
         "workload": workload, "groups": _form_fields(Workload, WORKLOAD_FIELD_GROUPS, WORKLOAD_SECTIONS, request.user),
         "initial": _initial(Workload, WorkloadSerializer, start, copying=workload is None),
-        "plans": plans, "preview_plan": _preview_plan(request, plans, start),
+        "plans": plans, "preview_plan": _preview_plan(request, plans, start), "start": start,
     })
 
 

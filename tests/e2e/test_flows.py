@@ -149,6 +149,29 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     page.shot("plan")
 
 
+def test_a_refused_save_says_why_beside_the_field_and_keeps_saying_it(page):
+    page.login()
+    page.goto("/workloads/new/")  # starts from a preset, so it evaluates at once
+    expect(page.page.locator("#start-note")).to_contain_text("Starting from")
+    expect(page.page.locator("#preview-status")).to_contain_text("Evaluated on")
+    expect(page.page.locator("#form-errors")).to_be_hidden()
+    page.goto("/plans/new/?from=ff2-pcie-2zone")
+    expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
+    page.page.click("#save-plan")  # the slug starts blank
+    slug_error = page.page.locator("#e-slug")
+    expect(slug_error).to_be_visible()
+    expect(page.page.locator("#f-slug")).to_be_focused()
+    page.page.fill("#f-node_count", "1200")  # another edit: the preview runs again
+    page.page.wait_for_timeout(1500)
+    expect(slug_error).to_be_visible()
+    page.page.fill("#f-slug", "ff2-pcie-2zone")
+    page.page.click("#save-plan")
+    expect(slug_error).to_contain_text("is taken")
+    page.page.wait_for_timeout(1500)
+    expect(slug_error).to_contain_text("is taken")
+    page.shot("refused-save")
+
+
 def test_a_quote_for_the_unpriced_part_completes_the_bill(page):
     page.login()
     page.goto("/plans/new/?from=ff2-pcie-2zone")

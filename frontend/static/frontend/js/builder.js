@@ -2,7 +2,7 @@
 // each field's errors appear beside it; saving creates (POST) or replaces (PUT) the plan.
 import { api } from "./api.js";
 import { constraintsList, headline } from "./evaluation.js";
-import { collect, fill, livePreview, namedControls, showErrors, showPreview } from "./form.js";
+import { collect, fill, livePreview, namedControls, saveFailed, showPreview } from "./form.js";
 
 const NOT_PREVIEWED = new Set(["name", "slug", "description", "visibility", "workload"]);
 
@@ -65,6 +65,6 @@ export function builder({ form, editing, etag, initial, status, body, formErrors
       ? await api(`/api/plans/${editing}/`, { method: "PUT", body: plan(new Set(["workload"])), ifMatch: etag })
       : await api("/api/plans/", { method: "POST", body: plan(new Set(["workload"])) });
     if (response.ok) location.assign(`/plans/${response.data.slug}/`);
-    else showErrors(form, controls, formErrors, response.data);
+    else saveFailed(form, controls, formErrors, response.data);
   });
 }

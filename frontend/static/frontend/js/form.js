@@ -35,7 +35,30 @@ function parseJson(text) {
   try { return JSON.parse(text); } catch { return text; }
 }
 
-export function showErrors(form, controls, formErrors, data) {
+// Errors a save answered stay beside their fields (the live preview, which knows nothing of slugs,
+// would otherwise clear them) until that field is edited.
+function withSaveErrors(form, data) {
+  const kept = form.saveErrors ?? {};
+  if (!Object.keys(kept).length) return data;
+  if (data && typeof data === "object" && data.errors && !data.reasons) return { ...data, errors: { ...kept, ...data.errors } };
+  return data && !data.errors ? data : { errors: kept };
+}
+
+// A save the API refused: its field errors beside their fields, kept until edited, and the first
+// of them scrolled to and focused, so the user sees why wherever they were on the page.
+export function saveFailed(form, controls, formErrors, data) {
+  form.saveErrors = { ...(data?.errors ?? {}) };
+  showErrors(form, controls, formErrors, data);
+  for (const field of Object.keys(form.saveErrors)) {
+    form.elements[field]?.addEventListener("input", () => { delete form.saveErrors[field]; }, { once: true });
+  }
+  const first = controls.find((control) => control.getAttribute("aria-invalid") === "true") ?? formErrors;
+  first.scrollIntoView({ block: "center" });
+  if (first.focus) first.focus();
+}
+
+export function showErrors(form, controls, formErrors, shown) {
+  const data = withSaveErrors(form, shown);
   const unplaced = [];
   for (const control of controls) control.removeAttribute("aria-invalid");
   form.querySelectorAll(".field-error").forEach((p) => { p.hidden = true; p.textContent = ""; });

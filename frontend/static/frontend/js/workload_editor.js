@@ -3,7 +3,7 @@
 // goes; saving creates (POST) or replaces (PUT) the workload.
 import { api } from "./api.js";
 import { constraintsList, headline, trainingTables } from "./evaluation.js";
-import { collect, fill, livePreview, namedControls, showErrors, showPreview } from "./form.js";
+import { collect, fill, livePreview, namedControls, saveFailed, showPreview } from "./form.js";
 
 const NOT_PREVIEWED = new Set(["name", "slug", "description", "visibility", "plan"]);
 
@@ -29,6 +29,6 @@ export function workloadEditor({ form, editing, etag, initial, status, body, for
       ? await api(`/api/workloads/${editing}/`, { method: "PUT", body: data, ifMatch: etag })
       : await api("/api/workloads/", { method: "POST", body: data });
     if (response.ok) location.assign(`/workloads/?saved=${encodeURIComponent(response.data.slug)}`);
-    else showErrors(form, controls, formErrors, response.data);
+    else saveFailed(form, controls, formErrors, response.data);
   });
 }
