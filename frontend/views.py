@@ -319,13 +319,14 @@ def workload_editor(request, slug=None):
     """Create a workload (optionally from a visible one, ``?from=slug``) or edit your own, with a
     live evaluation on a chosen plan."""
     workload, start = _form_start(request, _visible_workloads(request.user), slug, "workload")
+    plans = list(_visible_plans(request.user))
+    preview_plan = _preview_plan(request, plans, start)
     if start is None:  # a blank form cannot be evaluated: start from a preset that runs
         start = Workload.objects.filter(owner__isnull=True, slug=NEW_WORKLOAD_START).first()
-    plans = list(_visible_plans(request.user))
     return render(request, "frontend/workload_editor.html", {
         "workload": workload, "groups": _form_fields(Workload, WORKLOAD_FIELD_GROUPS, WORKLOAD_SECTIONS, request.user),
         "initial": _initial(Workload, WorkloadSerializer, start, copying=workload is None),
-        "plans": plans, "preview_plan": _preview_plan(request, plans, start), "start": start,
+        "plans": plans, "preview_plan": preview_plan, "start": start,
     })
 
 
