@@ -260,9 +260,10 @@ def test_a_small_model_on_grace_shows_its_host_and_cuda_graphs_take_it_away(page
     page.login()
     page.goto("/workloads/new/?from=gpt2-medium-128&plan=gb200-nvl72-1152")
     expect(page.page.locator("#f-plan")).to_have_value("gb200-nvl72-1152")
+    expect(page.page.locator("#preview-status")).to_contain_text("Evaluated on")  # the page's script is running
     page.page.fill("#f-micro_batch", "1")
     breakdown = page.page.locator("#preview-body #step-breakdown")
-    expect(breakdown).to_contain_text("the host launching kernels")  # Grace's 14.55 us an eager launch
+    expect(breakdown).to_contain_text("the host launching kernels", timeout=15_000)  # Grace's 14.55 us a launch
     expect(page.page.locator("#h-cuda_graphs")).to_contain_text("one host launch")
     page.shot("workload-host-bound")
     page.page.check("#f-cuda_graphs")
