@@ -143,3 +143,10 @@ def test_the_workload_preview_starts_on_a_plan_that_holds_it(catalog, signed_in,
     signed_in.post("/api/plans/ff2-pcie-3layer/clone/", {"slug": "mine", "name": "Mine"},
                    content_type="application/json")
     assert previewed("/workloads/new/?from=llama3-70b-class-1152") == "mine"  # your own, most recent, first
+
+
+def test_the_plan_list_counts_gpus_and_nodes_with_thousands_separators(catalog, signed_in):
+    page = signed_in.get("/plans/").content.decode()
+    assert '<th scope="col">GPUs</th>' in page
+    assert '<td class="num">9,984</td><td class="num">1,248</td>' in page  # 26 CloudMatrix 384 supernodes
+    assert '<td class="num">1248</td>' not in page
