@@ -5,6 +5,7 @@ visibility rules as the API; every number on a page comes from the catalogue, th
 what the user typed.
 """
 import datetime
+import math
 from collections import Counter
 from decimal import Decimal
 
@@ -76,7 +77,7 @@ KEY_SPECS = {
 
 
 def _visible_plans(user):
-    return ClusterPlan.objects.select_related("owner", "node_type").visible_to(user).order_by("owner_id", "slug")
+    return ClusterPlan.objects.select_related("owner", "node_type__accelerator").visible_to(user).order_by("owner_id", "slug")
 
 
 def _visible_workloads(user):
@@ -350,6 +351,15 @@ def _scaleup_link(plan) -> str:
     return "" if accelerator.scaleup_link == ScaleUpLink.NONE else accelerator.get_scaleup_link_display()
 
 
+def _comparable(plan, others):
+    """Plans to compare ``plan`` with, the likeliest first: its accelerator family's, then by how
+    near their GPU count is to its own (so a plan's first choice is its nearest sibling, not the
+    first preset)."""
+    family = plan.node_type.accelerator.family
+    return sorted(others, key=lambda other: (other.node_type.accelerator.family != family,
+                                             abs(math.log(other.gpu_count / plan.gpu_count)), other.slug))
+
+
 @login_required
 def plan_detail(request, slug):
     plan = get_object_or_404(_visible_plans(request.user), slug=slug)
@@ -357,7 +367,7 @@ def plan_detail(request, slug):
         "plan": plan, "workloads": _visible_workloads(request.user),
         "plan_json": {**ClusterPlanSerializer(plan).data, "scaleup_link": _scaleup_link(plan)},
         "may_edit": plan.owner_id == request.user.id or request.user.is_staff,
-        "compare_with": [p for p in _visible_plans(request.user) if p.pk != plan.pk][:12],
+        "compare_with": _comparable(plan, [p for p in _visible_plans(request.user) if p.pk != plan.pk])[:12],
         "measurements": measurement_services.plan_measurements(plan=plan, user=request.user),
         "collectives": COLLECTIVES,
     })

@@ -150,3 +150,12 @@ def test_the_plan_list_counts_gpus_and_nodes_with_thousands_separators(catalog, 
     assert '<th scope="col">GPUs</th>' in page
     assert '<td class="num">9,984</td><td class="num">1,248</td>' in page  # 26 CloudMatrix 384 supernodes
     assert '<td class="num">1248</td>' not in page
+
+
+def test_compare_with_offers_the_nearest_sibling_first(catalog, signed_in):
+    def first_choice(slug):
+        page = signed_in.get(f"/plans/{slug}/").content.decode()
+        return re.search(r'<select name="with"><option value="([^"]+)"', page).group(1)
+
+    assert first_choice("gb200-nvl72-1152") == "hgx-b200-1152"  # Blackwell, 1,152 GPUs each
+    assert first_choice("ff2-pcie-2zone") == "ff2-pcie-3layer"
