@@ -77,7 +77,8 @@ KEY_SPECS = {
 
 
 def _visible_plans(user):
-    return ClusterPlan.objects.select_related("owner", "node_type__accelerator").visible_to(user).order_by("owner_id", "slug")
+    plans = ClusterPlan.objects.select_related("owner", "node_type__accelerator").visible_to(user)
+    return plans.order_by("owner_id", "slug")
 
 
 def _visible_workloads(user):
