@@ -56,6 +56,9 @@ def test_login_is_required_and_every_page_renders(page):
     for path in ("/reliability/", "/plans/ff2-pcie-2zone/", "/workloads/", "/twins/", "/compare/"):
         page.goto(path)
         page.page.wait_for_load_state("networkidle")
+    page.goto("/plans/gb200-nvl72-1152/")  # no storage nodes: no storage rows in its power table
+    expect(page.page.locator("#plan-report")).to_contain_text("IT total")
+    expect(page.page.locator("#plan-report")).not_to_contain_text("storage node")
 
 
 def test_pages_work_narrow_and_from_the_keyboard(page):

@@ -57,7 +57,8 @@ function ownOrRent(c, bom) {
 
 function costSection(result, bom) {
   const c = result.cost, currency = c.currency;
-  const parts = [["compute nodes", c.compute_nodes], ["storage nodes", c.storage_nodes], ["switches", c.switches],
+  const parts = [["compute nodes", c.compute_nodes], ...(result.power.storage_nodes_w > 0 ? [["storage nodes", c.storage_nodes]] : []),
+    ["switches", c.switches],
     ["transceivers", c.transceivers], ["fibres", c.fibers], ["endpoint cables", c.endpoint_cables],
     ...(result.fabric.scaleup_transceivers ? [["scale-up optical modules", c.scaleup_transceivers], ["scale-up fibres", c.scaleup_fibers]] : [])];
   const section = el("section", {}, el("h2", {}, "Cost"),
@@ -105,16 +106,17 @@ function bomSection(bom, plan) {
         el("td", { class: "source" }, bom.unpriced.length ? `incomplete: no price for ${bom.unpriced.join(", ")}` : ""))))));
 }
 
+// Power by part; a plan without storage nodes or an optical scale-up network shows no rows for them.
 function powerSection(result, plan) {
-  const p = result.power;
+  const p = result.power, storage = p.storage_nodes_w > 0;
   return el("section", {}, el("h2", {}, "Power"), table("Power draw under GEMM load", [
     ["accelerator under GEMM", si(p.accelerator_gemm_w, "W")], ["accelerator idle", si(p.accelerator_idle_w, "W")],
     ["compute node", si(p.node_w, "W")], ["compute node, maximum", si(p.node_max_w, "W"), p.node_max_basis],
-    ["switch", si(p.switch_w, "W")], ["storage node", si(p.storage_node_w, "W")],
+    ["switch", si(p.switch_w, "W")], storage ? ["storage node", si(p.storage_node_w, "W")] : null,
     ["compute nodes", si(p.compute_nodes_w, "W")], ["switches", si(p.switches_w, "W")],
     ["optics (switch modules and NIC-end parts)", si(p.optics_w, "W"), p.optics_basis],
     ...(p.scaleup_optics_w ? [["scale-up optics", si(p.scaleup_optics_w, "W"), `${num(result.fabric.scaleup_transceivers)} modules`]] : []),
-    ["storage nodes", si(p.storage_nodes_w, "W")],
+    storage ? ["storage nodes", si(p.storage_nodes_w, "W")] : null,
     ["IT total", si(p.it_total_w, "W")], ["facility (with PUE)", si(p.facility_w, "W"), `PUE ${num(p.pue)}: ${p.pue_basis}`],
     ["FP16 TFLOPS per kW", num(p.fp16_tflops_per_kw)],
   ]), racksTable(result, plan));
