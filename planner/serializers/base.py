@@ -5,6 +5,7 @@ import re
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
+from rest_framework.validators import UniqueValidator
 
 
 def as_drf_validation_error(error: DjangoValidationError) -> serializers.ValidationError:
@@ -68,3 +69,12 @@ class VisibleSlugReference(SlugReference):
         request = self.context.get("request")
         queryset = super().get_queryset()
         return queryset.filter(owner__isnull=True) if request is None else queryset.visible_to(request.user)
+
+
+SLUG_TAKEN = "is taken: slugs name {noun}s across every user, so choose another"
+
+
+def slug_is_free(model, noun: str) -> UniqueValidator:
+    """A slug unique across every user's entries, refused with the same words whoever holds it:
+    a private entry's slug is seen as taken, never as someone's private plan."""
+    return UniqueValidator(queryset=model.objects.all(), message=SLUG_TAKEN.format(noun=noun))

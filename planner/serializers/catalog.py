@@ -1,7 +1,6 @@
 """The catalogue's serializers: parts, node types and price books."""
 from django.db import transaction
 from rest_framework import serializers
-from rest_framework.validators import UniqueValidator
 
 from planner.models import (
     CPU,
@@ -14,7 +13,7 @@ from planner.models import (
     StorageNodeType,
     Switch,
 )
-from planner.serializers.base import CleanModelSerializer, full_clean_or_raise, slug_ref
+from planner.serializers.base import CleanModelSerializer, full_clean_or_raise, slug_is_free, slug_ref
 
 
 class AcceleratorSerializer(CleanModelSerializer):
@@ -89,9 +88,7 @@ class PriceBookSerializer(CleanModelSerializer):
     class Meta:
         model = PriceBook
         exclude = ["id"]
-        extra_kwargs = {"slug": {"validators": [UniqueValidator(
-            queryset=PriceBook.objects.all(), message="is taken: slugs name price books across every user, so "
-                                                      "choose another")]}}
+        extra_kwargs = {"slug": {"validators": [slug_is_free(PriceBook, "price book")]}}
 
     def validate_items(self, items):
         seen = set()
@@ -124,9 +121,7 @@ class PriceBookSerializer(CleanModelSerializer):
 class PriceBookCopySerializer(serializers.Serializer):
     """A copy of a visible price book as the caller's own, optionally priced into one of their plans."""
 
-    slug = serializers.SlugField(max_length=100, validators=[UniqueValidator(
-        queryset=PriceBook.objects.all(), message="is taken: slugs name price books across every user, so choose "
-                                                  "another")])
+    slug = serializers.SlugField(max_length=100, validators=[slug_is_free(PriceBook, "price book")])
     name = serializers.CharField(max_length=200, required=False,
                                  help_text="The copy's name; default: the book's name with '(your quotes)'.")
     plan = serializers.SlugField(required=False, help_text="A plan of yours to price from the copy.")

@@ -1,17 +1,8 @@
 """Plans and workloads, their previews and the requests about them (evaluate, clone)."""
 from rest_framework import serializers
-from rest_framework.validators import UniqueValidator
 
 from planner.models import ClusterPlan, ComputeNodeType, LinkPart, PriceBook, StorageNodeType, Switch, Workload
-from planner.serializers.base import CleanModelSerializer, VisibleSlugReference, slug_ref
-
-SLUG_TAKEN = "is taken: slugs name {noun}s across every user, so choose another"
-
-
-def slug_is_free(model, noun: str) -> UniqueValidator:
-    """A slug unique across every user's entries, refused with the same words whoever holds it:
-    a private entry's slug is seen as taken, never as someone's private plan."""
-    return UniqueValidator(queryset=model.objects.all(), message=SLUG_TAKEN.format(noun=noun))
+from planner.serializers.base import SLUG_TAKEN, CleanModelSerializer, VisibleSlugReference, slug_is_free, slug_ref
 
 
 class OwnedEntrySerializer(CleanModelSerializer):

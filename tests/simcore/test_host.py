@@ -99,7 +99,6 @@ def test_fused_cross_entropy_and_rotary_embedding_move_fewer_bytes():
             tokens_logits * saved / hbm_bytes_s)
     unfused = train(cluster, rope_fusion=False)
     rotated = (32 + 8) * 64  # query and key heads x head width, per token
-    model = SimpleNamespace(**{**vars(LLAMA), "mla": np.asarray(False)})
-    assert rope_elements(model, layout()) == 2 * rotated
+    assert rope_elements(LLAMA, layout()) == 2 * rotated
     assert unfused["step_parts_s"]["forward"] - fused["step_parts_s"]["forward"] == pytest.approx(
         8 * 16 * 1024 * 8 * rotated * 2 / hbm_bytes_s)
