@@ -17,6 +17,9 @@ family's flagship part, never from a training run:
 * ``rate_spread``: the spread of sustained matmul rates across the 8 GPUs of one node, as a share
   of the rate (NaN: not measured, no straggler cost): a synchronous step waits for the slowest of
   its GPUs (:func:`simcore.formulas.compute.straggler_slowdown`);
+* ``overlap_gemm_slowdown``: how much slower compute runs while an SM-based collective (NCCL's
+  data-parallel reduce-scatter or all-gather) runs beside it, as a share of its time (NaN: not
+  measured, no cost);
 * ``conv_fraction``: the convolutions of a CNN's training step reach this share of the peak (used
   for workloads described by FLOPs per sample when no measured forward time is given);
 * ``reference_sm_count`` and ``reference_hbm_gbyte_s``: the flagship's datasheet values, used when
@@ -32,7 +35,7 @@ from simcore.formulas.compute import sustained_clock_factor
 from simcore.formulas.host import constant_rows as host_constant_rows
 
 CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "scaleup_fraction",
-                  "nvls_allreduce_gain", "conv_fraction", "rate_spread")
+                  "nvls_allreduce_gain", "conv_fraction", "rate_spread", "overlap_gemm_slowdown")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class DeviceFamily:
     reference_hbm_gbyte_s: float
     nvls_allreduce_gain: float = float("nan")
     rate_spread: float = float("nan")
+    overlap_gemm_slowdown: float = float("nan")
     # FP8 tensor cores read operands column-wise (Blackwell; Transformer Engine's "Handling transposes"),
     # and scale per 32-element block (MXFP8): Hopper needs a transposed copy and has no MXFP8.
     fp8_columnwise: bool = False
@@ -65,6 +69,11 @@ AZURE = "Azure/AI-benchmarking-guide"
 VGG16_A100_PCIE_SHARE = 504 * 3 * 30.94e9 / 156e12
 DSV3_GB200 = ("NVIDIA/Megatron-LM docs/discussions/deepseek-v3-gb200-optimization (commit eb0783b6), "
               "'Optimizing DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72'")
+# Lee et al., arXiv:2507.03114: GEMMs running beside NCCL collectives on 4-GPU A100 and H100 systems took
+# 18.9% longer on average (up to 40%); the paper gives one mean for both families.
+OVERLAP_SLOWDOWN = 0.189
+OVERLAP_BASIS = ("secondary", "Lee et al., arXiv:2507.03114: GEMMs beside NCCL collectives 18.9% slower on average "
+                              "(up to 40%) on 4-GPU A100 and H100 systems, one mean for both families")
 BEKMAN = "S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS' table"
 
 FAMILIES = {
@@ -73,8 +82,9 @@ FAMILIES = {
         gemm_fraction=263 / 312, fp8_gemm_fraction=float("nan"), hbm_fraction=1.70 / 2.039,
         scaleup_fraction=231.6 / 300,
         conv_fraction=VGG16_A100_PCIE_SHARE / float(sustained_clock_factor(250, 400)),
-        reference_sm_count=108, reference_hbm_gbyte_s=2039,
+        reference_sm_count=108, reference_hbm_gbyte_s=2039, overlap_gemm_slowdown=OVERLAP_SLOWDOWN,
         basis={
+            "overlap_gemm_slowdown": OVERLAP_BASIS,
             "gemm_fraction": ("measured", "FF Table II: DGX-A100 large GEMM 263 of 312 TFLOPS FP16 (131 of 156 TF32)"),
             "hbm_fraction": ("measured",
                              f"{AZURE}, ND_A100_v4 results: STREAM triad 1.70 TB/s on A100 80GB (2.039 peak)"),
@@ -91,8 +101,9 @@ FAMILIES = {
         gemm_fraction=794.5 / 989, fp8_gemm_fraction=1402.6 / 1979, hbm_fraction=2.97 / 3.35,
         scaleup_fraction=370 / 450, conv_fraction=float("nan"),
         reference_sm_count=132, reference_hbm_gbyte_s=3350, nvls_allreduce_gain=480 / 370, rate_spread=0.05,
-        dispatcher_gbyte_s={"hybridep": (368.9, 368.87)},
+        overlap_gemm_slowdown=OVERLAP_SLOWDOWN, dispatcher_gbyte_s={"hybridep": (368.9, 368.87)},
         basis={
+            "overlap_gemm_slowdown": OVERLAP_BASIS,
             "dispatcher_gbyte_s": ("secondary", f"{DSV3_GB200}: HybridEP in one DGX H100, 368.9 GB/s dispatch and "
                                                 "368.87 combine with 16 blocks (its chart, images/image6.png); DeepEP "
                                                 "at the link's rate"),
@@ -113,10 +124,12 @@ FAMILIES = {
         gemm_fraction=1745.0 / 2250, fp8_gemm_fraction=3432.5 / 4500, hbm_fraction=2.97 / 3.35,
         scaleup_fraction=370 / 450, conv_fraction=float("nan"),
         reference_sm_count=148, reference_hbm_gbyte_s=8000, nvls_allreduce_gain=480 / 370, rate_spread=0.05,
-        fp8_columnwise=True,
+        fp8_columnwise=True, overlap_gemm_slowdown=OVERLAP_SLOWDOWN,
         dispatcher_gbyte_s={"hierarchical": (400.0, 190.0), "hybridep": (714.66, 657.72)},
         basis={
             "rate_spread": ("estimate", "no B200 spread measurement found: Hopper's 5% across a node"),
+            "overlap_gemm_slowdown": ("estimate", "no Blackwell measurement found: the A100/H100 mean of Lee et al., "
+                                                  "arXiv:2507.03114"),
             "dispatcher_gbyte_s": ("secondary", f"{DSV3_GB200}: DeepEP at EP 32 on GB200 NVL72 'about 400 GB/s' "
                                                 "dispatch and '190 GB/s' combine with 24 SMs; HybridEP on GB200 NVL36 "
                                                 "714.66 and 657.72 GB/s with 32 blocks (its chart, images/image6.png)"),

@@ -367,9 +367,11 @@ def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
             "activations": w["activation_bytes_per_sample"] * w["micro_batch"], "stage_s": None}
 
 
-def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params) -> tuple[np.ndarray, object, np.ndarray]:
+def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params,
+                   family) -> tuple[np.ndarray, object, np.ndarray, np.ndarray]:
     """Gradient reduction over the DP (x CP) group by HFReduce or NCCL, the ZeRO-3 weight traffic,
-    and what of it the step's compute does not hide: (reduction time, its result, exposed time)."""
+    what of it the step's compute does not hide, and how much longer that compute runs beside the
+    hidden part: (reduction time, its result, exposed time, compute slowdown time)."""
     tp_, cp_ = w["tp"], w["cp"]
     grad_bytes_per_gpu = step["local_params"] * w["grad_bytes"]
     reduce_ranks = dp_ranks * cp_
@@ -405,7 +407,8 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params) -> tupl
     per_collective = 1.0 if hfreduce else 0.5
     dp_s = where(fsdp, m * per_collective * dp_s * (1 + gathers * w["weight_bytes"] / w["grad_bytes"]), dp_s)
     window_s = where(fsdp, step["compute_s"], where(w["overlap_grad_reduce"], step["backward_window"], 0.0))
-    return dp_s, ar, training.exposed_dp_s(dp_s, window_s, hfreduce, params.training)
+    exposed_s = training.exposed_dp_s(dp_s, window_s, hfreduce, params.training)
+    return dp_s, ar, exposed_s, training.beside_collective_s(dp_s - exposed_s, hfreduce, family.overlap_gemm_slowdown)
 
 
 def _preprocessing_s(w, node, job_nodes):
@@ -475,7 +478,8 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
         step = _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts, host_side(w, node))
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
-    dp_s, ar, exposed_dp = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params)
+    dp_s, ar, exposed_dp, beside_dp_s = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family)
+    step["parts"]["comm_sms"] = step["parts"].get("comm_sms", 0.0) + beside_dp_s
     computing = sum(step["parts"].get(key, 0.0) for key in training.COMPUTE_PARTS)
     step["parts"]["stragglers"] = straggler_slowdown(family.rate_spread, job_gpus) * computing
     step_s, step_parts, step_bound = training.assemble_step(step["parts"], exposed_dp,
