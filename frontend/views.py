@@ -423,8 +423,9 @@ def sweep_detail(request, sweep_id):
     found = Counter((constant, value) for calibration in per_combination for constant, value in calibration.items())
     overrides = [(constant, value, 0 if count == len(per_combination) else count)
                  for (constant, value), count in sorted(found.items())]
-    return render(request, "frontend/sweep_detail.html", {"sweep": sweep, "overrides": overrides,
-                                                         "names": _sweep_names(sweep)})
+    return render(request, "frontend/sweep_detail.html", {
+        "sweep": sweep, "overrides": overrides, "names": _sweep_names(sweep),
+        "better": {o.path: o.better for o in outputs.OUTPUTS if o.path and o.better}})
 
 
 def _sweep_names(sweep) -> dict[str, str]:

@@ -178,6 +178,13 @@ def value_kind(path: str) -> str:
     return "flag" if output.unit == FLAG_UNIT else "count" if output.unit in COUNT_UNITS else "number"
 
 
+def better_way(path: str) -> str:
+    """Which way a registered output is better (``HIGHER``, ``LOWER``; ``NEITHER`` for an
+    unregistered path or one with no better way)."""
+    output = _BY_PATH.get(path)
+    return output.better if output is not None else NEITHER
+
+
 def selected(flag: str, *, workload: bool | None = None) -> list[Output]:
     """The registry's outputs with ``flag`` set (``compare``, ``chart``, ``table``, ``sweep``), in
     registry order; ``workload`` False keeps only those every evaluation has."""

@@ -53,7 +53,7 @@ def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: d
     # Axes are stored as a list: a JSON object's key order does not survive PostgreSQL's jsonb,
     # and the order defines the grid.
     normalized = {"axes": [{"path": a.path, "values": a.values.tolist()} for a in axes], "outputs": outputs,
-                  "goal": spec.get("goal")}
+                  "goal": engine.goal_spec(goal) if goal is not None else None}
     check_sample(base, axes, outputs)
     digest = input_hash(base, normalized)
     chunk_size = settings.SWEEP_CHUNK_POINTS

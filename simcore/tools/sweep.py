@@ -17,7 +17,7 @@ import numpy as np
 
 from simcore.document import parse
 from simcore.errors import ScenarioError
-from simcore.outputs import dig
+from simcore.outputs import HIGHER, better_way, dig
 from simcore.stages.cluster import NIC_LAYOUT
 from simcore.stages.scenario import EngineParams, evaluate_parsed
 
@@ -170,17 +170,58 @@ class Constraint:
 
 
 @dataclass(frozen=True)
+class ParetoPair:
+    """Two metrics traded against each other, each minimised or maximised (``x_sense``, ``y_sense``)."""
+
+    x: str
+    y: str
+    x_sense: str
+    y_sense: str
+
+
+@dataclass(frozen=True)
 class Goal:
     objective: str
     sense: str  # "min" or "max"
     constraints: tuple[Constraint, ...]
-    pareto: tuple[tuple[str, str], ...]
+    pareto: tuple[ParetoPair, ...]
+
+
+SENSES = ("min", "max")
+
+
+def default_sense(metric: str, objective: str, objective_sense: str) -> str:
+    """Which way a Pareto metric is better when the goal does not say: the objective's sense for the
+    objective, else the output registry's (higher-is-better outputs maximised), else minimised."""
+    if metric == objective:
+        return objective_sense
+    return "max" if better_way(metric) == HIGHER else "min"
+
+
+def _parse_pareto(item, where: str, objective: str, sense: str) -> ParetoPair:
+    """A pair as ``[x, y]`` (directions from :func:`default_sense`) or ``{"x", "y", "x_sense",
+    "y_sense"}`` (each sense "min" or "max", defaulted the same way)."""
+    if isinstance(item, list):
+        if not (len(item) == 2 and all(isinstance(m, str) for m in item)):
+            raise ScenarioError(where, "must be a pair of metric paths")
+        item = {"x": item[0], "y": item[1]}
+    if not isinstance(item, dict):
+        raise ScenarioError(where, "must be a pair of metric paths or an object with x, y, x_sense and y_sense")
+    extra = set(item) - {"x", "y", "x_sense", "y_sense"}
+    if extra:
+        raise ScenarioError(f"{where}.{sorted(extra)[0]}", "unknown field")
+    for axis in ("x", "y"):
+        if not isinstance(item.get(axis), str):
+            raise ScenarioError(f"{where}.{axis}", "must be a metric path")
+        if item.get(f"{axis}_sense") not in (None, *SENSES):
+            raise ScenarioError(f"{where}.{axis}_sense", "must be min or max")
+    return ParetoPair(item["x"], item["y"], item.get("x_sense") or default_sense(item["x"], objective, sense),
+                      item.get("y_sense") or default_sense(item["y"], objective, sense))
 
 
 def parse_goal(spec) -> Goal:
     """``{"minimize"|"maximize": metric, "constraints": [{"metric", "min"|"max"}...],
-    "pareto": [[metric_a, metric_b], ...]}``; every metric of a pair is minimised except those
-    the objective maximises."""
+    "pareto": [[metric_a, metric_b] | {"x", "y", "x_sense", "y_sense"}, ...]}``."""
     if not isinstance(spec, dict):
         raise ScenarioError("goal", "must be an object")
     unknown = set(spec) - {"minimize", "maximize", "constraints", "pareto"}
@@ -210,16 +251,22 @@ def parse_goal(spec) -> Goal:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
                 raise ScenarioError(f"{where}.{key}", "must be a number")
         constraints.append(Constraint(item["metric"], bounds["min"], bounds["max"]))
-    pairs = []
-    for i, pair in enumerate(spec.get("pareto", [])):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(m, str) for m in pair)):
-            raise ScenarioError(f"goal.pareto.{i}", "must be a pair of metric paths")
-        pairs.append((pair[0], pair[1]))
-    return Goal(objective, sense, tuple(constraints), tuple(pairs))
+    pairs = tuple(_parse_pareto(pair, f"goal.pareto.{i}", objective, sense)
+                  for i, pair in enumerate(spec.get("pareto", [])))
+    return Goal(objective, sense, tuple(constraints), pairs)
+
+
+def goal_spec(goal: Goal) -> dict:
+    """The goal as a request gives it, every default filled in (each Pareto pair's senses): what a
+    sweep stores, so reading it back later gives the same fronts whatever the registry says then."""
+    return {"minimize" if goal.sense == "min" else "maximize": goal.objective,
+            "constraints": [{"metric": c.metric, **({"min": c.low} if c.low is not None else {}),
+                             **({"max": c.high} if c.high is not None else {})} for c in goal.constraints],
+            "pareto": [{"x": p.x, "y": p.y, "x_sense": p.x_sense, "y_sense": p.y_sense} for p in goal.pareto]}
 
 
 def goal_metrics(goal: Goal) -> list[str]:
-    metrics = [goal.objective, *(c.metric for c in goal.constraints), *(m for pair in goal.pareto for m in pair)]
+    metrics = [goal.objective, *(c.metric for c in goal.constraints), *(m for pair in goal.pareto for m in (pair.x, pair.y))]
     return list(dict.fromkeys(metrics))
 
 
@@ -274,12 +321,12 @@ def goal_seek(columns: dict[str, np.ndarray], goal: Goal) -> dict:
         outcome["optimum"] = None
         outcome["binding"] = _binding_constraint(valid, satisfied, columns, constraints)
     outcome["pareto"] = []
-    for a, b in goal.pareto:
-        sign = -1.0 if goal.sense == "max" else 1.0
-        xa = columns[a] * (sign if a == goal.objective else 1.0)
-        yb = columns[b] * (sign if b == goal.objective else 1.0)
+    for pair in goal.pareto:
+        xa = columns[pair.x] * (-1.0 if pair.x_sense == "max" else 1.0)
+        yb = columns[pair.y] * (-1.0 if pair.y_sense == "max" else 1.0)
         ok = feasible & np.isfinite(xa) & np.isfinite(yb)
-        outcome["pareto"].append({"x": a, "y": b, "points": pareto_front(xa, yb, ok).tolist()})
+        outcome["pareto"].append({"x": pair.x, "y": pair.y, "x_sense": pair.x_sense, "y_sense": pair.y_sense,
+                                  "points": pareto_front(xa, yb, ok).tolist()})
     if "point" in columns:  # positions -> grid point numbers
         points = columns["point"]
         if outcome["optimum"] is not None:

@@ -303,6 +303,51 @@ def test_sweep_progress_reaches_100_percent_and_a_chart_appears(page):
     expect(page.page.locator("#sweep-chart svg.chart > title")).to_have_text("training.mfu against cost.capex_total")
 
 
+def test_a_pareto_front_with_one_metric_maximised_is_the_brute_force_front(page):
+    page.login()
+    page.goto("/sweeps/?plan=dgx-a100-3layer")
+    page.page.select_option("#s-workload", "llama-13b-512")
+    rows = page.page.locator(".axis-row")
+    rows.nth(0).locator("[name=axis-values]").fill("8..64 step 8")
+    rows.nth(1).locator("[name=axis-path]").fill("workload.gpus")
+    rows.nth(1).locator("[name=axis-values]").fill("64, 128, 256, 512")
+    page.page.select_option("select[name=sense]", "minimize")
+    page.page.select_option("select[name=objective]", "cost.capex_total")
+    page.page.select_option("select[name=pareto-x]", "power.it_total_w")
+    page.page.select_option("select[name=pareto-y]", "training.tokens_per_s")
+    # Each direction follows the metric's better way: IT power minimised, tokens per second maximised.
+    expect(page.page.locator("select[name=pareto-x-sense]")).to_have_value("min")
+    expect(page.page.locator("select[name=pareto-y-sense]")).to_have_value("max")
+    page.page.click("#sweep-form button[type=submit]")
+    page.page.wait_for_url(re.compile(r"/sweeps/\d+/$"))
+    expect(page.page.locator("#sweep-percent")).to_have_text("100%", timeout=90_000)
+    sweep_id = page.page.url.rstrip("/").rsplit("/", 1)[1]
+    sweep = page.page.evaluate(f"fetch('/api/sweeps/{sweep_id}/').then((r) => r.json())")
+    sample = page.page.evaluate(f"fetch('/api/sweeps/{sweep_id}/sample/?points=1000').then((r) => r.json())")
+    assert sweep["spec"]["goal"]["pareto"] == [{"x": "power.it_total_w", "y": "training.tokens_per_s",
+                                               "x_sense": "min", "y_sense": "max"}]
+    values = {r["point"]: (r["outputs"]["power.it_total_w"], r["outputs"]["training.tokens_per_s"])
+              for r in sample["results"] if r["valid"]}
+    assert len(values) == 21
+    brute = {p for p, (w, t) in values.items()
+             if not any(w2 <= w and t2 >= t and (w2, t2) != (w, t) for w2, t2 in values.values())}
+    front_values = {values[p] for p in brute}  # equal points: the front keeps one of them
+    assert len(front_values) > 1
+    assert {values[p] for p in sweep["goal_result"]["pareto"][0]["points"]} == front_values
+    expect(page.page.locator("#chart-controls select[name=ydir]")).to_have_value("max")
+    expect(page.page.locator("#sweep-chart svg.chart rect.front")).to_have_count(len(front_values))
+    expect(page.page.locator("#chart-note")).to_contain_text(f"{len(front_values)} on the Pareto front")
+    # The optimum is named with its values, not only its number.
+    optimum = sweep["goal_result"]["optimum"]
+    expect(page.page.locator("#goal-result")).to_contain_text(re.compile(rf"#{optimum}, .* = .*; total price \(REL\) = "))
+    # Flipping a direction on the page recomputes the front in the browser: both minimised here.
+    page.page.select_option("#chart-controls select[name=ydir]", "min")
+    both_min = {p for p, (w, t) in values.items()
+                if not any(w2 <= w and t2 <= t and (w2, t2) != (w, t) for w2, t2 in values.values())}
+    expect(page.page.locator("#chart-note")).to_contain_text(f"{len({values[p] for p in both_min})} on the Pareto front")
+    page.shot("sweep-pareto-mixed")
+
+
 def test_twin_shows_an_injected_xid_74_to_every_viewer(page, open_tab):
     page.login()
     page.goto("/twins/?plan=ff2-pcie-2zone")

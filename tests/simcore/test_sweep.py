@@ -10,6 +10,7 @@ from simcore.tools.sweep import (
     axis_indices,
     evaluate_points,
     goal_seek,
+    goal_spec,
     grid_size,
     pareto_front,
     parse_axis,
@@ -68,7 +69,8 @@ def small_grid():
     axes = [parse_axis("cluster.node_count", [100, 200, 400, 800, 1240]),
             parse_axis("workload.gpus", [64, 128, 256, 512, 1024]),
             parse_axis("workload.tp", [1, 2, 4])]
-    outputs = ["cost.capex_total", "training.step_time_s", "training.mfu", "power.it_total_w", "cost.unpriced_count"]
+    outputs = ["cost.capex_total", "training.step_time_s", "training.mfu", "training.tokens_per_s", "power.it_total_w",
+               "cost.unpriced_count"]
     idx = axis_indices(axes, 0, grid_size(axes))
     return base, axes, outputs, evaluate_points(base, axes, idx, outputs)
 
@@ -100,6 +102,31 @@ def test_goal_seek_optimum_and_front_are_exactly_the_brute_force_ones():
     assert outcome["rejected_by"]["invalid"] == 75 - len(brute)
 
 
+def test_pareto_directions_per_axis_match_brute_force():
+    _, _, _, columns = small_grid()
+    power, tokens = columns["power.it_total_w"], columns["training.tokens_per_s"]
+    # Senses left out: power minimised, tokens/s (higher is better in the registry) maximised.
+    short = parse_goal({"minimize": "cost.capex_total", "pareto": [["power.it_total_w", "training.tokens_per_s"]]})
+    assert (short.pareto[0].x_sense, short.pareto[0].y_sense) == ("min", "max")
+    # Stored with its senses filled in, the goal reads back as the same goal.
+    assert parse_goal(goal_spec(short)) == short
+    assert goal_spec(short)["pareto"] == [{"x": "power.it_total_w", "y": "training.tokens_per_s",
+                                          "x_sense": "min", "y_sense": "max"}]
+    explicit = {"x": "power.it_total_w", "y": "training.tokens_per_s", "x_sense": "min", "y_sense": "max"}
+    outcome = goal_seek(columns, parse_goal({"minimize": "cost.capex_total", "pareto": [explicit]}))
+    front = outcome["pareto"][0]
+    assert (front["x_sense"], front["y_sense"]) == ("min", "max")
+    ok = np.flatnonzero(columns["valid"].astype(bool) & (columns["cost.unpriced_count"] == 0))
+    brute = {(power[i], tokens[i]) for i in ok if not any(
+        power[j] <= power[i] and tokens[j] >= tokens[i] and (power[j] < power[i] or tokens[j] > tokens[i]) for j in ok)}
+    assert len(brute) > 1
+    assert {(power[i], tokens[i]) for i in front["points"]} == brute
+    # Both minimised, the front is another set of points.
+    both_min = goal_seek(columns, parse_goal({"minimize": "cost.capex_total", "pareto": [
+        {**explicit, "y_sense": "min"}]}))["pareto"][0]["points"]
+    assert set(both_min) != set(front["points"])
+
+
 def test_an_infeasible_goal_says_which_constraint_bound():
     _, _, _, columns = small_grid()
     goal = parse_goal({"minimize": "cost.capex_total",
@@ -129,6 +156,9 @@ def test_an_infeasible_goal_says_which_constraint_bound():
     ({"minimize": "a", "constraints": [{"metric": "b", "max": "low"}]}, "goal.constraints.0.max"),
     ({"minimize": "a", "pareto": [["a"]]}, "goal.pareto.0"),
     ({"minimize": "a", "target": 1}, "goal.target"),
+    ({"minimize": "a", "pareto": [{"x": "a", "y": "b", "y_sense": "up"}]}, "goal.pareto.0.y_sense"),
+    ({"minimize": "a", "pareto": [{"x": "a"}]}, "goal.pareto.0.y"),
+    ({"minimize": "a", "pareto": [{"x": "a", "y": "b", "z": "c"}]}, "goal.pareto.0.z"),
 ])
 def test_bad_goals_name_the_field(spec, field):
     with pytest.raises(ScenarioError) as raised:

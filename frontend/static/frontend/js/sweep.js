@@ -4,7 +4,6 @@ import { scatterChart } from "./charts.js";
 import { num } from "./format.js";
 
 const MAX_CHART_POINTS = 10000;
-const HIGHER_IS_BETTER = /(mfu|ettr|tflops|pflops|gbyte_s|availability|tokens_per_s|utilization|efficiency)$/;
 
 // "64, 128" -> list; "200..1240 step 40" -> {start, stop, step}; "1..4 n 7" -> {start, stop, steps}.
 function parseValues(text) {
@@ -18,6 +17,14 @@ function parseValues(text) {
 }
 
 export function sweepForm(form, errors) {
+  // Each Pareto metric's direction follows the output registry's better way until the user picks one.
+  for (const axis of ["x", "y"]) {
+    const metric = form.elements[`pareto-${axis}`], sense = form.elements[`pareto-${axis}-sense`];
+    sense.addEventListener("change", () => { sense.dataset.touched = "1"; });
+    metric.addEventListener("change", () => {
+      if (!sense.dataset.touched) sense.value = metric.selectedOptions[0]?.dataset.better === "higher" ? "max" : "min";
+    });
+  }
   document.getElementById("add-axis").addEventListener("click", () => {
     const rows = form.querySelectorAll(".axis-row");
     const copy = rows[rows.length - 1].cloneNode(true);
@@ -45,7 +52,10 @@ export function sweepForm(form, errors) {
       }).filter(Boolean);
       body.goal = { [sense]: form.elements.objective.value, constraints };
       const px = form.elements["pareto-x"].value, py = form.elements["pareto-y"].value;
-      if (px && py) body.goal.pareto = [[px, py]];
+      if (px && py) {
+        body.goal.pareto = [{ x: px, y: py, x_sense: form.elements["pareto-x-sense"].value,
+          y_sense: form.elements["pareto-y-sense"].value }];
+      }
     }
     const response = await api("/api/sweeps/", { method: "POST", body });
     if (response.ok) { location.assign(`/sweeps/${response.data.id}/`); return; }
@@ -75,10 +85,16 @@ async function loadSample(id) {
   return response.ok ? response.data : { results: [], total_points: 0 };
 }
 
-function goalSummary(container, goal) {
+// The goal's outcome: how many points meet it, the optimum with its axis values and objective, or what binds.
+function goalSummary(container, goal, rows, names) {
   if (!goal) { container.replaceChildren(); return; }
   const items = [`${num(goal.feasible)} of ${num(goal.valid)} valid points meet every constraint.`];
-  if (goal.optimum !== null && goal.optimum !== undefined) items.push(`Best point (${goal.sense}imise ${goal.objective}): #${goal.optimum}.`);
+  const best = rows.find((r) => r.point === goal.optimum);
+  if (best) {
+    const axes = Object.entries(best.axes).map(([k, v]) => `${nameOf(names, `axis:${k}`)} = ${typeof v === "number" ? num(v) : v}`);
+    items.push(`Best point (${goal.sense}imise ${nameOf(names, goal.objective)}): #${goal.optimum}, ` +
+      `${axes.join(", ")}; ${nameOf(names, goal.objective)} = ${num(best.outputs[goal.objective])}.`);
+  } else if (goal.optimum !== null && goal.optimum !== undefined) items.push(`Best point (${goal.sense}imise ${goal.objective}): #${goal.optimum}.`);
   else if (goal.binding) items.push(`Nothing meets the goal; binding constraint: ${goal.binding.constraint} (${goal.binding.reason}).`);
   for (const [metric, n] of Object.entries(goal.rejected_by || {})) items.push(`${metric} rejected ${num(n)} points.`);
   container.replaceChildren(el("ul", { class: "notes" }, items.map((t) => el("li", {}, t))));
@@ -87,6 +103,9 @@ function goalSummary(container, goal) {
 // The chart's names for axes and outputs: label and unit (sweep-names, from the page), else the path.
 const NAMES = () => JSON.parse(document.getElementById("sweep-names").textContent);
 const nameOf = (names, key) => names[key] ?? key.replace(/^axis:/, "");
+
+// The goal's stored front for the chart's x and y, if it has one.
+const storedFront = (goal, controls) => goal?.pareto?.find((f) => `${f.x}` === controls.x.value && `${f.y}` === controls.y.value);
 
 function chart(rows, controls, goal, names) {
   const key = (name) => (name.startsWith("axis:") ? (r) => r.axes[name.slice(5)] : (r) => r.outputs[name]);
@@ -97,8 +116,9 @@ function chart(rows, controls, goal, names) {
     label: `point #${r.point}: ${Object.entries(r.axes).map(([k, v]) => `${nameOf(names, `axis:${k}`)} = ${v}`).join(", ")}; ` +
       `${nameOf(names, controls.x.value)} = ${num(x(r))}, ${nameOf(names, controls.y.value)} = ${num(y(r))}` +
       (r.rejected_by?.length ? `; rejected: fails ${r.rejected_by.join(" and ")}` : "") }));
-  const stored = goal?.pareto?.find((f) => `${f.x}` === controls.x.value && `${f.y}` === controls.y.value);
-  const front = stored ? new Set(stored.points) : paretoFront(points, controls.xdir.value, controls.ydir.value);
+  const stored = storedFront(goal, controls);
+  const front = stored && stored.x_sense === controls.xdir.value && stored.y_sense === controls.ydir.value
+    ? new Set(stored.points) : paretoFront(points, controls.xdir.value, controls.ydir.value);
   points.forEach((p) => { p.highlight = front.has(p.point); });
   const figure = document.getElementById("sweep-chart");
   scatterChart(figure, { points, xLabel: nameOf(names, controls.x.value), yLabel: nameOf(names, controls.y.value),
@@ -123,11 +143,11 @@ export function sweepPage(id) {
     if (!rows.length) return;
     const section = document.getElementById("sweep-results");
     section.hidden = false;
-    goalSummary(document.getElementById("goal-result"), sweep.goal_result);
+    const labels = NAMES(), better = JSON.parse(document.getElementById("sweep-better").textContent);
+    goalSummary(document.getElementById("goal-result"), sweep.goal_result, rows, labels);
     const controls = document.getElementById("chart-controls").elements;
     const names = [...Object.keys(rows[0].axes).map((a) => `axis:${a}`), ...Object.keys(rows[0].outputs)];
     const numeric = names.filter((n) => rows.some((r) => typeof (n.startsWith("axis:") ? r.axes[n.slice(5)] : r.outputs[n]) === "number"));
-    const labels = NAMES();
     const option = (n) => el("option", { value: n }, `${n.startsWith("axis:") ? "axis: " : ""}${nameOf(labels, n)}`);
     for (const select of [controls.x, controls.y]) select.replaceChildren(...numeric.map(option));
     controls.c.append(...names.map(option));
@@ -136,8 +156,9 @@ export function sweepPage(id) {
     controls.y.value = pareto?.y ?? (numeric.find((n) => n === "cost.capex_total") || numeric[1] || numeric[0]);
     if (Object.keys(rows[0].axes).length > 1) controls.c.value = `axis:${Object.keys(rows[0].axes)[1]}`;
     const draw = () => {
-      for (const [select, dir] of [[controls.x, controls.xdir], [controls.y, controls.ydir]]) {
-        if (!dir.dataset.touched) dir.value = HIGHER_IS_BETTER.test(select.value) ? "max" : "min";
+      const stored = storedFront(sweep.goal_result, controls);
+      for (const [axis, select, dir] of [["x", controls.x, controls.xdir], ["y", controls.y, controls.ydir]]) {
+        if (!dir.dataset.touched) dir.value = stored?.[`${axis}_sense`] ?? (better[select.value] === "higher" ? "max" : "min");
       }
       const { front, valid, rejected } = chart(rows, controls, sweep.goal_result, labels);
       document.getElementById("chart-note").textContent = `${num(valid)} valid point${valid === 1 ? "" : "s"} shown` +
