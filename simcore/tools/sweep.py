@@ -266,7 +266,8 @@ def goal_spec(goal: Goal) -> dict:
 
 
 def goal_metrics(goal: Goal) -> list[str]:
-    metrics = [goal.objective, *(c.metric for c in goal.constraints), *(m for pair in goal.pareto for m in (pair.x, pair.y))]
+    pareto = (m for pair in goal.pareto for m in (pair.x, pair.y))
+    metrics = [goal.objective, *(c.metric for c in goal.constraints), *pareto]
     return list(dict.fromkeys(metrics))
 
 
