@@ -43,8 +43,9 @@ from simcore.formulas.reliability import (
     unit_counts,
 )
 
-HEALTHY, DEGRADED, FAILED, REPAIR, DRAINED = 0, 1, 2, 3, 4
-STATE_NAMES = ("healthy", "degraded", "failed", "under repair", "drained")
+HEALTHY, DEGRADED, FAILED, REPAIR, DRAINED, CUT_OFF = 0, 1, 2, 3, 4, 5
+# CUT_OFF is a view, never stored: a node that is itself up but whose leaf switch is down (node_view).
+STATE_NAMES = ("healthy", "degraded", "failed", "under repair", "drained", "cut off (leaf switch down)")
 RUNNING, RESTARTING, WAITING, DONE = 0, 1, 2, 3
 JOB_STATE_NAMES = ("running", "restarting", "waiting for nodes", "done")
 SECONDS_PER_HOUR = 3600.0
@@ -509,8 +510,16 @@ class Twin:
 
     # --- reading ----------------------------------------------------------------------------
 
+    def node_view(self) -> np.ndarray:
+        """Each node's state as a viewer sees it: its own, except that an otherwise healthy or
+        degraded node under a leaf switch that is down is CUT_OFF (no job can use it)."""
+        view = self.node_state.copy()
+        view[~self._leaf_up() & (self.node_state <= DEGRADED)] = CUT_OFF
+        return view
+
     def metrics(self) -> dict:
-        """Headline figures: utilisation, goodput, ETTR so far, interruptions, lost GPU-hours."""
+        """Headline figures: availability (nodes in service), utilisation (nodes running a job),
+        goodput, ETTR so far, interruptions, lost GPU-hours."""
         interval, checkpoint, restart, work = self._params() if self.jobs else ([], [], [], [])
         job_gpus = np.array([j.nodes * self.gpus_per_node for j in self.jobs], float)
         end = np.where(np.isnan(self.job_finished_s), self.time_s, self.job_finished_s) if self.jobs else 0
@@ -518,14 +527,18 @@ class Twin:
         ettr = self.job_committed_s / elapsed if self.jobs else np.zeros(0)
         remaining = np.maximum(np.asarray(work) - self.job_committed_s, 0) if self.jobs else np.zeros(0)
         rate = np.where(ettr > 0, ettr, np.nan)
+        view = self.node_view()
+        in_service = (view == HEALTHY) & ~self.node_drained
+        held = self.node_job >= 0
+        running = held & (self.job_state[np.where(held, self.node_job, 0)] == RUNNING) if self.jobs else held
         return {
             "time_s": self.time_s,
             "gpus": self.gpus,
             "gpus_by_state": {name: int((self.gpu_state == code).sum()) for code, name in enumerate(STATE_NAMES)},
-            "nodes_by_state": {name: int((self.node_state == code).sum()) for code, name in enumerate(STATE_NAMES)},
+            "nodes_by_state": {name: int((view == code).sum()) for code, name in enumerate(STATE_NAMES)},
             "leaf_switches_down": int((self.leaf_repair_until > self.time_s).sum()),
-
-            "utilization": float((self.node_job >= 0).sum() / self.nodes),
+            "availability": float(in_service.sum() / self.nodes),
+            "utilization": float(running.sum() / self.nodes),
             "goodput_gpu_hours": float((self.job_committed_s * job_gpus).sum() / SECONDS_PER_HOUR),
             "lost_gpu_hours": float((self.job_lost_s * job_gpus).sum() / SECONDS_PER_HOUR),
             "interruptions": int(self.job_interruptions.sum()),

@@ -383,12 +383,39 @@ def test_twin_shows_an_injected_xid_74_to_every_viewer(page, open_tab):
     page.page.click("#twin-inject button[type=submit]")
     expect(page.page.locator("#twin-events li[data-category=switch]").first).to_contain_text("leaf 0")
     expect(page.page.locator("#twin-metrics")).to_contain_text("leaf switches down1")
+    # The nodes under it are up but cut off: drawn and counted so, and out of service.
+    state = page.page.evaluate(f"fetch('{twin_url.replace(page.base, '')}'.replace('/twins/', '/api/twins/') + 'state/')"
+                               ".then((r) => r.json())")
+    cut_off = state["node_state"].count(state["state_names"].index("cut off (leaf switch down)"))
+    assert cut_off > 0
+    expect(page.page.locator("#twin-legend")).to_contain_text(f"cut off (leaf switch down): {cut_off:,} nodes")
+    in_service = 100 * state["metrics"]["availability"]
+    assert in_service < 100
+    expect(page.page.locator("#twin-metrics")).to_contain_text("nodes in service")
+    # Each event names its category once (the strong label is the event's kind).
+    label = page.page.evaluate("JSON.parse(document.getElementById('category-names').textContent)['xid-74']")
+    assert page.page.locator("#twin-events li[data-category=xid-74]").first.inner_text().count(label) == 1
     page.page.select_option("#twin-inject select[name=category]", "xid-31")
     page.page.fill("#twin-inject input[name=job]", "0")
     page.page.click("#twin-inject button[type=submit]")
     expect(page.page.locator("#twin-events li[data-category=xid-31]").first).to_contain_text("in main")
     page.page.click("#twin-controls [data-action=pause]")
     expect(page.page.locator("#twin-status")).to_have_text("paused")
+    # A node's kernel log, uploaded from the page: its Xid 79 fails the GPU on bus 07 of node 2.
+    page.page.fill("#twin-log input[name=node]", "2")
+    page.page.set_input_files("#twin-log input[name=file]", files=[{
+        "name": "dmesg.txt", "mimeType": "text/plain",
+        "buffer": b"[Mon Nov 30 10:42:07 2026] kernel: eth0 link up\n"
+                  b"[Mon Nov 30 10:42:09 2026] NVRM: Xid (PCI:0000:07:00): 79, pid=4242, name=python3, "
+                  b"GPU has fallen off the bus.\n"}])
+    page.page.click("#twin-log button[type=submit]")
+    expect(page.page.locator("#log-result")).to_contain_text("2 lines read: 1 Xid lines, 1 fault ingested")
+    expect(page.page.locator("#twin-events li[data-category=xid-79]").first).to_be_visible()
+    # Every event as CSV, from the page's link.
+    href = page.page.get_attribute("#events-csv", "href")
+    csv_text = page.page.evaluate(f"fetch('{href}').then((r) => r.text())")
+    assert csv_text.splitlines()[0].startswith("seq,") and "xid-79" in csv_text and "xid-74" in csv_text
+    page.shot("twin-log")
 
 
 def test_a_measurement_uploads_shows_measured_against_predicted_and_overrides(page):

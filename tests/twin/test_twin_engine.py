@@ -11,7 +11,7 @@ from simcore.formulas.reliability import (
     optimal_interval_s,
     unit_counts,
 )
-from simcore.tools.twin import FAILED, HEALTHY, REPAIR, WAITING, WEEK_S, Fabric, Job, Twin
+from simcore.tools.twin import CUT_OFF, FAILED, HEALTHY, REPAIR, WAITING, WEEK_S, Fabric, Job, Twin
 
 
 def twin_with(job_nodes=1000, delta=300.0, restart=1200.0, seed=1):
@@ -118,8 +118,18 @@ def test_a_job_caused_fault_stops_its_job_and_a_leaf_switch_under_both_stops_bot
     assert twin.job_interruptions.tolist() == [1, 2]
     assert sum(e.kind == "job-interrupted" for e in events) == 2
     assert twin.metrics()["leaf_switches_down"] == 1 and np.all(twin.node_job[40:50] == -1)
+    # Its ten nodes are up but cut off: viewers see them so, and they count out of service.
+    assert np.all(twin.node_state[40:50] == HEALTHY) and np.all(twin.node_view()[40:50] == CUT_OFF)
+    metrics = twin.metrics()
+    assert metrics["nodes_by_state"]["cut off (leaf switch down)"] == 10 and metrics["nodes_by_state"]["healthy"] == 90
+    assert metrics["availability"] == pytest.approx(0.9)
+    # The jobs restart on spares (10 nodes are idle): held, but not running until their restart ends.
+    assert (twin.node_job >= 0).sum() == 90 and metrics["utilization"] == 0
+    twin.advance(600.0)
+    assert twin.metrics()["utilization"] == pytest.approx(0.9)
     twin.advance(9 * 3600.0)  # the switch is back after its 8-h repair
     assert twin.metrics()["leaf_switches_down"] == 0 and (twin.node_job >= 0).sum() == 90
+    assert twin.metrics()["availability"] == 1.0 and np.all(twin.node_view() == twin.node_state)
     # A node's own link takes only that node's job out; a switch-to-switch link stops its leaf's jobs.
     before = twin.job_interruptions.copy()
     node = int(np.flatnonzero(twin.node_job == 0)[0])

@@ -92,7 +92,9 @@ class HeadlineSerializer(serializers.Serializer):
     """The figures an hourly sample keeps and the current metrics carry too."""
 
     time_s = serializers.FloatField()
-    utilization = serializers.FloatField()
+    availability = serializers.FloatField(required=False, help_text="share of nodes in service: healthy, not "
+                                          "drained, their leaf switch up (samples before 2026-12-04 lack it)")
+    utilization = serializers.FloatField(help_text="share of nodes running a job (not restarting or waiting)")
     goodput_gpu_hours = serializers.FloatField()
     lost_gpu_hours = serializers.FloatField()
     interruptions = serializers.IntegerField()
@@ -123,7 +125,8 @@ class TwinStateSerializer(EventsSerializer):
     last_seq = serializers.IntegerField()
     gpus_per_node = serializers.IntegerField()
     gpu_state = serializers.ListField(child=serializers.IntegerField(), help_text="each GPU's index into state_names")
-    node_state = serializers.ListField(child=serializers.IntegerField())
+    node_state = serializers.ListField(child=serializers.IntegerField(), help_text=(
+        "each node's index into state_names; a node that is up under a leaf switch that is down is 'cut off'"))
     node_job = serializers.ListField(child=serializers.IntegerField(), help_text="the job holding each node, -1: idle")
     state_names = serializers.ListField(child=serializers.CharField())
     metrics = TwinMetricsSerializer()

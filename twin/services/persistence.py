@@ -44,20 +44,20 @@ def save_change(twin: Twin, sim: engine.Twin, events: list[engine.TwinEvent], be
              "events": [event_json(row) for row in rows[-200:]], "dropped_events": max(0, len(rows) - 200)}
     if before is not None:
         delta["gpus"] = _changes(before[0], sim.gpu_state)
-        delta["nodes"] = _changes(before[1], sim.node_state)
+        delta["nodes"] = _changes(before[1], sim.node_view())
     transaction.on_commit(lambda: publish(twin.pk, delta))  # viewers never see a rolled-back change
     return rows
 
 
 def _sample(metrics: dict) -> dict:
-    return {k: metrics[k] for k in ("time_s", "utilization", "goodput_gpu_hours", "lost_gpu_hours",
+    return {k: metrics[k] for k in ("time_s", "availability", "utilization", "goodput_gpu_hours", "lost_gpu_hours",
                                     "interruptions")} | {
         "ettr": [job["ettr"] for job in metrics["jobs"]]}
 
 
 def component_states(sim: engine.Twin) -> tuple[np.ndarray, np.ndarray]:
-    """GPU and node states before a change, to send viewers only what it changed."""
-    return sim.gpu_state.copy(), sim.node_state.copy()
+    """GPU and node states (as viewers see them) before a change, to send viewers only what it changed."""
+    return sim.gpu_state.copy(), sim.node_view()
 
 
 def _changes(old: np.ndarray, new: np.ndarray) -> list[list[int]]:
@@ -85,6 +85,6 @@ def snapshot(twin: Twin) -> dict:
     recent = TwinEvent.objects.filter(twin=twin).order_by("-seq")[:50]
     return {"twin": twin.pk, "status": twin.status, "speed": twin.speed, "time_s": sim.time_s,
             "last_seq": twin.last_seq, "gpus_per_node": sim.gpus_per_node,
-            "gpu_state": sim.gpu_state.tolist(), "node_state": sim.node_state.tolist(),
+            "gpu_state": sim.gpu_state.tolist(), "node_state": sim.node_view().tolist(),
             "node_job": sim.node_job.tolist(), "state_names": list(engine.STATE_NAMES),
             "metrics": sim.metrics(), "events": [event_json(e) for e in reversed(recent)]}

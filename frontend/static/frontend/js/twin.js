@@ -10,8 +10,9 @@ const STATES = {
   failed: { colour: "#D55E00", mark: "cross" },
   "under repair": { colour: "#CC79A7", mark: "dot" },
   drained: { colour: "#999999", mark: "slash" },
+  "cut off (leaf switch down)": { colour: "#E69F00", mark: "bar" },
 };
-const PRIORITY = { failed: 4, "under repair": 3, drained: 2, degraded: 1, healthy: 0 };
+const PRIORITY = { failed: 5, "under repair": 4, "cut off (leaf switch down)": 3, drained: 2, degraded: 1, healthy: 0 };
 const MAX_EVENTS = 200;
 
 export function twinForm(form, errors) {
@@ -67,6 +68,8 @@ export function twinPage(id) {
       ctx.moveTo(x + cell - 2, y + 1); ctx.lineTo(x + 1, y + cell - 2); ctx.stroke();
     } else if (style.mark === "slash" && cell >= 5) {
       ctx.beginPath(); ctx.moveTo(x + 1, y + cell - 2); ctx.lineTo(x + cell - 2, y + 1); ctx.stroke();
+    } else if (style.mark === "bar" && cell >= 5) {
+      ctx.beginPath(); ctx.moveTo(x + 1, y + cell / 2); ctx.lineTo(x + cell - 2, y + cell / 2); ctx.stroke();
     } else if (style.mark === "dot" && cell >= 5) {
       ctx.fillStyle = "#000"; ctx.fillRect(x + cell / 2 - 1, y + cell / 2 - 1, 2, 2);
     }
@@ -122,7 +125,8 @@ export function twinPage(id) {
     const m = twin.metrics;
     if (!m) return;
     document.getElementById("twin-clock").textContent = duration(m.time_s);
-    const tiles = [["utilisation", percent(m.utilization)], ["goodput", `${num(m.goodput_gpu_hours)} GPU-h`],
+    const tiles = [["nodes in service", m.availability === undefined ? "–" : percent(m.availability)],
+      ["nodes running a job", percent(m.utilization)], ["goodput", `${num(m.goodput_gpu_hours)} GPU-h`],
       ["lost", `${num(m.lost_gpu_hours)} GPU-h`], ["interruptions", num(m.interruptions)],
       ["leaf switches down", num(m.leaf_switches_down ?? 0)]];
     const started = document.getElementById("twin-status").textContent !== "created";
@@ -141,8 +145,8 @@ export function twinPage(id) {
   const events = (fresh) => {
     twin.events = [...fresh.slice().reverse(), ...twin.events].slice(0, MAX_EVENTS);
     document.getElementById("twin-events").replaceChildren(...twin.events.map((e) =>
-      el("li", { "data-category": e.category || "", "data-kind": e.kind },
-        el("time", {}, duration(e.time_s)), " ", el("strong", {}, CATEGORY_NAMES[e.category] ?? e.category ?? e.kind), " ", e.message)));
+      el("li", { "data-category": e.category || "", "data-kind": e.kind, title: CATEGORY_NAMES[e.category] ?? "" },
+        el("time", {}, duration(e.time_s)), " ", el("strong", {}, e.kind), " ", e.message)));
   };
 
   socket(`/ws/twins/${id}/`, (message) => {
@@ -189,5 +193,38 @@ export function twinPage(id) {
       : unit === "gpu" ? { gpu: node * twin.gpn + gpu } : unit === "node" ? { node } : { part: Number(inject.elements.part.value) };
     if (report(await api(`/api/twins/${id}/inject/`, { method: "POST", body: { category: category.value, ...target } }))) showNode(node);
   });
+  const upload = document.getElementById("twin-log");
+  upload?.addEventListener("submit", (event) => { event.preventDefault(); ingestLog(id, upload); });
   window.addEventListener("resize", draw);
+}
+
+// A kernel log through POST /api/twins/{id}/ingest-log/: a small one answers at once, a large one is
+// ingested by a task whose progress is polled until it ends.
+async function ingestLog(id, form) {
+  const out = document.getElementById("log-result");
+  const data = new FormData();
+  data.append("file", form.elements.file.files[0]);
+  data.append("node", form.elements.node.value);
+  data.append("timezone", form.elements.timezone.value || "UTC");
+  if (form.elements.boot_time.value) data.append("boot_time", form.elements.boot_time.value);
+  out.className = "";
+  out.textContent = "Reading the log…";
+  let response = await api(`/api/twins/${id}/ingest-log/`, { method: "POST", body: data });
+  while (response.ok && ["queued", "running"].includes(response.data?.status)) {
+    out.textContent = `Reading the log: ${num(response.data.lines_read)} of ${num(response.data.lines_total)} lines…`;
+    await new Promise((resolve) => { setTimeout(resolve, 1000); });
+    response = await api(`/api/twins/${id}/ingests/${response.data.id}/`);
+  }
+  const result = response.status === 201 ? response.data : response.data?.status === "done" ? response.data.result : null;
+  if (!result) {
+    const reasons = !response.ok ? response.data : response.data.errors ? { errors: response.data.errors } : response.data.error;
+    out.className = "error";
+    out.replaceChildren(el("p", {}, "The log was not ingested:"),
+      el("ul", {}, errorLines(reasons).map((line) => el("li", {}, line))));
+    return;
+  }
+  const problems = result.malformed.map((m) => el("li", {}, `line ${num(m.line)}: ${m.reason}`));
+  out.replaceChildren(el("p", {}, `${num(result.lines)} lines read: ${num(result.xid_lines)} Xid lines, ` +
+    `${num(result.faults)} fault${result.faults === 1 ? "" : "s"} ingested, ${num(result.noted)} needing no action, ` +
+    `${num(result.skipped_lines)} other lines skipped.`), problems.length ? el("ul", { class: "error" }, problems) : "");
 }
