@@ -384,8 +384,8 @@ def test_twin_shows_an_injected_xid_74_to_every_viewer(page, open_tab):
     expect(page.page.locator("#twin-events li[data-category=switch]").first).to_contain_text("leaf 0")
     expect(page.page.locator("#twin-metrics")).to_contain_text("leaf switches down1")
     # The nodes under it are up but cut off: drawn and counted so, and out of service.
-    state = page.page.evaluate(f"fetch('{twin_url.replace(page.base, '')}'.replace('/twins/', '/api/twins/') + 'state/')"
-                               ".then((r) => r.json())")
+    state_url = twin_url.replace(page.base, "").replace("/twins/", "/api/twins/") + "state/"
+    state = page.page.evaluate(f"fetch('{state_url}').then((r) => r.json())")
     cut_off = state["node_state"].count(state["state_names"].index("cut off (leaf switch down)"))
     assert cut_off > 0
     expect(page.page.locator("#twin-legend")).to_contain_text(f"cut off (leaf switch down): {cut_off:,} nodes")
