@@ -366,7 +366,8 @@ def plan_detail(request, slug):
     plan = get_object_or_404(_visible_plans(request.user), slug=slug)
     return render(request, "frontend/plan_detail.html", {
         "plan": plan, "workloads": _visible_workloads(request.user),
-        "plan_json": {**ClusterPlanSerializer(plan).data, "scaleup_link": _scaleup_link(plan)},
+        "plan_json": {**ClusterPlanSerializer(plan).data, "scaleup_link": _scaleup_link(plan),
+                      "nvlink_topology": plan.node_type.nvlink_topology},
         "may_edit": plan.owner_id == request.user.id or request.user.is_staff,
         "compare_with": _comparable(plan, [p for p in _visible_plans(request.user) if p.pk != plan.pk])[:12],
         "measurements": measurement_services.plan_measurements(plan=plan, user=request.user),

@@ -1,6 +1,7 @@
 // Layout defects a reader sees, found from the rendered boxes (run by tests/e2e/test_layout.py):
-// text pushed past the window's right edge or cut by its own box, and text boxes drawn over each other
-// in a chart or drawing.
+// text pushed past the window's right edge or cut by its own box, text boxes drawn over each other
+// in a chart or drawing, and chart or drawing text rendered under 11 px (its font size in the
+// drawing's units times the drawing's scale on the screen).
 () => {
   const width = document.documentElement.clientWidth;
   const describe = (node) => `${node.tagName.toLowerCase()}${node.id ? "#" + node.id : ""} "${(node.textContent || "").trim().slice(0, 60)}"`;
@@ -40,5 +41,14 @@
       }
     }
   }
-  return { clipped, overlaps };
+  const small = [];
+  for (const svg of document.querySelectorAll("main svg[viewBox]")) {
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    for (const text of svg.querySelectorAll("text")) {
+      if (!text.textContent.trim()) continue;
+      const size = parseFloat(getComputedStyle(text).fontSize) * scale;
+      if (size < 10.95) small.push(`${describe(text)} is ${size.toFixed(1)}px`);
+    }
+  }
+  return { clipped, overlaps, small };
 }

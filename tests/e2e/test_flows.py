@@ -59,6 +59,18 @@ def test_login_is_required_and_every_page_renders(page):
     page.goto("/plans/gb200-nvl72-1152/")  # no storage nodes: no storage rows in its power table
     expect(page.page.locator("#plan-report")).to_contain_text("IT total")
     expect(page.page.locator("#plan-report")).not_to_contain_text("storage node")
+    # NVL72's GPUs reach each other over NVLink: no HFReduce (a PCIe-node library) in its allreduce figures.
+    expect(page.page.locator("#allreduce-chart .legend")).to_have_text(re.compile(r"^\s*NCCL\s*$"))
+    expect(page.page.locator("#plan-report")).to_contain_text("HFReduce is not shown")
+    page.goto("/plans/ff2-pcie-2zone/?workload=llama-13b-512")
+    expect(page.page.locator("#allreduce-chart .legend")).to_contain_text("HFReduce with NVLink pairs")
+    expect(page.page.locator("#scaling-chart svg text", has_text=re.compile(r"^0$"))).to_have_count(1)
+    # Every part of the step has its own colour, past the eight of the charts' palette.
+    page.goto("/plans/llama3-h100-16k/?workload=llama3-405b-like")
+    bars = page.page.locator("#step-breakdown svg rect.bar")
+    expect(bars.first).to_be_visible()
+    fills = [bars.nth(i).get_attribute("fill") for i in range(bars.count())]
+    assert len(fills) >= 9 and len(set(fills)) == len(fills)
 
 
 def test_pages_work_narrow_and_from_the_keyboard(page):

@@ -53,7 +53,7 @@ def test_every_page_shows_every_value_and_no_label_covers_another(page, width):
         page.page.wait_for_load_state("networkidle")
         page.shot(f"{width}-{re.sub(r'[^a-z0-9]+', '-', path).strip('-') or 'home'}")
         found = page.page.evaluate(LAYOUT)
-        defects += [f"{path}: {line}" for line in found["clipped"] + found["overlaps"]]
+        defects += [f"{path}: {line}" for line in found["clipped"] + found["overlaps"] + found["small"]]
     assert not defects, "\n".join(defects)
 
 

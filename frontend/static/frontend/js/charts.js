@@ -4,9 +4,42 @@
 import { num } from "./format.js";
 
 export const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
+// A stacked bar's parts (up to 14 in a training step) each need their own colour: Okabe-Ito's, then
+// Paul Tol's muted scheme's that differ from them.
+const STACK_PALETTE = [...PALETTE, "#882255", "#44AA99", "#999933", "#332288", "#DDDDDD", "#AA4499"];
 const DASHES = ["", "6 3", "2 3", "8 3 2 3"];
 const NS = "http://www.w3.org/2000/svg";
-const W = 640, H = 360, M = { left: 72, right: 16, top: 16, bottom: 52 };
+const H = 360, M = { left: 72, right: 16, top: 16, bottom: 52 };
+
+// A chart is drawn at its box's width in CSS pixels (360-960; 640 while the box is not laid out), so
+// its text shows at the size the stylesheet gives it (11 px and up) instead of shrinking with the box.
+const chartWidth = (boxWidth) => Math.round(Math.min(Math.max(boxWidth || 640, 360), 960));
+const drawn = new WeakMap();  // a chart's box -> its drawing's nodes and the observer of its width
+
+// A chart function of (box, options): draws into the box now and again whenever the box's width
+// changes (when it is first laid out, or the window is resized), replacing its previous drawing.
+function responsive(draw) {
+  return (container, options) => {
+    const before = drawn.get(container);
+    before?.observer.disconnect();
+    let nodes = before?.nodes ?? [], width = null;
+    const render = () => {
+      const boxWidth = container.clientWidth;
+      if (width !== null && (!boxWidth || Math.abs(boxWidth - width) < 2)) return;
+      width = boxWidth;
+      const fresh = draw(options, chartWidth(boxWidth)).filter(Boolean);
+      if (nodes.length && nodes[0].parentNode === container) {
+        nodes[0].replaceWith(...fresh);
+        nodes.slice(1).forEach((node) => node.remove());
+      } else container.append(...fresh);
+      nodes = fresh;
+      drawn.set(container, { nodes, observer });
+    };
+    const observer = new ResizeObserver(render);
+    render();
+    observer.observe(container);
+  };
+}
 
 const svgEl = (tag, attrs = {}, text) => {
   const node = document.createElementNS(NS, tag);
@@ -40,7 +73,7 @@ function scale(values, log, pad = 0.04) {
 // the y axis title sits clear of the widest tick and x ticks are thinned before they collide.
 const textWidth = (text) => 6.6 * String(text).length;
 
-function yAxis(parent, ticks, py, yLabel) {
+function yAxis(parent, ticks, py, yLabel, W) {
   const labels = ticks.map((t) => num(t, 2));
   const left = Math.max(M.left, 30 + Math.max(0, ...labels.map(textWidth)));
   ticks.forEach((t, i) => {
@@ -52,7 +85,7 @@ function yAxis(parent, ticks, py, yLabel) {
   return left;
 }
 
-function frame(container, { title, xLabel, yLabel, xLog, yLog, xs, ys }) {
+function frame(W, { title, xLabel, yLabel, xLog, yLog, xs, ys }) {
   const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "chart" });
   svg.append(svgEl("title", {}, title || `${yLabel} against ${xLabel}`));
   const x = scale(xs, xLog), y = scale(ys, yLog);
@@ -60,7 +93,7 @@ function frame(container, { title, xLabel, yLabel, xLog, yLog, xs, ys }) {
   const axes = svgEl("g", { class: "axes" });
   const plot = svgEl("rect", { y: M.top, height: H - M.top - M.bottom, class: "plot" });
   axes.append(plot);
-  const left = yAxis(axes, y.ticks, py, yLabel);
+  const left = yAxis(axes, y.ticks, py, yLabel, W);
   plot.setAttribute("x", left);
   plot.setAttribute("width", W - left - M.right);
   const px = (v) => left + x.f(v) * (W - left - M.right);
@@ -69,15 +102,17 @@ function frame(container, { title, xLabel, yLabel, xLog, yLog, xs, ys }) {
   const every = Math.ceil((Math.max(0, ...labels.map(textWidth)) + 8) / spacing);
   x.ticks.forEach((t, i) => {
     axes.append(svgEl("line", { x1: px(t), x2: px(t), y1: M.top, y2: H - M.bottom, class: "grid" }));
-    if (i % every === 0) axes.append(svgEl("text", { x: px(t), y: H - M.bottom + 16, "text-anchor": "middle" }, labels[i]));
+    if (i % every) return;
+    // A tick label that would run past the drawing's right edge ends at its tick instead.
+    const past = px(t) + textWidth(labels[i]) / 2 > W - 2;
+    axes.append(svgEl("text", { x: px(t), y: H - M.bottom + 16, "text-anchor": past ? "end" : "middle" }, labels[i]));
   });
   axes.append(svgEl("text", { x: (left + W - M.right) / 2, y: H - 10, "text-anchor": "middle", class: "label" }, xLabel));
   svg.append(axes);
-  container.replaceChildren(svg);
   return { svg, px, py, left };
 }
 
-function legend(container, items) {
+function legend(items) {
   const list = document.createElement("ul");
   list.className = "legend";
   items.forEach(({ name, colour, dash, marker }) => {
@@ -88,14 +123,15 @@ function legend(container, items) {
     item.append(swatch, ` ${name}`);
     list.append(item);
   });
-  container.append(list);
+  return list;
 }
 
-// series: [{name, x: [], y: []}]; markers: [{x, label}] drawn as labelled vertical lines.
-export function lineChart(container, { series, xLabel, yLabel, xLog = false, yLog = false, markers = [], title }) {
+// series: [{name, x: [], y: []}]; markers: [{x, label}] drawn as labelled vertical lines; yFrom: values
+// the y axis always spans (e.g. [0, 1] for a fraction), so two close points are not drawn far apart.
+export const lineChart = responsive(({ series, xLabel, yLabel, xLog = false, yLog = false, markers = [], title, yFrom = [] }, W) => {
   const xs = series.flatMap((s) => s.x).concat(markers.map((m) => m.x));
-  const ys = series.flatMap((s) => s.y);
-  const { svg, px, py, left } = frame(container, { title, xLabel, yLabel, xLog, yLog, xs, ys });
+  const ys = series.flatMap((s) => s.y).concat(yFrom);
+  const { svg, px, py, left } = frame(W, { title, xLabel, yLabel, xLog, yLog, xs, ys });
   series.forEach((s, i) => {
     const colour = PALETTE[i % PALETTE.length];
     const points = s.x.map((xv, j) => [xv, s.y[j]]).filter(([a, b]) => Number.isFinite(a) && Number.isFinite(b)
@@ -114,14 +150,13 @@ export function lineChart(container, { series, xLabel, yLabel, xLog = false, yLo
     svg.append(svgEl("text", { x: before ? x - 4 : x + 4, y: M.top + 14 + 14 * i, class: "marker-label",
       "text-anchor": before ? "end" : "start" }, m.label));
   });
-  legend(container, series.map((s, i) => ({ name: s.name, colour: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length], marker: true })));
-  return svg;
-}
+  return [svg, legend(series.map((s, i) => ({ name: s.name, colour: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length], marker: true })))];
+});
 
 // points: [{x, y, c?, label, highlight?, rejected?}]; colour by c (a numeric or categorical value); a rejected
 // point (failing a goal constraint) is drawn hollow grey.
-export function scatterChart(container, { points, xLabel, yLabel, cLabel, xLog = false, yLog = false, title, onPick }) {
-  const { svg, px, py } = frame(container, { title, xLabel, yLabel, xLog, yLog, xs: points.map((p) => p.x), ys: points.map((p) => p.y) });
+export const scatterChart = responsive(({ points, xLabel, yLabel, cLabel, xLog = false, yLog = false, title, onPick }, W) => {
+  const { svg, px, py } = frame(W, { title, xLabel, yLabel, xLog, yLog, xs: points.map((p) => p.x), ys: points.map((p) => p.y) });
   const cs = points.map((p) => p.c).filter((c) => c !== undefined && c !== null);
   const categorical = cs.some((c) => typeof c !== "number");
   const categories = categorical ? [...new Set(cs.map(String))] : [];
@@ -158,18 +193,17 @@ export function scatterChart(container, { points, xLabel, yLabel, cLabel, xLog =
   if (rejected) items.push({ name: `rejected by a constraint (${rejected}, hollow grey; hover for the reason)`, colour: "#888", marker: true });
   if (categorical) categories.forEach((c, i) => items.push({ name: `${cLabel} = ${c}`, colour: PALETTE[i % PALETTE.length], marker: true }));
   else if (cScale) items.push({ name: `${cLabel}: dark blue ${num(Math.min(...cs))} to yellow ${num(Math.max(...cs))}`, colour: "rgb(253,231,56)", marker: true });
-  legend(container, items);
-  return svg;
-}
+  return [svg, items.length ? legend(items) : null];
+});
 
 // groups: labels along x; series: [{name, values: [] per group}]
-export function barChart(container, { groups, series, yLabel, title }) {
+export const barChart = responsive(({ groups, series, yLabel, title }, W) => {
   const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "chart" });
   svg.append(svgEl("title", {}, title || yLabel));
   const ys = series.flatMap((s) => s.values).filter(Number.isFinite).concat([0]);
   const y = scale(ys, false, 0.02);
   const py = (v) => H - M.bottom - y.f(v) * (H - M.top - M.bottom);
-  const left = yAxis(svg, y.ticks, py, yLabel);
+  const left = yAxis(svg, y.ticks, py, yLabel, W);
   const band = (W - left - M.right) / groups.length;
   const bar = (band * 0.8) / series.length;
   groups.forEach((g, gi) => {
@@ -195,14 +229,12 @@ export function barChart(container, { groups, series, yLabel, title }) {
     rows.forEach((row, r) => label.append(svgEl("tspan", { x: centre, dy: r ? 12 : 0 }, row)));
     svg.append(label);
   });
-  container.replaceChildren(svg);
-  if (series.length > 1) legend(container, series.map((s, i) => ({ name: s.name, colour: PALETTE[i % PALETTE.length] })));
-  return svg;
-}
+  return [svg, series.length > 1 ? legend(series.map((s, i) => ({ name: s.name, colour: PALETTE[i % PALETTE.length] }))) : null];
+});
 
 // One horizontal bar split into parts (e.g. where a training step's time goes): each segment is
 // labelled in the legend with its value and share, so the split is readable without colour.
-export function stackedBar(container, { parts, unit = "s", title, format = num }) {
+export const stackedBar = responsive(({ parts, unit = "s", title, format = num }, W) => {
   const shown = parts.filter((p) => Number.isFinite(p.value) && p.value > 0);
   const total = shown.reduce((sum, p) => sum + p.value, 0);
   const height = 48, left = 8, right = 8;
@@ -211,14 +243,12 @@ export function stackedBar(container, { parts, unit = "s", title, format = num }
   let x = left;
   shown.forEach((p, i) => {
     const width = (p.value / total) * (W - left - right);
-    const rect = svgEl("rect", { x, y: 8, width: Math.max(width, 0.5), height: 32, fill: PALETTE[i % PALETTE.length],
+    const rect = svgEl("rect", { x, y: 8, width: Math.max(width, 0.5), height: 32, fill: STACK_PALETTE[i % STACK_PALETTE.length],
       class: `bar pattern-${i % 4}`, "data-part": p.name });
     rect.append(svgEl("title", {}, `${p.name}: ${format(p.value)} ${unit} (${num(100 * p.value / total, 2)}%)`));
     svg.append(rect);
     x += width;
   });
-  container.replaceChildren(svg);
-  legend(container, shown.map((p, i) => ({ name: `${p.name}: ${format(p.value)} ${unit} (${num(100 * p.value / total, 2)}%)`,
-    colour: PALETTE[i % PALETTE.length], marker: true })));
-  return svg;
-}
+  return [svg, legend(shown.map((p, i) => ({ name: `${p.name}: ${format(p.value)} ${unit} (${num(100 * p.value / total, 2)}%)`,
+    colour: STACK_PALETTE[i % STACK_PALETTE.length], marker: true })))];
+});

@@ -4,7 +4,12 @@ import { barChart, lineChart, stackedBar } from "./charts.js";
 import { duration, num, percent, si } from "./format.js";
 import { drawTopology } from "./topology.js";
 
-const money = (value, currency) => (value === null || value === undefined ? "not priced" : `${num(value)} ${currency}`);
+// A price in the summaries: millions and up with an SI prefix (48.0 M USD), else in full; the bill of
+// materials keeps every digit (``exact``).
+const money = (value, currency, exact = false) => {
+  if (value === null || value === undefined) return "not priced";
+  return `${!exact && Math.abs(value) >= 1e6 ? si(value, "", 3) : num(value)} ${currency}`;
+};
 
 function table(caption, rows) {
   return el("table", { class: "kv" }, el("caption", {}, caption),
@@ -99,10 +104,11 @@ function bomSection(bom, plan) {
       el("thead", {}, el("tr", {}, ["Part", "Slug", "Quantity", "Unit price", "Extended", "Price date", "Source"].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, bom.lines.map((line) => el("tr", {},
         el("th", { scope: "row" }, line.part), el("td", {}, el("code", {}, line.slug)), el("td", { class: "num" }, num(line.quantity)),
-        el("td", { class: "num" }, money(line.unit_price, bom.currency)), el("td", { class: "num" }, money(line.extended_price, bom.currency)),
+        el("td", { class: "num" }, money(line.unit_price, bom.currency, true)),
+        el("td", { class: "num" }, money(line.extended_price, bom.currency, true)),
         el("td", {}, line.price_date), el("td", { class: "source" }, source(line), " ", quote(line))))),
       el("tfoot", {}, el("tr", {}, el("th", { scope: "row" }, "total"), el("td"), el("td"), el("td"),
-        el("td", { class: "num", id: "bom-total" }, bom.total === null ? "none" : money(bom.total, bom.currency)), el("td"),
+        el("td", { class: "num", id: "bom-total" }, bom.total === null ? "none" : money(bom.total, bom.currency, true)), el("td"),
         el("td", { class: "source" }, bom.unpriced.length ? `incomplete: no price for ${bom.unpriced.join(", ")}` : ""))))));
 }
 
@@ -197,11 +203,12 @@ function performanceSection(result, curves) {
   ]));
   if (t) section.append(...trainingTables(t, result.cost.currency));
   if (curves?.scaling) {
-    const fig = el("figure", { class: "chart-box" });
+    const fig = el("figure", { class: "chart-box", id: "scaling-chart" });
     section.append(fig);
     lineChart(fig, { series: [{ name: "strong scaling (global batch fixed)", x: curves.scaling.gpus, y: curves.scaling.strong_efficiency },
       { name: "weak scaling (batch per GPU fixed)", x: curves.scaling.gpus, y: curves.scaling.weak_efficiency }],
-      xLabel: "GPUs in the job", yLabel: "scaling efficiency (fraction of linear)", xLog: true, title: "Scaling efficiency against GPU count" });
+      xLabel: "GPUs in the job", yLabel: "scaling efficiency (fraction of linear)", xLog: true, yFrom: [0, 1],
+      title: "Scaling efficiency against GPU count" });
     fig.prepend(el("figcaption", {}, "Scaling efficiency against the job's GPU count"));
   }
   return section;
@@ -209,20 +216,26 @@ function performanceSection(result, curves) {
 
 const LIBRARIES = { hfreduce: "HFReduce", nccl: "NCCL", hfreduce_nvlink: "HFReduce with NVLink pairs" };
 
-function collectivesSection(result, curves) {
+// HFReduce reduces on the host for nodes whose GPUs cannot reduce among themselves (FF section VI: PCIe
+// nodes, NVLink pairs); where every GPU of a scale-up domain reaches every other, NCCL alone is shown.
+function collectivesSection(result, curves, plan) {
   const section = el("section", {}, el("h2", {}, "Allreduce bandwidth"));
-  const rows = Object.entries(LIBRARIES).filter(([key]) => result.collectives[key]).map(([key, label]) => {
+  const allToAll = plan.nvlink_topology === "all-to-all";
+  const shown = (key) => !(allToAll && key.startsWith("hfreduce"));
+  const rows = Object.entries(LIBRARIES).filter(([key]) => result.collectives[key] && shown(key)).map(([key, label]) => {
     const r = result.collectives[key];
     return [label, `${num(r.algbw_gbyte_s)} GB/s`, `bound by ${r.bound}`];
   });
   section.append(table(`Across the cluster, ${si(result.collectives.message_bytes, "B")} messages`, rows));
+  if (allToAll) section.append(el("p", { class: "muted" }, "HFReduce is not shown: it serves nodes whose GPUs have no " +
+    "all-to-all NVLink (PCIe nodes, NVLink pairs); a workload may still choose it."));
   if (curves?.allreduce_vs_gpus) {
     const data = curves.allreduce_vs_gpus;
     const fig = el("figure", { class: "chart-box", id: "allreduce-chart" });
     section.append(fig);
     const switchAt = (data.nccl_algorithm || []).findIndex((algorithm, i) => i > 0 && algorithm !== data.nccl_algorithm[i - 1]);
     const markers = switchAt > 0 ? [{ x: data.gpus[switchAt], label: `NCCL: ${data.nccl_algorithm[switchAt - 1]} to ${data.nccl_algorithm[switchAt]}` }] : [];
-    lineChart(fig, { series: Object.entries(LIBRARIES).filter(([k]) => data[k]).map(([k, name]) => ({ name, x: data.gpus, y: data[k] })),
+    lineChart(fig, { series: Object.entries(LIBRARIES).filter(([k]) => data[k] && shown(k)).map(([k, name]) => ({ name, x: data.gpus, y: data[k] })),
       markers, xLabel: "GPUs", yLabel: "algorithm bandwidth (GB/s)", xLog: true, title: "Allreduce bandwidth against GPU count" });
     fig.prepend(el("figcaption", {}, `Allreduce algorithm bandwidth against GPU count (${si(data.message_bytes, "B")} messages)`));
   }
@@ -335,7 +348,7 @@ export function report(container, plan, evaluation, bom) {
     headline(result), overridesList(evaluation.overrides) ?? "", constraintsList(result) ?? "",
     el("div", { class: "grid2" }, costSection(result, bom), powerSection(result, plan)),
     bomSection(bom, plan),
-    el("div", { class: "grid2" }, performanceSection(result, curves), collectivesSection(result, curves)),
+    el("div", { class: "grid2" }, performanceSection(result, curves), collectivesSection(result, curves, plan)),
     reliabilitySection(result, curves),
     topologySection(plan, result),
   );

@@ -26,6 +26,8 @@ export const percent = (fraction, digits = 1) =>
 
 export function duration(seconds) {
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "–";
+  if (seconds !== 0 && Math.abs(seconds) < 1e-3) return `${num(seconds * 1e6)} µs`;
+  if (seconds !== 0 && Math.abs(seconds) < 1) return `${num(seconds * 1e3)} ms`;
   if (seconds < 120) return `${num(seconds)} s`;
   if (seconds < 7200) return `${(seconds / 60).toFixed(1)} min`;
   if (seconds < 172800) return `${(seconds / 3600).toFixed(1)} h`;
