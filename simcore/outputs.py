@@ -5,6 +5,7 @@ Comparisons, the ``evaluate_plan`` table, a sweep's default outputs, the pages a
 description all read this one list, so a new metric is one entry here. ``unit`` "currency" means the
 price book's currency. A metric marked ``workload`` exists only when a workload is trained.
 """
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -63,8 +64,11 @@ class Output:
     derive: Callable | None = None
 
     def read(self, result: dict):
-        """The metric from one evaluation (None where the result lacks it)."""
-        return self.derive(result) if self.derive is not None else dig(result, self.path, missing=None)
+        """The metric from one evaluation (None where the result lacks it), a count as an integer."""
+        value = self.derive(result) if self.derive is not None else dig(result, self.path, missing=None)
+        if self.unit in COUNT_UNITS and isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
 
     def describe(self) -> dict:
         return {"key": self.key, "path": self.path or None, "label": self.label, "unit": self.unit,
@@ -176,6 +180,33 @@ def value_kind(path: str) -> str:
     if output is None:
         return "number"
     return "flag" if output.unit == FLAG_UNIT else "count" if output.unit in COUNT_UNITS else "number"
+
+
+SI_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+SI_UNITS = frozenset({"W", "B", "Wh"})
+
+
+def display(value, unit: str = "", *, money: bool = False) -> str:
+    """A value as every page, CLI table and report writes it (frontend/static/frontend/js/format.js
+    does the same in the browser): thousands separators, integers as integers, four significant
+    digits, an exponent only below 0.001 or from 10^15; watts and bytes with an SI prefix (5.17 MW),
+    and ``money`` (``unit`` its currency) from a million (48.0 M USD)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if unit in SI_UNITS or money:
+        for scale, prefix in SI_PREFIXES[:4] if money else SI_PREFIXES:
+            if abs(value) >= scale:  # three significant digits, as JavaScript's toPrecision(3) writes them
+                scaled = f"{value / scale:#.3g}".rstrip(".")
+                return f"{scaled} {prefix} {unit}" if money else f"{scaled} {prefix}{unit}"
+    if value != 0 and (abs(value) >= 1e15 or abs(value) < 1e-3):
+        text = f"{value:.2e}"
+    elif float(value).is_integer() or abs(value) >= 1000:
+        text = f"{round(value):,}"
+    else:
+        text = f"{value:.4g}"
+    return f"{text} {unit}".strip() if unit else text
 
 
 def better_way(path: str) -> str:

@@ -63,3 +63,15 @@ def test_step_parts_are_keyed_by_identifiers_and_the_page_labels_each_as_the_eng
     block = script[script.index("const STEP_PARTS = {"):]
     page = dict(re.findall(r"(\w+): \"([^\"]+)\"", block[:block.index("};")]))
     assert page == STEP_PARTS
+
+
+def test_one_number_format_for_tables_and_the_command_line():
+    from simcore.outputs import display
+
+    assert display(10000, "GPUs") == "10,000 GPUs" and display(9920.0) == "9,920"
+    assert display(5.17e6, "W") == "5.17 MW" and display(1e5, "W") == "100 kW" and display(0, "W") == "0 W"
+    assert display(48_000_096.0, "USD", money=True) == "48.0 M USD"
+    assert display(375_000, "USD", money=True) == "375,000 USD"
+    assert display(0.98745) == "0.9875" and display(149.66, "TFLOPS") == "149.7 TFLOPS"
+    assert display(6.67e-4, "s") == "6.67e-04 s" and display(float("nan")) == "–" and display(None) == "–"
+    assert display(True) == "yes"

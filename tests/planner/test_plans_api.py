@@ -418,6 +418,7 @@ def test_commands_evaluate_and_compare(catalog, capsys):
     call_command("compare_plans", DGX, FF, FF3)
     out = capsys.readouterr().out
     assert "switches, computation fabric" in out and "1,320" in out and "122" in out
+    assert "10,000" in out and "e+" not in out and "5.60 MW" in out  # one number format: separators, SI prefixes
     from django.core.management.base import CommandError
 
     with pytest.raises(CommandError, match="cannot run"):
@@ -732,6 +733,11 @@ def test_bill_of_materials_and_comparison_as_excel_hold_the_json_numbers(catalog
         for cell, value in zip(table[metric["label"]][2:4], metric["values"]):
             assert cell == value if value is None else cell == pytest.approx(value, rel=1e-14)
     assert table["switches"][2:4] == (122, 1320)
+    # Counts are integers everywhere: the JSON, and the CSV's cells ("9920", never "9920.0").
+    gpus = next(m for m in comparison["metrics"] if m["key"] == "gpus")
+    assert gpus["values"] == [9920, 10000] and all(isinstance(v, int) for v in gpus["values"])
+    csv_rows = reader_client.get(f"/api/plans/compare/?ids={ids}&format=csv").content.decode().splitlines()
+    assert next(row for row in csv_rows if row.startswith("GPUs,")).split(",")[2:4] == ["9920", "10000"]
     bases = {row[0]: row[1:] for row in load_workbook(io.BytesIO(workbook))["Bases"].iter_rows(min_row=2,
                                                                                               values_only=True)}
     assert bases == {basis["label"]: tuple(basis["values"]) for basis in comparison["bases"]}

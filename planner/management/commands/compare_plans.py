@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from planner.models import ClusterPlan, Workload
 from planner.services.plans import compare_choice_problems, plan_compare
+from simcore.outputs import display
 
 
 class Command(BaseCommand):
@@ -29,16 +30,17 @@ class Command(BaseCommand):
         if format == "json":
             self.stdout.write(json.dumps(comparison, indent=2))
             return
-        width = max(16, *(len(s) for s in plans))
+        width = max(22, *(len(s) for s in plans))
+        currency = comparison["currency"] or "price"
         self.stdout.write(f"{'metric':38}" + "".join(f"{s:>{width + 2}}" for s in plans))
         for metric in comparison["metrics"]:
+            money = metric["unit"] == "currency"
+            unit = currency if money else metric["unit"]
             cells = []
             for value, ratio in zip(metric["values"], metric["ratio_to_first"]):
-                if value is None:
-                    cells.append(f"{'-':>{width + 2}}")
-                    continue
-                text = f"{value:,.4g}" + ("" if ratio is None or ratio == 1 else f" ({ratio:.2f}x)")
+                text = display(value, unit if money or unit in ("W", "B") else "", money=money)
+                text += "" if value is None or ratio is None or ratio == 1 else f" ({ratio:.2f}x)"
                 cells.append(f"{text:>{width + 2}}")
-            self.stdout.write(f"{metric['label'] + ' [' + metric['unit'] + ']':38}" + "".join(cells))
+            self.stdout.write(f"{metric['label'] + ' [' + unit + ']':38}" + "".join(cells))
         for slug, reasons in comparison["infeasible"].items():
             self.stdout.write(f"{slug} cannot run: {'; '.join(reasons)}")

@@ -44,7 +44,8 @@ class Command(BaseCommand):
                 value = output.read(result)
                 if value is None:
                     continue
-                unit = currency if output.unit == "currency" else output.unit
-                self.stdout.write(f"  {output.label:28} {value:>14,.4g} {unit}")
+                money = output.unit == "currency"
+                text = outputs.display(value, currency if money else output.unit, money=money)
+                self.stdout.write(f"  {output.label:28} {text:>20}")
             for constraint in result["constraints"]:
                 self.stdout.write(f"  note: {constraint['message']}")
