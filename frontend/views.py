@@ -25,6 +25,7 @@ from planner.models.catalog import PART_MODELS
 from planner.models.declared import PLAN_SECTIONS, WORKLOAD_SECTIONS, stored_fields
 from planner.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.services import measurements as measurement_services
+from planner.services import netbox
 from planner.services import plans as plan_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_validation
@@ -369,6 +370,7 @@ def plan_detail(request, slug):
         "plan_json": {**ClusterPlanSerializer(plan).data, "scaleup_link": _scaleup_link(plan),
                       "nvlink_topology": plan.node_type.nvlink_topology},
         "may_edit": plan.owner_id == request.user.id or request.user.is_staff,
+        "heights_needed": netbox.parts_without_height(plan),
         "compare_with": _comparable(plan, [p for p in _visible_plans(request.user) if p.pk != plan.pk])[:12],
         "measurements": measurement_services.plan_measurements(plan=plan, user=request.user),
         "collectives": COLLECTIVES,

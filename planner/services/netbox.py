@@ -178,6 +178,18 @@ def _u_height(part, u_heights: dict[str, int]):
     return part.rack_units or u_heights.get(part.slug)
 
 
+def racked_parts(plan: ClusterPlan) -> list:
+    """The catalogue parts the plan's NetBox devices are: its node type, its storage node type when it
+    has storage nodes, its switch."""
+    storage = plan.storage_node_type if plan.storage_node_type_id and plan.storage_node_count else None
+    return [part for part in (plan.node_type, storage, plan.switch) if part is not None]
+
+
+def parts_without_height(plan: ClusterPlan) -> list:
+    """The plan's racked parts whose rack height the catalogue lacks: an export needs each given."""
+    return [part for part in racked_parts(plan) if not part.rack_units]
+
+
 def _plan_files(plan: ClusterPlan, u_heights: dict[str, int], heights_needed: bool = True) -> dict[str, list]:
     """Every file's records, the interfaces file listing every interface a cable uses."""
     counts, layout = plan.fabric_arguments()
@@ -202,7 +214,7 @@ def _plan_files(plan: ClusterPlan, u_heights: dict[str, int], heights_needed: bo
     ports, cables = _ports_and_cables(plan, ((main, main_switches, main_ends), (plane, plane_switches, plane_ends)),
                                       port_type)
     types = [(node_type, "gpu-node", nodes), (storage_type, "storage-node", storage)]
-    parts = [part for part, _, members in types if part is not None and members] + [switch]
+    parts = racked_parts(plan)
     ends = main_ends + plane_ends
     templates = {part.name: [{"name": name, "type": kind} for device, name, kind in ends if device == members[0]]
                  for part, _, members in types if part is not None and members}

@@ -187,6 +187,33 @@ def test_a_refused_save_says_why_beside_the_field_and_keeps_saying_it(page):
     page.shot("refused-save")
 
 
+def test_netbox_import_asks_for_the_rack_heights_the_catalogue_lacks(page):
+    import io
+    import zipfile
+
+    import yaml
+
+    page.login()
+    page.goto("/plans/ff2-pcie-2zone/")
+    form = page.page.locator("#netbox-heights")
+    expect(form).to_contain_text("the catalogue has none for")
+    expect(page.page.locator(".actions a", has_text="NetBox import")).to_have_count(0)  # no link that cannot succeed
+    heights = form.locator("input[type=number]")
+    expect(heights).to_have_count(2)  # the PCIe node and the 3FS storage node
+    form.locator("button[type=submit]").click()  # empty: the browser keeps the user on the form
+    expect(heights.first).to_be_focused()
+    heights.nth(0).fill("4")
+    heights.nth(1).fill("2")
+    with page.page.expect_download() as download:
+        form.locator("button[type=submit]").click()
+    archive = zipfile.ZipFile(io.BytesIO(Path(download.value.path()).read_bytes()))
+    types = yaml.safe_load_all(archive.read(next(n for n in archive.namelist() if "device-types" in n)))
+    assert {t["slug"]: t["u_height"] for t in types if t} == {"ff-pcie-a100": 4, "ff-3fs-storage": 2, "qm8700": 1}
+    page.goto("/plans/dgx-a100-3layer/")  # every part has a height: a plain download
+    expect(page.page.locator(".actions a", has_text="NetBox import (ZIP)")).to_be_visible()
+    expect(page.page.locator("#netbox-heights")).to_have_count(0)
+
+
 def test_a_quote_for_the_unpriced_part_completes_the_bill(page):
     page.login()
     page.goto("/plans/new/?from=ff2-pcie-2zone")
