@@ -92,6 +92,19 @@ class CurvesSerializer(serializers.Serializer):
     ettr_vs_restart = EttrRestartCurveSerializer(required=False, help_text="with a workload")
 
 
+class TrustSerializer(serializers.Serializer):
+    family = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["dense", "moe", "cnn"])
+    cases = serializers.IntegerField(help_text="published runs of this family and kind in the validation set "
+                                               "(the /validation/ page)")
+    passing = serializers.IntegerField(help_text="of them, predicted within their tolerance")
+    median_abs_error = serializers.FloatField(allow_null=True)
+    max_abs_error = serializers.FloatField(allow_null=True)
+    models = serializers.ListField(child=serializers.CharField(), help_text="the validation groups they belong to")
+    trusted = serializers.BooleanField(help_text="every such run is predicted within its tolerance")
+    message = serializers.CharField()
+
+
 class EvaluationSerializer(serializers.Serializer):
     plan = serializers.CharField()
     workload = serializers.CharField(allow_null=True)
@@ -100,6 +113,8 @@ class EvaluationSerializer(serializers.Serializer):
                                       help_text="engine constant -> the measurement that replaced it")
     result = EngineResultField()
     curves = CurvesSerializer()
+    trust = TrustSerializer(allow_null=True, help_text="with a workload: the validation record of its kind of "
+                                                       "training run on the plan's GPU family")
 
 
 class BomLineSerializer(serializers.Serializer):

@@ -9,7 +9,7 @@ from django.core.cache import cache
 
 import simcore
 from planner import metrics
-from simcore.tools.references import validate
+from simcore.tools.references import training_record, validate
 
 EVALUATION_CACHE_S = 600
 
@@ -21,6 +21,28 @@ def engine_validation() -> tuple[list[dict], dict[str, dict]]:
     The cases and the engine's parameters are fixed for a running process, so the result is
     computed once."""
     return validate()
+
+
+KINDS = {"dense": "dense transformer", "moe": "mixture-of-experts", "cnn": "CNN"}
+
+
+def training_trust(family: str, workload) -> dict:
+    """How far the validation record says to trust a plan's training figures: the published runs of
+    its accelerator family and the workload's kind (:func:`simcore.tools.references.training_record`),
+    with a sentence saying so for the report beside those figures."""
+    kind = "cnn" if workload.kind == "cnn" else "moe" if workload.experts else "dense"
+    record = training_record(engine_validation()[0], family, kind)
+    runs = f"published {KINDS[kind]} training runs on {family} GPUs"
+    if not record["cases"]:
+        message = f"No {runs} are in the validation set: these training figures are not checked against any."
+    elif record["passing"] == record["cases"]:
+        message = (f"All {record['cases']} {runs} in the validation set are predicted within their tolerance "
+                   f"(median error {record['median_abs_error']:.1%}).")
+    else:
+        message = (f"{record['passing']} of {record['cases']} {runs} are predicted within their tolerance "
+                   f"(median error {record['median_abs_error']:.1%}, largest {record['max_abs_error']:.0%}): "
+                   "read these training figures with that margin.")
+    return {**record, "trusted": bool(record["cases"]) and record["passing"] == record["cases"], "message": message}
 
 
 def memoized(kind: str, document: dict, compute):

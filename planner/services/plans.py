@@ -61,6 +61,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "overrides": overrides,
         "result": result,
         "curves": engine.curves(document, result),
+        "trust": engine.training_trust(plan.node_type.accelerator.family, workload) if workload else None,
     }
 
 

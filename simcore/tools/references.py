@@ -333,6 +333,9 @@ class ReferenceCase:
     # The window is the publication's own range ("3-4 MW"); otherwise the publication gives one value
     # and a window around it is a weak check: it passes predictions further off than the figure is.
     published_range: bool = False
+    # A training run's GPU family and model kind ("dense", "moe" or "cnn"): what a plan's training
+    # figures are checked against (:func:`training_record`); None for other cases.
+    trains: tuple[str, str] | None = None
 
     def admits(self) -> tuple[float, float]:
         """The relative errors against the published value the criterion lets pass, low and high."""
@@ -479,6 +482,9 @@ def _collective_cases() -> list[ReferenceCase]:
     return cases
 
 
+A100_DENSE = ("ampere", "dense")
+
+
 def _fire_flyer_training_cases() -> list[ReferenceCase]:
     """Fire-Flyer training steps: VGG16 and GPT2-medium weak scaling, LLaMa-13B strong scaling (FF Fig. 8, 9)."""
     cases = []
@@ -503,12 +509,13 @@ def _fire_flyer_training_cases() -> list[ReferenceCase]:
                 gpus = first * 2**i
                 add(ReferenceCase(f"{name}-{library}-{gpus}", "training", f"{name} step, {library}, {gpus} GPUs", "s",
                                   value, source, partial(step(workload, per_gpu, library), gpus=gpus),
-                                  rel_tolerance=0.15, calibration=library == "nccl"))
+                                  rel_tolerance=0.15, calibration=library == "nccl",
+                                  trains=("ampere", "cnn" if name == "vgg16" else "dense")))
     for gpus, value in zip((64, 128, 256, 512), (64.118, 32.508, 17.448, 9.717)):
         add(ReferenceCase(f"llama-13b-{gpus}", "training", f"LLaMa-13B step, {gpus} GPUs", "s", value,
                           "FF Fig. 9 (strong scaling, PP=4)",
                           lambda p, g=gpus: float(_ff_job(LLAMA_13B, g, p)["step_time_s"]),
-                          rel_tolerance=0.15))
+                          rel_tolerance=0.15, trains=A100_DENSE))
     return cases
 
 
@@ -529,14 +536,15 @@ def _megatron_cases() -> list[ReferenceCase]:
                           f"{billions:g}B, TP {tp} x PP {pp}, micro-batch {micro_batch}"
                           + (f", {virtual_stages} virtual stages" if virtual_stages > 1 else "")
                           + f", {'PyTorch' if torch_ddp else 'local'} DDP, {gpus} GPUs",
-                          "TFLOPS/GPU", published, "SC21 Table 1", megatron(shape), rel_tolerance=0.10))
+                          "TFLOPS/GPU", published, "SC21 Table 1", megatron(shape), rel_tolerance=0.10,
+                          trains=A100_DENSE))
     for model, scheme, tp, pp, gpus, batch, micro_batch, published in SC21_TABLE2:
         heads, hidden, layers = SC21_MODELS[model]
         shape = {"heads": heads, "hidden": hidden, "layers": layers, "tp": tp, "pp": pp, "gpus": gpus,
                  "global_batch": batch, "micro_batch": micro_batch, **(SC21_ZERO3 if scheme == "zero3" else {})}
         add(ReferenceCase(f"sc21-t2-{model.lower()}-{scheme}-{gpus}", "training: SC21 Table 2",
                           f"{model} {'ZeRO-3' if scheme == 'zero3' else 'PTD-P'}, {gpus} GPUs", "TFLOPS/GPU",
-                          published, "SC21 Table 2", megatron(shape), rel_tolerance=0.15))
+                          published, "SC21 Table 2", megatron(shape), rel_tolerance=0.15, trains=A100_DENSE))
 
     def megatron_mfu(workload):
         return lambda p: float(run(SELENE, {**SC21_GPT, **workload}, params=p)["training"]["mfu"])
@@ -547,12 +555,13 @@ def _megatron_cases() -> list[ReferenceCase]:
         add(ReferenceCase(f"korthikanti-{name.lower()}-mfu", "training: Korthikanti 2022",
                           f"{name}, SP + selective recomputation, {gpus} GPUs", "MFU", published,
                           "Korthikanti et al. 2022 Table 3; Megatron-LM README", megatron_mfu(shape),
-                          rel_tolerance=0.10))
+                          rel_tolerance=0.10, trains=A100_DENSE))
     big = {"heads": 128, "hidden": 20480, "layers": 105, "tp": 8, "pp": 35, "gpus": 2240, "global_batch": 2240}
     for key, layout, published in (("sp-selective", SP_SELECTIVE, 0.542), ("full-recompute", {}, 0.421)):
         add(ReferenceCase(f"korthikanti-530b-2240-{key}", "training: Korthikanti 2022",
                           f"530B on 2,240 GPUs, {key.replace('-', ' ')}", "MFU", published,
-                          "Korthikanti et al. 2022, abstract", megatron_mfu({**big, **layout}), rel_tolerance=0.10))
+                          "Korthikanti et al. 2022, abstract", megatron_mfu({**big, **layout}), rel_tolerance=0.10,
+                          trains=A100_DENSE))
 
     # SC21 5.8: operator fusion raised GPT-3 175B from 113 to 135 TFLOPS/GPU and 530B from 133 to 148
     # (the runs' sizes are not given: the Table 2 PTD-P layouts on their fewest GPUs are assumed).
@@ -565,7 +574,7 @@ def _megatron_cases() -> list[ReferenceCase]:
         add(ReferenceCase(f"sc21-fusion-gain-{model.lower()}", "training: SC21 operator fusion",
                           f"{model}: fused / unfused TFLOPS per GPU", "ratio", published, "SC21 section 5.8",
                           lambda p, w=shape: megatron(w)(p) / megatron({**w, "fused_kernels": False})(p),
-                          rel_tolerance=0.10))
+                          rel_tolerance=0.10, trains=A100_DENSE))
     return cases
 
 
@@ -586,19 +595,19 @@ def _dgx_cloud_cases() -> list[ReferenceCase]:
         add(ReferenceCase(f"dgxc-llama31-{name}-{precision}-{gpus}", "training: DGX Cloud recipes",
                           f"Llama 3.1 {name.upper()} {precision.upper()}, TP {workload['tp']} x PP {workload['pp']} x "
                           f"CP {workload['cp']}, {workload['virtual_stages']} virtual stages, {gpus} H100", "s",
-                          published, source, step(cluster, shape), rel_tolerance=0.10))
+                          published, source, step(cluster, shape), rel_tolerance=0.10, trains=("hopper", "dense")))
     add(ReferenceCase("deepseek-v3-h800-2048", "training: DeepSeek-V3 as trained",
                       "DeepSeek-V3 FP8, PP 16 (DualPipe) x EP 64, 2,048 H800", "tokens/s/GPU",
                       DEEPSEEK_V3_TOKENS_PER_GPU_S, "DeepSeek-V3 technical report, Table 1 (180K GPU hours per "
                       "trillion tokens)",
                       lambda p: float(run(DEEPSEEK_V3_CLUSTER, DEEPSEEK_V3_RUN, params=p)["training"]["tokens_per_s"])
-                      / 2048, rel_tolerance=0.10))
+                      / 2048, rel_tolerance=0.10, trains=("hopper", "moe")))
     for cluster, workload, label_, published in DGXC_DEEPSEEK_ROWS:
         gpus = cluster["node_count"] * cluster["node"]["gpus"]
         system = "gb200" if cluster["node"] is GB200_TRAY else "h100"
         add(ReferenceCase(f"dgxc-deepseek-v3-{system}-{gpus}", "training: DGX Cloud recipes",
                           f"DeepSeek-V3 BF16, {label_}", "s", published, source, step(cluster, workload),
-                          rel_tolerance=0.10))
+                          rel_tolerance=0.10, trains=("blackwell" if system == "gb200" else "hopper", "moe")))
     return cases
 
 
@@ -719,6 +728,18 @@ def _cases() -> list[ReferenceCase]:
 CASES = _cases()
 
 
+def training_record(rows: list[dict], family: str, kind: str) -> dict:
+    """How the engine did on the published training runs of one GPU family and model kind (rows from
+    :func:`validate`): cases, how many meet their criterion, median and largest error, the models
+    they belong to. No runs: ``cases`` 0 (the figures are unchecked for that family and kind)."""
+    mine = [row for row in rows if row["trains"] == [family, kind]]
+    errors = [abs(row["error"]) for row in mine]
+    return {"family": family, "kind": kind, "cases": len(mine), "passing": sum(row["passes"] for row in mine),
+            "median_abs_error": float(np.median(errors)) if errors else None,
+            "max_abs_error": float(np.max(errors)) if errors else None,
+            "models": sorted({row["model"] for row in mine})}
+
+
 def validate(params: EngineParams | None = None) -> tuple[list[dict], dict[str, dict]]:
     """Evaluate every reference case: rows with prediction, error and pass, and a per-model summary."""
     params = params or EngineParams()
@@ -733,6 +754,7 @@ def validate(params: EngineParams | None = None) -> tuple[list[dict], dict[str, 
                           else f"+/-{case.rel_tolerance:.0%}"),
             "passes": case.passes(predicted), "source": case.source, "calibration": case.calibration,
             "admits": list(case.admits()), "weak_check": case.weak_check,
+            "trains": list(case.trains) if case.trains else None,
         })
     summary = {}
     for row in rows:

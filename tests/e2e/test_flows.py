@@ -71,6 +71,13 @@ def test_login_is_required_and_every_page_renders(page):
     expect(bars.first).to_be_visible()
     fills = [bars.nth(i).get_attribute("fill") for i in range(bars.count())]
     assert len(fills) >= 9 and len(set(fills)) == len(fills)
+    # A prediction whose validation group misses says so beside it, linked to those cases.
+    page.goto("/plans/deepseek-h800-8plane/?workload=deepseek-v3-2048")
+    note = page.page.locator("#trust-note")
+    expect(note).to_have_class(re.compile(r"\bwarn\b"))
+    expect(note).to_contain_text("0 of 2 published mixture-of-experts training runs on hopper GPUs")
+    note.locator("a").click()
+    expect(page.page.locator("h2#training-dgx-cloud-recipes")).to_be_in_viewport()
 
 
 def test_pages_work_narrow_and_from_the_keyboard(page):

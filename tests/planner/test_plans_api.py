@@ -3,6 +3,7 @@ permissions and bad input."""
 import csv
 import io
 
+import numpy as np
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -763,3 +764,27 @@ def test_evaluate_names_the_field_of_a_schedule_routing_or_accelerator_it_refuse
                                 "gpus": 320}
     response = reader_client.post("/api/evaluate/", scenario, format="json")
     assert response.status_code == 400 and words in str(response.json()[field]), response.json()
+
+
+def test_an_evaluation_says_how_its_training_figures_fared_in_validation(catalog, reader_client):
+    from simcore.tools.references import validate
+
+    rows, _ = validate()
+    ff = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
+    trust = ff["trust"]
+    mine = [r for r in rows if r["trains"] == ["ampere", "dense"]]
+    assert (trust["family"], trust["kind"], trust["cases"]) == ("ampere", "dense", len(mine))
+    assert trust["passing"] == sum(r["passes"] for r in mine) < len(mine) and not trust["trusted"]
+    assert trust["median_abs_error"] == pytest.approx(float(np.median([abs(r["error"]) for r in mine])))
+    assert "training: Korthikanti 2022" in trust["models"]
+    assert trust["message"].startswith(f"{trust['passing']} of {len(mine)} published dense transformer training runs "
+                                       "on ampere GPUs")
+    # DeepSeek-V3 on H800 is a Hopper MoE run: its record is the MoE rows', none of which passes.
+    moe = reader_client.post("/api/plans/deepseek-h800-8plane/evaluate/", {"workload": "deepseek-v3-2048"},
+                             format="json").json()["trust"]
+    assert (moe["family"], moe["kind"], moe["passing"]) == ("hopper", "moe", 0) and moe["cases"] == 2
+    # Ascend has no published run in the set: unchecked, and said so; a cluster-only evaluation has none.
+    ascend = reader_client.post("/api/plans/ascend-910b-single-rail/evaluate/", {"workload": "llama-13b-512"},
+                                format="json").json()
+    assert ascend["trust"]["cases"] == 0 and "not checked against any" in ascend["trust"]["message"]
+    assert reader_client.post(f"/api/plans/{FF}/evaluate/", {}, format="json").json()["trust"] is None

@@ -17,6 +17,17 @@ function table(caption, rows) {
       el("tr", {}, el("th", { scope: "row" }, label), el("td", { class: "num" }, value), note ? el("td", { class: "muted" }, note) : el("td")))));
 }
 
+// How far to trust the training figures: the validation record of the workload's kind of run on the
+// plan's GPU family, linked to those cases on the validation page (none without a workload).
+export function trustNote(trust) {
+  if (!trust) return null;
+  const anchor = trust.models.length ? `#${slugify(trust.models[0])}` : "";
+  return el("p", { class: trust.trusted ? "trust" : "trust warn", id: "trust-note" }, trust.message, " ",
+    el("a", { href: `/validation/${anchor}` }, "See the validation record."));
+}
+
+const slugify = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+
 // The headline figures: used live by the builder and at the top of a plan's page.
 export function headline(result) {
   const c = result.cost, t = result.training;
@@ -345,7 +356,8 @@ function topologySection(plan, result) {
 export function report(container, plan, evaluation, bom) {
   const { result, curves } = evaluation;
   container.replaceChildren(
-    headline(result), overridesList(evaluation.overrides) ?? "", constraintsList(result) ?? "",
+    headline(result), trustNote(evaluation.trust) ?? "", overridesList(evaluation.overrides) ?? "",
+    constraintsList(result) ?? "",
     el("div", { class: "grid2" }, costSection(result, bom), powerSection(result, plan)),
     bomSection(bom, plan),
     el("div", { class: "grid2" }, performanceSection(result, curves), collectivesSection(result, curves, plan)),

@@ -93,7 +93,7 @@ export function livePreview(form, evaluate) {
 export function showPreview(response, { form, controls, formErrors, status, body, retry, render, done, failed }) {
   if (response.ok) {
     showErrors(form, controls, formErrors, null);
-    body.replaceChildren(...render(response.data.result));
+    body.replaceChildren(...render(response.data.result, response.data));
     status.textContent = done(response.data.result);
   } else if (response.status === 429) {
     status.textContent = "Too many evaluations in a short time; pausing briefly.";
