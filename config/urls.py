@@ -10,11 +10,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from config import health
 from config.observability import metrics
 
-# Swagger UI with its start-up script served as a file (no inline script); its stylesheet has an
+# Swagger UI with its start-up script served as a file (no inline script) and a way back to the app
+# (frontend/api_docs.html); its stylesheet has an
 # inline <style> block, so this one page allows inline styles. The schema and the docs describe
 # every operation, so they are for signed-in users and token holders only (docs/THREAT_MODEL.md).
 api_docs = login_required(csp_update({"style-src": [UNSAFE_INLINE]})(
-    SpectacularSwaggerSplitView.as_view(url_name="api-schema")))
+    SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="frontend/api_docs.html")))
 
 urlpatterns = [
     path("healthz/", health.ready, name="healthz"),

@@ -250,6 +250,12 @@ def _choices(field, user):
     return [(str(value), label) for value, label in field.choices] if field.choices else None
 
 
+def _unit_label(field) -> str:
+    """A model field's form label: its label with the unit its name carries ("Rack power limit (W)")."""
+    unit = field_unit(field.name)
+    return f"{field_label(field)} ({unit})" if unit else field_label(field)
+
+
 def _form_fields(model, field_groups, sections, user):
     """Form fields in groups: the model's own (``field_groups``) and the engine fields it stores from
     ``sections``, each with its kind, choices, label (with its unit), help and whether optional."""
@@ -267,7 +273,7 @@ def _form_fields(model, field_groups, sections, user):
                 "textarea" if isinstance(field, models.TextField) else
                 "json" if isinstance(field, models.JSONField) else
                 "number" if isinstance(field, models.IntegerField | models.FloatField) else "text")
-            label = declared[name].label if name in declared else FIELD_LABELS.get(name, field.verbose_name)
+            label = declared[name].label if name in declared else FIELD_LABELS.get(name, _unit_label(field))
             fields.append({
                 "name": name, "label": label, "kind": kind, "choices": _choices(field, user),
                 "optional": field.null or field.blank or field.has_default(), "help": field.help_text,

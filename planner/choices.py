@@ -19,7 +19,7 @@ class FormFactor(models.TextChoices):
 
 
 class ScaleUpLink(models.TextChoices):
-    NONE = "none", "None"
+    NONE = "none", "none (PCIe through the host)"
     NVLINK_BRIDGE = "nvlink-bridge", "NVLink bridge (pairs)"
     NVLINK3 = "nvlink3", "NVLink 3"
     NVLINK4 = "nvlink4", "NVLink 4"
@@ -46,7 +46,7 @@ class Cooling(models.TextChoices):
 
 
 class NVLinkTopology(models.TextChoices):
-    NONE = "none", "None"
+    NONE = "none", "none (no NVLink)"
     PAIRS = "pairs", "Bridged pairs"
     ALL_TO_ALL = "all-to-all", "All-to-all (NVSwitch)"
 

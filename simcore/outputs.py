@@ -183,13 +183,13 @@ def value_kind(path: str) -> str:
 
 
 SI_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-SI_UNITS = frozenset({"W", "B", "Wh"})
+SI_UNITS = frozenset({"W", "B", "Wh", "FLOP", "FLOPS"})
 
 
 def display(value, unit: str = "", *, money: bool = False) -> str:
     """A value as every page, CLI table and report writes it (frontend/static/frontend/js/format.js
     does the same in the browser): thousands separators, integers as integers, four significant
-    digits, an exponent only below 0.001 or from 10^15; watts and bytes with an SI prefix (5.17 MW),
+    digits, an exponent only below 0.001 or from 10^15; watts, bytes and FLOPs with an SI prefix (5.17 MW),
     and ``money`` (``unit`` its currency) from a million (48.0 M USD)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "–"

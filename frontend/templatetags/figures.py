@@ -5,21 +5,26 @@ from decimal import Decimal
 
 from django import template
 
+from simcore.outputs import display
+
 register = template.Library()
 
 
 @register.filter
 def figure(value, unit=""):
-    """Whole numbers with thousands separators, fractions as percentages, others to 4 significant digits."""
+    """Fractions as percentages, other numbers as :func:`simcore.outputs.display` writes them (one
+    format in pages, tables and the command line)."""
     if value is None or isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return "–" if value is None or isinstance(value, int | float) else value
     if unit == "fraction":
         return f"{value * 100:.2f}%"
-    if float(value).is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    if value and (abs(value) >= 1e15 or abs(value) < 1e-3):
-        return f"{value:.3e}"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return display(value)
+
+
+@register.filter
+def with_unit(value, unit):
+    """A number with its unit, SI-prefixed where the unit takes one ("30.9 GFLOP", "5.17 MW")."""
+    return display(value, unit) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
 @register.filter

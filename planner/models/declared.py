@@ -34,9 +34,9 @@ class StoredField:
 
     @property
     def label(self) -> str:
-        """The form label: the declared label with its unit."""
-        unit = getattr(self.rule, "unit", "")
-        return f"{label_of(self.key, self.rule)} ({unit})" if unit else label_of(self.key, self.rule)
+        """The form label: the declared label with its unit (not where the label is the unit: "GPUs")."""
+        unit, label = getattr(self.rule, "unit", ""), label_of(self.key, self.rule)
+        return f"{label} ({unit})" if unit and unit.lower() != label.lower() else label
 
 
 def stored_fields(sections: tuple[str, ...], spec: dict = SPEC) -> dict[str, StoredField]:

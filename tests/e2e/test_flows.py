@@ -51,6 +51,9 @@ def test_login_is_required_and_every_page_renders(page):
     page.goto("/api/docs/")
     expect(page.page.locator(".swagger-ui .info .title")).to_contain_text("AI cluster planner API")
     page.shot("api-docs")
+    page.page.click("nav.docs-nav >> text=AI cluster planner")  # a way back to the app
+    expect(page.page.locator("main h1").first).to_be_visible()
+    assert page.page.url.rstrip("/") == page.base
     page.goto("/admin/login/")
     expect(page.page.locator("#content")).to_be_visible()
     for path in ("/reliability/", "/plans/ff2-pcie-2zone/", "/workloads/", "/twins/", "/compare/"):

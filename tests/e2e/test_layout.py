@@ -115,3 +115,32 @@ def test_a_sweep_chart_names_its_axes_with_units_and_draws_rejected_points_apart
     assert rejected.count() > 0 and chart.locator("circle:not(.rejected)").count() > 0
     expect(page.page.locator("#sweep-chart ul.legend")).to_contain_text("rejected by a constraint")
     page.shot("sweep-rejected")
+
+
+def test_the_blackwell_comparison_shows_capex_and_cost_per_token_once_every_part_has_a_price(page):
+    """HGX B200 against GB200 NVL72 priced from a user's own quotes: the presets' book lacks the
+    switch and the cabling, so the user copies it, adds their quotes, and clones both presets with
+    their optics chosen onto it, and with the storage system their checkpoints go to (the presets
+    have none, so their checkpoint and restart times, and so the time and cost to train, are unknown)."""
+    page.login()
+    _api(page, "POST", "/api/catalog/price-books/indicative-usd-2025/copy/", {"slug": "our-blackwell-quotes"})
+    for kind, part, price in (("switch", "qm9700", 36000), ("link-part", "ndr-sr4-transceiver-400g", 900),
+                              ("link-part", "osfp-800g-2xsr4-transceiver", 1400), ("link-part", "mmf-fiber-cable", 60)):
+        _api(page, "POST", "/api/catalog/price-books/our-blackwell-quotes/items/", {
+            "part_kind": kind, "part_slug": part, "unit_price": price, "basis": "our distributor's quote",
+            "confidence": "estimate", "price_date": "2026-11-30"})
+    for preset, mine in (("hgx-b200-1152", "our-hgx-b200"), ("gb200-nvl72-1152", "our-gb200")):
+        _api(page, "POST", f"/api/plans/{preset}/clone/", {"slug": mine})
+        _api(page, "PATCH", f"/api/plans/{mine}/", {
+            "price_book": "our-blackwell-quotes", "endpoint_cable": "ndr-sr4-transceiver-400g",
+            "transceiver": "osfp-800g-2xsr4-transceiver", "fiber": "mmf-fiber-cable",
+            "external_storage_write_gbyte_s": 400, "external_storage_read_gbyte_s": 800})
+    page.goto("/compare/?ids=our-hgx-b200,our-gb200&workload=llama3-70b-class-1152")
+    expect(page.page.locator("#not-comparable-on-cost")).to_have_count(0)
+    for metric in ("capex_total", "cost_per_million_tokens"):
+        cells = page.page.locator(f"#comparison tr[data-metric={metric}] td")
+        expect(cells).to_have_count(2)
+        for i in range(2):
+            expect(cells.nth(i)).to_have_text(re.compile(r"^\d[\d,.]*"))
+    expect(page.page.locator("figure[data-metric=capex_total] svg.chart")).to_be_visible()
+    page.shot("blackwell-priced")

@@ -324,7 +324,7 @@ def test_link_flaps_under_the_retry_window_stall_the_job_instead_of_stopping_it(
     assert flaps["ettr"] > stops["ettr"]
 
 
-def test_the_numpy_binomial_quantile_and_lambert_interval_match_scipy():
+def test_the_spare_quantile_is_scipy_stats_binomial_ppf_and_the_interval_its_lambert_w():
     rng = np.random.default_rng(7)
     nodes = rng.integers(1, 20_000, 3_000).astype(float)
     failure = 10 ** rng.uniform(-6, -0.3, 3_000)
@@ -333,9 +333,10 @@ def test_the_numpy_binomial_quantile_and_lambert_interval_match_scipy():
     checkpoint_s, rate_per_s = 10 ** rng.uniform(-1, 5, 5_000), 10 ** rng.uniform(-9, -1, 5_000)
     mtbf_s = 1 / rate_per_s
     lambert = mtbf_s * (1 + special.lambertw(-np.exp(-1 - checkpoint_s / mtbf_s), 0).real)
-    # SciPy loses digits near the branch point (checkpoints far shorter than the MTBF): 1e-6 there.
-    np.testing.assert_allclose(optimal_interval_s(checkpoint_s, rate_per_s), lambert, rtol=1e-6)
+    np.testing.assert_allclose(optimal_interval_s(checkpoint_s, rate_per_s), lambert, rtol=1e-12)
     assert optimal_interval_s(0.0, 1e-5) == 0.0 and optimal_interval_s(10.0, 0.0) == np.inf
+    # Young's sqrt(2 delta M) is the limit for checkpoints far shorter than the MTBF.
+    assert float(optimal_interval_s(1.0, 1e-12)) == pytest.approx(np.sqrt(2 * 1.0 * 1e12), rel=1e-3)
 
 
 def test_an_nvidia_node_without_nvlink_drops_only_the_nvlink_xid():

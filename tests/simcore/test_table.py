@@ -2,8 +2,6 @@
 booleans and counts as integers."""
 import copy
 
-import pytest
-
 import simcore
 from simcore.outputs import OUTPUTS, value_kind
 from simcore.tools.table import LIST_OUTPUTS
@@ -56,7 +54,8 @@ def test_every_list_output_of_a_result_is_declared_and_every_flag_and_count_is_w
 
 
 def test_to_frame_has_one_row_for_one_scenario_with_boolean_flags(ff_cluster, llama_workload):
-    pandas = pytest.importorskip("pandas")  # run by the packaging test, on the engine with its pandas extra
+    import pandas  # a dev requirement, and the engine's pandas extra in the packaging test
+
     frame = simcore.to_frame(_result(ff_cluster, llama_workload))
     assert frame.shape[0] == 1
     assert frame["fabric.fits"].dtype == bool and pandas.api.types.is_integer_dtype(frame["cluster.gpus"])

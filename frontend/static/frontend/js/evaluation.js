@@ -1,7 +1,7 @@
 // An evaluation (POST /api/plans/{slug}/evaluate/ or /api/plans/preview/) drawn as tables and charts.
 import { el } from "./api.js";
 import { barChart, lineChart, stackedBar } from "./charts.js";
-import { duration, num, percent, si } from "./format.js";
+import { count, duration, num, percent, si } from "./format.js";
 import { drawTopology } from "./topology.js";
 
 // A price in the summaries: millions and up with an SI prefix (48.0 M USD), else in full; the bill of
@@ -145,7 +145,7 @@ function racksTable(result, plan) {
     ? [`GPUs per scale-up domain (${plan.scaleup_link})`, num(c.scaleup_domain_gpus), `${num(c.scaleup_domains)} domains`]
     : ["scale-up domain", "none", "no scale-up link: GPUs in a node talk over PCIe through the host"];
   return table("Racks and scale-up domains", [
-    ["racks", num(r.count), `${num(r.nodes_per_rack)} nodes, ${num(r.gpus_per_rack)} GPUs each, ${r.cooling} cooled`],
+    ["racks", num(r.count), `${count(r.nodes_per_rack, "node")}, ${count(r.gpus_per_rack, "GPU")} each, ${r.cooling} cooled`],
     ["rack budget", si(r.budget_w, "W"), `nodes per rack: ${r.nodes_per_rack_basis}`],
     r.network_count > 0 ? ["scale-up network racks", num(r.network_count), `beside the compute racks: ${num(r.total_count)} racks in all`] : null,
     ["power per rack", si(r.power_w, "W"), "under training"],

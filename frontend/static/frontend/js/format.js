@@ -33,3 +33,6 @@ export function duration(seconds) {
   if (seconds < 172800) return `${(seconds / 3600).toFixed(1)} h`;
   return `${(seconds / 86400).toFixed(1)} days`;
 }
+
+// A count with its noun, singular for one: "1 node", "1,240 nodes".
+export const count = (n, noun, plural = `${noun}s`) => `${num(n)} ${n === 1 ? noun : plural}`;

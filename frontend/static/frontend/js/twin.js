@@ -1,7 +1,7 @@
 // A live twin: a heatmap of nodes, metrics and the event feed, all from the websocket
 // (a snapshot, then deltas); controls and injections go through the REST API.
 import { api, el, errorLines, socket } from "./api.js";
-import { duration, num, percent } from "./format.js";
+import { count, duration, num, percent } from "./format.js";
 
 // State code -> colour and mark; every bad state also carries a mark, not only a colour.
 const STATES = {
@@ -111,7 +111,6 @@ export function twinPage(id) {
     const nodes = Object.fromEntries(Object.keys(STATES).map((name) => [name, 0]));
     for (let n = 0; n < twin.node.length; n++) nodes[nodeState(n)] += 1;
     const gpus = twin.metrics?.gpus_by_state ?? {};
-    const count = (n, noun) => `${num(n)} ${noun}${n === 1 ? "" : "s"}`;
     const swatch = (s) => {  // coloured through the CSSOM: the CSP refuses style attributes
       const span = el("span", { class: `swatch mark-${s.mark || "none"}` });
       span.style.background = s.colour;
@@ -131,8 +130,8 @@ export function twinPage(id) {
       ["leaf switches down", num(m.leaf_switches_down ?? 0)]];
     const started = document.getElementById("twin-status").textContent !== "created";
     for (const job of m.jobs) {
-      if (!started) { tiles.push([`${job.name} (${job.nodes} nodes)`, "not started: press Start"]); continue; }
-      tiles.push([`${job.name} (${job.nodes} nodes)`, `${job.state}, ${percent(job.progress)} done, ` +
+      if (!started) { tiles.push([`${job.name} (${count(job.nodes, "node")})`, "not started: press Start"]); continue; }
+      tiles.push([`${job.name} (${count(job.nodes, "node")})`, `${job.state}, ${percent(job.progress)} done, ` +
         `ETTR ${percent(job.ettr)} (closed form ${percent(job.ettr_closed_form)}), ${num(job.interruptions)} interruptions, ` +
         `goodput ${num(job.goodput_gpu_hours)} GPU-h` +
         (job.forecast_remaining_s !== null ? `, ${duration(job.forecast_remaining_s)} to go` : "")]);
