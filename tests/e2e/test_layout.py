@@ -136,6 +136,14 @@ def test_the_blackwell_comparison_shows_capex_and_cost_per_token_once_every_part
             "transceiver": "osfp-800g-2xsr4-transceiver", "fiber": "mmf-fiber-cable",
             "external_storage_write_gbyte_s": 400, "external_storage_read_gbyte_s": 800})
     page.goto("/compare/?ids=our-hgx-b200,our-gb200&workload=llama3-70b-class-1152")
+    # GEMM per price is per GPU against each GPU's share of its node's price: a 4-GPU tray against an
+    # 8-GPU HGX node is not a whole node's price over one GPU's GEMM.
+    comparison = page.page.evaluate("fetch('/api/plans/compare/?ids=our-hgx-b200,our-gb200').then((r) => r.json())")
+    values = {m["key"]: m["values"] for m in comparison["metrics"]}
+    per_gpu = [gemm / (price / gpus) for gemm, price, gpus in
+               zip(values["gemm_mean_tflops"], values["node_price"], (8, 4))]
+    expect(page.page.locator("#comparison tr[data-metric=gemm_per_node_price] td").nth(1)).to_contain_text(
+        f"×{per_gpu[1] / per_gpu[0]:.3g}")
     expect(page.page.locator("#not-comparable-on-cost")).to_have_count(0)
     for metric in ("capex_total", "cost_per_million_tokens"):
         cells = page.page.locator(f"#comparison tr[data-metric={metric}] td")
