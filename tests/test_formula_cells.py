@@ -59,3 +59,35 @@ def test_cells_and_columns():
     assert column.tolist() == ["dgx-a100", "'=1+1", "'-x"]
     numbers = np.array([-1.0, 2.0])
     assert csv_column(numbers) is numbers
+
+
+def _raw_lines_start_with_a_formula(text: str) -> list[str]:
+    """Lines as a spreadsheet that breaks at any CR or LF outside quotes would read them."""
+    lines, cell, quoted = [], "", False
+    for char in text:
+        if char == '"':
+            quoted = not quoted
+        if char in "\r\n" and not quoted:
+            lines.append(cell)
+            cell = ""
+        else:
+            cell += char
+    return [line for line in lines + [cell] if line.startswith(("=", "+", "-", "@"))]
+
+
+def test_a_carriage_return_inside_a_cell_is_quoted_in_every_csv(catalog, reader_client, user):
+    """A bare CR in an unquoted cell would start a new line whose first cell a spreadsheet runs."""
+    crafted = "x\r=cmd|' /C calc'!A0"
+    book = PriceBook.objects.get(slug="fire-flyer-relative")
+    book.items.filter(part_kind="switch", part_slug="qm8700").update(basis=crafted)
+    Switch.objects.filter(slug="qm8700").update(vendor=crafted)
+    bom_csv = reader_client.get(f"/api/plans/{FF}/bom/", {"format": "csv"}).content.decode()
+    archive = zipfile.ZipFile(io.BytesIO(reader_client.get(f"/api/plans/{FF}/netbox/", {
+        "u_height.ff-pcie-a100": "4", "u_height.ff-3fs-storage": "2"}).content))
+    manufacturers = archive.read(f"{FF}-netbox/1-manufacturers.csv").decode()
+    twin = Twin.objects.get(pk=reader_client.post("/api/twins/", {"plan": FF, "seed": 1}, format="json").json()["id"])
+    TwinEvent.objects.create(twin=twin, seq=10_000, sim_time_s=1.0, kind="ingested", message=crafted)
+    events_csv = b"".join(reader_client.get(f"/api/twins/{twin.pk}/events/export/").streaming_content).decode()
+    for text in (bom_csv, manufacturers, events_csv):
+        assert f'"{crafted}"' in text and not _raw_lines_start_with_a_formula(text)
+        assert crafted in csv_cells(text)  # and it reads back as written

@@ -5,6 +5,10 @@ the product writes passes its text through here; numbers are left as numbers."""
 import numpy as np
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Rows end in CR LF (RFC 4180), which makes the csv module quote any cell holding a CR or an LF: a
+# bare CR inside an unquoted cell would start a new line, and its next character a new cell, which
+# a spreadsheet may read as a formula ("x\r=cmd|...").
+CSV_LINE_END = "\r\n"
 
 
 def csv_cell(value):

@@ -32,7 +32,7 @@ import numpy as np
 import yaml
 
 from planner.models import ClusterPlan
-from planner.services.cells import csv_row
+from planner.services.cells import CSV_LINE_END, csv_row
 from planner.services.errors import InputError
 from simcore import budget
 from simcore.formulas.topology import SWITCH_TIERS
@@ -254,7 +254,7 @@ def netbox_text(name: str, records: list) -> str:
     if name in YAML_FILES:
         return yaml.safe_dump_all(records, sort_keys=False)
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(csv_row(row) for row in records)
+    csv.writer(out, lineterminator=CSV_LINE_END).writerows(csv_row(row) for row in records)
     return out.getvalue()
 
 

@@ -9,7 +9,7 @@ import simcore
 from planner.adapters import calibration, scenario_document
 from planner.models import ClusterPlan, PriceItem, Workload
 from planner.services import engine, prices
-from planner.services.cells import csv_row
+from planner.services.cells import CSV_LINE_END, csv_row
 from simcore import outputs
 
 STALE_PRICES = "cost.stale_prices"
@@ -162,7 +162,7 @@ def _rental(item: PriceItem | None, book) -> dict | None:
 def bom_csv(bom: dict) -> str:
     """The bill's lines, one row each, with no total row (a column sum would count it twice)."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=BOM_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=BOM_COLUMNS, lineterminator=CSV_LINE_END)
     writer.writeheader()
     for line in bom["lines"]:
         cells = {**{k: ("" if v is None else v) for k, v in line.items()}, "currency": bom["currency"]}

@@ -3,7 +3,7 @@ the same numbers as the JSON they come from (openpyxl)."""
 import csv
 import io
 
-from planner.services.cells import csv_row, xlsx_text_cells
+from planner.services.cells import CSV_LINE_END, csv_row, xlsx_text_cells
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 # One sheet per part list of a bill of materials, by the catalogue kind of its parts.
@@ -76,7 +76,7 @@ def comparison_table(comparison: dict) -> list[list]:
 def comparison_csv(comparison: dict) -> str:
     """:func:`comparison_table` as CSV (an empty cell where a plan has no value)."""
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows([csv_row(["" if v is None else v for v in row])
+    csv.writer(out, lineterminator=CSV_LINE_END).writerows([csv_row(["" if v is None else v for v in row])
                                                     for row in comparison_table(comparison)])
     return out.getvalue()
 

@@ -3,7 +3,7 @@ import csv
 import io
 from collections.abc import Iterator
 
-from planner.services.cells import csv_row
+from planner.services.cells import CSV_LINE_END, csv_row
 from twin.services.persistence import event_json
 
 EVENT_CSV_COLUMNS = ("seq", "time_s", "kind", "category", "gpu", "node", "job", "message", "logged_at")
@@ -13,7 +13,7 @@ def events_csv(events) -> Iterator[str]:
     """A twin's events as CSV text, a header then a block of rows at a time (for a streamed
     download: the database is read in batches, never all at once)."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=EVENT_CSV_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=EVENT_CSV_COLUMNS, lineterminator=CSV_LINE_END)
     writer.writeheader()
     for number, row in enumerate(events.order_by("seq").iterator(chunk_size=2000), start=1):
         writer.writerow(csv_row(event_json(row)))
