@@ -5,6 +5,12 @@ import numpy as np
 
 from simcore.errors import ScenarioError
 
+# The range every input number must fall in, so that the engine's products and quotients stay finite
+# in double precision: no magnitude above 1e18 (a quintillion bytes, FLOPs or seconds is past any
+# cluster's), and no positive number below 1e-12 (1 / 1e-12 s is still a finite rate).
+MAX_MAGNITUDE = 1e18
+MIN_POSITIVE = 1e-12
+
 
 def as_array(value, field: str, *, positive: bool = False, non_negative: bool = False,
              at_most: float | None = None, at_least: float | None = None, integer: bool = False) -> np.ndarray:
@@ -19,8 +25,12 @@ def as_array(value, field: str, *, positive: bool = False, non_negative: bool = 
         raise ScenarioError(field, f"must be a number or an array of numbers, got {value!r}") from None
     if not np.all(np.isfinite(array)):
         raise ScenarioError(field, "must be finite (no NaN or infinity)")
+    if np.any(np.abs(array) > MAX_MAGNITUDE):
+        raise ScenarioError(field, f"must be at most {MAX_MAGNITUDE:g} in size (the engine's range)")
     if positive and np.any(array <= 0):
         raise ScenarioError(field, "must be greater than zero")
+    if np.any((array != 0) & (np.abs(array) < MIN_POSITIVE)):
+        raise ScenarioError(field, f"must be zero or at least {MIN_POSITIVE:g} in size (the engine's range)")
     if non_negative and np.any(array < 0):
         raise ScenarioError(field, "must be zero or more")
     if at_most is not None and np.any(array > at_most):
@@ -36,8 +46,12 @@ def _checked_scalar(number: float, field, positive, non_negative, at_most, at_le
     """The checks of :func:`as_array` on one number, without array reductions."""
     if number != number or number in (float("inf"), float("-inf")):
         raise ScenarioError(field, "must be finite (no NaN or infinity)")
+    if abs(number) > MAX_MAGNITUDE:
+        raise ScenarioError(field, f"must be at most {MAX_MAGNITUDE:g} in size (the engine's range)")
     if positive and number <= 0:
         raise ScenarioError(field, "must be greater than zero")
+    if number != 0 and abs(number) < MIN_POSITIVE:
+        raise ScenarioError(field, f"must be zero or at least {MIN_POSITIVE:g} in size (the engine's range)")
     if non_negative and number < 0:
         raise ScenarioError(field, "must be zero or more")
     if at_most is not None and number > at_most:

@@ -513,3 +513,39 @@ def test_a_long_list_is_refused_for_its_answer_before_any_work(reader_client, mo
     assert response.status_code == 400
     reason = response.json()["errors"]["(document)"][0]
     assert "50,000 scenario points" in reason and float(reason.split("needs about ")[1].split(" s")[0]) >= 4
+
+
+@pytest.mark.parametrize("kind, field, value", [
+    ("plans", "init_s_per_rank", 1e308), ("plans", "restart_s", 1e-320), ("plans", "node_count", 10**19),
+    ("workloads", "weight_bytes", 1e308), ("workloads", "optimizer_bytes_per_param", 1e308),
+])
+def test_a_number_past_the_engines_range_is_refused_on_write_and_nothing_changes(catalog, reader_client,
+                                                                                kind, field, value):
+    """Stored with 200, such values broke every evaluation, comparison, sweep and twin of the entry."""
+    if kind == "plans":
+        reader_client.post("/api/plans/ff2-pcie-2zone/clone/", {"slug": f"my-{kind}"}, format="json")
+    else:
+        preset = reader_client.get("/api/workloads/llama-13b-512/").json()
+        created = reader_client.post("/api/workloads/", {**preset, "slug": f"my-{kind}", "visibility": "private"},
+                                     format="json")
+        assert created.status_code == 201, created.json()
+    before = reader_client.get(f"/api/{kind}/my-{kind}/").json()
+    response = reader_client.patch(f"/api/{kind}/my-{kind}/", {field: value}, format="json")
+    assert response.status_code == 400 and field in response.json()["errors"]
+    assert reader_client.get(f"/api/{kind}/my-{kind}/").json() == before
+
+
+def test_failure_rate_overrides_past_the_engines_range_are_refused(catalog, reader_client):
+    reader_client.post("/api/plans/ff2-pcie-2zone/clone/", {"slug": "my-rates"}, format="json")
+    response = reader_client.patch("/api/plans/my-rates/", {"category_rates": {"xid-79": 1e308}}, format="json")
+    assert response.status_code == 400 and "xid-79" in str(response.json()["errors"]["category_rates"])
+    assert reader_client.post("/api/plans/my-rates/evaluate/", {}, format="json").status_code == 200
+
+
+def test_methods_a_view_lacks_answer_405_and_the_ingests_list_is_documented_as_a_list(catalog, reader_client):
+    for method in ("TRACE", "PROPFIND"):
+        response = reader_client.generic(method, "/api/catalog/matching-parts/?node_type=dgx-a100")
+        assert response.status_code == 405 and response["Content-Type"].startswith("application/problem+json")
+    schema = reader_client.get("/api/schema/?format=json").json()
+    listed = schema["paths"]["/api/twins/{id}/ingests/"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert listed["schema"]["type"] == "array"

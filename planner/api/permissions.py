@@ -23,6 +23,8 @@ class CatalogPermission(DjangoModelPermissions):
 
     def has_permission(self, request, view):
         user = request.user
+        if not hasattr(view, request.method.lower()):
+            return True  # a method the view does not have (TRACE, PROPFIND): the view answers 405
         if request.method in SAFE_METHODS:
             return bool(settings.CATALOG_PUBLIC_READ or (user and user.is_authenticated))
         return super().has_permission(request, view)

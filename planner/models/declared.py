@@ -9,11 +9,14 @@ the engine document; nothing here names a field except where a plan calls it oth
 from dataclasses import dataclass
 from functools import reduce
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from planner.models.catalog import validate_positive
+from simcore.arrays import as_array
 from simcore.document import SPEC, Choice, Flag, Num, Rates, Rule, Text, field_schema, label_of
+from simcore.errors import ScenarioError
 
 # The plan's names for engine fields it calls otherwise (the plan also holds in-plan storage nodes).
 PLAN_NAMES = {"cluster.storage.external_write_gbyte_s": "external_storage_write_gbyte_s",
@@ -65,7 +68,16 @@ def _number_validators(rule: Num) -> list:
         validators.append(MaxValueValidator(1.0))
     validators += [MinValueValidator(rule.at_least)] if rule.at_least is not None else []
     validators += [MaxValueValidator(rule.at_most)] if rule.at_most is not None else []
-    return validators
+    return validators + [validate_engine_range]
+
+
+def validate_engine_range(value):
+    """The engine's range (:data:`simcore.arrays.MAX_MAGNITUDE`, :data:`~simcore.arrays.MIN_POSITIVE`),
+    checked on write so that a stored value can always be evaluated."""
+    try:
+        as_array(value, "value")
+    except ScenarioError as error:
+        raise ValidationError(error.reason) from None
 
 
 def model_field(stored: StoredField) -> models.Field:

@@ -25,6 +25,7 @@ from planner.models.catalog import (
 from planner.models.declared import PLAN_SECTIONS, WORKLOAD_SECTIONS, declared_base, section_values
 from planner.models.visibility import Visibility, VisibleQuerySet
 from simcore import ScenarioError
+from simcore.arrays import as_array
 from simcore.document import MAX_CLUSTER_GPUS
 from simcore.formulas import reliability, topology
 from simcore.formulas.power import HALL_PUE_BASIS, HALLS
@@ -219,6 +220,10 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
         for key, value in rates.items():
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 return {"category_rates": f"{key}: must be a number of events per unit-hour, zero or more"}
+            try:
+                as_array(value, key)
+            except ScenarioError as error:
+                return {"category_rates": f"{key}: {error.reason}"}
         scope = self.node_type.failure_scope() if self.node_type_id else {}
         try:
             reliability.build_categories(self.failure_profile,

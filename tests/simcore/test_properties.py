@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcore import EngineParams
+from simcore.arrays import MIN_POSITIVE
 from simcore.document import parse
 from simcore.formulas.collectives import NodeIO, hfreduce, nccl_allreduce
 from simcore.formulas.compute import accelerator_power_w, sustained_clock_factor
@@ -18,6 +19,11 @@ from simcore.tools.references import FF_2ZONE, LLAMA_13B
 radix = st.sampled_from([8, 16, 24, 32, 40, 48, 64, 128])
 counts = st.integers(min_value=1, max_value=200_000)
 bw = st.floats(min_value=0.5, max_value=500, allow_nan=False)
+
+
+def engine_floats(high: float):
+    """Numbers from 0 to ``high`` a document may hold: zero, or at least the engine's smallest magnitude."""
+    return st.one_of(st.just(0.0), st.floats(MIN_POSITIVE, high))
 
 
 @given(radix, counts, st.integers(1, 5000), st.sampled_from([2, 3]), st.integers(1, 4), st.integers(1, 8),
@@ -91,7 +97,7 @@ def test_outputs_are_finite_and_efficiencies_bounded(nodes, k, layers, gpus, lib
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.floats(0.0, 3.0), st.floats(0.0, 1.0), st.sampled_from(["sync", "async"]), st.booleans(),
+@given(engine_floats(3.0), engine_floats(1.0), st.sampled_from(["sync", "async"]), st.booleans(),
        st.sampled_from(["fast-restart", "ascend-10k-2025", "ascend-mindcluster"]),
        st.sampled_from(["fire-flyer", "llama3"]))
 def test_reliability_stays_in_range_and_a_buggier_job_never_gains(factor, flaps, mode, in_memory, restart, profile):

@@ -224,7 +224,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
 
     @extend_schema(responses={200: bodies.LogIngestSerializer(many=True)},
                    description="The twin's kernel logs ingested by a task, newest first (at most 100).")
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None)  # at most 100, a plain list
     def ingests(self, request, pk=None):
         rows = LogIngest.objects.filter(twin=self.get_object()).defer("log")[:100]
         return Response([log_ingests.log_ingest_json(row) for row in rows])
