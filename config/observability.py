@@ -67,8 +67,14 @@ class UtcJsonFormatter(JsonFormatter):
 
 
 def metrics(request):
-    """Prometheus metrics, for the allowed addresses (a scraper) and staff."""
-    allowed = request.META.get("REMOTE_ADDR") in settings.METRICS_ALLOWED_ADDRESSES
+    """Prometheus metrics, for the allowed addresses (a scraper) and staff. The address is the
+    client's behind the ``LOGIN_PROXY_COUNT`` proxies the operator declared; a request that came
+    through a proxy nobody declared (it carries X-Forwarded-For) is a client's, whatever the proxy's
+    own address, so a same-host proxy does not open the metrics to everyone."""
+    from axes.helpers import get_client_ip_address  # not at import: the logging set-up imports this module
+
+    undeclared_proxy = "HTTP_X_FORWARDED_FOR" in request.META and not settings.AXES_IPWARE_PROXY_COUNT
+    allowed = get_client_ip_address(request) in settings.METRICS_ALLOWED_ADDRESSES and not undeclared_proxy
     if not (allowed or (request.user.is_authenticated and request.user.is_staff)):
         return HttpResponseForbidden("metrics are served to METRICS_ALLOWED_ADDRESSES and staff only")
     return ExportToDjangoView(request)

@@ -150,3 +150,16 @@ def test_the_embedded_default_runs_without_debug_on_a_generated_secret_and_a_wai
     assert len(key.strip()) >= 50 and (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
     start()
     assert (tmp_path / "secret_key").read_text() == key  # kept across restarts
+
+
+def test_x_forwarded_proto_is_trusted_only_behind_a_declared_proxy():
+    """Without a declared proxy a client could send X-Forwarded-Proto: https and pass for HTTPS."""
+    shown = {}
+    for proxies in ("0", "1"):
+        result = run_manage("shell", "-c", "from django.conf import settings; "
+                            "print(getattr(settings, 'SECURE_PROXY_SSL_HEADER', None))",
+                            env_overrides={"DJANGO_SETTINGS_MODULE": "config.settings.production",
+                                           "SECRET_KEY": secrets.token_urlsafe(64), "LOGIN_PROXY_COUNT": proxies})
+        assert result.returncode == 0, result.stderr
+        shown[proxies] = result.stdout.strip().splitlines()[-1]
+    assert shown == {"0": "None", "1": "('HTTP_X_FORWARDED_PROTO', 'https')"}

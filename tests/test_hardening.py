@@ -412,6 +412,9 @@ def test_metrics_count_evaluations_for_the_scraper_and_staff_only(catalog, reade
     assert 'planner_evaluations_total{kind="evaluation"}' in text
     assert "django_http_requests_total_by_method_total" in text
     assert Client(REMOTE_ADDR="198.51.100.7").get("/metrics/").status_code == 403
+    # A proxy on the same host makes every client 127.0.0.1: a request it forwarded is a client's.
+    proxied = Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="198.51.100.7").get("/metrics/")
+    assert proxied.status_code == 403
 
 
 def test_pages_send_a_content_security_policy_without_inline_script(client, victim):
