@@ -148,6 +148,33 @@ REPAIR_ORDER = ("job-restart", "gpu-reset", "node-reboot", "replace")
 HARDNESS = {f"xid-{code}": REPAIR_ORDER.index(repair) for code, (_, _, repair, _) in FF_XID_COUNTS.items()}
 
 
+# Another failure profile's category for a fault, by the Xid whose category it took (its primary
+# line). Llama 3's Table 5 (Dubey et al. 2024) names the failing part; each Xid goes to the part
+# NVIDIA's catalogue gives as its cause: memory errors and row remapping to HBM, the GPU's internal
+# micro-controllers and GSP to its system processor, the bus, NVLink and initialisation to the GPU,
+# and the application-caused exceptions to a software bug (the job's own fault). The per-node-rate
+# profile has one platform category: every fault but the job-caused ones is a node failure.
+LLAMA3_BY_XID = {
+    **dict.fromkeys((48, 63, 64, 94, 95, 140, 156), "gpu-hbm3"),
+    **dict.fromkeys((61, 62, 119, 120), "gpu-system-processor"),
+    **dict.fromkeys((74, 79, 136, 143, 155, *range(144, 151)), "faulty-gpu"),
+    **dict.fromkeys((8, 13, 31, 32, 43, 44, 45, 68, 69, 109, 110), "software-bug"),
+}
+JOB_CAUSED = "job-restart"  # an FF category whose repair is only the job's restart is the job's fault
+
+
+def profile_category(burst: "Burst", profile: str) -> str:
+    """The category ``profile`` gives the fault ``burst`` (its FF category for Fire-Flyer's own
+    profile; "" where that profile has none for it)."""
+    if not burst.category or profile == "fire-flyer":
+        return burst.category
+    if profile == "llama3":
+        xid = burst.primary.xid if burst.primary is not None else None
+        return LLAMA3_BY_XID.get(xid, "faulty-gpu" if burst.category in RECOVERY_CATEGORIES.values() else "")
+    job_caused = REPAIR_ORDER[HARDNESS[burst.category]] == JOB_CAUSED
+    return "" if job_caused else "node-failure"
+
+
 @dataclass(frozen=True)
 class Burst:
     """One fault as the log shows it: its Xid lines, the line whose category the fault takes (None:

@@ -456,13 +456,51 @@ def test_a_whole_kernel_log_applies_its_xid_lines_and_names_the_bad_ones(catalog
     upload.name = "kern.log"
     as_file = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 3, "file": upload, "boot_time": BOOT},
                                 format="multipart")
+    # The same log again, as a file: every fault is already in, so nothing applies twice.
     assert as_file.status_code == 201 and as_file.json()["applied"] == 35
+    assert as_file.json()["already_ingested"] == report["faults"] - report["noted"] > 0
+    assert as_file.json()["events"] == []
     assert owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 3}, format="json").json()["errors"] == {
         "log": ["give the log's text or a file, one of them"]}
     refused = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 99_999, "log": text, "boot_time": BOOT},
                                 format="json")
     assert refused.status_code == 400 and "node" in refused.json()
-    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() - before == 70  # the refusal stored nothing
+    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() - before == 35  # the refusal stored nothing
+
+
+def test_real_xid_lines_reach_twins_on_every_failure_profile(catalog, owner_client):
+    """Llama 3's profile names failing parts (Table 5), the per-node-rate profile one node failure:
+    each Xid goes to the part NVIDIA's catalogue names, or is refused naming the Xid."""
+    llama3 = create(owner_client, plan="dgx-h200-1024")
+    assert llama3.failure_profile == "llama3"
+    bus = llama3.pci_bus_ids[2][5:12]
+    for xid, category in ((79, "faulty-gpu"), (48, "gpu-hbm3"), (62, "gpu-system-processor"), (31, "software-bug")):
+        line = f"NVRM: Xid (PCI:0000:{bus}): {xid}, pid=4242, name=python3, Ch 00000010"
+        response = owner_client.post(f"/api/twins/{llama3.pk}/ingest/", {"node": 1, "line": line}, format="json")
+        assert response.status_code == 201, response.json()
+        assert response.json()["events"][0]["category"] == category
+    text = "".join(f"[{100.0 * i:12.6f}] NVRM: Xid (PCI:0000:{bus}): {xid}, pid=1, name=python3, x\n"
+                   for i, xid in enumerate((79, 48, 31), start=1))
+    logged = owner_client.post(f"/api/twins/{llama3.pk}/ingest-log/", {"node": 2, "log": text, "boot_time": BOOT},
+                               format="json").json()
+    assert [e["category"] for e in logged["events"] if e["kind"] == "ingested"] == [
+        "faulty-gpu", "gpu-hbm3", "software-bug"] and logged["malformed"] == []
+    owner_client.post(f"/api/plans/{FF}/clone/", {"slug": "ff-per-node"}, format="json")
+    patched = owner_client.patch("/api/plans/ff-per-node/", {"failure_profile": "per-node-rate",
+                                                            "failures_per_1000_node_days": 6.5}, format="json")
+    assert patched.status_code == 200, patched.json()
+    per_node = create(owner_client, plan="ff-per-node")
+    assert per_node.failure_profile == "per-node-rate"
+    bus = per_node.pci_bus_ids[0][5:12]
+    fault = owner_client.post(f"/api/twins/{per_node.pk}/ingest/", {
+        "node": 0, "line": f"NVRM: Xid (PCI:0000:{bus}): 79, pid=1, GPU has fallen off the bus."}, format="json")
+    assert fault.status_code == 201, fault.json()
+    assert fault.json()["events"][0]["category"] == "node-failure"
+    software = owner_client.post(f"/api/twins/{per_node.pk}/ingest/", {
+        "node": 0, "line": f"NVRM: Xid (PCI:0000:{bus}): 31, pid=1, MMU Fault"}, format="json")
+    assert software.status_code == 400
+    assert software.json()["errors"]["line"] == ["Xid 31 has no category in this twin's failure profile "
+                                                 "(per-node-rate)"]
 
 
 def test_a_gb200_twin_keeps_spare_trays_in_every_rack_and_drains_within_the_rack(catalog, owner_client):

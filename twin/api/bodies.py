@@ -52,6 +52,9 @@ class IngestLogResultSerializer(EventsSerializer):
     faults = serializers.IntegerField(help_text="the faults those lines make (one event each, or none when "
                                                 "nothing is to be done)")
     noted = serializers.IntegerField(help_text="faults that need no action (NVIDIA's catalogue: IGNORE)")
+    already_ingested = serializers.IntegerField(help_text="faults an earlier upload of the same log already ingested "
+                                                          "(the same category on the same GPU at the same logged "
+                                                          "time): not applied again")
     malformed = MalformedLineSerializer(many=True)
 
 

@@ -1,7 +1,7 @@
 """Real events into a twin: an NVIDIA driver Xid line, an Xid code, a category, or a node's whole
 kernel log, read with NVIDIA's Xid catalogue (:mod:`twin.kernel_log`)."""
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone, tzinfo
 
 from django.db import transaction
@@ -72,9 +72,37 @@ def twin_ingest(*, twin: Twin, payload: dict) -> list[TwinEvent]:
         return twin_inject(twin=twin, category=payload["category"], node=node, kind="ingested")
     else:
         raise TwinInputError({"(body)": ["give line, xid (with gpu) or category"]})
-    failures = _failures(twin, node, kernel_log.bursts([kernel_log.XidLine(1, twin.pci_bus_ids[local], xid, None,
-                                                                           text)]))
+    faults, unmapped = _in_profile(twin, kernel_log.bursts([kernel_log.XidLine(1, twin.pci_bus_ids[local], xid, None,
+                                                                                text)]))
+    if unmapped:
+        raise TwinInputError({"line" if "line" in payload else "xid": [unmapped[0][1]]})
+    failures = _failures(twin, node, faults)
     return twin_inject_all(twin=twin, failures=failures) if failures else []
+
+
+def _in_profile(twin: Twin, bursts: list[kernel_log.Burst]) -> tuple[list, list]:
+    """The faults with the twin's failure profile's categories (:func:`twin.kernel_log.profile_category`),
+    and those it has none for, each with the reason."""
+    known = {category["key"] for category in twin_categories(twin)}
+    mapped, unmapped = [], []
+    for burst in bursts:
+        category = kernel_log.profile_category(burst, twin.failure_profile)
+        if burst.category and category not in known:
+            xid = f"Xid {burst.primary.xid}" if burst.primary is not None else burst.category
+            unmapped.append((burst, f"{xid} has no category in this twin's failure profile ({twin.failure_profile})"))
+        else:
+            mapped.append(replace(burst, category=category))
+    return mapped, unmapped
+
+
+def _not_yet_ingested(twin: Twin, failures: list[dict]) -> list[dict]:
+    """The failures not already ingested from an earlier upload of the same log: the same category on
+    the same node at the same logged time (a line without a time cannot be told apart, so it applies)."""
+    times = [f["logged_at"] for f in failures if f["logged_at"] is not None]
+    seen = set(TwinEvent.objects.filter(twin=twin, kind="ingested", logged_at__in=times)
+               .values_list("node", "category", "logged_at")) if times else set()
+    return [f for f in failures
+            if f["logged_at"] is None or (f["node"], f["category"], f["logged_at"]) not in seen]
 
 
 def _failures(twin: Twin, node: int, bursts: list[kernel_log.Burst]) -> list[dict]:
@@ -85,7 +113,8 @@ def _failures(twin: Twin, node: int, bursts: list[kernel_log.Burst]) -> list[dic
             continue
         local = twin.pci_bus_ids.index(pci_bus(burst.primary.bus))
         codes = ", ".join(f"Xid {line.xid} ({kernel_log.XID_CATALOGUE[line.xid][0]})" for line in burst.lines)
-        failures.append({"category": burst.category, "gpu": node * len(twin.pci_bus_ids) + local, "kind": "ingested",
+        failures.append({"category": burst.category, "gpu": node * len(twin.pci_bus_ids) + local, "node": node,
+                         "kind": "ingested",
                          "note": "; ".join([codes, *(line.text[:300] for line in burst.lines[:3] if line.text)]),
                          "logged_at": burst.lines[0].logged_at})
     return failures
@@ -157,18 +186,15 @@ def twin_ingest_log(*, twin: Twin, upload: KernelLog, progress: Callable[[int], 
             continue
         usable.append(line)
     faults = kernel_log.bursts(usable)
-    known = {category["key"] for category in twin_categories(twin)}
-    for burst in faults:
-        if burst.category and burst.category not in known:
-            malformed.append({"line": burst.lines[0].number,
-                              "reason": f"{burst.category} is not one of this twin's failure categories (its "
-                                        "failure profile has no Xid table)"})
-    acted_on = [burst for burst in faults if not burst.category or burst.category in known]
+    acted_on, unmapped = _in_profile(twin, faults)
+    malformed += [{"line": burst.lines[0].number, "reason": reason} for burst, reason in unmapped]
     failures = _failures(twin, upload.node, acted_on)
     with transaction.atomic():
-        events = twin_inject_all(twin=twin, failures=failures) if failures else []
+        fresh = _not_yet_ingested(twin, failures)
+        events = twin_inject_all(twin=twin, failures=fresh) if fresh else []
         result = {"lines": total, "xid_lines": xid_lines, "skipped_lines": total - xid_lines, "applied": len(usable),
                   "faults": len(faults), "noted": sum(1 for burst in faults if not burst.category),
+                  "already_ingested": len(failures) - len(fresh),
                   "malformed": sorted(malformed, key=lambda entry: entry["line"]),
                   "events": [event_json(e) for e in events]}
         if on_applied is not None:

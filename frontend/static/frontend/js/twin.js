@@ -225,5 +225,6 @@ async function ingestLog(id, form) {
   const problems = result.malformed.map((m) => el("li", {}, `line ${num(m.line)}: ${m.reason}`));
   out.replaceChildren(el("p", {}, `${num(result.lines)} lines read: ${num(result.xid_lines)} Xid lines, ` +
     `${num(result.faults)} fault${result.faults === 1 ? "" : "s"} ingested, ${num(result.noted)} needing no action, ` +
-    `${num(result.skipped_lines)} other lines skipped.`), problems.length ? el("ul", { class: "error" }, problems) : "");
+    `${num(result.skipped_lines)} other lines skipped` +
+    (result.already_ingested ? `; ${num(result.already_ingested)} already ingested from an earlier upload, not applied again.` : ".")), problems.length ? el("ul", { class: "error" }, problems) : "");
 }
