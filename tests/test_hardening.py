@@ -552,3 +552,14 @@ def test_methods_a_view_lacks_answer_405_and_the_ingests_list_is_documented_as_a
     schema = reader_client.get("/api/schema/?format=json").json()
     listed = schema["paths"]["/api/twins/{id}/ingests/"]["get"]["responses"]["200"]["content"]["application/json"]
     assert listed["schema"]["type"] == "array"
+
+
+def test_work_run_one_at_a_time_answers_503_while_the_cache_is_down(catalog, reader_client, settings):
+    """The one-at-a-time keys live in the shared cache; with it unreachable nobody can hold one, so
+    the answer is 503 (try again), not 409 or 429 (someone else is at it)."""
+    twin = reader_client.post("/api/twins/", {"plan": FF, "seed": 1}, format="json").json()["id"]
+    settings.CACHES = {"default": {"BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": "redis://127.0.0.1:9/0",
+                                   "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}
+    response = reader_client.post(f"/api/twins/{twin}/ingest-log/", {"node": 1, "log": "kernel: hello\n"},
+                                  format="json")
+    assert response.status_code == 503 and "cache (Redis) is unreachable" in response.json()["detail"]

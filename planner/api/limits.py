@@ -4,6 +4,7 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.core.cache import cache
 from rest_framework import serializers
+from rest_framework.exceptions import APIException
 
 import simcore
 
@@ -23,13 +24,21 @@ def enforce_engine_limits(document) -> None:
             "(submit a sweep for more)"]})
 
 
+class CacheUnavailable(APIException):
+    status_code = 503
+    default_detail = ("the shared cache (Redis) is unreachable, so this cannot be run one at a time now: "
+                      "try again shortly")
+    default_code = "cache_unavailable"
+
+
 @contextmanager
 def one_at_a_time(key: str, busy: Exception, timeout_s: int = 600):
     """Run the block only if no other holds ``key`` (across processes, through the cache); else
-    raise ``busy`` (a 409 or 429 answer). The key is freed when the block ends, or after
-    ``timeout_s`` should the process die inside it."""
+    raise ``busy`` (a 409 or 429 answer), or :class:`CacheUnavailable` (503) when the cache cannot be
+    reached, so that nobody holds the key (the fail-soft cache answers as an empty one). The key is
+    freed when the block ends, or after ``timeout_s`` should the process die inside it."""
     if not cache.add(key, 1, timeout=timeout_s):
-        raise busy
+        raise busy if cache.get(key) is not None else CacheUnavailable()
     try:
         yield
     finally:
