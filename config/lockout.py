@@ -27,6 +27,7 @@ from django.dispatch import receiver
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 LOCKOUT_MESSAGE = ("Too many failed logins from this address: try again in {minutes:g} minutes, or ask staff to "
                    "unlock it.")
@@ -56,34 +57,93 @@ def _address_key(request) -> str:
     return f"login-failures:{get_client_ip_address(request)}"
 
 
-def address_failures(request) -> int:
-    """Failed logins from the request's address in the current window (any username)."""
-    return int(cache.get(_address_key(request), 0))
+def _window_s() -> int:
+    return int(settings.AXES_COOLOFF_TIME.total_seconds())
+
+
+def _http_request(request):
+    """The HttpRequest under a DRF Request, where the middleware will look for the reservation."""
+    return getattr(request, "_request", request)
+
+
+def _database_failures(request) -> int:
+    since = timezone.now() - settings.AXES_COOLOFF_TIME
+    return int(AccessAttempt.objects.filter(ip_address=get_client_ip_address(request), attempt_time__gte=since)
+               .aggregate(failures=Sum("failures_since_start"))["failures"] or 0)
+
+
+def _reserve(request) -> int | None:
+    """Count this attempt against its address before any password is checked, atomically (Redis
+    INCR), so that a burst of parallel attempts cannot all pass the ceiling before the first
+    failure is recorded: the count after it, or None while the cache is down."""
+    key = _address_key(request)
+    try:
+        cache.add(key, 0, timeout=_window_s())
+        return cache.incr(key)
+    except ValueError:  # the window ended between add and incr: this attempt opens the next one
+        cache.add(key, 1, timeout=_window_s())
+        return 1
+    except RedisError:
+        return None
+
+
+def _refund(request) -> None:
+    """Take back an attempt's reservation: it succeeded, or it was refused before any password check."""
+    http = _http_request(request)
+    if getattr(http, "login_reserved", False):
+        http.login_reserved = False
+        try:
+            cache.decr(_address_key(request))
+        except (ValueError, RedisError):  # the window ended, or the cache is down: nothing to take back
+            pass
 
 
 @receiver(user_login_failed)
 def count_address_failure(sender, credentials=None, request=None, **kwargs):
-    """Every failed login on any path counts against its address for a lockout window from the first;
-    an attempt refused before its password was checked is no guess and does not count."""
-    if request is None or getattr(request, "axes_locked_out", False):
+    """A failed login keeps the count its attempt reserved (:class:`AddressCeilingBackend`); an attempt
+    refused before its password was checked is no guess and gives its reservation back."""
+    if request is None:
         return
-    key = _address_key(request)
-    cache.add(key, 0, timeout=int(settings.AXES_COOLOFF_TIME.total_seconds()))
-    try:
-        cache.incr(key)
-    except ValueError:  # the window ended between add and incr: this failure opens the next one
-        cache.add(key, 1, timeout=int(settings.AXES_COOLOFF_TIME.total_seconds()))
+    http = _http_request(request)
+    http.login_failed = True
+    if getattr(request, "axes_locked_out", False) or getattr(http, "axes_locked_out", False):
+        _refund(request)
 
 
 class AddressCeilingBackend:
-    """Refuses every login from an address over the ceiling before any password is checked (listed
-    first in AUTHENTICATION_BACKENDS); axes' middleware then answers with :func:`lockout_response`."""
+    """Listed first in AUTHENTICATION_BACKENDS: reserves the attempt against its address's ceiling
+    before any password is checked, and refuses it when the ceiling is reached (axes' middleware
+    then answers with :func:`lockout_response`). While the cache is down the ceiling is read from
+    axes' database records instead."""
 
     def authenticate(self, request, **credentials):
-        if request is not None and address_failures(request) >= settings.LOGIN_ADDRESS_FAILURE_LIMIT:
+        if request is None:
+            return None
+        count = _reserve(request)
+        if count is None:
+            over = _database_failures(request) >= settings.LOGIN_ADDRESS_FAILURE_LIMIT
+        else:
+            _http_request(request).login_reserved = True
+            over = count > settings.LOGIN_ADDRESS_FAILURE_LIMIT
+        if over:
             request.axes_locked_out = True
+            _refund(request)
             raise PermissionDenied("too many failed logins from this address")
         return None
+
+
+class LoginReservationMiddleware:
+    """Gives back the reservation of an attempt that did not fail (a successful login on any path:
+    the sign-in form, the token endpoint, the admin), once its response is ready."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if getattr(request, "login_reserved", False) and not getattr(request, "login_failed", False):
+            _refund(request)
+        return response
 
 
 def pair_wait_s(request, username: str) -> float:

@@ -2,7 +2,9 @@
 request ids, metrics and the Content-Security-Policy header."""
 import json
 import logging
+import os
 import re
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -563,3 +565,53 @@ def test_work_run_one_at_a_time_answers_503_while_the_cache_is_down(catalog, rea
     response = reader_client.post(f"/api/twins/{twin}/ingest-log/", {"node": 1, "log": "kernel: hello\n"},
                                   format="json")
     assert response.status_code == 503 and "cache (Redis) is unreachable" in response.json()["detail"]
+
+
+@pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+                    reason="parallel logins need PostgreSQL (SQLite locks its tables); CI sets DATABASE_URL")
+def test_a_burst_of_parallel_guesses_checks_no_more_passwords_than_the_ceiling(transactional_db, settings, monkeypatch):
+    """40 wrong passwords, 8 at a time, from one address, each check slow as a real password hash is: each
+    attempt is counted against the address before its password is checked, so at most the ceiling's
+    20 are checked, and the right password after them is refused too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.contrib.auth.backends import ModelBackend
+    from django.db import connection
+
+    get_user_model().objects.create_user("victim", password=PASSWORD)
+    settings.LOGIN_DELAY_AFTER_FAILURES = 1000  # only the address's ceiling, not the pair's wait
+    checked, check = [], ModelBackend.authenticate
+
+    def slow_check(self, request, **credentials):
+        checked.append(credentials.get("username"))
+        time.sleep(0.2)
+        return check(self, request, **credentials)
+
+    def guess(i):
+        try:
+            return _page_login(Client(REMOTE_ADDR="203.0.113.50"), f"wrong-{i}").status_code
+        finally:
+            connection.close()  # back to the pool: the threads outnumber nothing but the guesses
+
+    monkeypatch.setattr(ModelBackend, "authenticate", slow_check)
+    with ThreadPoolExecutor(max_workers=8) as pool:  # 8 at once: fewer than the pool's connections
+        codes = list(pool.map(guess, range(40)))
+    assert len(checked) == settings.LOGIN_ADDRESS_FAILURE_LIMIT == 20
+    assert set(codes) <= {200, 429} and codes.count(429) >= 20  # 200: the form again, with its error
+    assert _page_login(Client(REMOTE_ADDR="203.0.113.50"), PASSWORD).status_code == 429
+    # A success gives its reservation back: logins from another address keep working all along.
+    for _ in range(25):
+        assert _page_login(Client(REMOTE_ADDR="198.51.100.20"), PASSWORD).status_code == 302
+
+
+def test_logins_count_against_the_database_while_the_cache_is_down(victim, settings):
+    """With the shared cache unreachable a failed login still answers (the form again), and the
+    address's ceiling is read from axes' records in the database."""
+    settings.CACHES = {"default": {"BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": "redis://127.0.0.1:9/0",
+                                   "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}
+    settings.LOGIN_DELAY_AFTER_FAILURES = 1000
+    attacker = Client(REMOTE_ADDR="203.0.113.77")
+    assert _page_login(attacker, "wrong", username="someone").status_code == 200
+    assert _page_login(attacker, PASSWORD).status_code == 302  # the victim's own pair is clean
+    AccessAttempt.objects.filter(username="someone").update(failures_since_start=settings.LOGIN_ADDRESS_FAILURE_LIMIT)
+    assert _page_login(Client(REMOTE_ADDR="203.0.113.77"), PASSWORD).status_code == 429  # the address's ceiling

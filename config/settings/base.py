@@ -92,6 +92,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
+    "config.lockout.LoginReservationMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
