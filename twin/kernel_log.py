@@ -85,8 +85,14 @@ def read_lines(lines: list[str], *, first_number: int, boot_time: datetime | Non
         if match is None:
             unread.append({"line": number, "reason": "not an 'NVRM: Xid (PCI:dddd:bb:dd[.f]): <code>, ...' line"})
             continue
-        found.append(XidLine(number, match["bus"], int(match["xid"]),
-                             line_time(line, boot_time=boot_time, year=year, zone=zone), line.strip()))
+        try:
+            logged_at = line_time(line, boot_time=boot_time, year=year, zone=zone)
+        except LogTimeError:
+            raise
+        except (ValueError, OverflowError) as error:  # a date no calendar has (month 13, 30 February)
+            unread.append({"line": number, "reason": f"its time does not read as a date: {error}"})
+            continue
+        found.append(XidLine(number, match["bus"], int(match["xid"]), logged_at, line.strip()))
     return found, unread
 
 

@@ -121,3 +121,14 @@ def test_a_10k_line_log_is_ingested_in_a_bounded_number_of_queries_and_one_at_a_
                                                                     "boot_time": "2026-11-30T00:00:00Z"}, format="json")
     assert busy.status_code == 409 and "being ingested" in busy.json()["detail"]
     cache.delete(f"twin-ingest:{twin.pk}")
+
+
+def test_a_line_whose_date_no_calendar_has_is_listed_not_a_server_error():
+    lines = [f"2026-13-30T10:42:07+0100 gpu-node-07 kernel: {_line(79)}",
+             f"Feb 30 10:42:07 gpu-node-07 kernel: {_line(79)}",
+             f"[99999999999999.0] {_line(79)}",
+             f"[Mon Nov 30 10:42:07 2026] {_line(79)}"]
+    found, unread = kernel_log.read_lines(lines, first_number=1, boot_time=BOOT, year=2026, zone=timezone.utc)
+    assert [entry["line"] for entry in unread] == [1, 2, 3]
+    assert "month must be in 1..12" in unread[0]["reason"] and "day is out of range" in unread[1]["reason"]
+    assert [line.number for line in found] == [4]
