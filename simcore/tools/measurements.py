@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore.arrays import MAX_MAGNITUDE, MIN_POSITIVE
 from simcore.document import parse_node
 from simcore.errors import ScenarioError
 from simcore.formulas import collectives, transformer
@@ -88,13 +89,22 @@ class NcclRun:
                 for s, t, a, b in zip(self.size_bytes, self.time_us, self.algbw_gbyte_s, self.busbw_gbyte_s)]
 
 
-def _float(token: str, line: int, what: str) -> float:
+def _float(token: str, line: int, what: str, engine_range: bool = True) -> float:
+    """A measured figure: a finite number, zero or more, inside the engine's range
+    (:data:`simcore.arrays.MIN_POSITIVE` to :data:`simcore.arrays.MAX_MAGNITUDE`) unless the caller
+    bounds it more tightly itself (``engine_range`` False: GEMM dimensions, cuBLAS's int32)."""
+    shown = token if len(token) <= 40 else f"{token[:40]}... ({len(token):,} characters)"
+    if len(token) > 64:  # no number a benchmark prints is longer; Python's int() refuses past 4,300 digits
+        raise _error(line, f"{what} {shown} is not a number")
     try:
         value = float(token)
     except ValueError:
-        raise _error(line, f"{what} '{token}' is not a number") from None
+        raise _error(line, f"{what} '{shown}' is not a number") from None
     if not np.isfinite(value) or value < 0:
-        raise _error(line, f"{what} {token} must be a finite, non-negative number")
+        raise _error(line, f"{what} {shown} must be a finite, non-negative number")
+    if engine_range and (value > MAX_MAGNITUDE or 0 < value < MIN_POSITIVE):
+        raise _error(line, f"{what} {shown} is outside the engine's range (zero, or {MIN_POSITIVE:g} to "
+                           f"{MAX_MAGNITUDE:g})")
     return value
 
 
@@ -201,8 +211,11 @@ def _parse_nccl_json(text: str) -> NcclRun:
     args = report.get("args") or [""]
     binary = _BINARY.search(str(args[0]))
     config = report.get("config") or {}
-    ranks = {int(d["rank"]): (str(d["hostname"]), str(d["device_info"])) for d in config.get("devices", [])
-             if isinstance(d, dict) and {"rank", "hostname", "device_info"} <= set(d)}
+    try:
+        ranks = {int(d["rank"]): (str(d["hostname"]), str(d["device_info"])) for d in config.get("devices", [])
+                 if isinstance(d, dict) and {"rank", "hostname", "device_info"} <= set(d)}
+    except (ValueError, TypeError, OverflowError):  # a rank of NaN, infinity or text
+        raise ScenarioError("file", "config.devices: each device's rank must be a whole number") from None
     rows = []
     for number, result in enumerate(report["results"], start=1):
         place = result.get("out_of_place") if isinstance(result, dict) else None
@@ -244,13 +257,19 @@ def parse_gemm_csv(text: str) -> GemmTable:
     if header is None or [h.strip().lower() for h in header] != list(GEMM_COLUMNS):
         raise _error(1, f"the header must be {','.join(GEMM_COLUMNS)}")
     rows = []
-    for row in reader:
+    while True:
+        try:
+            row = next(reader, None)
+        except csv.Error as error:  # a cell past the csv module's 131,072 characters, a stray quote
+            raise _error(reader.line_num, f"does not read as CSV: {error}") from None
+        if row is None:
+            break
         number = reader.line_num
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(GEMM_COLUMNS):
             raise _error(number, f"{len(row)} columns; expected {len(GEMM_COLUMNS)}")
-        dims = [_float(cell.strip(), number, name) for cell, name in zip(row[:3], GEMM_COLUMNS)]
+        dims = [_float(cell.strip(), number, name, engine_range=False) for cell, name in zip(row[:3], GEMM_COLUMNS)]
         if any(d < 1 or d != int(d) for d in dims):
             raise _error(number, "m, n and k must be positive whole numbers")
         if max(dims) > MAX_GEMM_DIM:

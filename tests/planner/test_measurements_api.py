@@ -204,3 +204,26 @@ def test_a_stored_row_the_engine_cannot_predict_never_breaks_a_page(reader_clien
     reader_client.force_login(user)
     assert reader_client.get(f"/plans/{my_plan.slug}/").status_code == 200
     assert reader_client.get("/validation/").status_code == 200
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"m,n,k,dtype,tflops\n8192,8192,8192,bf16,250\n8192,8192,8192,bf16,1e-320\n", "outside the engine's range"),
+    (b"m,n,k,dtype,tflops\n8192,8192,8192,bf16," + b"9" * 140_000 + b"\n", "does not read as CSV"),
+])
+def test_a_gemm_file_the_engine_cannot_read_is_refused_and_not_stored(reader_client, my_plan, content, reason):
+    response = reader_client.post("/api/measurements/", {"kind": "gemm", "plan": my_plan.slug,
+                                                         "file": file(GEMM, content)}, format="multipart")
+    assert response.status_code == 400 and reason in response.json()["errors"]["file"][0]
+    assert not Measurement.objects.exists()
+
+
+def test_an_nccl_json_report_with_a_nan_rank_is_refused(reader_client):
+    report = ('{"args": ["./build/all_reduce_perf"], "config": {"devices": [{"rank": NaN, "hostname": "a", '
+              '"device_info": "x"}]}, "results": [{"size": 8, '
+              '"out_of_place": {"time": 10, "alg_bw": 0, "bus_bw": 0}}]}')
+    path = DATA / "nccl.json"
+    response = reader_client.post("/api/measurements/", {"kind": "nccl-tests", "node_type": "dgx-a100",
+                                                         "collective": "all_reduce",
+                                                         "file": file(path, report.encode())}, format="multipart")
+    assert response.status_code == 400 and "rank must be a whole number" in str(response.json()["errors"])
+    assert not Measurement.objects.exists()
