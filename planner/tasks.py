@@ -1,5 +1,5 @@
 """Celery tasks and the broker side of sweeps: thin wrappers over the sweep services, queueing, and
-the workers' watch for lost chunks. Chunks go to the ``sim`` queue."""
+the workers' part in the watch for lost chunks. Chunks go to the ``sim`` queue."""
 import logging
 from contextlib import contextmanager
 
@@ -10,6 +10,7 @@ from django.db import DatabaseError, OperationalError, close_old_connections
 from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from planner import chunk_watch
 from planner.services import sweeps
 from planner.services.retention import retention_enforce
 from planner.services.sweep_store import pending_chunks
@@ -24,7 +25,10 @@ TRANSIENT = (OSError, OperationalError)  # broker or database connection trouble
 )
 def run_sweep_chunk(self, sweep_id: int, index: int) -> bool:
     try:
-        return sweeps.sweep_run_chunk(sweep_id=sweep_id, index=index)
+        if runs_in_process():
+            return sweeps.sweep_run_chunk(sweep_id=sweep_id, index=index)
+        with chunk_watch.claimed(sweep_id, index):
+            return sweeps.sweep_run_chunk(sweep_id=sweep_id, index=index)
     except TRANSIENT:
         raise
     except Exception as error:
@@ -65,38 +69,20 @@ def queueing(unavailable: type[QueueUnavailable]):
         raise unavailable(str(error)) from error
 
 
-def requeue_lost_chunks() -> int:
-    """Queue again the missing chunks of every sweep that has stored nothing for SWEEP_STALL_S
-    while the ``sim`` queue is empty; returns how many sweeps were requeued.
-
-    Kombu's Redis transport takes a message off the queue (BRPOP) before it records it as
-    unacknowledged, so a worker killed in between loses that chunk, and the visibility timeout
-    never brings it back. An empty queue and no progress for longer than a chunk may run mean the
-    missing chunks were lost; were one still held by a live worker, queueing it twice costs only
-    a duplicate computation, since a stored chunk is never stored again."""
-    with current_app.connection_for_write() as connection:
-        if connection.default_channel.queue_declare(queue="sim").message_count:
-            return 0
-    stalled = list(sweeps.stalled_sweeps(idle_s=settings.SWEEP_STALL_S))
-    for sweep in stalled:
-        sweep_enqueue(sweep, sweeps.sweep_settle(sweep=sweep))
-    return len(stalled)
-
-
 @worker_ready.connect
 def watch_for_lost_chunks(sender, **kwargs):
-    """Every worker looks for lost chunks a few times per SWEEP_STALL_S."""
+    """Every worker takes part in the watch for lost chunks (planner.chunk_watch), every SWEEP_WATCH_S."""
     def look():
         close_old_connections()
         try:
-            if requeued := requeue_lost_chunks():
-                logger.warning("queued the missing chunks of %d stalled sweep(s) again", requeued)
+            for sweep_id, indices in chunk_watch.scan_for_lost_chunks(sweep_enqueue).items():
+                logger.warning("queued lost chunks %s of sweep %d again", indices, sweep_id)
         except (DatabaseError, QueueUnavailable, BrokerError, RedisConnectionError, OSError) as error:
             logger.warning("could not look for lost sweep chunks: %s", error)
         finally:
             close_old_connections()
 
-    sender.timer.call_repeatedly(settings.SWEEP_STALL_S / 4, look)
+    sender.timer.call_repeatedly(settings.SWEEP_WATCH_S, look)
 
 
 @shared_task

@@ -266,9 +266,10 @@ TWIN_INGEST_INLINE_MAX_LINES = int(os.environ.get("TWIN_INGEST_INLINE_MAX_LINES"
 API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 SWEEP_CHUNK_POINTS = int(os.environ.get("SWEEP_CHUNK_POINTS", "50000"))
-# A sweep that stores nothing for this long while the task queue is empty has lost chunks, which
-# the workers queue again (planner.tasks.requeue_lost_chunks); longer than a chunk's 600 s limit.
-SWEEP_STALL_S = float(os.environ.get("SWEEP_STALL_S", "900"))
+# The watch for lost sweep chunks (planner.chunk_watch): a worker's claim on the chunk it runs
+# lapses this long after its last renewal (every third of it), and one worker scans this often.
+SWEEP_CLAIM_TTL_S = int(os.environ.get("SWEEP_CLAIM_TTL_S", "20"))
+SWEEP_WATCH_S = float(os.environ.get("SWEEP_WATCH_S", "10"))
 
 # Anonymous read access to the catalogue is off unless this setting opens it.
 CATALOG_PUBLIC_READ = env_bool("CATALOG_PUBLIC_READ", False)

@@ -5,13 +5,10 @@ unique per sweep and index, so a chunk delivered twice (a worker killed after sa
 acknowledging) is stored once.
 """
 import time
-from datetime import timedelta
 
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 import simcore
@@ -134,17 +131,8 @@ def sweep_cancel(*, sweep: Sweep) -> Sweep:
     return sweep
 
 
-def stalled_sweeps(*, idle_s: float):
-    """Unfinished sweeps that have stored no chunk for ``idle_s`` seconds (counted from submission
-    while none is stored)."""
-    cutoff = timezone.now() - timedelta(seconds=idle_s)
-    return (Sweep.objects.filter(status__in=[Sweep.Status.PENDING, Sweep.Status.RUNNING])
-            .annotate(last_progress_at=Coalesce(Max("chunks__created_at"), "created_at"))
-            .filter(last_progress_at__lt=cutoff))
-
-
 def sweep_settle(*, sweep: Sweep) -> list[int]:
-    """The chunks a stalled sweep still needs; when it has them all (its worker died between
+    """The chunks an unfinished sweep still needs; when it has them all (its worker died between
     storing the last chunk and recording it), record its progress, which finishes it."""
     pending = pending_chunks(sweep)
     if not pending:

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from planner.models import ClusterPlan, Sweep, SweepChunk
-from planner.services.sweeps import stalled_sweeps, sweep_run_chunk, sweep_settle
+from planner.services.sweeps import sweep_run_chunk, sweep_settle
 from simcore import evaluate
 
 from .test_plans_api import FF
@@ -318,17 +318,15 @@ def test_an_unfiltered_page_reads_only_its_chunks_and_matches_the_full_read(cata
     assert [r["point"] for r in fast["results"]] == list(range(40, 60))
 
 
-def test_stalled_sweeps_are_found_and_settled(catalog, reader_client, small_chunks, monkeypatch):
+def test_settling_names_the_missing_chunks_or_finishes_the_sweep(catalog, reader_client, small_chunks, monkeypatch):
     """What the workers' lost-chunk watch relies on (tests/planner/test_sweeps_worker.py runs it):
-    a sweep is stalled once it has stored nothing for the idle time; settling it names the chunks
-    still to compute, or, with every chunk stored but not recorded, finishes it."""
+    settling an unfinished sweep names the chunks still to compute, or, with every chunk stored but
+    not recorded, finishes it."""
     monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
     sweep = Sweep.objects.get(pk=create(reader_client).json()["id"])
-    assert list(stalled_sweeps(idle_s=3600)) == []  # submitted just now
-    assert [s.pk for s in stalled_sweeps(idle_s=0)] == [sweep.pk]
+    assert sweep_settle(sweep=sweep) == list(range(sweep.chunk_count))
     for index in range(sweep.chunk_count - 1):
         assert sweep_run_chunk(sweep_id=sweep.pk, index=index)
-    assert list(stalled_sweeps(idle_s=3600)) == []  # chunks stored just now
     assert sweep_settle(sweep=sweep) == [sweep.chunk_count - 1]
     assert Sweep.objects.get(pk=sweep.pk).status == "running"
     assert sweep_run_chunk(sweep_id=sweep.pk, index=sweep.chunk_count - 1)
@@ -336,7 +334,6 @@ def test_stalled_sweeps_are_found_and_settled(catalog, reader_client, small_chun
     assert sweep_settle(sweep=sweep) == []
     settled = Sweep.objects.get(pk=sweep.pk)
     assert settled.status == "done" and settled.completed_chunks == settled.chunk_count
-    assert list(stalled_sweeps(idle_s=0)) == []
 
 
 def test_the_chart_sample_spans_the_whole_grid_and_keeps_the_goal_points(catalog, priced_ff, reader_client,

@@ -39,8 +39,6 @@ def worker_env() -> dict:
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings.base",
         DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        CELERY_VISIBILITY_TIMEOUT_S="4",
-        SWEEP_STALL_S="3",
     )
     return env
 
@@ -173,20 +171,22 @@ def test_worker_completes_a_sweep_matching_direct_evaluation(api, settings, work
 
 
 def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(api, settings, workers):
-    """SIGKILL the worker while chunks remain; a new worker finishes the sweep. The chunk the dead
-    worker held unacknowledged is redelivered (visibility timeout), or, when the kill came between
-    taking it off the queue and recording it, queued again by the new worker's watch for stalled
-    sweeps; either way it is stored exactly once."""
+    """SIGKILL the worker while chunks remain; a new worker finishes the sweep within a minute of the
+    kill, on the default settings (a visibility timeout of an hour, which alone would hold the dead
+    worker's chunk that long): the watch finds the chunk with no live claim and queues it again, and
+    it is stored exactly once."""
     sweep = submit(api, settings, chunk_points=60)
     assert sweep.chunk_count == 51
     first = workers("first")
     assert wait_for(lambda: SweepChunk.objects.filter(sweep=sweep).count() >= 5), "no progress before the kill"
     first.kill()
+    killed_at = time.monotonic()
     stored_at_kill = SweepChunk.objects.filter(sweep=sweep).count()
     assert stored_at_kill < sweep.chunk_count, "the worker finished before it could be killed"
     second = workers("second")
     assert wait_for(lambda: Sweep.objects.get(pk=sweep.pk).status == "done", timeout=120), (
         f"sweep did not resume: {stood(sweep)}\nsecond worker's log:\n{second.log_tail()}")
+    assert time.monotonic() - killed_at < 60, stood(sweep)
     sweep.refresh_from_db()
     assert sweep.completed_chunks == sweep.chunk_count
     assert_complete_and_exact(sweep)
@@ -195,8 +195,8 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(api, settings, w
 def test_a_chunk_lost_in_flight_is_queued_again(api, settings, workers, monkeypatch):
     """A worker killed after taking a chunk off the queue but before recording it as unacknowledged
     loses that message (kombu pops, then records), and no visibility timeout brings it back.
-    Simulated by queueing every chunk but one: the worker notices the sweep stalled with the queue
-    empty, queues the missing chunk again, and the sweep completes exactly."""
+    Simulated by queueing every chunk but one: the watch finds that chunk neither stored, queued
+    nor claimed in two scans, queues it again, and the sweep completes exactly."""
     from planner import tasks
 
     monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
@@ -208,7 +208,38 @@ def test_a_chunk_lost_in_flight_is_queued_again(api, settings, workers, monkeypa
     assert wait_for(lambda: Sweep.objects.get(pk=sweep.pk).status == "done", timeout=60), (
         f"the lost chunk was not queued again: {stood(sweep)}\nworker's log:\n{worker.log_tail()}")
     assert_complete_and_exact(sweep)
-    assert "queued the missing chunks of 1 stalled sweep(s) again" in worker.log_tail(100_000)
+    assert f"queued lost chunks [3] of sweep {sweep.pk} again" in worker.log_tail(100_000)
+
+
+def test_the_watch_queues_again_only_chunks_missing_from_the_store_the_queue_and_the_claims(api, settings, broker,
+                                                                                            monkeypatch):
+    """Of seven chunks: one stored, one waiting in the queue and one claimed by a running worker are
+    left alone; the other four are queued again, and only when a second scan, at least half
+    SWEEP_WATCH_S after the first, still finds them missing."""
+    from planner import chunk_watch, services, tasks
+
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
+    settings.SWEEP_WATCH_S = 0.4
+    sweep = submit(api, settings, chunk_points=500)
+    assert sweep.chunk_count == 7
+    assert services.sweeps.sweep_run_chunk(sweep_id=sweep.pk, index=0)
+    tasks.sweep_enqueue(sweep, [1])
+    requeued = []
+
+    def scan():
+        with chunk_watch.broker_redis() as redis:
+            redis.delete(chunk_watch.SCAN_LOCK)
+        return chunk_watch.scan_for_lost_chunks(lambda s, indices: requeued.append((s.pk, indices)))
+
+    with chunk_watch.claimed(sweep.pk, 2):
+        assert scan() == {} and requeued == []  # first sighting: a chunk may be between queue and claim
+        assert scan() == {}  # too soon for a second look
+        time.sleep(0.25)
+        assert scan() == {sweep.pk: [3, 4, 5, 6]}
+    assert requeued == [(sweep.pk, [3, 4, 5, 6])]
+    assert scan() == {}  # chunk 2's claim is released now: seen missing once
+    time.sleep(0.25)
+    assert scan() == {sweep.pk: [2, 3, 4, 5, 6]}  # the requeue here was recorded, not sent
 
 
 def test_cancel_stops_the_remaining_chunks(api, settings, workers, monkeypatch):
