@@ -1,12 +1,32 @@
 """Request limits that act before a view reads anything."""
+import re
+
 from django.conf import settings
 from django.http import JsonResponse
 
+# Kernel logs come large: a day of a node's dmesg runs to 100,000 lines (about 9 MB).
+KERNEL_LOG_PATH = re.compile(r"^/api/twins/\d+/ingest-log/$")
+
+
+def body_limit_bytes(path: str) -> int:
+    """The largest request body this path takes: KERNEL_LOG_MAX_BYTES for a kernel-log upload,
+    API_MAX_BODY_BYTES for anything else."""
+    if KERNEL_LOG_PATH.match(path):
+        return settings.KERNEL_LOG_MAX_BYTES
+    return settings.API_MAX_BODY_BYTES
+
+
+def too_large_detail(length: int | None, limit_bytes: int) -> str:
+    setting = "KERNEL_LOG_MAX_BYTES" if limit_bytes == settings.KERNEL_LOG_MAX_BYTES else "API_MAX_BODY_BYTES"
+    size = "request body" if length is None else f"request body of {length:,} bytes"
+    return f"{size}; at most {limit_bytes:,} bytes here ({setting})"
+
 
 class BodySizeLimitMiddleware:
-    """Answer 413 to a request whose declared body is larger than API_MAX_BODY_BYTES, before the
-    body is read (a body without a declared length is held to the same limit by Django's
-    DATA_UPLOAD_MAX_MEMORY_SIZE, which answers 400)."""
+    """Answer 413 to a request whose declared body is larger than its path's limit, before the body
+    is read. Under ``config.server`` the server has refused it already, chunked bodies included;
+    this covers other ASGI and WSGI servers (where a body without a declared length is held to
+    DATA_UPLOAD_MAX_MEMORY_SIZE by Django, which answers 400)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -16,8 +36,7 @@ class BodySizeLimitMiddleware:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return JsonResponse({"detail": "Content-Length must be a whole number of bytes"}, status=400)
-        limit = settings.API_MAX_BODY_BYTES
-        if length > limit:
-            return JsonResponse({"detail": f"request body of {length:,} bytes; at most {limit:,} bytes "
-                                           "(API_MAX_BODY_BYTES)"}, status=413)
+        limit_bytes = body_limit_bytes(request.path)
+        if length > limit_bytes:
+            return JsonResponse({"detail": too_large_detail(length, limit_bytes)}, status=413)
         return self.get_response(request)

@@ -111,7 +111,7 @@ def main() -> int:
     client.force_login(user)
     cookie = f"sessionid={client.cookies['sessionid'].value}"
     env = {**os.environ, "ALLOWED_HOSTS": "localhost,127.0.0.1"}
-    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(PORT),
+    server = subprocess.Popen([sys.executable, "-m", "config.server", "-b", "127.0.0.1", "-p", str(PORT),
                                "config.asgi:application"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     try:

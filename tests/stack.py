@@ -1,9 +1,10 @@
 """The production-style stack as real processes, for the browser and fault tests.
 
-Daphne serves the ASGI app with DEBUG off and collected static files (WhiteNoise), on a database
-of its own (a fresh PostgreSQL database when DATABASE_URL names PostgreSQL, else a SQLite file)
-loaded with the catalogue and the given users. With a Redis URL, Celery and the channel layer use
-it and a Celery worker and the ``run_twins`` driver can run beside Daphne.
+Daphne (as ``config.server`` runs it, bounding request bodies) serves the ASGI app with DEBUG off
+and collected static files (WhiteNoise), on a database of its own (a fresh PostgreSQL database
+when DATABASE_URL names PostgreSQL, else a SQLite file) loaded with the catalogue and the given
+users. With a Redis URL, Celery and the channel layer use it and a Celery worker and the
+``run_twins`` driver can run beside Daphne.
 """
 import os
 import signal
@@ -85,14 +86,14 @@ class Stack:
         if role == "web" and processes > 1:
             for i in range(processes):
                 listener = socket.create_server(("127.0.0.1", self.port), backlog=512, reuse_port=True)
-                self._spawn(f"web{i}" if i else "web", [sys.executable, "-m", "daphne", "--fd", str(listener.fileno()),
-                                                        *DAPHNE_LOGS, "config.asgi:application"],
-                            pass_fds=(listener.fileno(),))
+                command = [sys.executable, "-m", "config.server", "--fd", str(listener.fileno()), *DAPHNE_LOGS,
+                           "config.asgi:application"]
+                self._spawn(f"web{i}" if i else "web", command, pass_fds=(listener.fileno(),))
                 listener.close()
             wait_until(self._healthy, 60, 0.3, f"{self.name} web servers")
             return
         commands = {
-            "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), *DAPHNE_LOGS,
+            "web": [sys.executable, "-m", "config.server", "-b", "127.0.0.1", "-p", str(self.port), *DAPHNE_LOGS,
                     "config.asgi:application"],
             "worker": [sys.executable, "-m", "celery", "-A", "config", "--quiet", "worker", "-Q", "sim,celery",
                        "--pool", "solo", "--without-mingle", "--without-gossip", "--loglevel", "INFO",

@@ -30,7 +30,7 @@ def test_oversized_bodies_answer_413_before_being_read(catalog, reader_client, s
     body = json.dumps({"cluster": {"node_count": 8}, "padding": "x" * 20_000})
     response = reader_client.post("/api/evaluate/", body, content_type="application/json")
     assert response.status_code == 413
-    detail = f"request body of {len(body):,} bytes; at most 10,000 bytes (API_MAX_BODY_BYTES)"
+    detail = f"request body of {len(body):,} bytes; at most 10,000 bytes here (API_MAX_BODY_BYTES)"
     assert response.json()["detail"] == detail and response.json()["status"] == response.status_code
     small = reader_client.post("/api/evaluate/", {"cluster": {"node_count": 8}}, format="json")
     # Read, and answered on its merits.

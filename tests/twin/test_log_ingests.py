@@ -1,8 +1,10 @@
 """Kernel logs too large for their request: recorded, read block by block by a task that records
 the lines read, applied in one transaction with their result, one per twin at a time."""
+import gzip
 from datetime import timedelta
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from tests.twin.test_kernel_log import BOOT, _line
@@ -127,3 +129,47 @@ def test_another_users_ingests_are_not_theirs_to_read(catalog, owner_client, dja
     assert stranger.get(f"/api/twins/{twin.pk}/ingests/{ingest.pk}/").status_code == 404
     assert owner_client.get(f"/api/twins/{twin.pk}/ingests/{ingest.pk + 1}/").status_code == 404
     assert owner_client.get(f"/api/twins/{twin.pk}/ingests/{ingest.pk}/").json()["status"] == "queued"
+
+
+def day_of_dmesg(twin, lines: int, faults: int) -> bytes:
+    """A node's dmesg as a day would leave it: ``lines`` lines of about 90 bytes, ``faults`` of them
+    Xid faults spread evenly (none merge)."""
+    bus = twin.pci_bus_ids[0][5:12]
+    every = lines // faults
+    text = [f"[{0.5 * i:12.6f}] {_line([13, 31, 43, 79][(i // every) % 4], bus)}" if i % every == every - 1
+            else f"[{0.5 * i:12.6f}] EXT4-fs (nvme0n1p2): re-mounted. Opts: errors=remount-ro. Quota mode: none."
+            for i in range(lines)]
+    return "\n".join(text).encode()
+
+
+def test_a_day_of_dmesg_is_taken_as_a_plain_or_gzip_file_up_to_its_documented_size(
+        catalog, owner_client, eager_celery, settings):  # noqa: F811
+    """100,000 lines (9 MB, past the 2 MiB limit of other API bodies) come as a multipart file, plain
+    or gzip-compressed, and are ingested in full; the limit is KERNEL_LOG_MAX_BYTES, sent and once
+    decompressed, and what passes it is refused naming the field, not read."""
+    twin, other = create(owner_client), create(owner_client)
+    log = day_of_dmesg(twin, 100_000, 25)
+    assert len(log) > 9_000_000 > settings.API_MAX_BODY_BYTES
+    url = f"/api/twins/{twin.pk}/ingest-log/"
+    for target, name, content in ((twin, "dmesg.txt", log), (other, "dmesg.txt.gz", gzip.compress(log))):
+        upload = SimpleUploadedFile(name, content)
+        response = owner_client.post(f"/api/twins/{target.pk}/ingest-log/",
+                                     {"node": 1, "boot_time": BOOT_ISO, "file": upload}, format="multipart")
+        assert response.status_code == 202, response.json()
+        result = response.json()["result"]
+        assert (result["lines"], result["faults"], result["skipped_lines"]) == (100_000, 25, 99_975), name
+        assert TwinEvent.objects.filter(twin=target, kind="ingested").count() == 25
+
+    settings.KERNEL_LOG_MAX_BYTES = 5_000_000
+    bomb = SimpleUploadedFile("big.gz", gzip.compress(log))  # 9 MB of text from a small file
+    refused = owner_client.post(url, {"node": 1, "file": bomb}, format="multipart")
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == {"file": ["more than 5,000,000 bytes of log once decompressed "
+                                                 "(KERNEL_LOG_MAX_BYTES); send it in parts"]}
+    broken = SimpleUploadedFile("broken.gz", gzip.compress(log)[:5000])
+    refused = owner_client.post(url, {"node": 1, "file": broken}, format="multipart")
+    assert refused.status_code == 400 and refused.json()["errors"]["file"][0].startswith("not a readable gzip file")
+    too_large = owner_client.post(url, {"node": 1, "file": SimpleUploadedFile("dmesg.txt", log)}, format="multipart")
+    assert too_large.status_code == 413
+    assert too_large.json()["detail"].endswith("at most 5,000,000 bytes here (KERNEL_LOG_MAX_BYTES)")
+    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() == 25

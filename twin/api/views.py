@@ -1,4 +1,7 @@
 """Twins: create from a plan, control, inject and ingest failures, read state, events and metrics."""
+import gzip
+import zlib
+
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -74,7 +77,9 @@ class OwnerControls(BasePermission):
 class KernelLogSerializer(serializers.Serializer):
     node = serializers.IntegerField(min_value=0, help_text="The node the log came from.")
     log = serializers.CharField(required=False, trim_whitespace=False, help_text="The log's text.")
-    file = serializers.FileField(required=False, help_text="The log as a file (multipart).")
+    file = serializers.FileField(required=False, help_text="The log as a file (multipart), plain or gzip-compressed: "
+                                                           "at most KERNEL_LOG_MAX_BYTES (32 MiB) sent and once "
+                                                           "decompressed.")
     boot_time = serializers.DateTimeField(required=False, help_text="When the node booted (ISO 8601; `uptime -s`): "
                                                                     "needed for dmesg's seconds since boot.")
     year = serializers.IntegerField(required=False, min_value=1970, max_value=9999,
@@ -83,6 +88,26 @@ class KernelLogSerializer(serializers.Serializer):
     timezone = serializers.CharField(required=False, default="UTC", max_length=64,
                                      help_text="The IANA zone of the log's times that carry none (dmesg -T, "
                                                "journald short): UTC unless given.")
+
+    def validate_file(self, upload) -> str:
+        """The file's text, read a block at a time (gunzipped when it starts with gzip's magic
+        bytes); no more than KERNEL_LOG_MAX_BYTES of text is ever held."""
+        limit_bytes = settings.KERNEL_LOG_MAX_BYTES
+        upload.seek(0)
+        compressed = upload.read(2) == b"\x1f\x8b"
+        upload.seek(0)
+        blocks, size = [], 0
+        try:
+            source = gzip.GzipFile(fileobj=upload) if compressed else upload
+            while block := source.read(1 << 20):
+                size += len(block)
+                if size > limit_bytes:
+                    raise serializers.ValidationError(f"more than {limit_bytes:,} bytes of log once decompressed "
+                                                      "(KERNEL_LOG_MAX_BYTES); send it in parts")
+                blocks.append(block)
+        except (OSError, EOFError, zlib.error) as error:
+            raise serializers.ValidationError(f"not a readable gzip file: {error}") from error
+        return b"".join(blocks).decode("utf-8", errors="replace")
 
     def validate(self, data):
         if ("log" in data) == ("file" in data):
@@ -194,7 +219,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         upload = KernelLogSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
         data = upload.validated_data
-        text = data["log"] if "log" in data else data["file"].read().decode("utf-8", errors="replace")
+        text = data["log"] if "log" in data else data["file"]
         inputs = {"boot_time": data.get("boot_time"), "year": data.get("year"), "timezone_name": data["timezone"]}
         checked = ingestion.kernel_log_upload(twin=twin, node=data["node"], text=text, **inputs)
         busy = Conflict("a kernel log is being ingested into this twin; send the next when it has finished")
