@@ -1,4 +1,5 @@
-"""The web server: Daphne, with each request body bounded while it arrives.
+"""The web server: Daphne, with each request body bounded while it arrives, and each response body
+held back while its client is not reading.
 
 Daphne hands a request to the application only once Twisted has received its whole body, and then
 queues that body in memory, so a limit checked by the application comes too late (a 3 GB POST left
@@ -7,8 +8,15 @@ is counted as it arrives: a declared length over the path's limit (``config.limi
 is answered 413 before one byte of the body is read, and a body without a declared length (chunked)
 is answered 413 and the connection closed the moment it passes the limit.
 
+Daphne also writes every part of a response to the connection as the application sends it, so a
+client that does not read makes the server hold the whole response. Here each response registers a
+push producer on its connection: Twisted pauses it when the connection's send buffer is full and
+resumes it when the buffer drains, and the server's ``send`` waits for it before it returns, so an
+application streaming a download (``planner.api.downloads``) is held to the client's pace.
+
 Run it as Daphne: ``python -m config.server [daphne's options] config.asgi:application``.
 """
+import asyncio
 import io
 import json
 import sys
@@ -20,12 +28,32 @@ from daphne.server import Server
 from config.limits import body_limit_bytes, too_large_detail
 
 
+class Drain:
+    """A push producer on a response's connection: ``writable`` is clear while the connection's send
+    buffer is full."""
+
+    def __init__(self):
+        self.writable = asyncio.Event()
+        self.writable.set()
+
+    def pauseProducing(self):
+        self.writable.clear()
+
+    def resumeProducing(self):
+        self.writable.set()
+
+    def stopProducing(self):
+        self.writable.set()  # the connection is gone: nothing more will be written to it
+
+
 class BoundedRequest(WebRequest):
-    """A Daphne request whose body may not pass the limit of its path."""
+    """A Daphne request whose body may not pass the limit of its path, and whose response's drain
+    the server waits on."""
 
     limit_bytes = 0
     received_bytes = 0
     refused = False
+    drain = None
 
     def gotLength(self, length):
         self.limit_bytes = body_limit_bytes(self.channel._path.decode("latin-1").split("?", 1)[0])
@@ -46,6 +74,22 @@ class BoundedRequest(WebRequest):
         if not self.refused:
             return super().process()
 
+    def handle_reply(self, message):
+        if message["type"] == "http.response.start" and self.drain is None:
+            self.drain = Drain()
+            self.registerProducer(self.drain, True)
+        super().handle_reply(message)
+
+    def finish(self):
+        if self.producer is not None:
+            self.unregisterProducer()
+        super().finish()
+
+    def connectionLost(self, reason):
+        if self.drain is not None:
+            self.drain.stopProducing()
+        super().connectionLost(reason)
+
     def refuse(self, length: int | None):
         """Answer 413 (problem details naming the limit) and close the connection."""
         self.refused = True
@@ -65,7 +109,14 @@ class BoundedHTTPFactory(HTTPFactory):
 
 
 class BoundedServer(Server):
-    """Daphne's server, its HTTP factory making :class:`BoundedRequest` requests."""
+    """Daphne's server, its HTTP factory making :class:`BoundedRequest` requests; sending a part of
+    a response that is to be followed by more waits until the client has taken the parts before."""
+
+    async def handle_reply(self, protocol, message):
+        await super().handle_reply(protocol, message)
+        drain = getattr(protocol, "drain", None)
+        if drain is not None and message.get("more_body"):
+            await drain.writable.wait()
 
     @property
     def http_factory(self):

@@ -66,3 +66,53 @@ def test_the_start_up_heap_is_frozen():
     import config.asgi  # noqa: F401
 
     assert gc.get_freeze_count() > 50_000
+
+
+@ASGI_DB
+def test_a_download_over_asgi_is_sent_part_by_part_as_the_sync_one(catalog, user, client, settings, monkeypatch):
+    """Over ASGI a download's parts are pulled one by one in the request's thread (Django would
+    gather a sync iterator whole first), reading the database there: the twin's events CSV arrives
+    as the sync handler sends it. (tests/test_server.py measures the memory this saves.)"""
+    from planner.api import downloads
+    from tests.twin.test_log_ingests import BOOT_ISO, day_of_dmesg
+
+    monkeypatch.setattr(downloads, "PART_BYTES", 2048)
+    seen = []
+    pull = downloads._AsyncParts.__aiter__
+
+    def counted(self):
+        seen.append(type(self).__name__)
+        return pull(self)
+
+    monkeypatch.setattr(downloads._AsyncParts, "__aiter__", counted)
+    client.force_login(user)
+    twin = client.post("/api/twins/", {"plan": "ff2-pcie-2zone"}, content_type="application/json").json()
+    from twin.models import Twin
+
+    log = day_of_dmesg(Twin.objects.get(pk=twin["id"]), 8000, 40).decode()
+    ingested = client.post(f"/api/twins/{twin['id']}/ingest-log/", {"node": 1, "log": log, "boot_time": BOOT_ISO},
+                           content_type="application/json")
+    assert ingested.status_code == 201, ingested.json()
+    path = f"/api/twins/{twin['id']}/events/export/"
+    expected = b"".join(client.get(path).streaming_content)
+    assert expected.count(b"\r\n") > 40 and seen == []  # the sync handler: a sync iterator
+
+    from config.asgi import application
+
+    token = token_issue(user)
+    communicator = HttpCommunicator(application, "GET", path, headers=[(b"host", b"127.0.0.1"),
+                                                                      (b"authorization", f"Token {token}".encode())])
+
+    async def messages():
+        await communicator.send_input({"type": "http.request"})
+        start = await communicator.receive_output(10)
+        bodies = []
+        while True:
+            message = await communicator.receive_output(10)
+            bodies.append(message.get("body", b""))
+            if not message.get("more_body"):
+                return start, bodies
+
+    start, bodies = async_to_sync(messages)()
+    assert start["status"] == 200
+    assert b"".join(bodies) == expected and seen == ["_AsyncParts"]

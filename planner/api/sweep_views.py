@@ -1,17 +1,16 @@
 """Sweeps: submit a grid around a plan, follow its progress, read, filter and export its points."""
 import numpy as np
 from django.db.models import F, Sum
-from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
 from planner.api import bodies
-from planner.api.limits import one_at_a_time
+from planner.api.downloads import download
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services import sweeps as services
@@ -183,7 +182,9 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     @extend_schema(parameters=[OpenApiParameter("file", str, enum=list(EXPORT_TYPES), required=True,
                                                 description="csv for a spreadsheet, parquet for pandas, Polars "
                                                             "or DuckDB, npz for NumPy (each written chunk by "
-                                                            "chunk, any size); one export per user at a time")],
+                                                            "chunk, any size, and sent as it is read); one "
+                                                            "download per user at a time, until its last byte "
+                                                            "is sent (429 meanwhile)")],
                    responses={(200, media_type): OpenApiTypes.BINARY for media_type in EXPORT_TYPES.values()})
     @action(detail=True, methods=["get"], url_path="export")
     def export(self, request, pk=None):
@@ -191,9 +192,5 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         kind = request.query_params.get("file")
         if kind not in EXPORT_TYPES:
             raise serializers.ValidationError({"file": [" or ".join(EXPORT_TYPES)]})
-        busy = exceptions.Throttled(detail="an export of yours is being built; download it, then ask for the next")
-        with one_at_a_time(f"sweep-export:{request.user.pk}", busy):  # one export per user
-            built = sweep_export(sweep, kind)
-        response = FileResponse(built, content_type=EXPORT_TYPES[kind])
-        response["Content-Disposition"] = f'attachment; filename="sweep-{sweep.pk}.{kind}"'
-        return response
+        return download(request, lambda: sweep_export(sweep, kind), content_type=EXPORT_TYPES[kind],
+                        filename=f"sweep-{sweep.pk}.{kind}")

@@ -50,7 +50,7 @@ def chunk_columns(sweep: Sweep, points: range | None = None, *, only: np.ndarray
         chunks = chunks.filter(start__in=bounds[holding, 0].tolist())
     axes, _, _ = sweep_axes(source)
     shape = engine.grid_shape(axes)
-    for start, data in chunks.values_list("start", "data").iterator(chunk_size=4):
+    for start, data in chunks.values_list("start", "data").iterator(chunk_size=1):
         part = unpack_columns(data, keys)
         part["point"] = np.arange(start, start + len(part["valid"]))
         if only is not None:

@@ -3,7 +3,6 @@ import gzip
 import zlib
 
 from django.conf import settings
-from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -13,6 +12,7 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthentic
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
+from planner.api.downloads import download
 from planner.api.errors import Conflict
 from planner.api.limits import one_at_a_time
 from planner.api.permissions import TokenScopePermission
@@ -287,14 +287,13 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     @extend_schema(parameters=[OpenApiParameter("kind", str), OpenApiParameter("category", str),
                                OpenApiParameter("node", int)],
                    responses={(200, "text/csv"): OpenApiTypes.STR},
-                   description="Every event of the twin (or those of a kind, category or node) as CSV, streamed.")
+                   description="Every event of the twin (or those of a kind, category or node) as CSV, streamed; "
+                               "one download per user at a time, until its last byte is sent (429 meanwhile).")
     @action(detail=True, methods=["get"], url_path="events/export")
     def events_export(self, request, pk=None):
         found = self._event_filter(request)
-        response = StreamingHttpResponse(exports.events_csv(found.filter_queryset(found.queryset)),
-                                         content_type="text/csv")
-        response["Content-Disposition"] = f'attachment; filename="twin-{pk}-events.csv"'
-        return response
+        return download(request, lambda: exports.events_csv(found.filter_queryset(found.queryset)),
+                        content_type="text/csv", filename=f"twin-{pk}-events.csv")
 
     @extend_schema(responses={200: bodies.TwinMetricsHistorySerializer},
                    description="Hourly samples of the headline metrics.")

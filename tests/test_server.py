@@ -1,21 +1,30 @@
-"""Request bodies bounded while they arrive, on the server as deployed (``config.server``: Daphne
-with each body counted as it comes in): an oversized declared length is refused before its body is
-sent, a chunked body the moment it passes the limit, and neither grows the server's memory."""
+"""The server as deployed (``config.server``: Daphne with each request body counted as it comes in
+and each response held to its client's pace).
+
+Bodies: an oversized declared length is refused before its body is sent, a chunked body the moment
+it passes the limit, and neither grows the server's memory. Downloads: three users' sweep CSVs
+opened at once and not read hold the server's memory to a part each (Django would otherwise gather
+each whole), each arrives complete when read, and a user's second download waits for the first to
+be sent."""
 import json
 import socket
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.stack import Stack
 
-USER, PASSWORD = "uploader", "pw-uploader-limits-1234"
+USERS = {f"downloader{i}": f"pw-downloader-{i}-1234" for i in range(3)}
+# 1,200 x 4 x 25 = 120,000 points: a CSV of about 44 MB each.
+AXES = {"cluster.node_count": {"start": 40, "stop": 1239, "step": 1}, "workload.gpus": [64, 128, 256, 512],
+        "workload.moe_imbalance": {"start": 1.0, "stop": 1.24, "step": 0.01}}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    stack = Stack(tmp_path_factory.mktemp("limits"), name="planner_server_limits", users={USER: PASSWORD})
+    stack = Stack(tmp_path_factory.mktemp("server"), name="planner_server", users=USERS)
     try:
         stack.start("web")
         yield stack
@@ -40,12 +49,16 @@ def read_response(conn: socket.socket) -> tuple[int, dict, bytes]:
     return int(lines[0].split()[1]), headers, body
 
 
-def open_post(stack, path: str, headers: dict) -> socket.socket:
+def open_request(stack, method: str, path: str, headers: dict) -> socket.socket:
     conn = socket.create_connection(("127.0.0.1", stack.port))
     fields = {"Host": "127.0.0.1", "Connection": "close", **headers}
-    head = f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+    head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
     conn.sendall(head.encode() + b"\r\n")
     return conn
+
+
+def open_post(stack, path: str, headers: dict) -> socket.socket:
+    return open_request(stack, "POST", path, headers)
 
 
 def test_a_3_gb_declared_body_is_refused_before_any_of_it_is_sent(server):
@@ -100,3 +113,50 @@ def test_a_kernel_log_upload_has_its_own_larger_limit(server):
                                                           "Content-Length": 40_000_000})
     status, _, body = read_response(conn)
     assert status == 413 and json.loads(body)["detail"].endswith("at most 33,554,432 bytes here (KERNEL_LOG_MAX_BYTES)")
+
+
+def call(stack, method: str, path: str, body=None, token=None):
+    request = urllib.request.Request(stack.url + path, method=method, headers={"Content-Type": "application/json"},
+                                     data=None if body is None else json.dumps(body).encode())
+    if token:
+        request.add_header("Authorization", f"Token {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def open_export(stack, sweep_id: int, token: str, kind: str = "csv") -> socket.socket:
+    path = f"/api/sweeps/{sweep_id}/export/?file={kind}"
+    return open_request(stack, "GET", path, {"Authorization": f"Token {token}"})
+
+
+def test_downloads_go_at_their_clients_pace_one_per_user(server):
+    tokens, sweeps = [], []
+    for username, password in USERS.items():
+        status, issued = call(server, "POST", "/api/auth/token/", {"username": username, "password": password})
+        tokens.append(issued["token"])
+        status, sweep = call(server, "POST", "/api/sweeps/", {"plan": "ff2-pcie-2zone", "workload": "llama-13b-512",
+                                                              "axes": AXES}, tokens[-1])
+        assert status == 201 and sweep["status"] == "done" and sweep["total_points"] == 120_000, sweep
+        sweeps.append(sweep["id"])
+    # The first export loads pyarrow (about 40 MB) and warms the allocator.
+    assert read_response(open_export(server, sweeps[0], tokens[0]))[0] == 200
+    before = rss_bytes(server)
+    opened = [open_export(server, sweep_id, token) for sweep_id, token in zip(sweeps, tokens)]
+    for conn in opened:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    time.sleep(8)  # long enough to build each file and, unheld, to gather it whole
+    held_bytes = rss_bytes(server) - before
+    status, refused = call(server, "GET", f"/api/sweeps/{sweeps[0]}/export/?file=npz", token=tokens[0])
+    assert status == 429 and "being built or sent" in refused["detail"]
+    for conn in opened:
+        status, headers, body = read_response(conn)
+        assert status == 200 and len(body) == int(headers["Content-Length"]) > 40_000_000
+        assert body.count(b"\n") == 120_001
+    assert held_bytes < 40_000_000, f"{held_bytes / 1e6:.0f} MB held for three unread 44 MB downloads"
+    status, _ = call(server, "GET", f"/api/sweeps/{sweeps[0]}/results/?page_size=1", token=tokens[0])
+    assert status == 200
+    # The slot was freed when the first was sent.
+    assert read_response(open_export(server, sweeps[0], tokens[0], "parquet"))[0] == 200
