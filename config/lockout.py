@@ -15,6 +15,7 @@ address: ``LOGIN_ADDRESS_FAILURE_LIMIT`` failures within ``LOGIN_LOCKOUT_MINUTES
 address, whatever succeeds in between.
 """
 import math
+import threading
 
 from axes.helpers import get_client_ip_address
 from axes.models import AccessAttempt
@@ -22,6 +23,7 @@ from django.conf import settings
 from django.contrib.auth.signals import user_login_failed
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.db.models import Max, Sum
 from django.dispatch import receiver
 from django.http import JsonResponse
@@ -132,14 +134,56 @@ class AddressCeilingBackend:
         return None
 
 
+LOGIN_PATHS = frozenset({"/api/auth/token/", "/login/", "/admin/login/"})
+BUSY_MESSAGE = "Many logins are being checked at once here: try again in a second."
+_turns: dict[int, threading.BoundedSemaphore] = {}
+_turns_lock = threading.Lock()
+
+
+def _login_turns() -> threading.BoundedSemaphore:
+    """This process's turns for checking logins (LOGIN_CHECKS_AT_ONCE of them)."""
+    with _turns_lock:
+        count = settings.LOGIN_CHECKS_AT_ONCE
+        if count not in _turns:
+            _turns[count] = threading.BoundedSemaphore(count)
+        return _turns[count]
+
+
+def busy_response(request):
+    """503 with Retry-After for a login that found no turn: JSON for the API, a page for the forms."""
+    if request.path.startswith("/api/"):
+        response = JsonResponse({"detail": BUSY_MESSAGE}, status=503)
+    else:
+        response = render(request, "frontend/locked_out.html", {"heading": "Login busy", "message": BUSY_MESSAGE},
+                          status=503)
+    response["Retry-After"] = "1"
+    return response
+
+
 class LoginReservationMiddleware:
-    """Gives back the reservation of an attempt that did not fail (a successful login on any path:
-    the sign-in form, the token endpoint, the admin), once its response is ready."""
+    """Checks at most LOGIN_CHECKS_AT_ONCE logins at a time per process, each holding its turn until
+    its database connection is back in the pool (a login that waits longer than LOGIN_QUEUE_WAIT_S
+    for a turn answers 503, uncounted, before anything is read from the database), so a burst of
+    logins never takes the pool from other requests; and gives back the reservation of an attempt
+    that did not fail (a successful login on any path: the sign-in form, the token endpoint, the
+    admin), once its response is ready."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        if request.method != "POST" or request.path not in LOGIN_PATHS:
+            return self._answer(request)
+        turns = _login_turns()
+        if not turns.acquire(timeout=settings.LOGIN_QUEUE_WAIT_S):
+            return busy_response(request)
+        try:
+            return self._answer(request)
+        finally:
+            connection.close()  # back to the pool before the turn is
+            turns.release()
+
+    def _answer(self, request):
         response = self.get_response(request)
         if getattr(request, "login_reserved", False) and not getattr(request, "login_failed", False):
             _refund(request)

@@ -605,6 +605,60 @@ def test_a_burst_of_parallel_guesses_checks_no_more_passwords_than_the_ceiling(s
         assert _page_login(Client(REMOTE_ADDR="198.51.100.20"), PASSWORD).status_code == 302
 
 
+@pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+                    reason="the connection pool is PostgreSQL's; CI sets DATABASE_URL")
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # threads see committed rows; the seed returns
+def test_a_burst_of_logins_never_takes_the_pool_from_other_requests(settings, monkeypatch):
+    """60 logins for 60 usernames from 60 addresses at once, each password check slow (1.5 s, as an
+    attacker's chosen hash work might make it) against a pool of 8 connections: at most
+    LOGIN_CHECKS_AT_ONCE (4) are checked at a time, those that find no turn within 2 s answer 503
+    with Retry-After, none answers 500, and another user's request, sent in the middle of the
+    burst, is answered at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.contrib.auth.backends import ModelBackend
+
+    assert settings.DATABASES["default"]["OPTIONS"]["pool"]["max_size"] == 8 and settings.LOGIN_CHECKS_AT_ONCE == 4
+    reader = get_user_model().objects.create_user("reader", password=PASSWORD)
+    token = token_issue(reader)
+    checking, most, check = [], [0], ModelBackend.authenticate
+
+    def slow_check(self, request, **credentials):
+        checking.append(1)
+        most[0] = max(most[0], len(checking))
+        time.sleep(1.5)
+        checking.pop()
+        return check(self, request, **credentials)
+
+    def login(i):
+        try:
+            response = _page_login(Client(REMOTE_ADDR=f"203.0.113.{i + 1}"), "wrong", username=f"user-{i}")
+            return response.status_code, response.get("Retry-After")
+        finally:
+            connection.close()
+
+    def other_user():
+        time.sleep(0.5)  # the burst has begun
+        began = time.monotonic()
+        try:
+            status = APIClient().get("/api/plans/", HTTP_AUTHORIZATION=f"Token {token}").status_code
+            return status, time.monotonic() - began
+        finally:
+            connection.close()
+
+    monkeypatch.setattr(ModelBackend, "authenticate", slow_check)
+    with ThreadPoolExecutor(max_workers=61) as pool:
+        reading = pool.submit(other_user)
+        answers = list(pool.map(login, range(60)))
+    codes = [code for code, _ in answers]
+    assert set(codes) <= {200, 503}, codes  # 200: the form again, with its error
+    assert most[0] == settings.LOGIN_CHECKS_AT_ONCE
+    assert codes.count(200) >= 8 and codes.count(503) >= 20
+    assert {retry for code, retry in answers if code == 503} == {"1"}
+    status, seconds = reading.result()
+    assert status == 200 and seconds < 1.5, seconds
+
+
 def test_logins_count_against_the_database_while_the_cache_is_down(victim, settings):
     """With the shared cache unreachable a failed login still answers (the form again), and the
     address's ceiling is read from axes' records in the database."""

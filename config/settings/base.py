@@ -145,12 +145,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", timeout=20, transaction_mode="IMMEDIATE")
 # A pool of PostgreSQL connections per process (Django's psycopg pool), so requests do not each open
 # one: under ASGI every request runs on a thread of its own, where persistent connections do not help.
+DB_POOL_MAX = int(os.environ.get("DB_POOL_MAX", "8"))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", True):
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # With CONN_HEALTH_CHECKS on, Django has the pool check each connection before handing it out, so
     # one the server dropped is replaced instead of failing a request.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 1, "max_size": int(os.environ.get("DB_POOL_MAX", "8")), "timeout": 10}
+        "min_size": 1, "max_size": DB_POOL_MAX, "timeout": 10}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -172,6 +173,11 @@ AUTHENTICATION_BACKENDS = ["config.lockout.AddressCeilingBackend", "config.locko
 LOGIN_DELAY_AFTER_FAILURES = int(os.environ.get("LOGIN_DELAY_AFTER_FAILURES", "3"))
 LOGIN_DELAY_BASE_S = float(os.environ.get("LOGIN_DELAY_BASE_S", "1"))
 LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("LOGIN_ADDRESS_FAILURE_LIMIT", "20"))
+# Login attempts a web process checks at once (each holds a database connection through its slow
+# password hash), half its pool by default so that a burst of logins leaves the other half to
+# everyone else; an attempt that finds no turn within LOGIN_QUEUE_WAIT_S answers 503 with Retry-After.
+LOGIN_CHECKS_AT_ONCE = int(os.environ.get("LOGIN_CHECKS_AT_ONCE", str(max(1, DB_POOL_MAX // 2))))
+LOGIN_QUEUE_WAIT_S = float(os.environ.get("LOGIN_QUEUE_WAIT_S", "2"))
 AXES_FAILURE_LIMIT = LOGIN_ADDRESS_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
