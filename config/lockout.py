@@ -180,7 +180,8 @@ class LoginReservationMiddleware:
         try:
             return self._answer(request)
         finally:
-            connection.close()  # back to the pool before the turn is
+            if not connection.in_atomic_block:  # (a test's transaction keeps its connection)
+                connection.close()  # back to the pool before the turn is
             turns.release()
 
     def _answer(self, request):

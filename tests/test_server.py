@@ -158,5 +158,12 @@ def test_downloads_go_at_their_clients_pace_one_per_user(server):
     assert held_bytes < 40_000_000, f"{held_bytes / 1e6:.0f} MB held for three unread 44 MB downloads"
     status, _ = call(server, "GET", f"/api/sweeps/{sweeps[0]}/results/?page_size=1", token=tokens[0])
     assert status == 200
-    # The slot was freed when the first was sent.
-    assert read_response(open_export(server, sweeps[0], tokens[0], "parquet"))[0] == 200
+    # The slot was freed when the first was sent; one abandoned after its first bytes frees it too.
+    abandoned = open_export(server, sweeps[0], tokens[0], "parquet")
+    assert abandoned.recv(100).startswith(b"HTTP/1.1 200")
+    abandoned.close()
+    deadline = time.monotonic() + 10
+    while (status := read_response(open_export(server, sweeps[0], tokens[0], "npz"))[0]) == 429:
+        assert time.monotonic() < deadline, "the abandoned download still holds its slot"
+        time.sleep(0.2)
+    assert status == 200
