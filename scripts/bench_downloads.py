@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchsetup import PeakMemory, rss_bytes  # noqa: E402
+
 from tests.stack import Stack  # noqa: E402
 
 USERS = {f"bench-downloader-{i}": f"pw-bench-downloader-{i}" for i in range(3)}
@@ -44,34 +46,6 @@ from planner.services.accounts import token_issue
 for username in {usernames!r}:
     print("token", token_issue(get_user_model().objects.get(username=username)))
 """
-
-
-def rss_bytes(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))) * 1024
-
-
-class PeakMemory:
-    """The highest resident memory of a process while the block runs, sampled on a thread."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-
-    def __enter__(self):
-        self.base = self.peak = rss_bytes(self.pid)
-        self.running = True
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-        return self
-
-    def _sample(self):
-        while self.running:
-            self.peak = max(self.peak, rss_bytes(self.pid))
-            time.sleep(0.01)
-
-    def __exit__(self, *exc):
-        self.running = False
-        self.thread.join()
 
 
 def open_export(port: int, sweep_id: int, token: str) -> socket.socket:
@@ -100,7 +74,7 @@ def read_whole(conn: socket.socket, points: int) -> int:
 
 
 def downloads(stack, sweeps, tokens, points, unread_s: float) -> str:
-    with PeakMemory(stack.processes["web"].pid) as memory:
+    with PeakMemory(stack.processes["web"].pid, interval_s=0.01) as memory:
         opened = [open_export(stack.port, sweep_id, token) for sweep_id, token in zip(sweeps, tokens)]
         time.sleep(unread_s)
         held = rss_bytes(stack.processes["web"].pid) - memory.base

@@ -13,32 +13,7 @@ import sys
 import threading
 import time
 
-from benchsetup import ROOT, bench_user
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
-
-
-class PeakMemory:
-    """The highest resident memory seen while the block runs, sampled on a thread."""
-
-    def __enter__(self):
-        self.base = self.peak = rss_bytes()
-        self.running = True
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-        return self
-
-    def _sample(self):
-        while self.running:
-            self.peak = max(self.peak, rss_bytes())
-            time.sleep(0.005)
-
-    def __exit__(self, *exc):
-        self.running = False
-        self.thread.join()
+from benchsetup import ROOT, PeakMemory, bench_user
 
 
 def create(points: int) -> int:
