@@ -2,6 +2,7 @@
 validation, a service's InputError, the engine's ScenarioError), 400 with the reasons for an
 impossible plan, 503 when the task queue is down, 409 for protected deletes and work already under
 way, 412 for a write that did not see the latest change."""
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError
 from rest_framework import exceptions, status
@@ -31,10 +32,14 @@ class PreconditionFailed(exceptions.APIException):
 
 def _describe(obj) -> str:
     """Catalogue entries by name; anything a user owns (plans, sweeps, twins) only by its kind,
-    so that a 409 never reveals another user's private work."""
-    if hasattr(obj, "owner_id"):
+    so that a 409 never reveals another user's private work. One deleted meanwhile (its deferred
+    fields can no longer be read) is named by its kind too."""
+    try:
+        if hasattr(obj, "owner_id"):
+            return f"a {obj._meta.verbose_name}"
+        return str(obj)
+    except ObjectDoesNotExist:
         return f"a {obj._meta.verbose_name}"
-    return str(obj)
 
 
 def exception_handler(exc, context):

@@ -1,5 +1,5 @@
 """API tokens: your named tokens for scripts, and a key for a username and password."""
-from django.contrib.auth import authenticate, user_logged_in
+from django.contrib.auth import authenticate, get_user_model, user_logged_in
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -38,7 +38,8 @@ LOGIN_TOKEN_NAME = "password login"
 
 
 class ObtainTokenSerializer(serializers.Serializer):
-    username = serializers.CharField()
+    # No account has a longer name, and the lockout's record of a failure holds no longer one.
+    username = serializers.CharField(max_length=get_user_model()._meta.get_field("username").max_length)
     password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
     name = serializers.CharField(required=False, default=LOGIN_TOKEN_NAME, max_length=100,
                                  help_text="the token to issue a new key for (created if you have none of that "

@@ -362,6 +362,25 @@ def test_deleting_a_part_in_use_answers_409_and_keeps_it(catalog, editor_client)
     assert models.Accelerator.objects.filter(slug="a100-pcie-40gb").exists()
 
 
+def test_a_409_names_a_referrer_deleted_meanwhile_by_its_kind(catalog, editor_client, monkeypatch):
+    """A delete refused because a plan still uses the part, where that plan is deleted between the
+    refusal and its description (its deferred fields unreadable): 409 naming a cluster plan, not a
+    500 (schemathesis found it with two workers on PostgreSQL)."""
+    from django.db.models import ProtectedError
+
+    from planner.models import ClusterPlan
+
+    plan = ClusterPlan.objects.only("pk").filter(switch__slug="qm9700").first()
+    ClusterPlan.objects.filter(pk=plan.pk).delete()
+
+    def refuse(self, *args, **kwargs):
+        raise ProtectedError("in use", {plan})
+
+    monkeypatch.setattr(models.Switch, "delete", refuse)
+    response = editor_client.delete(detail_url("switch", "qm9700"))
+    assert response.status_code == 409 and response.json()["referenced_by"] == ["a cluster plan"]
+
+
 def test_price_book_update_replaces_items_atomically(catalog, editor_client):
     url = detail_url("pricebook", "fire-flyer-relative")
     items = [{"part_kind": "switch", "part_slug": "qm9700", "unit_price": "4.5", "basis": "b",
@@ -410,6 +429,11 @@ def test_token_endpoint_issues_a_token(user, anon_client):
     assert len(response.json()["token"]) == 40
     bad = anon_client.post(reverse("api-token"), {"username": "reader", "password": "wrong"})
     assert bad.status_code == 400
+    # A name longer than any account's is refused by field, before it reaches the lockout's record
+    # of failures (a 500 on PostgreSQL's varchar(255) before).
+    long = anon_client.post(reverse("api-token"), {"username": "x" * 300, "password": "wrong"})
+    assert long.status_code == 400 and long.json()["errors"] == {
+        "username": ["Ensure this field has no more than 150 characters."]}
 
 
 def test_a_password_login_token_leaves_the_other_tokens_working(user, anon_client):
