@@ -28,7 +28,7 @@ from planner.services import measurements as measurement_services
 from planner.services import netbox
 from planner.services import plans as plan_services
 from planner.services.catalog import TABLES, catalog_summary
-from planner.services.engine import engine_validation
+from planner.services.engine import engine_band_coverage, engine_bands, engine_validation
 from planner.services.sweep_spec import CATEGORICAL_AXES
 from simcore import outputs
 from simcore.document import field_docs, field_labels
@@ -479,6 +479,9 @@ def validation(request):
                                                         "weak_passing": sum(r["weak_check"] and r["passes"]
                                                                             for r in rows),
                                                         "constants": constant_rows(),
+                                                        "bands": [{"group": group, **band} for group, band
+                                                                  in sorted(engine_bands().items())],
+                                                        "coverage": engine_band_coverage(),
                                                         "measurements": measurement_services.user_measurements(
                                                             user=request.user)})
 

@@ -105,6 +105,22 @@ class TrustSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class BandSerializer(serializers.Serializer):
+    value = serializers.FloatField(help_text="the prediction")
+    low_error = serializers.FloatField(help_text="the lowest signed error (predicted / published - 1) of the "
+                                                 "band's published cases")
+    high_error = serializers.FloatField(help_text="the highest")
+    actual_low = serializers.FloatField(help_text="value / (1 + high_error): where runs like it came in, at least")
+    actual_high = serializers.FloatField(help_text="value / (1 + low_error): at most")
+    cases = serializers.IntegerField(help_text="published cases the band is made of (none that set a constant)")
+    group = serializers.CharField(help_text="step_time:<family>:<kind>, step_time (every training run), power "
+                                            "or price: the /validation/ page lists each group's cases")
+    validated = serializers.BooleanField(help_text="false: no case of this family and kind is validated, so "
+                                                   "the band is that of every training run")
+    basis = serializers.CharField()
+    message = serializers.CharField()
+
+
 class EvaluationSerializer(serializers.Serializer):
     plan = serializers.CharField()
     workload = serializers.CharField(allow_null=True)
@@ -115,6 +131,9 @@ class EvaluationSerializer(serializers.Serializer):
     curves = CurvesSerializer()
     trust = TrustSerializer(allow_null=True, help_text="with a workload: the validation record of its kind of "
                                                        "training run on the plan's GPU family")
+    bands = serializers.DictField(child=BandSerializer(), help_text="output path (training.step_time_s, "
+                                                                    "training.mfu, power.facility_w, cost.capex_total)"
+                                                                    " -> its error band from the validation record")
 
 
 class BomLineSerializer(serializers.Serializer):
@@ -163,6 +182,8 @@ class ComparedMetricSerializer(serializers.Serializer):
     values = numbers("one per plan, in order")
     ratio_to_first = numbers()
     delta_to_first = numbers()
+    bands = serializers.ListField(child=BandSerializer(allow_null=True),
+                                  help_text="one per plan, in order: its error band, where this metric has one")
 
 
 class ComparedBasisSerializer(serializers.Serializer):

@@ -9,7 +9,8 @@ from django.core.cache import cache
 
 import simcore
 from planner import metrics
-from simcore.tools.references import training_record, validate
+from simcore.outputs import display
+from simcore.tools.references import error_bands, held_back_coverage, training_record, validate
 
 EVALUATION_CACHE_S = 600
 
@@ -26,11 +27,88 @@ def engine_validation() -> tuple[list[dict], dict[str, dict]]:
 KINDS = {"dense": "dense transformer", "moe": "mixture-of-experts", "cnn": "CNN"}
 
 
+def workload_kind(workload) -> str:
+    return "cnn" if workload.kind == "cnn" else "moe" if workload.experts else "dense"
+
+
+@lru_cache(maxsize=1)
+def engine_bands() -> dict[str, dict]:
+    """The error bands of the validation record (``simcore.tools.references.error_bands``)."""
+    return error_bands(engine_validation()[0])
+
+
+@lru_cache(maxsize=1)
+def engine_band_coverage() -> list[dict]:
+    """Each family and kind's runs checked on the band built without them
+    (``simcore.tools.references.held_back_coverage``)."""
+    return held_back_coverage(engine_validation()[0])
+
+
+# A headline output -> its band's group ("step_time" takes the family and kind) and whether the
+# output is the step time's inverse (MFU: a step predicted 1+e times as long is an MFU 1/(1+e) as high).
+BANDED_OUTPUTS = {"training.step_time_s": ("step_time", False), "training.mfu": ("step_time", True),
+                  "power.facility_w": ("power", False), "cost.capex_total": ("price", False)}
+BAND_BASES = {"power": "published node, rack and cluster power figures",
+              "price": "the Fire-Flyer paper's relative prices of three builds"}
+
+
+def _shown(path: str, value: float, result: dict) -> str:
+    if path == "training.mfu":
+        return f"{value:.1%}"
+    if path == "cost.capex_total":
+        return display(value, result["cost"]["currency"], money=True)
+    return display(value, "s" if path == "training.step_time_s" else "W")
+
+
+def _band_message(path, value, result, cases, basis, low, high, validated) -> str:
+    off = f"{low:+.0%}" if low == high else f"{low:+.0%} to {high:+.0%}"
+    came = (_shown(path, value / (1 + high), result) if low == high else
+            f"{_shown(path, value / (1 + high), result)} to {_shown(path, value / (1 + low), result)}")
+    return (f"{'' if validated else 'Outside everything validated: '}on {cases} {basis} the prediction was {off} "
+            f"off, so runs like it come in at {came}.")
+
+
+def _band_basis(group: str, family: str, kind: str) -> str:
+    if group == "step_time":
+        return "published training runs of every family and kind"
+    if group.startswith("step_time:"):
+        return f"published {KINDS[kind]} training runs on {family} GPUs"
+    return BAND_BASES[group]
+
+
+def prediction_bands(family: str, workload, result: dict) -> dict[str, dict]:
+    """Each headline prediction with its error band: the signed errors of the validation record's
+    cases of the same kind (for a training figure, the same GPU family and model kind; where none is
+    validated, every training run's, and ``validated`` false), and the range runs like it came in at."""
+    bands = engine_bands()
+    kind = workload_kind(workload) if workload else None
+    found = {}
+    for path, (group, inverse) in BANDED_OUTPUTS.items():
+        section, key = path.split(".")
+        value = (result.get(section) or {}).get(key)
+        if value is None or (group == "step_time" and kind is None):
+            continue
+        name = f"step_time:{family}:{kind}" if group == "step_time" else group
+        validated = name in bands
+        if not validated:
+            name = group
+        band = bands[name]
+        low, high = band["low"], band["high"]
+        if inverse:
+            low, high = 1 / (1 + high) - 1, 1 / (1 + low) - 1
+        basis = _band_basis(name, family, kind)
+        found[path] = {"value": value, "low_error": low, "high_error": high, "actual_low": value / (1 + high),
+                       "actual_high": value / (1 + low), "cases": band["cases"], "group": name,
+                       "validated": validated, "basis": basis,
+                       "message": _band_message(path, value, result, band["cases"], basis, low, high, validated)}
+    return found
+
+
 def training_trust(family: str, workload) -> dict:
     """How far the validation record says to trust a plan's training figures: the published runs of
     its accelerator family and the workload's kind (:func:`simcore.tools.references.training_record`),
     with a sentence saying so for the report beside those figures."""
-    kind = "cnn" if workload.kind == "cnn" else "moe" if workload.experts else "dense"
+    kind = workload_kind(workload)
     record = training_record(engine_validation()[0], family, kind)
     runs = f"published {KINDS[kind]} training runs on {family} GPUs"
     if not record["cases"]:

@@ -62,6 +62,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "result": result,
         "curves": engine.curves(document, result),
         "trust": engine.training_trust(plan.node_type.accelerator.family, workload) if workload else None,
+        "bands": engine.prediction_bands(plan.node_type.accelerator.family, workload, result),
     }
 
 
@@ -188,19 +189,21 @@ COMPARED_BASES = (("pue", "basis of the facility PUE", "pue_basis"),
 
 def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, options: dict | None = None,
                  work_budget_s: float | None = None) -> dict:
-    """Evaluate 2-4 plans and line their metrics up, with ratios and differences to the first
-    (``work_budget_s`` shared between them). Plans are comparable on cost only when each bill is
-    complete in one currency; ``unpriced`` names each plan's parts without a price, ``bases`` where
-    each plan's PUE and maximum node power come from."""
-    evaluations, infeasible = [], {}
+    """Evaluate 2-4 plans and line their metrics up, with ratios and differences to the first and
+    each plan's error band where the metric has one (``work_budget_s`` shared between them). Plans
+    are comparable on cost only when each bill is complete in one currency; ``unpriced`` names each
+    plan's parts without a price, ``bases`` where each plan's PUE and maximum node power come from."""
+    evaluations, bands, infeasible = [], [], {}
     share_s = None if work_budget_s is None else work_budget_s / len(plans)
     for plan in plans:
         try:
-            evaluations.append(plan_evaluate(plan=plan, workload=workload, options=options,
-                                             work_budget_s=share_s)["result"])
+            evaluated = plan_evaluate(plan=plan, workload=workload, options=options, work_budget_s=share_s)
+            evaluations.append(evaluated["result"])
+            bands.append(evaluated["bands"])
         except PlanInfeasible as error:
             infeasible[plan.slug] = error.reasons
             evaluations.append(None)
+            bands.append({})
     metrics = []
     for output in outputs.selected("compare"):
         values = [None if r is None else output.read(r) for r in evaluations]
@@ -211,6 +214,7 @@ def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, 
             **output.describe(), "values": values,
             "ratio_to_first": [None if v is None or not first else v / first for v in values],
             "delta_to_first": [None if v is None or first is None else v - first for v in values],
+            "bands": [found.get(output.path) for found in bands],
         })
     currencies = {plan.price_book.currency for plan in plans}
     unpriced = {plan.slug: [] if r is None else list(r["cost"]["unpriced"]) for plan, r in zip(plans, evaluations)}

@@ -82,13 +82,22 @@ def comparison_csv(comparison: dict) -> str:
 
 
 def comparison_xlsx(comparison: dict) -> bytes:
-    """:func:`comparison_table`; where each plan's PUE and maximum node power come from; where the plans
-    train a workload, where each parallel group runs; and why a plan could not be evaluated."""
+    """:func:`comparison_table`; where each plan's PUE and maximum node power come from; each banded
+    prediction's error band from the validation record; where the plans train a workload, where
+    each parallel group runs; and why a plan could not be evaluated."""
     plans = comparison["plans"]
     book = _workbook()
     header, *rows = comparison_table(comparison)
     _sheet(book, "Comparison", header, rows)
     _sheet(book, "Bases", ["figure", *plans], [[basis["label"], *basis["values"]] for basis in comparison["bases"]])
+    banded = [(metric, plan, band) for metric in comparison["metrics"]
+              for plan, band in zip(plans, metric["bands"]) if band is not None]
+    if banded:
+        _sheet(book, "Error bands", ["metric", "plan", "prediction", "lowest error", "highest error",
+                                     "runs like it, from", "to", "published cases", "group", "validated"],
+               [[metric["label"], plan, band["value"], band["low_error"], band["high_error"], band["actual_low"],
+                 band["actual_high"], band["cases"], band["group"], band["validated"]]
+                for metric, plan, band in banded])
     if comparison["placements"]:
         _sheet(book, "Placement", ["parallel group", *plans],
                [[group.upper(), *where] for group, where in comparison["placements"].items()])

@@ -740,6 +740,63 @@ def training_record(rows: list[dict], family: str, kind: str) -> dict:
             "models": sorted({row["model"] for row in mine})}
 
 
+# Error bands: what the validation record says of a prediction of one kind. A band is the spread of
+# the signed errors of the reference cases of its group (none set a calibrated constant), so a new
+# prediction x of that kind is read as "runs like it came in at x/(1+high) to x/(1+low)".
+STEP_TIME_UNITS = {"s": 1, "TFLOPS/GPU": -1, "MFU": -1, "tokens/s/GPU": -1}  # 1: a time; -1: a rate
+
+
+def band_group(row: dict) -> str | None:
+    """The band a validation row belongs to: ``step_time:<family>:<kind>`` for a training run's step
+    time or rate, ``power`` for a node's, rack's or cluster's power, ``price`` for a build's price;
+    None for the rest (bandwidths, counts, the fused/unfused ratios)."""
+    if row["trains"] and row["unit"] in STEP_TIME_UNITS:
+        return "step_time:{}:{}".format(*row["trains"])
+    if row["unit"] in ("kW", "MW"):
+        return "power"
+    if row["unit"] == "relative" and "price" in row["quantity"]:
+        return "price"
+    return None
+
+
+def band_error(row: dict) -> float:
+    """A row's signed error in its band's quantity: a rate's error turned into the step time's
+    (a rate predicted 1+e times too high is a step predicted 1/(1+e) times as long)."""
+    if row["trains"] and STEP_TIME_UNITS.get(row["unit"]) == -1:
+        return 1 / (1 + row["error"]) - 1
+    return row["error"]
+
+
+def error_bands(rows: list[dict], leave_out: str | None = None) -> dict[str, dict]:
+    """Every band from validation rows (:func:`validate`): its cases, the lowest and highest signed
+    error and the cases' keys; with the pooled band of all step times as ``step_time``. Rows of
+    cases a calibrated constant was set from are left out (their error is small by construction),
+    and so is the group ``leave_out`` (to check a band on runs it was not built from)."""
+    groups: dict[str, list[tuple[str, float]]] = {}
+    for row in rows:
+        group = band_group(row)
+        if group is None or row["calibration"] or group == leave_out:
+            continue
+        for name in (group, "step_time") if group.startswith("step_time:") else (group,):
+            groups.setdefault(name, []).append((row["key"], band_error(row)))
+    return {name: {"cases": len(found), "low": min(e for _, e in found), "high": max(e for _, e in found),
+                   "keys": [key for key, _ in found]} for name, found in groups.items()}
+
+
+def held_back_coverage(rows: list[dict]) -> list[dict]:
+    """Each step-time group checked on a band built without it: the pooled band of every other
+    training run (what a prediction for a family and kind nobody has validated gets), and how many
+    of the group's own cases fall inside it."""
+    checks = []
+    for group in sorted(g for g in error_bands(rows) if g.startswith("step_time:")):
+        pooled = error_bands(rows, leave_out=group).get("step_time")
+        errors = [band_error(r) for r in rows if band_group(r) == group and not r["calibration"]]
+        inside = sum(pooled["low"] <= e <= pooled["high"] for e in errors) if pooled else 0
+        checks.append({"group": group, "cases": len(errors), "inside": inside,
+                       "band": None if pooled is None else (pooled["low"], pooled["high"])})
+    return checks
+
+
 def validate(params: EngineParams | None = None) -> tuple[list[dict], dict[str, dict]]:
     """Evaluate every reference case: rows with prediction, error and pass, and a per-model summary."""
     params = params or EngineParams()

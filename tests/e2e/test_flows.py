@@ -79,6 +79,12 @@ def test_login_is_required_and_every_page_renders(page):
     note = page.page.locator("#trust-note")
     expect(note).to_have_class(re.compile(r"\bwarn\b"))
     expect(note).to_contain_text("0 of 2 published mixture-of-experts training runs on hopper GPUs")
+    # Each headline prediction has its band beside it, from the same runs.
+    step_band = page.page.locator("#error-bands li[data-path='training.step_time_s']")
+    expect(step_band).to_contain_text(re.compile(r"training step: on 2 published mixture-of-experts training runs on "
+                                                 r"hopper GPUs the prediction was [-+]\d+% to [-+]\d+% off, so runs "
+                                                 r"like it come in at [\d.]+ s to [\d.]+ s"))
+    expect(page.page.locator("#error-bands li[data-path='power.facility_w']")).to_contain_text("node, rack and cluster")
     note.locator("a").click()
     expect(page.page.locator("h2#training-dgx-cloud-recipes")).to_be_in_viewport()
 

@@ -61,6 +61,18 @@ def test_validation_page_shows_every_reference_case(catalog, signed_in):
     assert f"of {len(CASES)} cases meet their criterion" in body
 
 
+def test_validation_page_shows_how_each_band_is_made(catalog, signed_in):
+    from simcore.tools.references import error_bands, held_back_coverage, validate
+
+    rows, _ = validate()
+    page = text(signed_in.get("/validation/"))
+    for group, band in error_bands(rows).items():
+        low, high = (f"{'+' if e >= 0 else '−'}{abs(e):.1%}" for e in (band["low"], band["high"]))
+        assert f"{group} {band['cases']} {low} {high}" in page, group
+    for check in held_back_coverage(rows):
+        assert f"{check['group']} " in page and f"{check['inside']} of {check['cases']}" in page
+
+
 def test_reliability_page_and_api_list_every_profile_with_its_sources(catalog, signed_in):
     from simcore.formulas.reliability import FF_XID_COUNTS, LLAMA3_TABLE5, RESTART_PROFILES
 

@@ -788,3 +788,86 @@ def test_an_evaluation_says_how_its_training_figures_fared_in_validation(catalog
                                 format="json").json()
     assert ascend["trust"]["cases"] == 0 and "not checked against any" in ascend["trust"]["message"]
     assert reader_client.post(f"/api/plans/{FF}/evaluate/", {}, format="json").json()["trust"] is None
+
+
+def test_each_prediction_carries_the_band_of_its_published_runs(catalog, reader_client):
+    """The band of a prediction is the spread of the signed errors of the validation cases of its
+    kind (none that set a constant): the step time's from the plan's family and model kind, read
+    from the rows here, the MFU's its inverse; a family and kind nobody validated gets every
+    training run's band and says it is outside everything validated."""
+    from simcore.tools.references import validate
+
+    rows, _ = validate()
+
+    def step_errors(family, kind):
+        return [r["error"] if r["unit"] == "s" else 1 / (1 + r["error"]) - 1 for r in rows
+                if r["trains"] == [family, kind] and r["unit"] != "ratio" and not r["calibration"]]
+
+    ff = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
+    step, mfu = ff["bands"]["training.step_time_s"], ff["bands"]["training.mfu"]
+    errors = step_errors("ampere", "dense")
+    assert (step["group"], step["cases"], step["validated"]) == ("step_time:ampere:dense", len(errors), True)
+    assert (step["low_error"], step["high_error"]) == (min(errors), max(errors))
+    value = ff["result"]["training"]["step_time_s"]
+    assert step["value"] == value and step["actual_low"] == pytest.approx(value / (1 + max(errors)))
+    assert step["actual_high"] == pytest.approx(value / (1 + min(errors)))
+    assert mfu["low_error"] == pytest.approx(1 / (1 + max(errors)) - 1)
+    assert mfu["high_error"] == pytest.approx(1 / (1 + min(errors)) - 1)
+    assert step["message"].startswith(f"on {len(errors)} published dense transformer training runs on ampere GPUs "
+                                      f"the prediction was {min(errors):+.0%} to {max(errors):+.0%} off")
+    power = ff["bands"]["power.facility_w"]
+    power_errors = [r["error"] for r in rows if r["unit"] in ("kW", "MW") and not r["calibration"]]
+    assert (power["low_error"], power["high_error"], power["cases"]) == (min(power_errors), max(power_errors),
+                                                                         len(power_errors))
+    ascend = reader_client.post("/api/plans/ascend-910b-single-rail/evaluate/", {"workload": "llama-13b-512"},
+                                format="json").json()["bands"]["training.step_time_s"]
+    every = [e for family, kind in {tuple(r["trains"]) for r in rows if r["trains"]} for e in step_errors(family, kind)]
+    assert (ascend["group"], ascend["validated"], ascend["cases"]) == ("step_time", False, len(every))
+    assert ascend["message"].startswith("Outside everything validated: on ")
+    cluster_only = reader_client.post(f"/api/plans/{FF}/evaluate/", {}, format="json").json()["bands"]
+    assert set(cluster_only) == {"power.facility_w"}  # no training figures, and the FF book prices nothing
+
+
+def test_bands_held_back_from_a_group_are_checked_on_it():
+    """Each family and kind's runs checked against the band built without them (every other
+    training run's, what an unvalidated build gets): the coverage is reported, and it is what a
+    count over the rows gives."""
+    from simcore.tools.references import band_error, band_group, error_bands, held_back_coverage, validate
+
+    rows, _ = validate()
+    checks = {c["group"]: c for c in held_back_coverage(rows)}
+    assert set(checks) == {"step_time:ampere:dense", "step_time:ampere:cnn", "step_time:hopper:dense",
+                           "step_time:hopper:moe", "step_time:blackwell:moe"}
+    for group, check in checks.items():
+        without = [band_error(r) for r in rows if band_group(r) not in (None, group) and r["trains"]
+                   and band_group(r).startswith("step_time:") and not r["calibration"]]
+        assert check["band"] == (min(without), max(without))
+        own = [band_error(r) for r in rows if band_group(r) == group and not r["calibration"]]
+        assert (check["cases"], check["inside"]) == (len(own), sum(min(without) <= e <= max(without) for e in own))
+    assert error_bands(rows, leave_out="step_time:hopper:dense")["step_time"]["cases"] == (
+        error_bands(rows)["step_time"]["cases"] - checks["step_time:hopper:dense"]["cases"])
+
+
+def test_the_comparison_and_its_workbook_carry_each_plans_bands(catalog, reader_client):
+    """Side by side, each banded metric carries each plan's band (Fire-Flyer's from Ampere's dense
+    runs, Ascend's from every run, marked unvalidated), and the workbook lists them on its own sheet."""
+    from openpyxl import load_workbook
+
+    ids = f"{FF},ascend-910b-single-rail"
+    comparison = reader_client.get(f"/api/plans/compare/?ids={ids}&workload=llama-13b-512").json()
+    step = next(m for m in comparison["metrics"] if m["path"] == "training.step_time_s")
+    alone = [reader_client.post(f"/api/plans/{slug}/evaluate/", {"workload": "llama-13b-512"},
+                                format="json").json()["bands"]["training.step_time_s"] for slug in ids.split(",")]
+    assert step["bands"] == alone
+    assert [b["group"] for b in step["bands"]] == ["step_time:ampere:dense", "step_time"]
+    assert [b["validated"] for b in step["bands"]] == [True, False]
+    assert next(m for m in comparison["metrics"] if m["key"] == "gpus")["bands"] == [None, None]
+    workbook = reader_client.get(f"/api/plans/compare/?ids={ids}&workload=llama-13b-512&format=xlsx").content
+    rows = list(load_workbook(io.BytesIO(workbook))["Error bands"].iter_rows(values_only=True))
+    assert rows[0][:5] == ("metric", "plan", "prediction", "lowest error", "highest error")
+    mine = {(row[0], row[1]): row for row in rows[1:]}
+    for plan, band in zip(ids.split(","), step["bands"]):
+        row = mine[(step["label"], plan)]
+        assert row[2:5] == pytest.approx((band["value"], band["low_error"], band["high_error"]), rel=1e-14)
+        assert row[7:] == (band["cases"], band["group"], band["validated"])
+    assert len(rows) - 1 == sum(b is not None for m in comparison["metrics"] for b in m["bands"])

@@ -26,6 +26,19 @@ export function trustNote(trust) {
     el("a", { href: `/validation/${anchor}` }, "See the validation record."));
 }
 
+// Each headline prediction's error band from the validation record: where published runs like it
+// came in, and on how many (marked where no run of this family and kind is validated).
+const BANDED = { "training.step_time_s": "training step", "training.mfu": "MFU", "power.facility_w": "facility power",
+  "cost.capex_total": "total price" };
+
+export function bandsList(bands) {
+  const paths = Object.keys(BANDED).filter((path) => bands?.[path]);
+  if (!paths.length) return null;
+  return el("ul", { class: "notes", id: "error-bands", "aria-label": "error bands from the validation record" },
+    paths.map((path) => el("li", { class: bands[path].validated ? "" : "warn", "data-path": path },
+      el("strong", {}, `${BANDED[path]}: `), bands[path].message)));
+}
+
 const slugify = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
 
 // The headline figures: used live by the builder and at the top of a plan's page.
@@ -356,7 +369,8 @@ function topologySection(plan, result) {
 export function report(container, plan, evaluation, bom) {
   const { result, curves } = evaluation;
   container.replaceChildren(
-    headline(result), trustNote(evaluation.trust) ?? "", overridesList(evaluation.overrides) ?? "",
+    headline(result), trustNote(evaluation.trust) ?? "", bandsList(evaluation.bands) ?? "",
+    overridesList(evaluation.overrides) ?? "",
     constraintsList(result) ?? "",
     el("div", { class: "grid2" }, costSection(result, bom), powerSection(result, plan)),
     bomSection(bom, plan),

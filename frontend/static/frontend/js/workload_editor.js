@@ -2,7 +2,7 @@
 // (POST /api/workloads/preview/): field errors beside their fields, and where the step time
 // goes; saving creates (POST) or replaces (PUT) the workload.
 import { api } from "./api.js";
-import { constraintsList, headline, trainingTables, trustNote } from "./evaluation.js";
+import { bandsList, constraintsList, headline, trainingTables, trustNote } from "./evaluation.js";
 import { collect, fill, livePreview, namedControls, saveFailed, showPreview } from "./form.js";
 
 const NOT_PREVIEWED = new Set(["name", "slug", "description", "visibility", "plan"]);
@@ -17,7 +17,7 @@ export function workloadEditor({ form, editing, etag, initial, status, body, for
     const response = await api("/api/workloads/preview/", { method: "POST", body: { ...data, plan: form.elements.plan.value } });
     if (!current()) return;  // a newer edit has been sent
     showPreview(response, { form, controls, formErrors, status, body, retry,
-      render: (result, evaluation) => [headline(result), trustNote(evaluation.trust) ?? "", constraintsList(result) ?? "",
+      render: (result, evaluation) => [headline(result), trustNote(evaluation.trust) ?? "", bandsList(evaluation.bands) ?? "", constraintsList(result) ?? "",
         ...trainingTables(result.training, result.cost.currency)],
       done: () => `Evaluated on ${form.elements.plan.selectedOptions[0]?.textContent ?? "the plan"}.`,
       failed: (data) => (data?.feasible === false ? "This layout cannot run." : "The workload has errors.") });
