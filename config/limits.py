@@ -22,6 +22,21 @@ def too_large_detail(length: int | None, limit_bytes: int) -> str:
     return f"{size}; at most {limit_bytes:,} bytes here ({setting})"
 
 
+class NulQueryMiddleware:
+    """Answer 400 to a query parameter holding a NUL character, naming it: no view could use it
+    (PostgreSQL's text cannot hold NUL; a lookup with one answered 500), and none is typed by hand."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        refused = {name: ["contains a NUL character"] for name, values in request.GET.lists()
+                   if "\x00" in name or any("\x00" in value for value in values)}
+        if refused:
+            return JsonResponse(refused, status=400)
+        return self.get_response(request)
+
+
 class BodySizeLimitMiddleware:
     """Answer 413 to a request whose declared body is larger than its path's limit, before the body
     is read. Under ``config.server`` the server has refused it already, chunked bodies included;

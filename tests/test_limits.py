@@ -93,3 +93,13 @@ def test_cluster_sizes_past_the_physical_bound_are_refused_with_the_field_named(
     job = reader_client.post("/api/workloads/", {"slug": "huge", "name": "huge", "kind": "transformer",
                                                  "gpus": 2_000_000, "global_batch": 1024}, format="json")
     assert job.status_code == 400 and "less than or equal to 1048576" in job.json()["errors"]["gpus"][0]
+
+
+def test_a_nul_in_a_query_parameter_is_refused_naming_it(catalog, reader_client):
+    """Schemathesis on the production stack found ?existing=%00 answering 500 (PostgreSQL's text
+    cannot hold NUL); every query parameter is checked before any view runs."""
+    response = reader_client.get("/api/plans/llama3-h100-16k/netbox/", {"existing": "\x00", "file": "devices"})
+    assert response.status_code == 400 and response.json()["errors"] == {"existing": ["contains a NUL character"]}
+    assert response.json()["detail"] == "existing: contains a NUL character"
+    assert reader_client.get("/api/catalog/switches/", {"search": "q\x00"}).status_code == 400
+    assert reader_client.get("/api/catalog/switches/", {"search": "qm"}).status_code == 200
