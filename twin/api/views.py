@@ -132,6 +132,9 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     serializer_class = TwinSerializer
     permission_classes = [TokenScopePermission, IsAuthenticated, OwnerControls]
 
+    def perform_destroy(self, instance):
+        controls.twin_delete(twin=instance)
+
     def get_throttles(self):
         if self.action == "create":
             self.throttle_scope = "twin"

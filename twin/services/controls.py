@@ -36,6 +36,16 @@ def twin_set_status(*, twin: Twin, status: str) -> Twin:
     return twin
 
 
+def twin_delete(*, twin: Twin) -> None:
+    """Delete a twin with everything it recorded. Its row is locked first, as the driver locks it to
+    save a tick (``persistence.save_change``), so a tick being saved finishes before the delete
+    gathers the twin's samples and events, and one saved after finds the twin gone: a sample the
+    delete did not see can no longer block it (a 500 on PostgreSQL's foreign key before)."""
+    with transaction.atomic():
+        if Twin.objects.select_for_update().filter(pk=twin.pk).exists():
+            Twin.objects.get(pk=twin.pk).delete()
+
+
 def twin_set_speed(*, twin: Twin, speed) -> Twin:
     check_speed(speed)
     twin.speed = float(speed)
