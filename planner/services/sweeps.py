@@ -94,7 +94,7 @@ def sweep_run_chunk(*, sweep_id: int, index: int) -> bool:
             SweepChunk.objects.create(sweep_id=sweep_id, index=index, start=start, stop=stop, data=data,
                                       invalid_points=invalid, seconds=time.perf_counter() - began)
     except IntegrityError:
-        _record_progress(sweep_id)  # another delivery of the same chunk stored it first
+        _record_progress(sweep_id)  # another delivery stored it first, or the sweep was deleted meanwhile
         return False
     metrics.SWEEP_CHUNKS.inc()
     metrics.SWEEP_POINTS.inc(stop - start)
@@ -104,7 +104,9 @@ def sweep_run_chunk(*, sweep_id: int, index: int) -> bool:
 
 def _record_progress(sweep_id: int):
     with transaction.atomic():
-        sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
+        sweep = Sweep.objects.select_for_update().filter(pk=sweep_id).first()
+        if sweep is None:  # deleted meanwhile
+            return
         sweep.completed_chunks = sweep.chunks.count()
         finished = sweep.completed_chunks >= sweep.chunk_count and sweep.status not in Sweep.FINAL
         if finished:

@@ -398,3 +398,24 @@ def test_without_a_worker_a_grid_too_large_for_one_request_is_refused(catalog, r
         "the grid has 135 points; without a worker (no REDIS_URL) a sweep runs inside its request, so at most 100 "
         "(SWEEP_IN_PROCESS_MAX_POINTS); start Redis and a Celery worker for up to 5,000,000"]
     assert not Sweep.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the chunk's foreign key is checked at commit
+def test_a_chunk_finished_after_its_sweep_was_deleted_stores_nothing_and_fails_nothing(catalog, reader_client,
+                                                                                        monkeypatch):
+    """The owner deletes a sweep while a worker computes one of its chunks: storing it meets the
+    sweep's absence (a foreign-key error), and the worker stops quietly instead of raising (which
+    logged the task as failed)."""
+    from planner.services import sweeps
+
+    monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
+    sweep = Sweep.objects.get(pk=create(reader_client).json()["id"])
+    compute = sweeps.evaluate_chunk
+
+    def deleted_meanwhile(*args, **kwargs):
+        Sweep.objects.filter(pk=sweep.pk).delete()
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(sweeps, "evaluate_chunk", deleted_meanwhile)
+    assert sweep_run_chunk(sweep_id=sweep.pk, index=0) is False
+    assert not SweepChunk.objects.filter(sweep_id=sweep.pk).exists()
