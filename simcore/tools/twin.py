@@ -52,6 +52,11 @@ SECONDS_PER_HOUR = 3600.0
 WEEK_S = 7 * 86400.0  # fault window for exclusion, and FF's validation period
 
 
+# A node excluded only after more platform faults in a week than this is never excluded in practice
+# (3 is the default); each node keeps its last ``exclude_after`` fault times, so the bound also
+# bounds that memory.
+MAX_EXCLUDE_AFTER = 100
+
 @dataclass
 class Job:
     """One training job's fixed parameters."""
@@ -135,8 +140,8 @@ class Twin:
         f = self.fabric
         if f.nics_per_node < 1 or min(f.links, f.leaves, f.switches) < 0 or (f.links or f.switches) and not f.leaves:
             raise ScenarioError("twin.fabric", "needs at least one NIC per node, and leaves for its links and switches")
-        if self.exclude_after < 0:
-            raise ScenarioError("twin.exclude_after", "must be zero (never) or more")
+        if not 0 <= self.exclude_after <= MAX_EXCLUDE_AFTER:
+            raise ScenarioError("twin.exclude_after", f"must be from zero (never) to {MAX_EXCLUDE_AFTER}")
         self._units = unit_counts(self.gpus, self.nodes, link=max(f.links, self.nodes * f.nics_per_node),
                                   nic=self.nodes * f.nics_per_node, switch=f.switches,
                                   domain=-(-self.nodes // f.domain_nodes) if f.domain_nodes > 1 else 0)

@@ -285,6 +285,12 @@ def test_bad_twin_requests(catalog, owner_client):
     assert many.status_code == 400 and "5000 nodes; the cluster has 1240" in str(many.json())
     buses = owner_client.post("/api/twins/", {"plan": FF, "pci_bus_ids": ["0000:01:00"]}, format="json")
     assert buses.status_code == 400 and "8 distinct PCI bus ids" in buses.json()["pci_bus_ids"][0]
+    # Schemathesis asked for 4.4e12 faults before exclusion on the production stack: the engine tried
+    # to allocate 39 PiB (one fault time per node per fault) and answered 500.
+    huge = owner_client.post("/api/twins/", {"plan": FF, "exclude_after": 4398046511105}, format="json")
+    assert huge.status_code == 400 and huge.json()["errors"] == {
+        "exclude_after": ["Ensure this value is less than or equal to 100."]}
+    assert owner_client.post("/api/twins/", {"plan": FF, "exclude_after": 100}, format="json").status_code == 201
 
 
 @pytest.mark.services

@@ -17,6 +17,7 @@ from planner.api.errors import Conflict
 from planner.api.limits import one_at_a_time
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Visibility
+from simcore.tools.twin import MAX_EXCLUDE_AFTER
 from twin.api import bodies
 from twin.filtersets import TwinEventFilterSet
 from twin.local import ensure_local_driver
@@ -51,7 +52,7 @@ class TwinCreateSerializer(serializers.Serializer):
                                            "job on all but the spare nodes")
     spare_nodes = serializers.IntegerField(required=False, help_text="nodes left idle as the spare pool for the "
                                                                      "default job; default: the engine's 99% sizing")
-    exclude_after = serializers.IntegerField(min_value=0, default=3,
+    exclude_after = serializers.IntegerField(min_value=0, max_value=MAX_EXCLUDE_AFTER, default=3,
                                              help_text="platform faults within a week after which a node is "
                                                        "excluded until the next weekly validation; 0: never")
     pci_bus_ids = serializers.ListField(child=serializers.CharField(), required=False,

@@ -153,8 +153,10 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
     """A new twin of the plan, paused at time zero; ``work_budget_s`` (web requests) bounds the
     engine work of building it (simcore.budget)."""
     check_speed(speed)
-    if isinstance(exclude_after, bool) or not isinstance(exclude_after, int) or exclude_after < 0:
-        raise TwinInputError({"exclude_after": ["a whole number of faults, zero (never exclude) or more"]})
+    if (isinstance(exclude_after, bool) or not isinstance(exclude_after, int)
+            or not 0 <= exclude_after <= engine.MAX_EXCLUDE_AFTER):
+        raise TwinInputError({"exclude_after": [f"a whole number of faults, from zero (never exclude) to "
+                                                f"{engine.MAX_EXCLUDE_AFTER}"]})
     gpus_per_node = plan.node_type.accelerators_per_node
     if plan.node_count * gpus_per_node > settings.TWIN_MAX_GPUS:
         raise TwinInputError({"plan": [f"{plan.node_count * gpus_per_node:,} GPUs; a twin holds at most "
