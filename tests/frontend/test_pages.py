@@ -171,3 +171,15 @@ def test_compare_with_offers_the_nearest_sibling_first(catalog, signed_in):
 
     assert first_choice("gb200-nvl72-1152") == "hgx-b200-1152"  # Blackwell, 1,152 GPUs each
     assert first_choice("ff2-pcie-2zone") == "ff2-pcie-3layer"
+
+
+def test_the_comparison_page_lists_each_plans_error_bands(catalog, signed_in):
+    from simcore.tools.references import error_bands, validate
+
+    cases = error_bands(validate()[0])["step_time:ampere:dense"]["cases"]
+    page = text(signed_in.get("/compare/", {"ids": "ff2-pcie-2zone,ascend-910b-single-rail",
+                                           "workload": "llama-13b-512"}))
+    bands = page[page.index("Error bands Where published runs like each prediction came in"):]
+    ff, ascend = bands.split("Ascend", 1) if "Ascend" in bands else (bands, "")
+    assert f"training step: on {cases} published dense transformer training runs on ampere GPUs" in ff
+    assert "Outside everything validated: on " in ascend
