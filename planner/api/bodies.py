@@ -121,6 +121,11 @@ class BandSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+@extend_schema_field(BandSerializer)  # with allow_null, the schema says "or null"
+class NullableBandField(serializers.JSONField):
+    """A plan's band for a compared metric (:class:`BandSerializer`), or null where it has none."""
+
+
 class EvaluationSerializer(serializers.Serializer):
     plan = serializers.CharField()
     workload = serializers.CharField(allow_null=True)
@@ -182,7 +187,7 @@ class ComparedMetricSerializer(serializers.Serializer):
     values = numbers("one per plan, in order")
     ratio_to_first = numbers()
     delta_to_first = numbers()
-    bands = serializers.ListField(child=BandSerializer(allow_null=True),
+    bands = serializers.ListField(child=NullableBandField(allow_null=True),
                                   help_text="one per plan, in order: its error band, where this metric has one")
 
 
