@@ -113,8 +113,9 @@ class BandSerializer(serializers.Serializer):
     actual_low = serializers.FloatField(help_text="value / (1 + high_error): where runs like it came in, at least")
     actual_high = serializers.FloatField(help_text="value / (1 + low_error): at most")
     cases = serializers.IntegerField(help_text="published cases the band is made of (none that set a constant)")
-    group = serializers.CharField(help_text="step_time:<family>:<kind>, step_time (every training run), power "
-                                            "or price: the /validation/ page lists each group's cases")
+    group = serializers.CharField(help_text="step_time:<family>:<kind>:<scheme> (scheme 3d or zero3), "
+                                            "step_time:<family>:<kind>, step_time (every training run), power or "
+                                            "price: the /validation/ page lists each group's cases")
     validated = serializers.BooleanField(help_text="false: no case of this family and kind is validated, so "
                                                    "the band is that of every training run")
     basis = serializers.CharField()
@@ -174,6 +175,9 @@ class BomSerializer(serializers.Serializer):
     unpriced = serializers.ListField(child=serializers.CharField(), help_text="parts with no price")
     rental = RentalSerializer(allow_null=True, help_text="the book's GPU-hour rental price for the plan's GPU, to "
                                                         "set owning against; null: the book has none")
+    bands = serializers.DictField(child=BandSerializer(), help_text="cost.capex_total (the total, when every part "
+                                                                    "is priced) and power.facility_w -> its error "
+                                                                    "band from the validation record")
 
 
 class ComparedMetricSerializer(serializers.Serializer):

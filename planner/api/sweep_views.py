@@ -12,9 +12,13 @@ from rest_framework.throttling import ScopedRateThrottle
 from planner.api import bodies
 from planner.api.downloads import download
 from planner.api.permissions import TokenScopePermission
-from planner.models import ClusterPlan, Sweep, Workload
+from planner.models import ClusterPlan, PriceBook, Sweep, Workload
 from planner.services import sweeps as services
-from planner.services.submission import sweep_submit
+from planner.services.sites import site_builds, site_facility
+from planner.services.submission import site_submit, sweep_submit
+from planner.services.sweep_spec import MAX_COMBINATIONS
+from simcore.formulas.power import HALLS
+from simcore.tools.site import GOALS
 from planner.services.sweep_results import (
     EXPORT_TYPES,
     MAX_CHART_SAMPLE,
@@ -49,6 +53,51 @@ class SweepCreateSerializer(serializers.Serializer):
     outputs = serializers.ListField(child=serializers.CharField(), required=False)
 
 
+SITE_EXAMPLE = OpenApiExample(
+    "A 20 MW liquid-cooled site training a Llama 3 70B-class model within a year",
+    value={"name": "20 MW site", "price_book": "dated-usd-2025",
+           "facility": {"power_mw": 20, "floor_racks": 400, "rack_power_kw": 130, "cooling": "liquid",
+                        "hall": "hyperscale", "storage_write_gbyte_s": 2000},
+           "goal": {"workload": "llama3-70b-class-1152", "objective": "by_date", "deadline": "2027-12-01"}},
+    request_only=True,
+)
+
+
+class SiteFacilitySerializer(serializers.Serializer):
+    power_mw = serializers.FloatField(min_value=0.001, max_value=10_000, help_text="facility power, MW")
+    floor_racks = serializers.IntegerField(min_value=1, max_value=1_000_000, help_text="racks the floor holds")
+    rack_power_kw = serializers.FloatField(min_value=0.1, max_value=10_000, required=False, allow_null=True,
+                                           help_text="a rack's power and cooling limit, kW; null: no limit")
+    cooling = serializers.ChoiceField(["air", "liquid"], default="air",
+                                      help_text="air: builds whose nodes are liquid cooled cannot stand here")
+    hall = serializers.ChoiceField(HALLS, default=HALLS[0], help_text="the hall's class, which sets the PUE")
+    pue = serializers.FloatField(min_value=1.0, max_value=5.0, required=False, allow_null=True,
+                                 help_text="the site's own PUE, over the hall's")
+    storage_write_gbyte_s = serializers.FloatField(
+        min_value=0.001, max_value=1e9, required=False, allow_null=True,
+        help_text="the site's storage system, sustained write GB/s: where builds without storage nodes write "
+                  "checkpoints; null: none (their time to train is then unknown)")
+
+
+class SiteGoalSerializer(serializers.Serializer):
+    workload = serializers.SlugField(help_text="the model to train; it must give tokens_to_train")
+    objective = serializers.ChoiceField(GOALS, help_text="by_date: the cheapest way to have the tokens trained by "
+                                                         "the deadline; per_dollar: the lowest cost per token")
+    deadline = serializers.DateField(required=False, allow_null=True, help_text="by_date: the day the tokens are "
+                                                                                "due; per_dollar: optional")
+
+
+class SitePlanCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    facility = SiteFacilitySerializer()
+    goal = SiteGoalSerializer()
+    budget = serializers.FloatField(min_value=0.01, max_value=1e15, required=False, allow_null=True,
+                                    help_text="in the price book's currency; null: no budget")
+    price_book = serializers.SlugField()
+    builds = serializers.ListField(child=serializers.SlugField(), required=False, min_length=1,
+                                   max_length=MAX_COMBINATIONS, help_text="plans to weigh; default every shared plan")
+
+
 class SweepSerializer(serializers.ModelSerializer):
     plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     workload = serializers.SlugRelatedField(slug_field="slug", read_only=True)
@@ -63,7 +112,8 @@ class SweepSerializer(serializers.ModelSerializer):
         model = Sweep
         fields = ["id", "name", "owner", "plan", "workload", "spec", "status", "progress", "total_points",
                   "chunk_size", "chunk_count", "completed_chunks", "error", "engine_version", "input_hash",
-                  "reused_from", "goal_result", "calibration", "created_at", "started_at", "finished_at"]
+                  "reused_from", "goal_result", "site", "site_result", "calibration", "created_at", "started_at",
+                  "finished_at"]
 
 
 def bool_param(request, name):
@@ -85,7 +135,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
     permission_classes = [TokenScopePermission, IsAuthenticated]
 
     def get_throttles(self):
-        if self.action == "create":
+        if self.action in ("create", "site"):
             self.throttle_scope = "sweep"
             return [ScopedRateThrottle()]
         return super().get_throttles()
@@ -108,6 +158,27 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
             workload = Workload.objects.visible_slug(request.user, data["workload"], field="workload")
         spec = {key: data[key] for key in ("axes", "goal", "outputs") if data.get(key) is not None}
         sweep = sweep_submit(owner=request.user, plan=plan, workload=workload, spec=spec, name=data.get("name", ""))
+        return Response(SweepSerializer(sweep).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=SitePlanCreateSerializer, responses={201: SweepSerializer}, examples=[SITE_EXAMPLE],
+                   description="Plan from a site: a facility, a budget and a goal in; a sweep over the catalogue's "
+                               "builds (each shared plan, or the ones named, moved onto the site), sized and laid "
+                               "out every way the workload's batch allows. When done, site_result ranks every build, "
+                               "owned and rented, with its best point, the limit that binds it and the error band "
+                               "of its time to train. Bad input answers 400 naming the field.")
+    @action(detail=False, methods=["post"])
+    def site(self, request):
+        body = SitePlanCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        facility, goal = data["facility"], data["goal"]
+        workload = Workload.objects.visible_slug(request.user, goal["workload"], field="goal.workload")
+        book = PriceBook.objects.visible_slug(request.user, data["price_book"], field="price_book")
+        sweep = site_submit(
+            owner=request.user, name=data.get("name", ""), workload=workload, price_book=book,
+            budget=data.get("budget"), builds=site_builds(request.user, data.get("builds")),
+            goal={"objective": goal["objective"], "deadline": goal.get("deadline")},
+            facility=site_facility(**facility))
         return Response(SweepSerializer(sweep).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: SweepSerializer})

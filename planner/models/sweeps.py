@@ -38,6 +38,9 @@ class Sweep(models.Model):
                                     help_text="An identical earlier sweep of the same owner whose results this "
                                               "one shows.")
     goal_result = models.JSONField(null=True, blank=True)
+    site = models.JSONField(null=True, blank=True, help_text="a site-first plan's facility, budget and goal, as "
+                                                             "submitted (null: an ordinary sweep)")
+    site_result = models.JSONField(null=True, blank=True, help_text="a finished site-first plan's ranked builds")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -10,7 +10,14 @@ from django.core.cache import cache
 import simcore
 from planner import metrics
 from simcore.outputs import display
-from simcore.tools.references import error_bands, held_back_coverage, training_record, validate
+from simcore.tools.references import (
+    PARALLEL_SCHEMES,
+    error_bands,
+    held_back_coverage,
+    parallel_scheme,
+    training_record,
+    validate,
+)
 
 EVALUATION_CACHE_S = 600
 
@@ -71,15 +78,41 @@ def _band_message(path, value, result, cases, basis, low, high, validated) -> st
 def _band_basis(group: str, family: str, kind: str) -> str:
     if group == "step_time":
         return "published training runs of every family and kind"
+    if group.count(":") == 3:
+        return f"published {KINDS[kind]} training runs on {family} GPUs with {PARALLEL_SCHEMES[group.split(':')[3]]}"
     if group.startswith("step_time:"):
         return f"published {KINDS[kind]} training runs on {family} GPUs"
     return BAND_BASES[group]
 
 
+def _band_name(group: str, family: str, workload) -> tuple[str, bool]:
+    """The narrowest group with cases for a prediction, and whether any validated group held it: a
+    training figure's family, kind and parallel scheme, else its family and kind, else every run's."""
+    if group != "step_time":
+        return group, True
+    kind = workload_kind(workload)
+    bands = engine_bands()
+    for name in (f"step_time:{family}:{kind}:{parallel_scheme(workload.zero_stage)}",
+                 f"step_time:{family}:{kind}"):
+        if name in bands:
+            return name, True
+    return group, False
+
+
+def step_time_band(family: str, workload) -> dict:
+    """The step time's band for a family and workload (:func:`_band_name`): its group, cases, lowest
+    and highest signed error, whether validated and the sentence naming its runs. Times that scale
+    with the step time (time to train) share it."""
+    name, validated = _band_name("step_time", family, workload)
+    band = engine_bands()[name]
+    return {"group": name, "cases": band["cases"], "low_error": band["low"], "high_error": band["high"],
+            "validated": validated, "basis": _band_basis(name, family, workload_kind(workload))}
+
+
 def prediction_bands(family: str, workload, result: dict) -> dict[str, dict]:
     """Each headline prediction with its error band: the signed errors of the validation record's
-    cases of the same kind (for a training figure, the same GPU family and model kind; where none is
-    validated, every training run's, and ``validated`` false), and the range runs like it came in at."""
+    cases of the same kind (for a training figure, :func:`_band_name`; where none is validated,
+    every training run's, and ``validated`` false), and the range runs like it came in at."""
     bands = engine_bands()
     kind = workload_kind(workload) if workload else None
     found = {}
@@ -88,10 +121,7 @@ def prediction_bands(family: str, workload, result: dict) -> dict[str, dict]:
         value = (result.get(section) or {}).get(key)
         if value is None or (group == "step_time" and kind is None):
             continue
-        name = f"step_time:{family}:{kind}" if group == "step_time" else group
-        validated = name in bands
-        if not validated:
-            name = group
+        name, validated = _band_name(group, family, workload)
         band = bands[name]
         low, high = band["low"], band["high"]
         if inverse:

@@ -149,6 +149,7 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
         "total": None if unpriced else round(sum(line.extended_price or 0.0 for line in lines), 6),
         "unpriced": unpriced,
         "rental": _rental(items.get(("gpu-hour", node.accelerator.slug)), book),
+        "bands": engine.prediction_bands(node.accelerator.family, None, result),
     }
 
 

@@ -41,8 +41,18 @@ def _bytes(book) -> bytes:
     return out.getvalue()
 
 
+BAND_HEADER = ["prediction", "lowest error", "highest error", "runs like it, from", "to", "published cases", "group",
+               "validated"]
+
+
+def _band_cells(band: dict) -> list:
+    return [band["value"], band["low_error"], band["high_error"], band["actual_low"], band["actual_high"],
+            band["cases"], band["group"], band["validated"]]
+
+
 def bom_xlsx(bom: dict) -> bytes:
-    """A summary sheet (plan, price book, total, unpriced parts), then one sheet per part list."""
+    """A summary sheet (plan, price book, total, unpriced parts), one sheet per part list, and the
+    total's and the facility power's error bands from the validation record."""
     currency = bom["currency"]
     book = _workbook()
     _sheet(book, "Summary", ["item", "value"], [
@@ -59,6 +69,9 @@ def bom_xlsx(bom: dict) -> bytes:
             _sheet(book, title, header, [[line["part"], line["slug"], line["quantity"], line["unit_price"],
                                           line["extended_price"], line["source"], line["price_date"],
                                           line["source_url"]] for line in lines])
+    if bom["bands"]:
+        _sheet(book, "Error bands", ["output", *BAND_HEADER],
+               [[path, *_band_cells(band)] for path, band in bom["bands"].items()])
     return _bytes(book)
 
 
@@ -93,11 +106,8 @@ def comparison_xlsx(comparison: dict) -> bytes:
     banded = [(metric, plan, band) for metric in comparison["metrics"]
               for plan, band in zip(plans, metric["bands"]) if band is not None]
     if banded:
-        _sheet(book, "Error bands", ["metric", "plan", "prediction", "lowest error", "highest error",
-                                     "runs like it, from", "to", "published cases", "group", "validated"],
-               [[metric["label"], plan, band["value"], band["low_error"], band["high_error"], band["actual_low"],
-                 band["actual_high"], band["cases"], band["group"], band["validated"]]
-                for metric, plan, band in banded])
+        _sheet(book, "Error bands", ["metric", "plan", *BAND_HEADER],
+               [[metric["label"], plan, *_band_cells(band)] for metric, plan, band in banded])
     if comparison["placements"]:
         _sheet(book, "Placement", ["parallel group", *plans],
                [[group.upper(), *where] for group, where in comparison["placements"].items()])

@@ -15,6 +15,7 @@ import simcore
 from planner import metrics
 from planner.events import publish_sweep_state
 from planner.models import ClusterPlan, Sweep, SweepChunk, Workload
+from planner.services.site_results import site_ranking
 from planner.services.sweep_results import sweep_state
 from planner.services.sweep_spec import (
     SweepInputError,
@@ -52,9 +53,17 @@ def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: d
     normalized = {"axes": [{"path": a.path, "values": a.values.tolist()} for a in axes], "outputs": outputs,
                   "goal": engine.goal_spec(goal) if goal is not None else None}
     check_sample(base, axes, outputs)
-    digest = input_hash(base, normalized)
-    chunk_size = settings.SWEEP_CHUNK_POINTS
-    sweep = Sweep(owner=owner, name=name or f"{plan.slug} sweep", plan=plan, workload=workload, spec=normalized,
+    return sweep_record(owner=owner, plan=plan, workload=workload, name=name or f"{plan.slug} sweep", base=base,
+                        spec=normalized, size=size)
+
+
+def sweep_record(*, owner, plan: ClusterPlan, workload: Workload | None, name: str, base: dict, spec: dict,
+                 size: int, chunk_size: int | None = None, site: dict | None = None) -> Sweep:
+    """Save a checked sweep (its base documents and normalized spec; a site plan's inputs in
+    ``site``), reusing the results of an identical finished sweep of the same owner."""
+    digest = input_hash(base, {**spec, "site": site} if site else spec)
+    chunk_size = chunk_size or settings.SWEEP_CHUNK_POINTS
+    sweep = Sweep(owner=owner, name=name, plan=plan, workload=workload, spec=spec, site=site,
                   base_document=base, total_points=size, chunk_size=chunk_size,
                   chunk_count=(size + chunk_size - 1) // chunk_size, engine_version=simcore.ENGINE_VERSION,
                   input_hash=digest)
@@ -66,6 +75,7 @@ def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: d
         sweep.status = Sweep.Status.DONE
         sweep.completed_chunks = sweep.chunk_count
         sweep.goal_result = previous.goal_result
+        sweep.site_result = previous.site_result
         sweep.started_at = sweep.finished_at = timezone.now()
     sweep.save()
     return sweep
@@ -113,9 +123,11 @@ def _record_progress(sweep_id: int):
             _, goal, _ = sweep_axes(sweep)
             if goal is not None:
                 sweep.goal_result = engine.goal_seek(sweep_columns(sweep), goal)
+            if sweep.site is not None:
+                sweep.site_result = site_ranking(sweep)
             sweep.status = Sweep.Status.DONE
             sweep.finished_at = timezone.now()
-        sweep.save(update_fields=["completed_chunks", "status", "finished_at", "goal_result"])
+        sweep.save(update_fields=["completed_chunks", "status", "finished_at", "goal_result", "site_result"])
     publish_sweep_state(sweep.pk, lambda: sweep_state(sweep), force=finished)
 
 

@@ -213,7 +213,7 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
     cp_link, cp_where = place(cp, tp)
     etp = expert_tp(w)
     _, ep_where = place(ep, etp)
-    stride = tp * cp * np.floor(dp)
+    stride = tp * cp * np.maximum(np.floor(dp), 1.0)  # a job too large for the cluster (dp < 1) is infeasible
     pp_link, pp_where = place(where(w["pp"] > 1, 2.0, 1.0), stride)
     # The expert-parallel group: ep ranks etp apart (Megatron-Core's folding), r of them to a scale-up
     # domain (or, without an all-to-all one, a node reached over PCIe), over ep / r domains; a group

@@ -318,6 +318,17 @@ DGXC_DEEPSEEK_ROWS = (  # (cluster, workload, published step s)
 )
 
 
+PARALLEL_SCHEMES = {"3d": "tensor, pipeline and data parallelism (whole weights on each rank)",
+                    "zero3": "ZeRO-3 (weights sharded and gathered for every layer)"}
+
+
+def parallel_scheme(zero_stage: int) -> str:
+    """A run's parallel scheme for its band: ``zero3`` when its weights are sharded over the
+    data-parallel ranks and gathered for every layer (ZeRO-3, FSDP), else ``3d``: two ways of
+    running whose published errors differ most (SC21 Table 2's ZeRO-3 against PTD-P rows)."""
+    return "zero3" if zero_stage == 3 else "3d"
+
+
 @dataclass(frozen=True)
 class ReferenceCase:
     key: str
@@ -336,6 +347,8 @@ class ReferenceCase:
     # A training run's GPU family and model kind ("dense", "moe" or "cnn"): what a plan's training
     # figures are checked against (:func:`training_record`); None for other cases.
     trains: tuple[str, str] | None = None
+    # A training run's parallel scheme (:func:`parallel_scheme`): what splits its band further.
+    parallel: str = "3d"
 
     def admits(self) -> tuple[float, float]:
         """The relative errors against the published value the criterion lets pass, low and high."""
@@ -544,7 +557,8 @@ def _megatron_cases() -> list[ReferenceCase]:
                  "global_batch": batch, "micro_batch": micro_batch, **(SC21_ZERO3 if scheme == "zero3" else {})}
         add(ReferenceCase(f"sc21-t2-{model.lower()}-{scheme}-{gpus}", "training: SC21 Table 2",
                           f"{model} {'ZeRO-3' if scheme == 'zero3' else 'PTD-P'}, {gpus} GPUs", "TFLOPS/GPU",
-                          published, "SC21 Table 2", megatron(shape), rel_tolerance=0.15, trains=A100_DENSE))
+                          published, "SC21 Table 2", megatron(shape), rel_tolerance=0.15, trains=A100_DENSE,
+                          parallel=parallel_scheme(shape.get("zero_stage", 0))))
 
     def megatron_mfu(workload):
         return lambda p: float(run(SELENE, {**SC21_GPT, **workload}, params=p)["training"]["mfu"])
@@ -746,6 +760,18 @@ def training_record(rows: list[dict], family: str, kind: str) -> dict:
 STEP_TIME_UNITS = {"s": 1, "TFLOPS/GPU": -1, "MFU": -1, "tokens/s/GPU": -1}  # 1: a time; -1: a rate
 
 
+def band_groups(row: dict) -> list[str]:
+    """Every band a validation row counts in, narrowest first: a training run's step time or rate
+    in ``step_time:<family>:<kind>:<scheme>``, ``step_time:<family>:<kind>`` and the pooled
+    ``step_time``; a power or price figure in its one group; nothing for the rest."""
+    group = band_group(row)
+    if group is None:
+        return []
+    if group.startswith("step_time:"):
+        return [f"{group}:{row['parallel']}", group, "step_time"]
+    return [group]
+
+
 def band_group(row: dict) -> str | None:
     """The band a validation row belongs to: ``step_time:<family>:<kind>`` for a training run's step
     time or rate, ``power`` for a node's, rack's or cluster's power, ``price`` for a build's price;
@@ -768,32 +794,37 @@ def band_error(row: dict) -> float:
 
 
 def error_bands(rows: list[dict], leave_out: str | None = None) -> dict[str, dict]:
-    """Every band from validation rows (:func:`validate`): its cases, the lowest and highest signed
-    error and the cases' keys; with the pooled band of all step times as ``step_time``. Rows of
-    cases a calibrated constant was set from are left out (their error is small by construction),
-    and so is the group ``leave_out`` (to check a band on runs it was not built from)."""
+    """Every band from validation rows (:func:`validate`) in each of its groups (:func:`band_groups`):
+    its cases, the lowest and highest signed error and the cases' keys. Rows of cases a calibrated
+    constant was set from are left out (their error is small by construction), and so are the rows
+    of the group ``leave_out`` (to check a band on runs it was not built from)."""
     groups: dict[str, list[tuple[str, float]]] = {}
     for row in rows:
-        group = band_group(row)
-        if group is None or row["calibration"] or group == leave_out:
+        names = band_groups(row)
+        if row["calibration"] or leave_out in names:
             continue
-        for name in (group, "step_time") if group.startswith("step_time:") else (group,):
+        for name in names:
             groups.setdefault(name, []).append((row["key"], band_error(row)))
     return {name: {"cases": len(found), "low": min(e for _, e in found), "high": max(e for _, e in found),
                    "keys": [key for key, _ in found]} for name, found in groups.items()}
 
 
 def held_back_coverage(rows: list[dict]) -> list[dict]:
-    """Each step-time group checked on a band built without it: the pooled band of every other
-    training run (what a prediction for a family and kind nobody has validated gets), and how many
-    of the group's own cases fall inside it."""
+    """Each step-time group checked on the band a prediction falls back to when the group has no
+    case: a family and kind on every other training run's band (``step_time``), a parallel scheme
+    on its family and kind's band without the scheme's runs. Each check: the band built without
+    the group, and how many of the group's own cases fall inside it. A scheme that is all its family
+    and kind's runs has nothing to fall back on and is not listed."""
     checks = []
     for group in sorted(g for g in error_bands(rows) if g.startswith("step_time:")):
-        pooled = error_bands(rows, leave_out=group).get("step_time")
-        errors = [band_error(r) for r in rows if band_group(r) == group and not r["calibration"]]
-        inside = sum(pooled["low"] <= e <= pooled["high"] for e in errors) if pooled else 0
-        checks.append({"group": group, "cases": len(errors), "inside": inside,
-                       "band": None if pooled is None else (pooled["low"], pooled["high"])})
+        fallback = group.rsplit(":", 1)[0] if group.count(":") == 3 else "step_time"
+        without = error_bands(rows, leave_out=group).get(fallback)
+        if without is None and fallback != "step_time":
+            continue
+        errors = [band_error(r) for r in rows if group in band_groups(r) and not r["calibration"]]
+        inside = sum(without["low"] <= e <= without["high"] for e in errors) if without else 0
+        checks.append({"group": group, "fallback": fallback, "cases": len(errors), "inside": inside,
+                       "band": None if without is None else (without["low"], without["high"])})
     return checks
 
 
@@ -812,6 +843,7 @@ def validate(params: EngineParams | None = None) -> tuple[list[dict], dict[str, 
             "passes": case.passes(predicted), "source": case.source, "calibration": case.calibration,
             "admits": list(case.admits()), "weak_check": case.weak_check,
             "trains": list(case.trains) if case.trains else None,
+            "parallel": case.parallel if case.trains else None,
         })
     summary = {}
     for row in rows:

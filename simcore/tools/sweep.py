@@ -22,6 +22,9 @@ from simcore.stages.cluster import NIC_LAYOUT
 from simcore.stages.scenario import EngineParams, evaluate_parsed
 
 MAX_AXIS_VALUES = 100_000
+# An axis that sizes the cluster to the job: its values are data-parallel degrees, the job takes
+# TP x PP x CP x DP GPUs and the cluster the nodes that hold them (:func:`size_to_job`).
+DATA_PARALLEL_AXIS = "job.data_parallel"
 
 @dataclass(frozen=True)
 class Axis:
@@ -115,6 +118,19 @@ def set_path(document: dict, path: str, value):
 
 
 
+def size_to_job(document: dict, data_parallel: np.ndarray):
+    """The job on TP x PP x CP x ``data_parallel`` GPUs (the workload's degrees, swept or not) and
+    the cluster of as many nodes as hold them."""
+    workload = document.get("workload")
+    if workload is None:
+        raise ScenarioError(DATA_PARALLEL_AXIS, "sizes the cluster to a job: the sweep needs a workload")
+    gpus = np.asarray(data_parallel, dtype=float)
+    for degree in ("tp", "pp", "cp"):
+        gpus = gpus * np.asarray(workload.get(degree, 1), dtype=float)
+    workload["gpus"] = gpus
+    document["cluster"]["node_count"] = np.ceil(gpus / document["cluster"]["node"]["gpus"])
+
+
 def evaluate_points(base_document: dict, numeric_axes: list[Axis], indices: list[np.ndarray], outputs,
                     params: EngineParams | None = None) -> dict[str, np.ndarray]:
     """Evaluate the points whose axis indices are given, in one call: metric path -> array.
@@ -124,8 +140,14 @@ def evaluate_points(base_document: dict, numeric_axes: list[Axis], indices: list
     """
     document = copy.deepcopy(base_document)
     count = len(indices[0]) if indices else 1
+    sizing = None
     for axis, index in zip(numeric_axes, indices):
-        set_path(document, axis.path, axis.values[index])
+        if axis.path == DATA_PARALLEL_AXIS:
+            sizing = axis.values[index]
+        else:
+            set_path(document, axis.path, axis.values[index])
+    if sizing is not None:
+        size_to_job(document, sizing)
     parsed = parse(document)
     result = evaluate_parsed(parsed, params or EngineParams())
     columns = {}

@@ -70,7 +70,7 @@ def test_validation_page_shows_how_each_band_is_made(catalog, signed_in):
         low, high = (f"{'+' if e >= 0 else '−'}{abs(e):.1%}" for e in (band["low"], band["high"]))
         assert f"{group} {band['cases']} {low} {high}" in page, group
     for check in held_back_coverage(rows):
-        assert f"{check['group']} " in page and f"{check['inside']} of {check['cases']}" in page
+        assert f"{check['group']} {check['fallback']} " in page and f"{check['inside']} of {check['cases']}" in page
 
 
 def test_reliability_page_and_api_list_every_profile_with_its_sources(catalog, signed_in):
@@ -176,7 +176,7 @@ def test_compare_with_offers_the_nearest_sibling_first(catalog, signed_in):
 def test_the_comparison_page_lists_each_plans_error_bands(catalog, signed_in):
     from simcore.tools.references import error_bands, validate
 
-    cases = error_bands(validate()[0])["step_time:ampere:dense"]["cases"]
+    cases = error_bands(validate()[0])["step_time:ampere:dense:3d"]["cases"]
     page = text(signed_in.get("/compare/", {"ids": "ff2-pcie-2zone,ascend-910b-single-rail",
                                            "workload": "llama-13b-512"}))
     bands = page[page.index("Error bands Where published runs like each prediction came in"):]

@@ -714,7 +714,8 @@ def test_bill_of_materials_and_comparison_as_excel_hold_the_json_numbers(catalog
     assert f'filename="{FF}-bom.xlsx"' in response["Content-Disposition"]
     book = load_workbook(io.BytesIO(response.content))
     assert book.sheetnames[0] == "Summary" and "Switches" in book.sheetnames
-    rows = [row for name in book.sheetnames[1:] for row in book[name].iter_rows(min_row=2, values_only=True)]
+    parts = [name for name in book.sheetnames[1:] if name != "Error bands"]
+    rows = [row for name in parts for row in book[name].iter_rows(min_row=2, values_only=True)]
     assert [(r[1], r[2], r[4]) for r in rows] == [(line["slug"], line["quantity"], line["extended_price"])
                                                     for line in bom["lines"]]
     currency = bom["currency"]
@@ -792,21 +793,23 @@ def test_an_evaluation_says_how_its_training_figures_fared_in_validation(catalog
 
 def test_each_prediction_carries_the_band_of_its_published_runs(catalog, reader_client):
     """The band of a prediction is the spread of the signed errors of the validation cases of its
-    kind (none that set a constant): the step time's from the plan's family and model kind, read
-    from the rows here, the MFU's its inverse; a family and kind nobody validated gets every
-    training run's band and says it is outside everything validated."""
+    kind (none that set a constant): the step time's from the plan's family, model kind and parallel
+    scheme, read from the rows here, the MFU's its inverse; a family and kind nobody validated gets
+    every training run's band and says it is outside everything validated."""
     from simcore.tools.references import validate
 
     rows, _ = validate()
 
-    def step_errors(family, kind):
+    def step_errors(family, kind, parallel=None):
         return [r["error"] if r["unit"] == "s" else 1 / (1 + r["error"]) - 1 for r in rows
-                if r["trains"] == [family, kind] and r["unit"] != "ratio" and not r["calibration"]]
+                if r["trains"] == [family, kind] and r["unit"] != "ratio" and not r["calibration"]
+                and parallel in (None, r["parallel"])]
 
     ff = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
     step, mfu = ff["bands"]["training.step_time_s"], ff["bands"]["training.mfu"]
-    errors = step_errors("ampere", "dense")
-    assert (step["group"], step["cases"], step["validated"]) == ("step_time:ampere:dense", len(errors), True)
+    errors = step_errors("ampere", "dense", "3d")
+    assert len(errors) < len(step_errors("ampere", "dense"))  # SC21's ZeRO-3 runs are a band of their own
+    assert (step["group"], step["cases"], step["validated"]) == ("step_time:ampere:dense:3d", len(errors), True)
     assert (step["low_error"], step["high_error"]) == (min(errors), max(errors))
     value = ff["result"]["training"]["step_time_s"]
     assert step["value"] == value and step["actual_low"] == pytest.approx(value / (1 + max(errors)))
@@ -814,6 +817,7 @@ def test_each_prediction_carries_the_band_of_its_published_runs(catalog, reader_
     assert mfu["low_error"] == pytest.approx(1 / (1 + max(errors)) - 1)
     assert mfu["high_error"] == pytest.approx(1 / (1 + min(errors)) - 1)
     assert step["message"].startswith(f"on {len(errors)} published dense transformer training runs on ampere GPUs "
+                                      "with tensor, pipeline and data parallelism (whole weights on each rank) "
                                       f"the prediction was {min(errors):+.0%} to {max(errors):+.0%} off")
     power = ff["bands"]["power.facility_w"]
     power_errors = [r["error"] for r in rows if r["unit"] in ("kW", "MW") and not r["calibration"]]
@@ -830,20 +834,27 @@ def test_each_prediction_carries_the_band_of_its_published_runs(catalog, reader_
 
 def test_bands_held_back_from_a_group_are_checked_on_it():
     """Each family and kind's runs checked against the band built without them (every other
-    training run's, what an unvalidated build gets): the coverage is reported, and it is what a
-    count over the rows gives."""
-    from simcore.tools.references import band_error, band_group, error_bands, held_back_coverage, validate
+    training run's, what an unvalidated build gets), and each parallel scheme's against its family
+    and kind's other runs: the coverage is reported, and it is what a count over the rows gives."""
+    from simcore.tools.references import band_error, error_bands, held_back_coverage, validate
 
     rows, _ = validate()
+    training = [r for r in rows if r["trains"] and r["unit"] in ("s", "TFLOPS/GPU", "MFU", "tokens/s/GPU")
+                and not r["calibration"]]
     checks = {c["group"]: c for c in held_back_coverage(rows)}
     assert set(checks) == {"step_time:ampere:dense", "step_time:ampere:cnn", "step_time:hopper:dense",
-                           "step_time:hopper:moe", "step_time:blackwell:moe"}
+                           "step_time:hopper:moe", "step_time:blackwell:moe", "step_time:ampere:dense:3d",
+                           "step_time:ampere:dense:zero3"}
     for group, check in checks.items():
-        without = [band_error(r) for r in rows if band_group(r) not in (None, group) and r["trains"]
-                   and band_group(r).startswith("step_time:") and not r["calibration"]]
+        _, family, kind, *scheme = group.split(":")
+        mine = [r["trains"] == [family, kind] and (not scheme or r["parallel"] == scheme[0]) for r in training]
+        fallback = [not m and (not scheme or r["trains"] == [family, kind]) for m, r in zip(mine, training)]
+        without = [band_error(r) for r, f in zip(training, fallback) if f]
+        own = [band_error(r) for r, m in zip(training, mine) if m]
+        assert check["fallback"] == ("step_time" if not scheme else f"step_time:{family}:{kind}")
         assert check["band"] == (min(without), max(without))
-        own = [band_error(r) for r in rows if band_group(r) == group and not r["calibration"]]
         assert (check["cases"], check["inside"]) == (len(own), sum(min(without) <= e <= max(without) for e in own))
+    assert (checks["step_time:ampere:dense:zero3"]["cases"], checks["step_time:ampere:dense:zero3"]["inside"]) == (6, 0)
     assert error_bands(rows, leave_out="step_time:hopper:dense")["step_time"]["cases"] == (
         error_bands(rows)["step_time"]["cases"] - checks["step_time:hopper:dense"]["cases"])
 
@@ -859,7 +870,7 @@ def test_the_comparison_and_its_workbook_carry_each_plans_bands(catalog, reader_
     alone = [reader_client.post(f"/api/plans/{slug}/evaluate/", {"workload": "llama-13b-512"},
                                 format="json").json()["bands"]["training.step_time_s"] for slug in ids.split(",")]
     assert step["bands"] == alone
-    assert [b["group"] for b in step["bands"]] == ["step_time:ampere:dense", "step_time"]
+    assert [b["group"] for b in step["bands"]] == ["step_time:ampere:dense:3d", "step_time"]
     assert [b["validated"] for b in step["bands"]] == [True, False]
     assert next(m for m in comparison["metrics"] if m["key"] == "gpus")["bands"] == [None, None]
     workbook = reader_client.get(f"/api/plans/compare/?ids={ids}&workload=llama-13b-512&format=xlsx").content

@@ -1,0 +1,63 @@
+"""A finished site-first plan's answer: its sweep's points ranked build by build under the site's
+limits (:func:`simcore.tools.site.rank_builds`), each best point with its figures and the error
+band of its time to train."""
+import numpy as np
+
+from planner.models import Sweep
+from planner.services.engine import step_time_band
+from planner.services.sweep_spec import sweep_axes
+from planner.services.sweep_store import sweep_columns
+from simcore.tools import site as site_engine
+from simcore.tools.sweep import DATA_PARALLEL_AXIS, grid_shape, pareto_front
+
+# A best point's figures: result path -> the ranking row's key.
+FIGURES = {"cluster.gpus": "gpus", "cluster.nodes": "node_count", "training.time_to_train_days": "time_to_train_days",
+           "training.mfu": "mfu", "power.facility_w": "facility_w", "racks.total_count": "racks",
+           "cost.capex_total": "capex", "training.rent_cost_to_train": "rent_cost"}
+
+
+def _number(value) -> float | None:
+    """A figure for JSON: null where the engine has none (NaN: unpriced, infeasible)."""
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def site_limits(site: dict) -> site_engine.Site:
+    return site_engine.Site(facility_w=site["facility_w"], floor_racks=site["floor_racks"], goal=site["goal"],
+                            deadline_days=site["deadline_days"], budget=site["budget"])
+
+
+def site_ranking(sweep: Sweep) -> dict:
+    """Every build, owned and rented, with its best point and binding limit, best first; the
+    Pareto front of time to train against cost over the builds' best points."""
+    site = sweep.site
+    columns = sweep_columns(sweep)
+    axes, _, _ = sweep_axes(sweep)
+    index = dict(zip((a.path for a in axes), np.unravel_index(columns["point"], grid_shape(axes))))
+    values = {a.path: a.values[index[a.path]] for a in axes}
+    ranking = site_engine.rank_builds(columns, index["site.build"], values["cluster.fabric.layers"],
+                                      site_limits(site))
+    bands = {family: step_time_band(family, sweep.workload) for family in set(site["families"])}
+    rows = []
+    for entry in ranking:
+        build, at = entry["build"], entry["point"]
+        row = {"build": site["builds"][build], "name": site["build_names"][build], "family": site["families"][build],
+               "layers": entry["layers"], "ownership": entry["ownership"], "objective": entry["objective"],
+               "binding": entry["binding"], "point": None if at is None else int(columns["point"][at])}
+        if at is not None:
+            row.update({"dp": int(values[DATA_PARALLEL_AXIS][at]), "tp": int(values["workload.tp"][at]),
+                        "pp": int(values["workload.pp"][at]),
+                        **{key: _number(columns[path][at]) for path, key in FIGURES.items()},
+                        "cost": _number(site_engine.objective(columns, "by_date", entry["ownership"])[at])})
+            band = bands[row["family"]]
+            days = row["time_to_train_days"]
+            row["time_band"] = {**band, "days_low": days / (1 + band["high_error"]),
+                                "days_high": days / (1 + band["low_error"])}
+        rows.append(row)
+    ranked = [r for r in rows if r["point"] is not None]
+    front = pareto_front(np.array([r["time_to_train_days"] for r in ranked]), np.array([r["cost"] for r in ranked]),
+                         np.ones(len(ranked), dtype=bool))
+    on_front = set(front.tolist())
+    for i, row in enumerate(ranked):
+        row["pareto"] = i in on_front
+    return {"builds": rows, "feasible": len(ranked), "points": int(columns["point"].size)}

@@ -1,0 +1,128 @@
+"""Site-first planning: a facility, a budget and a goal in; a sweep over the catalogue's builds out.
+
+Each build is a shared plan (a node type with its fabric, switches and link parts) moved onto the
+site: the site's price book, hall (or PUE) and rack power limit replace the plan's, and the job
+trains the goal's workload on every GPU. The sweep varies each build's size (every data-parallel
+degree the workload's batch splits into, the cluster holding TP x PP x DP GPUs), its fabric layers and the workload's tensor and pipeline degrees; its finished points are ranked by
+:mod:`planner.services.site_results`. A build whose nodes need liquid cooling on an air-cooled site
+is kept, with every point invalid and the reason said.
+"""
+import copy
+
+import numpy as np
+from django.utils import timezone
+
+import simcore
+from planner.adapters import scenario_document
+from planner.models import ClusterPlan, PriceBook, Sweep, Visibility, Workload
+from planner.services import engine
+from planner.services.sweep_spec import SweepInputError, check_sample
+from planner.services.sweeps import sweep_record
+from simcore.tools import site as site_engine
+from simcore.tools import sweep as sweep_engine
+
+LAYERS = (2, 3)
+TENSOR_PARALLEL = (1, 2, 4, 8)
+PIPELINE_PARALLEL = (1, 2, 4, 8, 16)
+MAX_DATA_PARALLEL = 48
+
+
+class SiteInputError(SweepInputError):
+    """Bad site-first input: ``errors`` maps a field to its reasons (answered as HTTP 400)."""
+
+
+def site_builds(owner, slugs: list[str] | None) -> list[ClusterPlan]:
+    """The builds to weigh: the named plans visible to ``owner``, by default every shared plan."""
+    visible = ClusterPlan.objects.visible_to(owner).select_related("node_type__accelerator")
+    if not slugs:
+        return list(visible.filter(visibility=Visibility.SHARED).order_by("slug"))
+    if len(set(slugs)) != len(slugs):
+        raise SiteInputError({"builds": ["lists a plan twice"]})
+    found = {plan.slug: plan for plan in visible.filter(slug__in=slugs)}
+    missing = [slug for slug in slugs if slug not in found]
+    if missing:
+        raise SiteInputError({"builds": [f"no plan '{missing[0]}' is visible to you"]})
+    return [found[slug] for slug in slugs]
+
+
+def site_facility(*, power_mw: float, floor_racks: int, cooling: str, hall: str, rack_power_kw: float | None = None,
+                  pue: float | None = None, storage_write_gbyte_s: float | None = None) -> dict:
+    """A facility as the form and the API give it, in the engine's units."""
+    return {"facility_w": power_mw * 1e6, "floor_racks": floor_racks,
+            "rack_power_limit_w": None if rack_power_kw is None else rack_power_kw * 1000, "cooling": cooling,
+            "hall": hall, "pue": pue, "storage_write_gbyte_s": storage_write_gbyte_s}
+
+
+def _site_document(plan: ClusterPlan, facility: dict, book: PriceBook, workload: Workload) -> tuple[dict, str]:
+    """The plan moved onto the site, training the workload on every GPU; and why it cannot be built
+    there ('' when it can)."""
+    variant = copy.copy(plan)
+    variant.price_book = book
+    variant.hall = facility["hall"]
+    variant.pue = facility["pue"]
+    variant.rack_power_limit_w = facility["rack_power_limit_w"]
+    document = scenario_document(variant, workload)
+    document["workload"]["gpus"] = None
+    storage = document["cluster"]["storage"]
+    if not storage.get("nodes") and storage.get("external_write_gbyte_s") is None:
+        storage["external_write_gbyte_s"] = facility["storage_write_gbyte_s"]
+    reason = ""
+    if plan.node_type.cooling == "liquid" and facility["cooling"] == "air":
+        reason = f"{plan.node_type.slug} is liquid cooled and the site's halls are air cooled"
+    return document, reason
+
+
+def data_parallel_degrees(workload: Workload) -> np.ndarray:
+    """The sizes every build is tried at, as data-parallel degrees: each whole number of
+    micro-batches per rank the workload's global batch splits into (its divisors), at most
+    MAX_DATA_PARALLEL of them, the largest kept."""
+    micro_batches = workload.global_batch // workload.micro_batch
+    degrees = np.flatnonzero(micro_batches % np.arange(1, micro_batches + 1) == 0) + 1
+    return degrees[-MAX_DATA_PARALLEL:].astype(float)
+
+
+def _deadline_days(goal: dict) -> float | None:
+    deadline = goal.get("deadline")
+    if deadline is None:
+        if goal["objective"] == "by_date":
+            raise SiteInputError({"goal.deadline": ["the by_date goal needs the date the tokens are due"]})
+        return None
+    days = (deadline - timezone.now().date()).days
+    if days < 1:
+        raise SiteInputError({"goal.deadline": [f"{deadline.isoformat()} is not after today"]})
+    return float(days)
+
+
+def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook, budget: float | None,
+                     builds: list[ClusterPlan], workload: Workload, name: str = "") -> Sweep:
+    """Check a site-first request and record its sweep (run with :func:`planner.services.submission.
+    sweep_submit`'s queueing). ``facility``: facility_w, floor_racks, rack_power_limit_w (or None),
+    cooling, hall, pue (or None) and storage_write_gbyte_s (the site's storage system, which
+    checkpoints go to on builds without storage nodes of their own; None: none); ``goal``: objective (by_date or per_dollar) and deadline (a date)."""
+    if workload.tokens_to_train is None:
+        raise SiteInputError({"goal.workload": [f"{workload.slug} gives no tokens_to_train: the goal needs them"]})
+    deadline_days = _deadline_days(goal)
+    made = [_site_document(plan, facility, price_book, workload) for plan in builds]
+    documents, reasons = [d for d, _ in made], [r for _, r in made]
+    if all(reasons):
+        raise SiteInputError({"builds": ["no build can stand on this site: " + "; ".join(reasons)]})
+    axes = [sweep_engine.Axis("site.build", np.array([p.slug for p in builds], dtype=object)),
+            sweep_engine.Axis(sweep_engine.DATA_PARALLEL_AXIS, data_parallel_degrees(workload)),
+            sweep_engine.Axis("cluster.fabric.layers", np.array(LAYERS, dtype=float)),
+            sweep_engine.Axis("workload.tp", np.array(TENSOR_PARALLEL, dtype=float)),
+            sweep_engine.Axis("workload.pp", np.array(PIPELINE_PARALLEL, dtype=float))]
+    base = {"categorical": ["site.build"], "documents": documents, "invalid": reasons}
+    outputs = list(site_engine.SITE_OUTPUTS)
+    try:
+        check_sample(base, axes, outputs)
+    except SweepInputError as error:
+        raise SiteInputError({"builds": [f"{field}: {' '.join(why)}" for field, why in error.errors.items()]}) from error
+    size = sweep_engine.grid_size(axes)
+    spec = {"axes": [{"path": a.path, "values": a.values.tolist()} for a in axes], "outputs": outputs, "goal": None}
+    site = {**facility, "budget": budget, "currency": price_book.currency, "price_book": price_book.slug,
+            "goal": goal["objective"], "deadline": goal["deadline"].isoformat() if goal.get("deadline") else None,
+            "deadline_days": deadline_days, "workload": workload.slug, "builds": [p.slug for p in builds],
+            "build_names": [p.name for p in builds], "families": [p.node_type.accelerator.family for p in builds],
+            "engine_version": simcore.ENGINE_VERSION}
+    return sweep_record(owner=owner, plan=builds[0], workload=workload, name=name or "site plan", base=base,
+                        spec=spec, size=size, chunk_size=size // len(builds), site=site)
