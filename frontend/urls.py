@@ -21,6 +21,7 @@ urlpatterns = [
     path("compare/", views.compare, name="compare"),
     path("sweeps/", views.sweep_list, name="sweeps"),
     path("sweeps/<int:sweep_id>/", views.sweep_detail, name="sweep"),
+    path("sites/new/", views.site_new, name="site-new"),
     path("twins/", views.twin_list, name="twins"),
     path("twins/<int:twin_id>/", views.twin_detail, name="twin"),
     path("validation/", views.validation, name="validation"),

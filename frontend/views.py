@@ -20,7 +20,7 @@ from django.templatetags.static import static
 from frontend.templatetags.figures import figure, money
 from planner.choices import Confidence, PartKind, ScaleUpLink
 from planner.filtersets import FILTERSETS
-from planner.models import ClusterPlan, Sweep, Workload
+from planner.models import ClusterPlan, PriceBook, Sweep, Visibility, Workload
 from planner.models.catalog import PART_MODELS
 from planner.models.declared import PLAN_SECTIONS, WORKLOAD_SECTIONS, stored_fields
 from planner.serializers import ClusterPlanSerializer, WorkloadSerializer
@@ -34,6 +34,7 @@ from simcore import outputs
 from simcore.document import field_docs, field_labels
 from simcore.errors import ScenarioError
 from simcore.formulas.devices import constant_rows
+from simcore.formulas.power import HALL_PUE
 from simcore.formulas.reliability import describe_profiles
 from simcore.tools.measurements import COLLECTIVES
 from twin.models import Twin
@@ -423,6 +424,17 @@ def sweep_list(request):
         "plan": request.GET.get("plan", ""), "axis_paths": [*CATEGORICAL_AXES, *numeric_axes],
         "metrics": outputs.selected("sweep"),
     })
+
+
+@login_required
+def site_new(request):
+    """The site-first form: a facility, a budget and a goal; it posts to ``/api/sweeps/site/``."""
+    return render(request, "frontend/site_new.html", {
+        "builds": ClusterPlan.objects.visible_to(request.user).filter(visibility=Visibility.SHARED).order_by("slug"),
+        "workloads": _visible_workloads(request.user).exclude(tokens_to_train=None),
+        "books": PriceBook.objects.visible_to(request.user).order_by("slug"),
+        "halls": [(hall, f"{hall} (PUE {pue})") for hall, pue in HALL_PUE.items()],
+        "deadline": (datetime.date.today() + datetime.timedelta(days=365)).isoformat()})
 
 
 @login_required

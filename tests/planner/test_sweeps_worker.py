@@ -170,6 +170,25 @@ def test_worker_completes_a_sweep_matching_direct_evaluation(api, settings, work
     assert_complete_and_exact(sweep)
 
 
+def test_a_site_plan_runs_on_the_worker_and_ranks_the_catalogues_builds(api, workers):
+    """A 20 MW site and a Llama 3 70B-class goal: its sweep (one chunk per build) runs on the worker
+    within a minute, and the finished sweep holds the ranking its stored points give."""
+    from planner.services.site_results import site_ranking
+    from tests.planner.test_sites import SITE
+
+    response = api.post("/api/sweeps/site/", SITE, format="json")
+    assert response.status_code == 201, response.json()
+    sweep = Sweep.objects.get(pk=response.json()["id"])
+    assert sweep.status == "pending" and sweep.chunk_count == len(sweep.site["builds"]) == 12
+
+    workers()
+    assert wait_for(lambda: Sweep.objects.get(pk=sweep.pk).status == "done", timeout=60), stood(sweep)
+    sweep.refresh_from_db()
+    assert sweep.site_result == site_ranking(sweep)
+    builds = sweep.site_result["builds"]
+    assert len(builds) == 48 and builds[0]["point"] is not None and builds[0]["time_band"]["cases"] > 0
+
+
 def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(api, settings, workers):
     """SIGKILL the worker while chunks remain; a new worker finishes the sweep within a minute of the
     kill, on the default settings (a visibility timeout of an hour, which alone would hold the dead

@@ -22,13 +22,19 @@ export async function api(path, { method = "GET", body, ifMatch } = {}) {
 
 // An error's lines: each bad field's "field: reason" (the problem document's errors), an impossible
 // plan's reasons, else its detail (every API error is an RFC 9457 problem document).
+// Field -> reasons, a nested section's fields named by their dotted path (facility.power_mw).
+function fieldLines(errors, prefix) {
+  return Object.entries(errors).flatMap(([field, reasons]) => {
+    const name = `${prefix}${field}`;
+    if (reasons && typeof reasons === "object" && !Array.isArray(reasons)) return fieldLines(reasons, `${name}.`);
+    return (Array.isArray(reasons) ? reasons : [reasons]).map((reason) =>
+      typeof reason === "object" ? `${name}: ${JSON.stringify(reason)}` : `${name}: ${reason}`);
+  });
+}
+
 export function errorLines(data) {
   if (!data || typeof data !== "object") return [String(data)];
-  if (data.errors) {
-    return Object.entries(data.errors).flatMap(([field, reasons]) =>
-      (Array.isArray(reasons) ? reasons : [reasons]).map((reason) =>
-        typeof reason === "object" ? `${field}: ${JSON.stringify(reason)}` : `${field}: ${reason}`));
-  }
+  if (data.errors) return fieldLines(data.errors, "");
   if (data.reasons) return data.reasons;
   return [String(data.detail ?? data.title ?? "error")];
 }

@@ -31,6 +31,7 @@ const pages = {
     list: byId("token-list"), form: byId("token-form"), created: byId("token-created"), errors: byId("token-errors"),
   }),
   sweeps: async () => (await import("./sweep.js")).sweepForm(byId("sweep-form"), byId("sweep-errors")),
+  "site-new": async () => (await import("./sweep.js")).siteForm(byId("site-form"), byId("site-errors")),
   "sweep-detail": async () => (await import("./sweep.js")).sweepPage(Number(objectId)),
   twins: async () => (await import("./twin.js")).twinForm(byId("twin-form"), byId("twin-errors")),
   "twin-detail": async () => (await import("./twin.js")).twinPage(Number(objectId)),

@@ -65,6 +65,26 @@ export function sweepForm(form, errors) {
   });
 }
 
+// The site form as the API's nested request: empty numbers are null (no such limit).
+export function siteForm(form, errors) {
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const f = form.elements, number = (name) => (f[name].value === "" ? null : Number(f[name].value));
+    const body = {
+      name: f.name.value, price_book: f.price_book.value, budget: number("budget"),
+      builds: [...form.querySelectorAll("input[name=builds]:checked")].map((box) => box.value),
+      facility: { power_mw: number("power_mw"), floor_racks: number("floor_racks"), rack_power_kw: number("rack_power_kw"),
+        cooling: f.cooling.value, hall: f.hall.value, pue: number("pue"), storage_write_gbyte_s: number("storage_write_gbyte_s") },
+      goal: { workload: f.workload.value, objective: f.objective.value, deadline: f.deadline.value || null },
+    };
+    const response = await api("/api/sweeps/site/", { method: "POST", body });
+    if (response.ok) { location.assign(`/sweeps/${response.data.id}/`); return; }
+    errors.hidden = false;
+    errors.replaceChildren(el("p", {}, response.status === 429 ? "Too many plans submitted; wait a moment." : "The site plan was not submitted:"),
+      el("ul", {}, errorLines(response.data).map((line) => el("li", {}, line))));
+  });
+}
+
 // Non-dominated points of (x, y) under the chosen directions: sort by x, keep each y better than all before.
 function paretoFront(points, xdir, ydir) {
   const sx = xdir === "max" ? -1 : 1, sy = ydir === "max" ? -1 : 1;
@@ -128,7 +148,20 @@ function chart(rows, controls, goal, names) {
   return { front, valid: valid.length, rejected: points.filter((p) => p.rejected).length };
 }
 
+// A site plan's builds: each best point's time to train against its cost, coloured by facility power (MW),
+// the Pareto front over the builds in black squares.
+function siteChart() {
+  const data = document.getElementById("site-builds");
+  if (!data) return;
+  const points = JSON.parse(data.textContent).filter((b) => b.point !== null).map((b) => ({
+    point: b.point, x: b.time_to_train_days, y: b.cost, c: b.facility_w / 1e6, highlight: b.pareto,
+    label: `${b.name}, ${b.layers} layers, ${b.ownership}: ${num(b.gpus)} GPUs, ${num(b.time_to_train_days)} days, cost ${num(b.cost)}` }));
+  scatterChart(document.getElementById("site-chart"), { points, xLabel: "time to train (days)", yLabel: "cost",
+    cLabel: "facility power (MW)", title: "Each build's best point: time to train against cost" });
+}
+
 export function sweepPage(id) {
+  siteChart();
   const bar = document.getElementById("sweep-progress"), percent = document.getElementById("sweep-percent");
   const status = document.getElementById("sweep-status"), error = document.getElementById("sweep-error");
   const cancel = document.getElementById("sweep-cancel");
@@ -180,6 +213,9 @@ export function sweepPage(id) {
     cancel.hidden = !["pending", "running"].includes(state.status);
     error.hidden = !state.error;
     error.textContent = state.error || "";
-    if (state.status === "done") showResults();
+    if (state.status === "done") {
+      if (document.getElementById("site-waiting")) location.reload();  // the ranking is drawn by the server
+      showResults();
+    }
   }, (s) => { document.getElementById("socket-status").textContent = s === "live" ? "live" : s; });
 }

@@ -1,0 +1,175 @@
+"""Site-first planning: a facility, a budget and a goal in; the catalogue's builds ranked, each
+with its binding limit and the error band of its time; checked against a brute force that
+evaluates every point alone."""
+import copy
+import datetime
+import itertools
+
+import numpy as np
+import pytest
+
+import simcore
+from planner.models import Sweep, Workload
+from planner.services.engine import step_time_band
+from simcore.tools.site import LIMITS
+
+pytestmark = pytest.mark.usefixtures("eager_celery")
+TODAY = datetime.date.today()
+SITE = {"price_book": "dated-usd-2025",
+        "facility": {"power_mw": 20, "floor_racks": 400, "rack_power_kw": 130, "cooling": "liquid",
+                     "hall": "hyperscale", "storage_write_gbyte_s": 2000},
+        "goal": {"workload": "llama3-70b-class-1152", "objective": "by_date",
+                 "deadline": (TODAY + datetime.timedelta(days=365)).isoformat()}}
+
+
+def plan_site(client, **changes):
+    body = copy.deepcopy(SITE)
+    for key, value in changes.items():
+        section, _, field = key.partition("__")
+        if field:
+            body[section][field] = value
+        else:
+            body[section] = value
+    return client.post("/api/sweeps/site/", body, format="json")
+
+
+def brute_force(sweep: Sweep) -> list[tuple]:
+    """Every grid point evaluated alone (one scenario document each), the site's limits checked in
+    plain Python, and each build's (build, layers, ownership) best point chosen by a loop: the
+    ranking's keys, best first, then the builds with no point meeting every limit."""
+    site, spec = sweep.site, sweep.spec
+    values = [axis["values"] for axis in spec["axes"]]
+    best: dict[tuple, tuple] = {}
+    for point, (build, dp, layers, tp, pp) in enumerate(itertools.product(*values)):
+        combo = site["builds"].index(build)
+        key = (build, int(layers))
+        document = copy.deepcopy(sweep.base_document["documents"][combo])
+        document["cluster"]["fabric"]["layers"] = layers
+        document["workload"].update(tp=tp, pp=pp, gpus=tp * pp * dp)
+        document["cluster"]["node_count"] = int(np.ceil(tp * pp * dp / document["cluster"]["node"]["gpus"]))
+        for ownership in ("owned", "rented"):
+            best.setdefault((*key, ownership), (np.inf, None))
+        if sweep.base_document["invalid"][combo]:
+            continue
+        result = simcore.evaluate(document)
+        training, power, racks = result["training"], result["power"], result["racks"]
+        if not (result["fabric"]["fits"] and training["feasible"]):
+            continue
+        days = training["time_to_train_days"]
+        costs = {"owned": None if result["cost"]["capex_total"] is None
+                 else result["cost"]["capex_total"] + training["energy_cost_to_train"],
+                 "rented": training["rent_cost_to_train"]}
+        within = (power["facility_w"] <= site["facility_w"] and racks["total_count"] <= site["floor_racks"]
+                  and racks["within_power_limit"] and days is not None and days <= site["deadline_days"])
+        for ownership, cost in costs.items():
+            if within and cost is not None and cost < best[(*key, ownership)][0]:
+                best[(*key, ownership)] = (cost, point)
+    found = sorted((cost, key) for key, (cost, point) in best.items() if point is not None)
+    return [(key, best[key][1]) for _, key in found]
+
+
+@pytest.fixture
+def small_goal(catalog):
+    """The Llama 3 70B-class shape with a batch of 16 sequences: a grid small enough to evaluate
+    point by point (5 data-parallel degrees)."""
+    workload = Workload.objects.get(slug="llama3-70b-class-1152")
+    workload.pk, workload.slug, workload.global_batch = None, "llama3-70b-batch-16", 16
+    workload.save()
+    return workload
+
+
+def test_the_ranking_equals_a_brute_force_over_every_point(small_goal, reader_client):
+    response = plan_site(reader_client, builds=["llama3-h100-16k", "dgx-h200-1024"], goal__workload=small_goal.slug,
+                         facility__power_mw=0.5, goal__deadline=(TODAY + datetime.timedelta(days=3000)).isoformat())
+    assert response.status_code == 201, response.json()
+    sweep = Sweep.objects.get(pk=response.json()["id"])
+    assert sweep.status == "done" and sweep.total_points == 2 * 5 * 2 * 4 * 5
+    ranked = [(row["build"], row["layers"], row["ownership"]) for row in sweep.site_result["builds"]]
+    expected = brute_force(sweep)
+    met = [row for row in sweep.site_result["builds"] if row["point"] is not None]
+    assert [(row["build"], row["layers"], row["ownership"], row["point"]) for row in met] == [
+        (*key, point) for key, point in expected]
+    assert len(met) == 4 and ranked[len(met):] and all(key[2] == "owned" for key in ranked[len(met):])
+    # Owned builds are unpriced in the dated book (its optics have no price): said, never ranked cheaper.
+    assert {row["binding"]["limit"] for row in sweep.site_result["builds"][len(met):]} == {"priced"}
+
+
+def test_each_build_names_what_binds_it_and_carries_its_time_band(catalog, reader_client):
+    response = plan_site(reader_client)
+    assert response.status_code == 201, response.json()
+    result = response.json()["site_result"]
+    builds = result["builds"]
+    assert len(builds) == 12 * 2 * 2 and result["feasible"] == sum(b["point"] is not None for b in builds)
+    first = builds[0]
+    assert first["point"] is not None and first["time_to_train_days"] <= response.json()["site"]["deadline_days"]
+    assert [b["cost"] for b in builds[:result["feasible"]]] == sorted(b["cost"] for b in builds[:result["feasible"]])
+    # The cheapest way to the date is the smallest build that makes it: the deadline binds.
+    assert first["binding"]["limit"] == "deadline"
+    band = step_time_band(first["family"], Workload.objects.get(slug="llama3-70b-class-1152"))
+    assert first["time_band"]["group"] == band["group"] == f"step_time:{first['family']}:dense:3d"
+    assert first["time_band"]["days_low"] == pytest.approx(first["time_to_train_days"] / (1 + band["high_error"]))
+    assert first["time_band"]["days_high"] == pytest.approx(first["time_to_train_days"] / (1 + band["low_error"]))
+    assert all(b["binding"]["limit"] in (*LIMITS, "valid", None) for b in builds)
+    assert any(b["pareto"] for b in builds[:result["feasible"]])
+    # Ascend has no GPU-hour price and no validated runs: never ranked as rented, and said why.
+    ascend = [b for b in builds if b["build"].startswith("ascend") and b["ownership"] == "rented"]
+    assert ascend and all(b["point"] is None and b["binding"]["limit"] == "priced" for b in ascend)
+
+
+def test_the_site_power_binds_when_the_goal_needs_more_than_the_site_can_feed(catalog, reader_client):
+    """Tokens due in 120 days need thousands of GPUs: a 2 MW site cannot feed them, so no build makes
+    the date, and what binds is the deadline (no valid point meets it within the site's power)."""
+    response = plan_site(reader_client, facility__power_mw=2, builds=["llama3-h100-16k"],
+                         goal__deadline=(TODAY + datetime.timedelta(days=120)).isoformat())
+    builds = response.json()["site_result"]["builds"]
+    rented = [b for b in builds if b["ownership"] == "rented"]
+    assert all(b["point"] is None for b in rented)
+    assert {b["binding"]["limit"] for b in rented} <= {"power", "deadline"}
+    big = plan_site(reader_client, facility__power_mw=200, builds=["llama3-h100-16k"],
+                    goal__deadline=(TODAY + datetime.timedelta(days=120)).isoformat()).json()["site_result"]["builds"]
+    assert any(b["point"] is not None for b in big)
+
+
+def test_an_air_cooled_site_keeps_liquid_builds_out_and_says_so(catalog, reader_client):
+    response = plan_site(reader_client, facility__cooling="air", builds=["gb200-nvl72-1152", "hgx-b200-1152"])
+    assert response.status_code == 201, response.json()
+    gb200 = [b for b in response.json()["site_result"]["builds"] if b["build"] == "gb200-nvl72-1152"]
+    assert gb200 and all(b["point"] is None and b["binding"]["limit"] == "valid"
+                         and "liquid cooled and the site's halls are air cooled" in b["binding"]["reason"]
+                         for b in gb200)
+    only = plan_site(reader_client, facility__cooling="air", builds=["gb200-nvl72-1152"])
+    assert only.status_code == 400 and "builds" in only.json()["errors"]
+
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"facility__power_mw": -1}, "facility"),
+    ({"facility__floor_racks": 0}, "facility"),
+    ({"facility__pue": 0.5}, "facility"),
+    ({"goal__objective": "fastest"}, "goal"),
+    ({"goal__deadline": None}, "goal.deadline"),
+    ({"goal__deadline": TODAY.isoformat()}, "goal.deadline"),
+    ({"goal__workload": "no-such-workload"}, "goal.workload"),
+    ({"price_book": "no-such-book"}, "price_book"),
+    ({"builds": ["no-such-plan"]}, "builds"),
+    ({"builds": ["dgx-h200-1024", "dgx-h200-1024"]}, "builds"),
+    ({"budget": -5}, "budget"),
+])
+def test_bad_site_requests_answer_400_naming_the_field_and_store_nothing(catalog, reader_client, changes, field):
+    before = Sweep.objects.count()
+    response = plan_site(reader_client, **changes)
+    assert response.status_code == 400 and field in response.json()["errors"], response.json()
+    if field == "facility":
+        assert set(response.json()["errors"]["facility"]) <= {"power_mw", "floor_racks", "pue"}
+    assert Sweep.objects.count() == before
+
+
+def test_a_goal_workload_without_tokens_is_refused_naming_it(catalog, reader_client):
+    workload = Workload.objects.get(slug="llama3-70b-class-1152")
+    workload.pk, workload.slug, workload.tokens_to_train = None, "no-tokens", None
+    workload.save()
+    response = plan_site(reader_client, goal__workload="no-tokens")
+    assert response.status_code == 400 and "tokens_to_train" in response.json()["errors"]["goal.workload"][0]
+
+
+def test_planning_a_site_needs_a_signed_in_user(catalog, client):
+    assert plan_site(client).status_code in (401, 403)
