@@ -2,6 +2,7 @@
 
 Each test saves a screenshot of every page it visits under test-artifacts/, and the ``page``
 fixture fails the test if the browser logged a JavaScript error or an uncaught exception."""
+import datetime
 import re
 from pathlib import Path
 
@@ -518,3 +519,29 @@ def test_a_measurement_uploads_shows_measured_against_predicted_and_overrides(pa
     expect(articles).to_have_count(3)
     expect(articles.first).to_contain_text("our DGX-A100 GEMMs")
     page.shot("node-type-measurements")
+
+
+def test_a_site_plan_from_the_form_ranks_the_builds_and_charts_them(page):
+    """The site form with a bad figure says which field; corrected, it runs on the worker, the page
+    follows it live and, done, shows the ranked builds (what binds each, each time's band) and the
+    chart of each build's best point."""
+    page.login()
+    page.goto("/sweeps/")
+    page.page.click("#site-new-link")
+    for box in page.page.locator("input[name=builds]").all():
+        if box.get_attribute("value") not in ("llama3-h100-16k", "dgx-h200-1024", "gb200-nvl72-1152"):
+            box.uncheck()
+    page.page.fill("#site-power", "-3")
+    page.page.click("#site-form button[type=submit]")
+    expect(page.page.locator("#site-errors")).to_contain_text("facility.power_mw:")
+    page.page.fill("#site-power", "20")
+    page.page.fill("#site-deadline", (datetime.date.today() + datetime.timedelta(days=120)).isoformat())
+    page.shot("site-form")
+    page.page.click("#site-form button[type=submit]")
+    page.page.wait_for_url(re.compile(r"/sweeps/\d+/$"))
+    expect(page.page.locator("#site-ranking")).to_be_visible(timeout=90_000)
+    expect(page.page.locator("#site-ranking tbody tr")).to_have_count(3 * 2 * 2)
+    expect(page.page.locator("#site-ranking tbody tr").first).to_contain_text("deadline")
+    expect(page.page.locator("#site-ranking tbody tr").first).to_contain_text("published dense transformer")
+    expect(page.page.locator("#site-chart svg.chart rect.front").first).to_be_visible()
+    page.shot("site-plan")

@@ -183,3 +183,27 @@ def test_the_comparison_page_lists_each_plans_error_bands(catalog, signed_in):
     ff, ascend = bands.split("Ascend", 1) if "Ascend" in bands else (bands, "")
     assert f"training step: on {cases} published dense transformer training runs on ampere GPUs" in ff
     assert "Outside everything validated: on " in ascend
+
+
+def test_a_site_plan_shows_its_ranked_builds_with_what_binds_them(catalog, signed_in, eager_celery):
+    """The form offers the shared builds and the workloads with tokens to train; the finished plan's
+    page lists every build best first, with its layout, its time and that time's band, its cost and
+    what binds it, and the chart's data."""
+    form = text(signed_in.get("/sites/new/"))
+    assert "Plan from a site" in form and "GB200 NVL72, 1,152 GPUs" in form and "Llama-3-70B-class" in form
+    assert "VGG16" not in form  # its workload gives no tokens to train
+    from tests.planner.test_sites import SITE
+
+    response = signed_in.post("/api/sweeps/site/", SITE, content_type="application/json")
+    sweep = response.json()
+    page = signed_in.get(f"/sweeps/{sweep['id']}/")
+    body = text(page)
+    first = sweep["site_result"]["builds"][0]
+    assert "A 20.0 MW site of 400 racks of at most 130 kW each, liquid cooled, in a hyperscale hall" in body
+    assert (f"1 {first['name']} Pareto {first['layers']} {first['ownership']} {first['gpus']:,.0f} "
+            f"({first['node_count']:,.0f}) {first['tp']} × {first['pp']} × {first['dp']} "
+            f"{first['time_to_train_days']:.1f} {first['time_band']['days_low']:.1f} to "
+            f"{first['time_band']['days_high']:.1f} days on {first['time_band']['cases']} published") in body
+    assert "deadline : the points that would do better break the deadline limit" in body
+    assert "priced : no valid point meets the prices limit" in body
+    assert 'id="site-builds"' in page.content.decode()
