@@ -16,9 +16,6 @@ from planner.models import ClusterPlan, PriceBook, Sweep, Workload
 from planner.services import sweeps as services
 from planner.services.sites import site_builds, site_facility
 from planner.services.submission import site_submit, sweep_submit
-from planner.services.sweep_spec import MAX_COMBINATIONS
-from simcore.formulas.power import HALLS
-from simcore.tools.site import GOALS
 from planner.services.sweep_results import (
     EXPORT_TYPES,
     MAX_CHART_SAMPLE,
@@ -29,7 +26,10 @@ from planner.services.sweep_results import (
     sweep_sample,
     sweep_select,
 )
+from planner.services.sweep_spec import MAX_COMBINATIONS
 from planner.services.sweep_store import sweep_columns
+from simcore.formulas.power import HALLS
+from simcore.tools.site import GOALS
 
 SWEEP_EXAMPLE = OpenApiExample(
     "Cheapest Fire-Flyer variant that trains LLaMa-13B steps under 20 s",

@@ -3,7 +3,8 @@
 Each build is a shared plan (a node type with its fabric, switches and link parts) moved onto the
 site: the site's price book, hall (or PUE) and rack power limit replace the plan's, and the job
 trains the goal's workload on every GPU. The sweep varies each build's size (every data-parallel
-degree the workload's batch splits into, the cluster holding TP x PP x DP GPUs), its fabric layers and the workload's tensor and pipeline degrees; its finished points are ranked by
+degree the workload's batch splits into, the cluster holding TP x PP x DP GPUs), its fabric
+layers and the workload's tensor and pipeline degrees; its finished points are ranked by
 :mod:`planner.services.site_results`. A build whose nodes need liquid cooling on an air-cooled site
 is kept, with every point invalid and the reason said.
 """
@@ -12,10 +13,8 @@ import copy
 import numpy as np
 from django.utils import timezone
 
-import simcore
 from planner.adapters import scenario_document
 from planner.models import ClusterPlan, PriceBook, Sweep, Visibility, Workload
-from planner.services import engine
 from planner.services.sweep_spec import SweepInputError, check_sample
 from planner.services.sweeps import sweep_record
 from simcore.tools import site as site_engine
@@ -93,12 +92,20 @@ def _deadline_days(goal: dict) -> float | None:
     return float(days)
 
 
+def site_axes(builds: list[ClusterPlan], workload: Workload) -> list[sweep_engine.Axis]:
+    """The grid: each build, each data-parallel degree, two or three fabric layers, TP and PP."""
+    return [sweep_engine.Axis("site.build", np.array([p.slug for p in builds], dtype=object)),
+            sweep_engine.Axis(sweep_engine.DATA_PARALLEL_AXIS, data_parallel_degrees(workload)),
+            sweep_engine.Axis("cluster.fabric.layers", np.array(LAYERS, dtype=float)),
+            sweep_engine.Axis("workload.tp", np.array(TENSOR_PARALLEL, dtype=float)),
+            sweep_engine.Axis("workload.pp", np.array(PIPELINE_PARALLEL, dtype=float))]
+
+
 def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook, budget: float | None,
                      builds: list[ClusterPlan], workload: Workload, name: str = "") -> Sweep:
-    """Check a site-first request and record its sweep (run with :func:`planner.services.submission.
-    sweep_submit`'s queueing). ``facility``: facility_w, floor_racks, rack_power_limit_w (or None),
-    cooling, hall, pue (or None) and storage_write_gbyte_s (the site's storage system, which
-    checkpoints go to on builds without storage nodes of their own; None: none); ``goal``: objective (by_date or per_dollar) and deadline (a date)."""
+    """Check a site-first request and record its sweep (queued by
+    :func:`planner.services.submission.site_submit`). ``facility``: as :func:`site_facility` gives
+    it; ``goal``: objective (by_date or per_dollar) and deadline (a date, or None)."""
     if workload.tokens_to_train is None:
         raise SiteInputError({"goal.workload": [f"{workload.slug} gives no tokens_to_train: the goal needs them"]})
     deadline_days = _deadline_days(goal)
@@ -106,23 +113,20 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
     documents, reasons = [d for d, _ in made], [r for _, r in made]
     if all(reasons):
         raise SiteInputError({"builds": ["no build can stand on this site: " + "; ".join(reasons)]})
-    axes = [sweep_engine.Axis("site.build", np.array([p.slug for p in builds], dtype=object)),
-            sweep_engine.Axis(sweep_engine.DATA_PARALLEL_AXIS, data_parallel_degrees(workload)),
-            sweep_engine.Axis("cluster.fabric.layers", np.array(LAYERS, dtype=float)),
-            sweep_engine.Axis("workload.tp", np.array(TENSOR_PARALLEL, dtype=float)),
-            sweep_engine.Axis("workload.pp", np.array(PIPELINE_PARALLEL, dtype=float))]
+    axes = site_axes(builds, workload)
     base = {"categorical": ["site.build"], "documents": documents, "invalid": reasons}
     outputs = list(site_engine.SITE_OUTPUTS)
     try:
         check_sample(base, axes, outputs)
     except SweepInputError as error:
-        raise SiteInputError({"builds": [f"{field}: {' '.join(why)}" for field, why in error.errors.items()]}) from error
+        raise SiteInputError({"builds": [f"{field}: {' '.join(why)}"
+                                         for field, why in error.errors.items()]}) from error
     size = sweep_engine.grid_size(axes)
-    spec = {"axes": [{"path": a.path, "values": a.values.tolist()} for a in axes], "outputs": outputs, "goal": None}
+    spec = {"axes": [{"path": a.path, "values": a.values.tolist()} for a in axes], "outputs": outputs,
+            "goal": None}
     site = {**facility, "budget": budget, "currency": price_book.currency, "price_book": price_book.slug,
             "goal": goal["objective"], "deadline": goal["deadline"].isoformat() if goal.get("deadline") else None,
             "deadline_days": deadline_days, "workload": workload.slug, "builds": [p.slug for p in builds],
-            "build_names": [p.name for p in builds], "families": [p.node_type.accelerator.family for p in builds],
-            "engine_version": simcore.ENGINE_VERSION}
+            "build_names": [p.name for p in builds], "families": [p.node_type.accelerator.family for p in builds]}
     return sweep_record(owner=owner, plan=builds[0], workload=workload, name=name or "site plan", base=base,
                         spec=spec, size=size, chunk_size=size // len(builds), site=site)

@@ -1,4 +1,5 @@
-"""Submitting a sweep (or a site-first plan's): record it, queue its chunks, and keep nothing of it when the queue is down."""
+"""Submitting a sweep (or a site-first plan's): record it, queue its chunks, and keep nothing of it
+when the queue is down."""
 from planner.models import ClusterPlan, Sweep, Workload
 from planner.services.sites import site_plan_create
 from planner.services.sweeps import sweep_create, sweep_discard
