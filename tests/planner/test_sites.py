@@ -78,9 +78,39 @@ def small_goal(catalog):
     return workload
 
 
-def test_the_ranking_equals_a_brute_force_over_every_point(small_goal, reader_client):
+@pytest.fixture
+def quoted_book(catalog, user):
+    """The two builds with their link parts chosen (the presets leave them open), and the dated
+    book copied to the reader's own with a quote (a user input) for every part they count that it
+    lacks, so that owning them has a complete price."""
+    from planner.models import ClusterPlan, LinkPart, PriceBook, PriceItem
+
+    ClusterPlan.objects.filter(slug__in=["llama3-h100-16k", "dgx-h200-1024"]).update(
+        endpoint_cable=LinkPart.objects.get(slug="osfp-800g-2xsr4-transceiver"),
+        transceiver=LinkPart.objects.get(slug="ndr-sr4-transceiver-400g"),
+        fiber=LinkPart.objects.get(slug="mmf-fiber-cable"))
+
+    book = PriceBook.objects.get(slug="dated-usd-2025")
+    items = list(book.items.all())
+    book.pk, book.slug, book.owner = None, "reader-quotes", user
+    book.save()
+    for item in items:
+        item.pk, item.price_book = None, book
+        item.save()
+    for plan in ClusterPlan.objects.filter(slug__in=["llama3-h100-16k", "dgx-h200-1024"]):
+        parts = [("compute-node", plan.node_type), ("switch", plan.switch), ("link-part", plan.endpoint_cable),
+                 ("link-part", plan.transceiver), ("link-part", plan.fiber), ("storage-node", plan.storage_node_type)]
+        for kind, part in parts:
+            if part is not None:
+                PriceItem.objects.get_or_create(price_book=book, part_kind=kind, part_slug=part.slug, defaults={
+                    "unit_price": 500, "basis": "a test quote", "confidence": "estimate"})
+    return book
+
+
+def test_the_ranking_equals_a_brute_force_over_every_point(small_goal, quoted_book, reader_client):
     response = plan_site(reader_client, builds=["llama3-h100-16k", "dgx-h200-1024"], goal__workload=small_goal.slug,
-                         facility__power_mw=0.5, goal__deadline=(TODAY + datetime.timedelta(days=3000)).isoformat())
+                         facility__power_mw=0.5, goal__deadline=(TODAY + datetime.timedelta(days=3000)).isoformat(),
+                         price_book=quoted_book.slug)
     assert response.status_code == 201, response.json()
     sweep = Sweep.objects.get(pk=response.json()["id"])
     assert sweep.status == "done" and sweep.total_points == 2 * 5 * 2 * 4 * 5
@@ -89,9 +119,13 @@ def test_the_ranking_equals_a_brute_force_over_every_point(small_goal, reader_cl
     met = [row for row in sweep.site_result["builds"] if row["point"] is not None]
     assert [(row["build"], row["layers"], row["ownership"], row["point"]) for row in met] == [
         (*key, point) for key, point in expected]
-    assert len(met) == 4 and ranked[len(met):] and all(key[2] == "owned" for key in ranked[len(met):])
-    # Owned builds are unpriced in the dated book (its optics have no price): said, never ranked cheaper.
-    assert {row["binding"]["limit"] for row in sweep.site_result["builds"][len(met):]} == {"priced"}
+    assert len(met) == len(ranked) == 8 and {key[2] for key in ranked} == {"owned", "rented"}
+    # The dated book alone has no price for the builds' optics: owning is then unpriced, said so,
+    # and never ranked as if cheaper.
+    dated = plan_site(reader_client, builds=["llama3-h100-16k"], goal__workload=small_goal.slug,
+                      goal__deadline=(TODAY + datetime.timedelta(days=3000)).isoformat()).json()
+    owned = [row for row in dated["site_result"]["builds"] if row["ownership"] == "owned"]
+    assert owned and all(row["point"] is None and row["binding"]["limit"] == "priced" for row in owned)
 
 
 def test_each_build_names_what_binds_it_and_carries_its_time_band(catalog, reader_client):
