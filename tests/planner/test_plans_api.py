@@ -882,3 +882,22 @@ def test_the_comparison_and_its_workbook_carry_each_plans_bands(catalog, reader_
         assert row[2:5] == pytest.approx((band["value"], band["low_error"], band["high_error"]), rel=1e-14)
         assert row[7:] == (band["cases"], band["group"], band["validated"])
     assert len(rows) - 1 == sum(b is not None for m in comparison["metrics"] for b in m["bands"])
+
+
+def test_the_bill_and_its_workbook_carry_the_totals_band(catalog, reader_client):
+    """A fully priced bill's total carries the price band (it is the evaluation's capex), and its
+    facility power the power band; the workbook lists both on its own sheet. An incomplete bill has
+    no total and so no price band."""
+    from openpyxl import load_workbook
+
+    bom = reader_client.get("/api/plans/dgx-a100-3layer/bom/").json()
+    evaluation = reader_client.post("/api/plans/dgx-a100-3layer/evaluate/", {}, format="json").json()
+    assert bom["total"] is not None and set(bom["bands"]) == {"cost.capex_total", "power.facility_w"}
+    assert bom["bands"] == evaluation["bands"]
+    assert bom["bands"]["cost.capex_total"]["value"] == pytest.approx(bom["total"])
+    workbook = reader_client.get("/api/plans/dgx-a100-3layer/bom/?format=xlsx").content
+    rows = list(load_workbook(io.BytesIO(workbook))["Error bands"].iter_rows(values_only=True))
+    assert [row[0] for row in rows[1:]] == list(bom["bands"])
+    for row, band in zip(rows[1:], bom["bands"].values()):
+        assert row[1:4] == pytest.approx((band["value"], band["low_error"], band["high_error"]), rel=1e-12)
+    assert set(reader_client.get(f"/api/plans/{FF}/bom/").json()["bands"]) == {"power.facility_w"}
