@@ -28,7 +28,7 @@ from planner.services.sweep_results import (
 )
 from planner.services.sweep_spec import MAX_COMBINATIONS
 from planner.services.sweep_store import sweep_columns
-from simcore.formulas.power import HALLS
+from simcore.formulas.power import HALL_PUE_BASIS, HALLS
 from simcore.tools.site import GOALS
 
 SWEEP_EXAMPLE = OpenApiExample(
@@ -70,7 +70,8 @@ class SiteFacilitySerializer(serializers.Serializer):
                                            help_text="a rack's power and cooling limit, kW; null: no limit")
     cooling = serializers.ChoiceField(["air", "liquid"], default="air",
                                       help_text="air: builds whose nodes are liquid cooled cannot stand here")
-    hall = serializers.ChoiceField(HALLS, default=HALLS[0], help_text="the hall's class, which sets the PUE")
+    hall = serializers.ChoiceField(list(HALL_PUE_BASIS.items()), default=HALLS[0],
+                                   help_text="the hall's class, which sets the PUE")
     pue = serializers.FloatField(min_value=1.0, max_value=5.0, required=False, allow_null=True,
                                  help_text="the site's own PUE, over the hall's")
     storage_write_gbyte_s = serializers.FloatField(
