@@ -445,8 +445,22 @@ def sweep_detail(request, sweep_id):
     overrides = [(constant, value, 0 if count == len(per_combination) else count)
                  for (constant, value), count in sorted(found.items())]
     return render(request, "frontend/sweep_detail.html", {
-        "sweep": sweep, "overrides": overrides, "names": _sweep_names(sweep),
+        "sweep": sweep, "overrides": overrides, "names": _sweep_names(sweep), "site_bands": _site_bands(sweep),
         "better": {o.path: o.better for o in outputs.OUTPUTS if o.path and o.better}})
+
+
+def _site_bands(sweep) -> list[dict]:
+    """A site plan's time bands, one per GPU family its ranked builds use, each as a sentence."""
+    found = {}
+    for row in (sweep.site_result or {}).get("builds", []):
+        band = row.get("time_band")
+        if band and row["family"] not in found:
+            off = f"{band['low_error']:+.1%} to {band['high_error']:+.1%}"
+            found[row["family"]] = {"family": row["family"], "message": (
+                f"{'outside everything validated: ' if not band['validated'] else ''}on {band['cases']} "
+                f"{band['basis']} the step time was predicted {off} off (group {band['group']}); a time to train "
+                "takes its step time's band")}
+    return list(found.values())
 
 
 def _sweep_names(sweep) -> dict[str, str]:

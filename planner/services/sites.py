@@ -17,6 +17,7 @@ from planner.adapters import scenario_document
 from planner.models import ClusterPlan, PriceBook, Sweep, Visibility, Workload
 from planner.services.sweep_spec import SweepInputError, check_sample
 from planner.services.sweeps import sweep_record
+from simcore.document import MAX_CLUSTER_GPUS
 from simcore.tools import site as site_engine
 from simcore.tools import sweep as sweep_engine
 
@@ -73,11 +74,16 @@ def _site_document(plan: ClusterPlan, facility: dict, book: PriceBook, workload:
 
 def data_parallel_degrees(workload: Workload) -> np.ndarray:
     """The sizes every build is tried at, as data-parallel degrees: each whole number of
-    micro-batches per rank the workload's global batch splits into (its divisors), at most
-    MAX_DATA_PARALLEL of them, the largest kept."""
+    micro-batches per rank the workload's global batch splits into (its divisors, none that would
+    take the largest layout past the engine's GPU limit), at most MAX_DATA_PARALLEL of them spread
+    geometrically from 1 to the largest."""
     micro_batches = workload.global_batch // workload.micro_batch
-    degrees = np.flatnonzero(micro_batches % np.arange(1, micro_batches + 1) == 0) + 1
-    return degrees[-MAX_DATA_PARALLEL:].astype(float)
+    widest = max(TENSOR_PARALLEL) * max(PIPELINE_PARALLEL) * workload.cp
+    candidates = np.arange(1, min(micro_batches, MAX_CLUSTER_GPUS // widest) + 1, dtype=np.int64)
+    degrees = candidates[micro_batches % candidates == 0]
+    if degrees.size > MAX_DATA_PARALLEL:
+        degrees = degrees[np.unique(np.round(np.geomspace(1, degrees.size, MAX_DATA_PARALLEL)).astype(int) - 1)]
+    return degrees.astype(float)
 
 
 def _deadline_days(goal: dict) -> float | None:

@@ -11,6 +11,7 @@ from openpyxl import load_workbook
 from playwright.sync_api import expect
 
 from frontend.templatetags.figures import figure
+from tests.planner.test_sites import SITE
 
 LAYOUT = (Path(__file__).resolve().parent / "layout.js").read_text()
 PAGES = ["/", "/catalog/", "/catalog/?table=compute-node-types", "/catalog/accelerators/a100-pcie-40gb/",
@@ -19,7 +20,7 @@ PAGES = ["/", "/catalog/", "/catalog/?table=compute-node-types", "/catalog/accel
          "/plans/ascend-910b-single-rail/", "/plans/new/", "/plans/new/?from=dgx-a100-3layer", "/workloads/",
          "/workloads/new/", "/compare/?ids=dgx-a100-3layer,ff2-pcie-2zone,ff2-pcie-3layer&workload=llama-13b-512",
          "/compare/?ids=hgx-b200-1152,gb200-nvl72-1152&workload=llama3-70b-class-1152", "/sweeps/", "/twins/",
-         "/validation/", "/reliability/", "/tokens/"]
+         "/validation/", "/reliability/", "/tokens/", "/sites/new/"]
 
 
 def _api(page, method: str, path: str, body: dict) -> dict:
@@ -32,15 +33,19 @@ def _api(page, method: str, path: str, body: dict) -> dict:
 
 
 def _sweep_and_twin(page) -> list[str]:
-    """A finished sweep with points a constraint rejects, and a twin: their pages join the list."""
+    """A finished sweep with points a constraint rejects, a finished site plan (its ranking table and
+    chart), and a twin: their pages join the list."""
     sweep = _api(page, "POST", "/api/sweeps/", {
         "plan": "dgx-a100-3layer", "workload": "llama-13b-512",
         "axes": {"cluster.node_count": [16, 32, 64, 128], "workload.gpus": [128, 256, 512]},
         "goal": {"minimize": "cost.capex_total", "constraints": [{"metric": "power.facility_w", "max": 600_000}]}})
+    site = _api(page, "POST", "/api/sweeps/site/", {**SITE, "builds": ["llama3-h100-16k", "gb200-nvl72-1152"]})
     twin = _api(page, "POST", "/api/twins/", {"plan": "ff2-pcie-2zone", "seed": 1})
-    page.goto(f"/sweeps/{sweep['id']}/")
-    expect(page.page.locator("#sweep-percent")).to_have_text("100%", timeout=90_000)
-    return [f"/sweeps/{sweep['id']}/", f"/twins/{twin['id']}/"]
+    for made in (sweep, site):
+        page.goto(f"/sweeps/{made['id']}/")
+        expect(page.page.locator("#sweep-percent")).to_have_text("100%", timeout=90_000)
+    expect(page.page.locator("#site-ranking")).to_be_visible()
+    return [f"/sweeps/{sweep['id']}/", f"/sweeps/{site['id']}/", f"/twins/{twin['id']}/"]
 
 
 @pytest.mark.parametrize("width", [1024, 1440])

@@ -200,10 +200,13 @@ def test_a_site_plan_shows_its_ranked_builds_with_what_binds_them(catalog, signe
     body = text(page)
     first = sweep["site_result"]["builds"][0]
     assert "A 20.0 MW site of 400 racks of at most 130 kW each, liquid cooled, in a hyperscale hall" in body
-    assert (f"1 {first['name']} Pareto {first['layers']} {first['ownership']} {first['gpus']:,.0f} "
+    assert (f"1 {first['name']}: {first['layers']} layers, {first['ownership']} Pareto {first['gpus']:,.0f} "
             f"({first['node_count']:,.0f}) {first['tp']} × {first['pp']} × {first['dp']} "
             f"{first['time_to_train_days']:.1f} {first['time_band']['days_low']:.1f} to "
-            f"{first['time_band']['days_high']:.1f} days on {first['time_band']['cases']} published") in body
+            f"{first['time_band']['days_high']:.1f} ") in body
+    band = first["time_band"]
+    assert (f"{first['family']}: on {band['cases']} {band['basis']} the step time was predicted "
+            f"{band['low_error']:+.1%} to {band['high_error']:+.1%} off") in body
     assert "deadline : the points that would do better break the deadline limit" in body
     assert "priced : no valid point meets the prices limit" in body
     assert 'id="site-builds"' in page.content.decode()
