@@ -207,3 +207,44 @@ def test_a_goal_workload_without_tokens_is_refused_naming_it(catalog, reader_cli
 
 def test_planning_a_site_needs_a_signed_in_user(catalog, client):
     assert plan_site(client).status_code in (401, 403)
+
+
+def test_a_budget_keeps_exactly_the_builds_whose_best_cost_it_covers(small_goal, quoted_book, reader_client):
+    """Without a budget the builds rank by cost; a budget between the first two costs keeps the
+    builds whose best point costs no more, and the others say the budget binds."""
+    common = {"builds": ["llama3-h100-16k", "dgx-h200-1024"], "goal__workload": small_goal.slug,
+              "price_book": quoted_book.slug, "facility__power_mw": 0.5,
+              "goal__deadline": (TODAY + datetime.timedelta(days=3000)).isoformat()}
+    free = plan_site(reader_client, **common).json()["site_result"]["builds"]
+    costs = sorted(row["cost"] for row in free)
+    budget = (costs[0] + costs[1]) / 2
+    bounded = plan_site(reader_client, budget=budget, **common).json()["site_result"]["builds"]
+    kept = [(row["build"], row["layers"], row["ownership"]) for row in bounded if row["point"] is not None]
+    assert kept == [(row["build"], row["layers"], row["ownership"]) for row in free if row["cost"] <= budget]
+    assert all(row["binding"]["limit"] == "budget" for row in bounded if row["point"] is None)
+    assert all(row["cost"] <= budget for row in bounded if row["point"] is not None)
+
+
+def test_the_most_training_per_dollar_ranks_by_cost_per_token(catalog, reader_client):
+    response = plan_site(reader_client, goal={"workload": "llama3-70b-class-1152", "objective": "per_dollar"},
+                         builds=["llama3-h100-16k", "dgx-h200-1024"])
+    assert response.status_code == 201, response.json()
+    site, result = response.json()["site"], response.json()["site_result"]
+    assert site["deadline"] is None and site["deadline_days"] is None
+    ranked = [row for row in result["builds"] if row["point"] is not None]
+    tokens = Workload.objects.get(slug="llama3-70b-class-1152").tokens_to_train
+    assert ranked and [row["objective"] for row in ranked] == sorted(row["objective"] for row in ranked)
+    for row in ranked:
+        assert row["ownership"] == "rented" and row["objective"] == pytest.approx(row["rent_cost"] / tokens * 1e6)
+
+
+def test_the_sizes_tried_are_the_batch_splits_within_the_engines_limit():
+    from types import SimpleNamespace
+
+    from planner.services.sites import MAX_DATA_PARALLEL, data_parallel_degrees
+
+    llama = SimpleNamespace(global_batch=576, micro_batch=1, cp=1)
+    assert data_parallel_degrees(llama).tolist() == [d for d in range(1, 577) if 576 % d == 0]
+    huge = data_parallel_degrees(SimpleNamespace(global_batch=10**17, micro_batch=1, cp=2))
+    assert len(huge) <= MAX_DATA_PARALLEL and huge[0] == 1 and all(10**17 % d == 0 for d in huge)
+    assert huge[-1] * 8 * 16 * 2 <= 1_048_576  # the widest layout stays within the engine's GPUs
