@@ -573,7 +573,7 @@ def beside_collective_s(hidden_s, on_copy_engines, gemm_slowdown):
     """Extra compute time while an SM-based collective runs hidden beside it for ``hidden_s``: the
     compute runs ``gemm_slowdown`` slower meanwhile (the family's measurement; NaN: none). A
     copy-engine collective (HFReduce) holds no SMs and slows nothing."""
-    return where(on_copy_engines | np.isnan(gemm_slowdown), 0.0, np.nan_to_num(gemm_slowdown) * hidden_s)
+    return where(on_copy_engines | np.isnan(gemm_slowdown), 0.0, gemm_slowdown * hidden_s)
 
 
 def assemble_step(parts: dict, exposed_dp, data_s):

@@ -42,8 +42,8 @@ def twin_delete(*, twin: Twin) -> None:
     gathers the twin's samples and events, and one saved after finds the twin gone: a sample the
     delete did not see can no longer block it (a 500 on PostgreSQL's foreign key before)."""
     with transaction.atomic():
-        if Twin.objects.select_for_update().filter(pk=twin.pk).exists():
-            Twin.objects.get(pk=twin.pk).delete()
+        for locked in Twin.objects.select_for_update().filter(pk=twin.pk):
+            locked.delete()
 
 
 def twin_set_speed(*, twin: Twin, speed) -> Twin:

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from planner.models import ClusterPlan, Workload
 from planner.services.plans import compare_choice_problems, plan_compare
-from simcore.outputs import display
+from simcore.outputs import SI_UNITS, display
 
 
 class Command(BaseCommand):
@@ -38,7 +38,7 @@ class Command(BaseCommand):
             unit = currency if money else metric["unit"]
             cells = []
             for value, ratio in zip(metric["values"], metric["ratio_to_first"]):
-                text = display(value, unit if money or unit in ("W", "B") else "", money=money)
+                text = display(value, unit if money or unit in SI_UNITS else "", money=money)
                 text += "" if value is None or ratio is None or ratio == 1 else f" ({ratio:.2f}x)"
                 cells.append(f"{text:>{width + 2}}")
             self.stdout.write(f"{metric['label'] + ' [' + unit + ']':38}" + "".join(cells))
