@@ -81,7 +81,9 @@ class SiteFacilitySerializer(serializers.Serializer):
 
 
 class SiteGoalSerializer(serializers.Serializer):
-    workload = serializers.SlugField(help_text="the model to train; it must give tokens_to_train")
+    workload = serializers.SlugField(help_text="the model to train")
+    tokens = serializers.FloatField(min_value=1.0, max_value=1e18, required=False, allow_null=True,
+                                    help_text="tokens to train; null: the workload's tokens_to_train")
     objective = serializers.ChoiceField(GOALS, help_text="by_date: the cheapest way to have the tokens trained by "
                                                          "the deadline; per_dollar: the lowest cost per token")
     deadline = serializers.DateField(required=False, allow_null=True, help_text="by_date: the day the tokens are "
@@ -178,7 +180,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         sweep = site_submit(
             owner=request.user, name=data.get("name", ""), workload=workload, price_book=book,
             budget=data.get("budget"), builds=site_builds(request.user, data.get("builds")),
-            goal={"objective": goal["objective"], "deadline": goal.get("deadline")},
+            goal={"objective": goal["objective"], "deadline": goal.get("deadline"), "tokens": goal.get("tokens")},
             facility=site_facility(**facility))
         return Response(SweepSerializer(sweep).data, status=status.HTTP_201_CREATED)
 

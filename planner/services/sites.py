@@ -53,16 +53,17 @@ def site_facility(*, power_mw: float, floor_racks: int, cooling: str, hall: str,
             "hall": hall, "pue": pue, "storage_write_gbyte_s": storage_write_gbyte_s}
 
 
-def _site_document(plan: ClusterPlan, facility: dict, book: PriceBook, workload: Workload) -> tuple[dict, str]:
-    """The plan moved onto the site, training the workload on every GPU; and why it cannot be built
-    there ('' when it can)."""
+def _site_document(plan: ClusterPlan, facility: dict, book: PriceBook, workload: Workload,
+                   tokens: float) -> tuple[dict, str]:
+    """The plan moved onto the site, training ``tokens`` of the workload on every GPU; and why it
+    cannot be built there ('' when it can)."""
     variant = copy.copy(plan)
     variant.price_book = book
     variant.hall = facility["hall"]
     variant.pue = facility["pue"]
     variant.rack_power_limit_w = facility["rack_power_limit_w"]
     document = scenario_document(variant, workload)
-    document["workload"]["gpus"] = None
+    document["workload"].update(gpus=None, tokens_to_train=tokens)
     storage = document["cluster"]["storage"]
     if not storage.get("nodes") and storage.get("external_write_gbyte_s") is None:
         storage["external_write_gbyte_s"] = facility["storage_write_gbyte_s"]
@@ -111,11 +112,13 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
                      builds: list[ClusterPlan], workload: Workload, name: str = "") -> Sweep:
     """Check a site-first request and record its sweep (queued by
     :func:`planner.services.submission.site_submit`). ``facility``: as :func:`site_facility` gives
-    it; ``goal``: objective (by_date or per_dollar) and deadline (a date, or None)."""
-    if workload.tokens_to_train is None:
-        raise SiteInputError({"goal.workload": [f"{workload.slug} gives no tokens_to_train: the goal needs them"]})
+    it; ``goal``: objective (by_date or per_dollar), deadline (a date, or None) and tokens (to train,
+    or None: the workload's own)."""
+    tokens = goal.get("tokens") or workload.tokens_to_train
+    if tokens is None:
+        raise SiteInputError({"goal.tokens": [f"{workload.slug} gives no tokens_to_train: give the tokens to train"]})
     deadline_days = _deadline_days(goal)
-    made = [_site_document(plan, facility, price_book, workload) for plan in builds]
+    made = [_site_document(plan, facility, price_book, workload, tokens) for plan in builds]
     documents, reasons = [d for d, _ in made], [r for _, r in made]
     if all(reasons):
         raise SiteInputError({"builds": ["no build can stand on this site: " + "; ".join(reasons)]})
@@ -132,7 +135,8 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
             "goal": None}
     site = {**facility, "budget": budget, "currency": price_book.currency, "price_book": price_book.slug,
             "goal": goal["objective"], "deadline": goal["deadline"].isoformat() if goal.get("deadline") else None,
-            "deadline_days": deadline_days, "workload": workload.slug, "builds": [p.slug for p in builds],
-            "build_names": [p.name for p in builds], "families": [p.node_type.accelerator.family for p in builds]}
+            "deadline_days": deadline_days, "workload": workload.slug, "tokens": float(tokens),
+            "builds": [p.slug for p in builds], "build_names": [p.name for p in builds],
+            "families": [p.node_type.accelerator.family for p in builds]}
     return sweep_record(owner=owner, plan=builds[0], workload=workload, name=name or "site plan", base=base,
                         spec=spec, size=size, chunk_size=size // len(builds), site=site)

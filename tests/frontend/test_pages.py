@@ -186,12 +186,12 @@ def test_the_comparison_page_lists_each_plans_error_bands(catalog, signed_in):
 
 
 def test_a_site_plan_shows_its_ranked_builds_with_what_binds_them(catalog, signed_in, eager_celery):
-    """The form offers the shared builds and the workloads with tokens to train; the finished plan's
+    """The form offers the shared builds, the workloads and their tokens; the finished plan's
     page lists every build best first, with its layout, its time and that time's band, its cost and
     what binds it, and the chart's data."""
     form = text(signed_in.get("/sites/new/"))
     assert "Plan from a site" in form and "GB200 NVL72, 1,152 GPUs" in form and "Llama-3-70B-class" in form
-    assert "VGG16" not in form  # its workload gives no tokens to train
+    assert "Tokens to train (empty: the workload's own)" in form
     from tests.planner.test_sites import SITE
 
     response = signed_in.post("/api/sweeps/site/", SITE, content_type="application/json")

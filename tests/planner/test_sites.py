@@ -187,6 +187,7 @@ def test_an_air_cooled_site_keeps_liquid_builds_out_and_says_so(catalog, reader_
     ({"builds": ["no-such-plan"]}, "builds"),
     ({"builds": ["dgx-h200-1024", "dgx-h200-1024"]}, "builds"),
     ({"budget": -5}, "budget"),
+    ({"goal__tokens": 0}, "goal"),
 ])
 def test_bad_site_requests_answer_400_naming_the_field_and_store_nothing(catalog, reader_client, changes, field):
     before = Sweep.objects.count()
@@ -197,12 +198,22 @@ def test_bad_site_requests_answer_400_naming_the_field_and_store_nothing(catalog
     assert Sweep.objects.count() == before
 
 
-def test_a_goal_workload_without_tokens_is_refused_naming_it(catalog, reader_client):
+def test_the_tokens_come_from_the_goal_or_else_the_workload(catalog, reader_client):
+    """A workload without tokens to train needs the goal to give them (400 naming goal.tokens
+    otherwise); tokens given replace the workload's: a tenth of them costs less to train."""
     workload = Workload.objects.get(slug="llama3-70b-class-1152")
     workload.pk, workload.slug, workload.tokens_to_train = None, "no-tokens", None
     workload.save()
-    response = plan_site(reader_client, goal__workload="no-tokens")
-    assert response.status_code == 400 and "tokens_to_train" in response.json()["errors"]["goal.workload"][0]
+    refused = plan_site(reader_client, goal__workload="no-tokens")
+    assert refused.status_code == 400 and "tokens_to_train" in refused.json()["errors"]["goal.tokens"][0]
+    builds = ["llama3-h100-16k"]
+    given = plan_site(reader_client, goal__workload="no-tokens", goal__tokens=1.5e13, builds=builds).json()
+    own = plan_site(reader_client, builds=builds).json()
+    assert given["site"]["tokens"] == own["site"]["tokens"] == 1.5e13
+    first = lambda answer: answer["site_result"]["builds"][0]  # noqa: E731
+    assert (first(given)["cost"], first(given)["point"]) == (first(own)["cost"], first(own)["point"])
+    tenth = plan_site(reader_client, goal__tokens=1.5e12, builds=builds).json()
+    assert tenth["site"]["tokens"] == 1.5e12 and first(tenth)["cost"] < first(own)["cost"]
 
 
 def test_planning_a_site_needs_a_signed_in_user(catalog, client):

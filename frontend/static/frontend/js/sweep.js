@@ -75,7 +75,8 @@ export function siteForm(form, errors) {
       builds: [...form.querySelectorAll("input[name=builds]:checked")].map((box) => box.value),
       facility: { power_mw: number("power_mw"), floor_racks: number("floor_racks"), rack_power_kw: number("rack_power_kw"),
         cooling: f.cooling.value, hall: f.hall.value, pue: number("pue"), storage_write_gbyte_s: number("storage_write_gbyte_s") },
-      goal: { workload: f.workload.value, objective: f.objective.value, deadline: f.deadline.value || null },
+      goal: { workload: f.workload.value, objective: f.objective.value, deadline: f.deadline.value || null,
+        tokens: number("tokens") },
     };
     const response = await api("/api/sweeps/site/", { method: "POST", body });
     if (response.ok) { location.assign(`/sweeps/${response.data.id}/`); return; }
