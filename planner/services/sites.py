@@ -35,7 +35,10 @@ def site_builds(owner, slugs: list[str] | None) -> list[ClusterPlan]:
     """The builds to weigh: the named plans visible to ``owner``, by default every shared plan."""
     visible = ClusterPlan.objects.visible_to(owner).select_related("node_type__accelerator")
     if not slugs:
-        return list(visible.filter(visibility=Visibility.SHARED).order_by("slug"))
+        shared = list(visible.filter(visibility=Visibility.SHARED).order_by("slug"))
+        if not shared:
+            raise SiteInputError({"builds": ["no shared plan to weigh: name your own plans"]})
+        return shared
     if len(set(slugs)) != len(slugs):
         raise SiteInputError({"builds": ["lists a plan twice"]})
     found = {plan.slug: plan for plan in visible.filter(slug__in=slugs)}
