@@ -32,7 +32,7 @@ def _api(page, method: str, path: str, body: dict) -> dict:
     return response.json()
 
 
-def _sweep_and_twin(page) -> list[str]:
+def _sweep_site_and_twin(page) -> list[str]:
     """A finished sweep with points a constraint rejects, a finished site plan (its ranking table and
     chart), and a twin: their pages join the list."""
     sweep = _api(page, "POST", "/api/sweeps/", {
@@ -53,7 +53,7 @@ def test_every_page_shows_every_value_and_no_label_covers_another(page, width):
     page.login()
     page.page.set_viewport_size({"width": width, "height": 900})
     defects = []
-    for path in PAGES + _sweep_and_twin(page):
+    for path in PAGES + _sweep_site_and_twin(page):
         page.goto(path)
         page.page.wait_for_load_state("networkidle")
         page.shot(f"{width}-{re.sub(r'[^a-z0-9]+', '-', path).strip('-') or 'home'}")
@@ -105,7 +105,7 @@ def test_a_blank_builder_opens_without_errors_and_a_new_twin_says_it_has_not_sta
 
 def test_a_sweep_chart_names_its_axes_with_units_and_draws_rejected_points_apart(page):
     page.login()
-    sweep_page, _ = _sweep_and_twin(page)
+    sweep_page, _, _ = _sweep_site_and_twin(page)
     page.goto(sweep_page)
     expect(page.page.locator("main")).to_contain_text("12 points in 1 chunk")
     chart = page.page.locator("#sweep-chart svg.chart")
