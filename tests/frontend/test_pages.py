@@ -199,7 +199,7 @@ def test_a_site_plan_shows_its_ranked_builds_with_what_binds_them(catalog, signe
     page = signed_in.get(f"/sweeps/{sweep['id']}/")
     body = text(page)
     first = sweep["site_result"]["builds"][0]
-    assert "A 20.0 MW site of 400 racks of at most 130 kW each, liquid cooled, in a hyperscale hall" in body
+    assert "A 20.0 MW site of 400 racks of at most 130 kW each, liquid cooled, in a hall of class hyperscale" in body
     assert (f"1 {first['name']}: {first['layers']} layers, {first['ownership']} Pareto {first['gpus']:,.0f} "
             f"({first['node_count']:,.0f}) {first['tp']} × {first['pp']} × {first['dp']} "
             f"{first['time_to_train_days']:.1f} {first['time_band']['days_low']:.1f} to "

@@ -73,8 +73,18 @@ function scale(values, log, pad = 0.04) {
 // the y axis title sits clear of the widest tick and x ticks are thinned before they collide.
 const textWidth = (text) => 6.6 * String(text).length;
 
+// Tick labels with as few significant digits as keep them apart (117.0, 117.2 rather than 117, 117).
+function tickLabels(ticks) {
+  let labels = [];
+  for (let digits = 2; digits <= 8; digits++) {
+    labels = ticks.map((t) => num(t, digits));
+    if (new Set(labels).size === labels.length) break;
+  }
+  return labels;
+}
+
 function yAxis(parent, ticks, py, yLabel, W) {
-  const labels = ticks.map((t) => num(t, 2));
+  const labels = tickLabels(ticks);
   const left = Math.max(M.left, 30 + Math.max(0, ...labels.map(textWidth)));
   ticks.forEach((t, i) => {
     parent.append(svgEl("line", { x1: left, x2: W - M.right, y1: py(t), y2: py(t), class: "grid" }));
@@ -97,7 +107,7 @@ function frame(W, { title, xLabel, yLabel, xLog, yLog, xs, ys }) {
   plot.setAttribute("x", left);
   plot.setAttribute("width", W - left - M.right);
   const px = (v) => left + x.f(v) * (W - left - M.right);
-  const labels = x.ticks.map((t) => num(t, 2));
+  const labels = tickLabels(x.ticks);
   const spacing = (W - left - M.right) / Math.max(x.ticks.length, 1);
   const every = Math.ceil((Math.max(0, ...labels.map(textWidth)) + 8) / spacing);
   x.ticks.forEach((t, i) => {
