@@ -16,7 +16,7 @@ from django.utils import timezone
 from planner.adapters import scenario_document
 from planner.models import ClusterPlan, PriceBook, Sweep, Visibility, Workload
 from planner.services.sweep_spec import SweepInputError, check_sample
-from planner.services.sweeps import sweep_record
+from planner.services.sweeps import check_grid_size, sweep_record
 from simcore.document import MAX_CLUSTER_GPUS
 from simcore.tools import site as site_engine
 from simcore.tools import sweep as sweep_engine
@@ -112,11 +112,12 @@ def site_axes(builds: list[ClusterPlan], workload: Workload) -> list[sweep_engin
 
 
 def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook, budget: float | None,
-                     builds: list[ClusterPlan], workload: Workload, name: str = "") -> Sweep:
+                     builds: list[ClusterPlan], workload: Workload, name: str = "", in_process: bool = False) -> Sweep:
     """Check a site-first request and record its sweep (queued by
     :func:`planner.services.submission.site_submit`). ``facility``: as :func:`site_facility` gives
     it; ``goal``: objective (by_date or per_dollar), deadline (a date, or None) and tokens (to train,
-    or None: the workload's own)."""
+    or None: the workload's own). ``in_process``: the chunks will run in the request (no worker), which
+    bounds the grid as :func:`planner.services.sweeps.check_grid_size` says."""
     tokens = goal.get("tokens") or workload.tokens_to_train
     if tokens is None:
         raise SiteInputError({"goal.tokens": [f"{workload.slug} gives no tokens_to_train: give the tokens to train"]})
@@ -126,6 +127,8 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
     if all(reasons):
         raise SiteInputError({"builds": ["no build can stand on this site: " + "; ".join(reasons)]})
     axes = site_axes(builds, workload)
+    size = sweep_engine.grid_size(axes)
+    check_grid_size(size, in_process, "builds")
     base = {"categorical": ["site.build"], "documents": documents, "invalid": reasons}
     outputs = list(site_engine.SITE_OUTPUTS)
     try:
@@ -133,7 +136,6 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
     except SweepInputError as error:
         raise SiteInputError({"builds": [f"{field}: {' '.join(why)}"
                                          for field, why in error.errors.items()]}) from error
-    size = sweep_engine.grid_size(axes)
     spec = {"axes": [{"path": a.path, "values": a.values.tolist()} for a in axes], "outputs": outputs,
             "goal": None}
     site = {**facility, "budget": budget, "currency": price_book.currency, "price_book": price_book.slug,

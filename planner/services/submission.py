@@ -16,7 +16,7 @@ def sweep_submit(*, owner, plan: ClusterPlan, workload: Workload | None, spec: d
 
 def site_submit(**request) -> Sweep:
     """Record a site-first plan's sweep (:func:`planner.services.sites.site_plan_create`) and queue it."""
-    return queued(site_plan_create(**request))
+    return queued(site_plan_create(**request, in_process=runs_in_process()))
 
 
 def queued(sweep: Sweep) -> Sweep:

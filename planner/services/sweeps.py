@@ -37,14 +37,7 @@ def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: d
     by SWEEP_IN_PROCESS_MAX_POINTS."""
     axes, goal, outputs = parse_spec(spec, workload is not None)
     size = engine.grid_size(axes)
-    cap = settings.SWEEP_MAX_POINTS
-    if size > cap:
-        raise SweepInputError({"axes": [f"the grid has {size:,} points; the limit is {cap:,} (SWEEP_MAX_POINTS)"]})
-    if in_process and size > settings.SWEEP_IN_PROCESS_MAX_POINTS:
-        raise SweepInputError({"axes": [
-            f"the grid has {size:,} points; without a worker (no REDIS_URL) a sweep runs inside its request, "
-            f"so at most {settings.SWEEP_IN_PROCESS_MAX_POINTS:,} (SWEEP_IN_PROCESS_MAX_POINTS); start Redis and "
-            f"a Celery worker for up to {cap:,}"]})
+    check_grid_size(size, in_process, "axes")
     categorical = [a for a in axes if a.categorical]
     documents, reasons = combination_documents(plan, workload, categorical)
     base = {"categorical": [a.path for a in categorical], "documents": documents, "invalid": reasons}
@@ -55,6 +48,19 @@ def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: d
     check_sample(base, axes, outputs)
     return sweep_record(owner=owner, plan=plan, workload=workload, name=name or f"{plan.slug} sweep", base=base,
                         spec=normalized, size=size)
+
+
+def check_grid_size(size: int, in_process: bool, field: str):
+    """A grid within SWEEP_MAX_POINTS, and within SWEEP_IN_PROCESS_MAX_POINTS when it will run in
+    the submitting request (no worker); else a SweepInputError naming ``field``."""
+    cap = settings.SWEEP_MAX_POINTS
+    if size > cap:
+        raise SweepInputError({field: [f"the grid has {size:,} points; the limit is {cap:,} (SWEEP_MAX_POINTS)"]})
+    if in_process and size > settings.SWEEP_IN_PROCESS_MAX_POINTS:
+        raise SweepInputError({field: [
+            f"the grid has {size:,} points; without a worker (no REDIS_URL) a sweep runs inside its request, "
+            f"so at most {settings.SWEEP_IN_PROCESS_MAX_POINTS:,} (SWEEP_IN_PROCESS_MAX_POINTS); start Redis and "
+            f"a Celery worker for up to {cap:,}"]})
 
 
 def sweep_record(*, owner, plan: ClusterPlan, workload: Workload | None, name: str, base: dict, spec: dict,

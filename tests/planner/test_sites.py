@@ -259,3 +259,19 @@ def test_the_sizes_tried_are_the_batch_splits_within_the_engines_limit():
     huge = data_parallel_degrees(SimpleNamespace(global_batch=10**17, micro_batch=1, cp=2))
     assert len(huge) <= MAX_DATA_PARALLEL and huge[0] == 1 and all(10**17 % d == 0 for d in huge)
     assert huge[-1] * 8 * 16 * 2 <= 1_048_576  # the widest layout stays within the engine's GPUs
+
+
+def test_a_site_grid_over_the_sweep_limits_is_refused_naming_the_builds(catalog, reader_client, settings):
+    """A site plan is a sweep: SWEEP_MAX_POINTS bounds it, and so does SWEEP_IN_PROCESS_MAX_POINTS
+    when no worker runs it (the embedded default, as in these tests); nothing is stored."""
+    before = Sweep.objects.count()
+    settings.SWEEP_IN_PROCESS_MAX_POINTS = 1_000
+    response = plan_site(reader_client, builds=["llama3-h100-16k"])  # 21 x 2 x 4 x 5 = 840 points
+    assert response.status_code == 201, response.json()
+    response = plan_site(reader_client, builds=["llama3-h100-16k", "dgx-h200-1024"])
+    assert response.status_code == 400
+    assert "1,680 points" in response.json()["errors"]["builds"][0]
+    assert "SWEEP_IN_PROCESS_MAX_POINTS" in response.json()["errors"]["builds"][0]
+    settings.SWEEP_MAX_POINTS = 500
+    assert "SWEEP_MAX_POINTS" in plan_site(reader_client, builds=["llama3-h100-16k"]).json()["errors"]["builds"][0]
+    assert Sweep.objects.count() == before + 1
