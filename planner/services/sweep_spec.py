@@ -60,6 +60,10 @@ def parse_spec(spec: dict, has_workload: bool):
             raise SweepInputError({f"axes.{axis.path}": ["takes catalogue slugs"]})
         if axis.path.startswith("workload.") and not has_workload:
             raise SweepInputError({f"axes.{axis.path}": ["the sweep has no workload"]})
+    paths = {axis.path for axis in axes}
+    if engine.DATA_PARALLEL_AXIS in paths and paths & {"cluster.node_count", "workload.gpus"}:
+        raise SweepInputError({f"axes.{engine.DATA_PARALLEL_AXIS}": [
+            "sizes the cluster and the job itself: drop the cluster.node_count and workload.gpus axes"]})
     combinations = int(np.prod([len(a.values) for a in axes if a.categorical])) if axes else 1
     if combinations > MAX_COMBINATIONS:
         raise SweepInputError({"axes": [f"{combinations} combinations of catalogue parts; at most {MAX_COMBINATIONS}"]})

@@ -419,3 +419,18 @@ def test_a_chunk_finished_after_its_sweep_was_deleted_stores_nothing_and_fails_n
     monkeypatch.setattr(sweeps, "evaluate_chunk", deleted_meanwhile)
     assert sweep_run_chunk(sweep_id=sweep.pk, index=0) is False
     assert not SweepChunk.objects.filter(sweep_id=sweep.pk).exists()
+
+
+def test_a_data_parallel_axis_sizes_the_cluster_to_the_job(catalog, reader_client, eager_celery):
+    """``job.data_parallel``: each point's job takes TP x PP x DP GPUs (LLaMa-13B's TP 2 x PP 4 with
+    the swept TP) and the cluster the nodes that hold them; beside a node-count or GPU axis it is
+    refused, naming it."""
+    response = create(reader_client, axes={"job.data_parallel": [1, 4, 16], "workload.tp": [1, 2]})
+    assert response.status_code == 201, response.json()
+    rows = reader_client.get(f"/api/sweeps/{response.json()['id']}/results/").json()["results"]
+    assert len(rows) == 6
+    for row in rows:
+        gpus = row["axes"]["job.data_parallel"] * row["axes"]["workload.tp"] * 4
+        assert row["outputs"]["cluster.gpus"] == 8 * -(-gpus // 8)  # whole 8-GPU nodes
+    clash = create(reader_client, axes={"job.data_parallel": [1, 4], "cluster.node_count": [16]})
+    assert clash.status_code == 400 and "axes.job.data_parallel" in clash.json()["errors"]
