@@ -38,6 +38,7 @@ def site_ranking(sweep: Sweep) -> dict:
     ranking = site_engine.rank_builds(columns, index["site.build"], values["cluster.fabric.layers"],
                                       site_limits(site))
     bands = {family: step_time_band(family, sweep.workload) for family in set(site["families"])}
+    costs = {ownership: site_engine.objective(columns, "by_date", ownership) for ownership in site_engine.OWNERSHIPS}
     rows = []
     for entry in ranking:
         build, at = entry["build"], entry["point"]
@@ -48,7 +49,7 @@ def site_ranking(sweep: Sweep) -> dict:
             row.update({"dp": int(values[DATA_PARALLEL_AXIS][at]), "tp": int(values["workload.tp"][at]),
                         "pp": int(values["workload.pp"][at]),
                         **{key: _number(columns[path][at]) for path, key in FIGURES.items()},
-                        "cost": _number(site_engine.objective(columns, "by_date", entry["ownership"])[at])})
+                        "cost": _number(costs[entry["ownership"]][at])})
             band = bands[row["family"]]
             days = row["time_to_train_days"]
             row["time_band"] = {**band, "days_low": days / (1 + band["high_error"]),
