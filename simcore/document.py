@@ -101,6 +101,10 @@ def grouped(group: str, fields: dict[str, Rule]) -> dict[str, Rule]:
 MAX_CLUSTER_GPUS = 1_048_576
 
 
+# The parts a price book prices for the bill (each with an optional low and high).
+PRICED_PARTS = ("node", "storage_node", "switch", "transceiver", "endpoint_cable", "fiber", "scaleup_optic")
+
+
 def opt(check="positive", default=None, **kw):
     return Num(check=check, default=default, required=False, **kw)
 
@@ -165,6 +169,8 @@ SPEC: dict[str, Any] = {
             "max_power_w": opt(nullable=True, unit="W",
                                doc="the vendor's maximum system input, which racks are provisioned for; null: "
                                    "the parts at their nameplate"),
+            "rack_units": opt(nullable=True, unit="U", doc="the node's height; null: unknown, racks not bounded by "
+                                                           "height"),
         },
         "rack": {
             "nodes_per_rack": opt(integer=True, nullable=True,
@@ -173,6 +179,11 @@ SPEC: dict[str, Any] = {
             "power_limit_w": opt(nullable=True, unit="W", doc="the rack's power and cooling budget"),
             "extra_w": opt("non_negative", 0.0, unit="W",
                            doc="power of parts in the rack but not in its nodes (NVLink switch trays, ToR)"),
+            "units": opt(default=42, unit="U", label="rack height",
+                         doc="a rack's usable height (EIA-310 racks: 42U is the common full height)"),
+            "extra_units": opt("non_negative", 0.0, unit="U", label="rack units of other parts",
+                               doc="height taken by parts in the rack that are not nodes (an NVL72's 9 NVLink "
+                                   "switch trays and its power shelves)"),
             "cooling": Choice(("air", "liquid"), "air", doc="how the racks are cooled (the facility PUE follows the "
                                                             "hall)"),
             "hall": Choice(HALLS, "industry-average",
@@ -187,6 +198,7 @@ SPEC: dict[str, Any] = {
             "switch_radix": Num(integer=True, unit="ports"),
             "switch_gbit_s": Num(unit="Gb/s"),
             "switch_power_w": opt(nullable=True, unit="W"),
+            "switch_rack_units": opt(nullable=True, unit="U", doc="a switch's height; null: 1U"),
             "transceiver_ports": opt(default=1, integer=True, unit="ports",
                                      doc="switch ports one optical module serves (2: a twin-port OSFP)"),
             "transceiver_power_w": opt("non_negative", nullable=True, unit="W",
@@ -258,9 +270,20 @@ SPEC: dict[str, Any] = {
             "energy_per_kwh": opt("non_negative", nullable=True),
             "pue": opt(nullable=True, doc="null: the hall's (cluster.rack.hall)"),
             "amortization_years": opt(default=4.0, doc="capex spread over this many years"),
-            "gpu_hour": opt("non_negative", nullable=True, label="rental price per GPU-hour",
-                            doc="renting one of the plan's GPUs for an hour (a cloud's price), to set owning "
-                                "against; null: no comparison"),
+            "gpu_hour": opt("non_negative", nullable=True, label="rental price per GPU-hour, on demand",
+                            doc="renting one of the plan's GPUs for an hour on demand (a cloud's price), to set "
+                                "owning against; null: not offered"),
+            "gpu_hour_capacity_block": opt("non_negative", nullable=True,
+                                           label="rental price per GPU-hour, capacity block",
+                                           doc="GPUs reserved ahead for 1 to 182 days; null: not offered"),
+            "gpu_hour_1y": opt("non_negative", nullable=True, label="rental price per GPU-hour, 1-year term",
+                               doc="a 1-year commitment, paid for the whole year; null: not offered"),
+            "gpu_hour_3y": opt("non_negative", nullable=True, label="rental price per GPU-hour, 3-year term",
+                               doc="a 3-year commitment, paid for the whole three years; null: not offered"),
+            **{f"{part}_{end}": opt("non_negative", nullable=True, label=f"{part.replace('_', ' ')} price, {end}",
+                                    doc=f"the {end} end of an estimated {part.replace('_', ' ')} price; null: its "
+                                        "price (a quote)")
+               for part in PRICED_PARTS for end in ("low", "high")},
         },
         "reliability": {
             "profile": Choice(FAILURE_PROFILES, "fire-flyer",

@@ -2,12 +2,16 @@
 
 Prices come from a price book (a user input). A total is complete or it is null: where a part the
 build counts has no price (null in the book), the total (and any subtotal it falls in) is null and
-the part is named in ``unpriced``, so a bill that leaves parts out never looks cheaper. Owning
-is set against renting the same GPUs by the hour (the price book's GPU-hour price, a user input).
+the part is named in ``unpriced``, so a bill that leaves parts out never looks cheaper. An estimated
+price carries a low and a high; the total's band is the sum of the lows and of the highs (a quoted
+price is its own low and high, so quotes narrow the band). Owning is set against renting the same
+GPUs by the hour at the cheapest rental term that covers the time rented (a user input per term).
 """
+from dataclasses import dataclass
+
 import numpy as np
 
-from simcore.arrays import where
+from simcore.arrays import binding, where
 from simcore.formulas.power import HOURS_PER_YEAR, energy_per_year_kwh
 
 
@@ -36,3 +40,50 @@ def own_cost_per_gpu_hour(capex_total, amortization_years, facility_w, energy_pe
     (every hour of it used), plus its share of the facility's energy at the plan's price."""
     capital = capex_total / (amortization_years * HOURS_PER_YEAR * gpus)
     return capital + facility_w / gpus / 1000 * energy_per_kwh
+
+
+def price_band(counts: dict[str, np.ndarray], unit_prices: dict[str, np.ndarray], lows: dict[str, np.ndarray],
+               highs: dict[str, np.ndarray]):
+    """(low, high) of the complete total: each counted part at its low and at its high unit price
+    (a part without a low or high at its price); NaN wherever the total itself is."""
+    def bound(ends):
+        return complete_sum(counts, {part: where(np.isnan(ends[part]), unit_prices[part], ends[part])
+                                     for part in unit_prices})
+    return bound(lows), bound(highs)
+
+
+@dataclass(frozen=True)
+class RentTerm:
+    """A way to rent GPUs by the hour: its price field, its label and the days it commits to (paid
+    for in full however short the run), and the longest run one booking covers (inf: any)."""
+
+    field: str
+    label: str
+    commit_days: float
+    max_days: float = np.inf
+
+
+# On demand: pay for the hours used. Capacity blocks: GPUs reserved ahead for 1 to 182 days (AWS EC2
+# Capacity Blocks for ML, user guide: durations of 1-14 days, then 7-day steps up to 182 days). 1- and
+# 3-year commitments (GCP committed-use discounts, AWS savings plans): the whole term is paid for.
+RENT_TERMS = (RentTerm("gpu_hour", "on demand", 0.0),
+              RentTerm("gpu_hour_capacity_block", "capacity block", 1.0, 182.0),
+              RentTerm("gpu_hour_1y", "1-year commitment", 365.0),
+              RentTerm("gpu_hour_3y", "3-year commitment", 3 * 365.0))
+RENT_TERM_LABELS = tuple(term.label for term in RENT_TERMS) + ("no rental price",)
+
+
+def rent_for(gpus, days, rates: dict[str, np.ndarray]):
+    """(cost, hourly rate, index into ``RENT_TERM_LABELS``) of renting ``gpus`` for ``days`` at the
+    cheapest term that covers them: a committed term is paid for its whole length, a term whose one
+    booking is shorter than the run cannot cover it, a term without a price (NaN) is not offered.
+    NaN cost and rate (the last label) where no term has a price."""
+    hours = np.asarray(days, dtype=float) * 24.0
+    with np.errstate(invalid="ignore"):
+        costs = [np.nan_to_num(where((np.asarray(days) > t.max_days), np.nan,
+                                     gpus * rates[t.field] * np.maximum(hours, t.commit_days * 24.0)), nan=np.inf)
+                 for t in RENT_TERMS]
+    cost, pick = binding(RENT_TERM_LABELS, *costs)
+    priced = np.isfinite(cost)
+    rate = np.choose(pick, [np.broadcast_to(rates[t.field], np.shape(cost)) for t in RENT_TERMS])
+    return where(priced, cost, np.nan), where(priced, rate, np.nan), where(priced, pick, len(RENT_TERMS))

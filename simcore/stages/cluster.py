@@ -217,7 +217,11 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
     sections."""
     node, acc, fab, sto, rack = c["node"], c["node"]["accelerator"], c["fabric"], c["storage"], c["rack"]
     nodes, g = c["node_count"], node["gpus"]
-    node_w = power.node_power_w(node["power_w"], g, acc["tdp_w"], node["cpus"], node["cpu_tdp_w"], params.power)
+    nics, liquid = node["compute_nics"] + node["storage_nics"], rack["cooling"] == "liquid"
+    node_w = power.node_power_w(node["power_w"], g, acc["tdp_w"], node["cpus"], node["cpu_tdp_w"], nics, liquid,
+                                params.power)
+    node_peak_w = power.node_parts_w(g, acc["tdp_w"], 1.0, node["cpus"], node["cpu_tdp_w"], nics, liquid,
+                                     params.power)
     switch_w = power.switch_power_w(fab["switch_power_w"], fab["switch_radix"], fab["switch_gbit_s"], params.power)
     storage_w = power.storage_node_power_w(sto["power_w"], sto["ssds"], sto["cpu_tdp_w"], params.power)
     optical = fab["endpoint_link"] == "optical"  # a NIC-end module carries its NIC ports (at the compute NIC's rate)
@@ -230,11 +234,10 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
     it_power = {"compute_nodes_w": nodes * node_w, "switches_w": f.total.switches * switch_w,
                 "optics_w": optics_w, "scaleup_optics_w": parts["scaleup_transceivers"] * scaleup_module_w,
                 "storage_nodes_w": sto["nodes"] * storage_w}
-    node_max_w, vendor_max = power.node_max_power_w(node["max_power_w"], g, acc["tdp_w"], node["cpus"],
-                                                        node["cpu_tdp_w"], params.power)
+    node_max_w, vendor_max = power.node_max_power_w(node["max_power_w"], node_peak_w)
     per_rack, racks, rack_w, budget_w, rack_basis = power.rack_layout(
         nodes, node_w, node_max_w, domain / g, rack["nodes_per_rack"], rack["power_limit_w"], rack["extra_w"],
-        params.power)
+        rack["units"], node["rack_units"], rack["extra_units"], params.power)
     rack_max_w = per_rack * node_max_w + rack["extra_w"]
     it_power["rack_extra_w"] = racks * rack["extra_w"]
     it_total_w = sum(it_power.values())
@@ -243,7 +246,8 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
     pue = where(pue_given, c["prices"]["pue"], power.HALL_PUE[rack["hall"]])
     facility_w = it_total_w * pue
     section = {
-        "accelerator_gemm_w": gemm_w, "accelerator_idle_w": idle_w, "node_w": node_w, "node_max_w": node_max_w,
+        "accelerator_gemm_w": gemm_w, "accelerator_idle_w": idle_w, "node_w": node_w, "node_peak_w": node_peak_w,
+        "node_max_w": node_max_w,
         "node_max_basis": label(power.NODE_MAX_BASES, where(vendor_max, 0, 1)), "switch_w": switch_w,
         "optics_basis": label(power.OPTICS_BASES, optics_basis),
         "storage_node_w": storage_w, **it_power, "it_total_w": it_total_w, "facility_w": facility_w, "pue": pue,
@@ -252,8 +256,14 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
         "fp16_tflops_per_kw": hw.gemm_tflops["fp16"] * nodes * g / (facility_w / 1000),
     }
     network_racks = where(domain > g, np.ceil(nodes * g / domain), 0.0) * rack["network_racks_per_domain"]
-    racks_section = {"count": racks, "network_count": network_racks, "total_count": racks + network_racks,
+    fabric_racks = power.switch_racks(f.total.switches, fab["switch_rack_units"], switch_w, rack["units"],
+                                      rack["power_limit_w"])
+    racks_section = {"count": racks, "network_count": network_racks, "fabric_count": fabric_racks,
+                     "total_count": racks + network_racks + fabric_racks,
                      "nodes_per_rack": per_rack, "gpus_per_rack": per_rack * g, "power_w": rack_w,
+                     "units": rack["units"],
+                     "units_used": per_rack * where(np.isnan(node["rack_units"]), 0.0, node["rack_units"])
+                     + rack["extra_units"],
                      "max_power_w": rack_max_w, "budget_w": budget_w,
                      "nodes_per_rack_basis": label(power.RACK_BASES, rack_basis), "cooling": rack["cooling"],
                      "within_power_limit": where(np.isnan(rack["power_limit_w"]), True,
@@ -261,23 +271,33 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
     return section, racks_section
 
 
+# Bill line -> the price it is counted at (a scale-up fibre is a fibre).
+LINE_PRICES = {"compute_nodes": "node", "storage_nodes": "storage_node", "switches": "switch",
+               "transceivers": "transceiver", "fibers": "fiber", "endpoint_cables": "endpoint_cable",
+               "scaleup_transceivers": "scaleup_optic", "scaleup_fibers": "fiber"}
+
+
 def cost_section(c, f: Fabrics, parts: dict, power_out: dict, hw: Hardware) -> dict:
-    """Capital cost by part from the price book (unpriced parts named), the network's share, the
-    yearly energy bill, capex per PFLOPS, and owning a GPU an hour against renting one."""
+    """Capital cost by part from the price book (unpriced parts named) with the total's band from
+    the estimated prices' lows and highs, the network's share, the yearly energy bill, capex per
+    PFLOPS, and owning a GPU an hour against renting one for the capital's life at the cheapest term."""
     prices, gpus = c["prices"], c["node_count"] * c["node"]["gpus"]
     counts = {"compute_nodes": c["node_count"], "storage_nodes": c["storage"]["nodes"], "switches": f.total.switches,
               **parts}
-    unit_prices = {"compute_nodes": prices["node"], "storage_nodes": prices["storage_node"],
-                   "switches": prices["switch"], "transceivers": prices["transceiver"],
-                   "fibers": prices["fiber"], "endpoint_cables": prices["endpoint_cable"],
-                   "scaleup_transceivers": prices["scaleup_optic"], "scaleup_fibers": prices["fiber"]}
+    unit_prices = {line: prices[part] for line, part in LINE_PRICES.items()}
     capex_lines, capex_total, unpriced = cost.capex(counts, unit_prices)
+    capex_low, capex_high = cost.price_band(counts, unit_prices,
+                                            {line: prices[f"{part}_low"] for line, part in LINE_PRICES.items()},
+                                            {line: prices[f"{part}_high"] for line, part in LINE_PRICES.items()})
+    _, rent_rate, rent_term = cost.rent_for(gpus, prices["amortization_years"] * 365.0, prices)
     return {
         "currency": prices["currency"],
         **capex_lines,
         "network": cost.complete_sum(counts, unit_prices, ("switches", "transceivers", "fibers", "endpoint_cables",
                                                            "scaleup_transceivers", "scaleup_fibers")),
         "capex_total": capex_total,
+        "capex_low": capex_low,
+        "capex_high": capex_high,
         "unpriced": unpriced,
         "unpriced_count": sum((np.asarray(counts[k]) > 0) & np.isnan(unit_prices[k]) for k in counts).astype(float),
         "energy_per_year": cost.energy_cost_per_year(power_out["it_total_w"], power_out["pue"],
@@ -285,7 +305,8 @@ def cost_section(c, f: Fabrics, parts: dict, power_out: dict, hw: Hardware) -> d
         "capex_per_fp16_pflops": capex_total / (hw.gemm_tflops["fp16"] * gpus / 1000),
         "own_per_gpu_hour": cost.own_cost_per_gpu_hour(capex_total, prices["amortization_years"],
                                                        power_out["facility_w"], prices["energy_per_kwh"], gpus),
-        "rent_per_gpu_hour": prices["gpu_hour"],
+        "rent_per_gpu_hour": rent_rate,
+        "rent_term": label(cost.RENT_TERM_LABELS, rent_term),
         "amortization_years": prices["amortization_years"],
     }
 

@@ -9,7 +9,7 @@ import numpy as np
 from simcore.arrays import label, where
 from simcore.document import parse_workload, workload_field_errors
 from simcore.errors import ScenarioError
-from simcore.formulas import attention, collectives, host, overlap, training, transformer
+from simcore.formulas import attention, collectives, cost, host, overlap, training, transformer
 from simcore.formulas.collectives import CollectiveParams
 from simcore.formulas.compute import straggler_slowdown
 from simcore.formulas.node import domain_io, nccl_domain, scaleup_domain_gpus
@@ -558,9 +558,11 @@ def _cnn_forward_s(w, family, device, job_gpus):
 def time_and_cost_to_train(tokens, job: TrainedJob, step_time_s, ettr, cluster_gpus, facility_w, capex_total,
                            prices) -> dict:
     """Steps to train ``tokens`` (none given: no figures) at ``step_time_s`` (NaN where the job
-    cannot run), wall time through the job's ETTR, the job's share (its GPUs of ``cluster_gpus``)
-    of energy and amortized capital, and renting the job's GPUs for the same wall time at the price
-    book's GPU-hour price (the rented cluster assumed to fail and restart as this one)."""
+    cannot run), wall time through the job's ETTR, and three costs, each named for what it is:
+    ``cost_to_train``, the job's share (its GPUs of ``cluster_gpus``) of the capital amortized over
+    the book's years plus its energy; ``buy_and_run_cost``, buying the whole build plus the run's
+    energy; and ``rent_cost_to_train``, renting the job's GPUs for the same wall time at the
+    cheapest rental term covering it (the rented cluster assumed to fail and restart as this one)."""
     if np.isnan(tokens).all():
         return {}
     steps = np.ceil(tokens / job.tokens_per_step)
@@ -569,7 +571,7 @@ def time_and_cost_to_train(tokens, job: TrainedJob, step_time_s, ettr, cluster_g
     job_share = job.gpus / cluster_gpus
     energy_cost = facility_w * job_share * wall_s / 3.6e6 * prices["energy_per_kwh"]
     capex_share = capex_total * job_share * wall_s / (prices["amortization_years"] * HOURS_PER_YEAR * 3600)
-    rent = job.gpus * wall_s / 3600 * prices["gpu_hour"]
+    rent, rent_rate, rent_term = cost.rent_for(job.gpus, wall_s / SECONDS_PER_DAY, prices)
     return {
         "steps_to_train": steps,
         "time_to_train_days": wall_s / SECONDS_PER_DAY,
@@ -578,7 +580,11 @@ def time_and_cost_to_train(tokens, job: TrainedJob, step_time_s, ettr, cluster_g
         "capex_share_to_train": capex_share,
         "cost_to_train": energy_cost + capex_share,
         "cost_per_million_tokens": (energy_cost + capex_share) / tokens * 1e6,
+        "buy_and_run_cost": capex_total + energy_cost,
         "rent_cost_to_train": rent,
+        "rent_per_gpu_hour": rent_rate,
+        "rent_term": label(cost.RENT_TERM_LABELS, rent_term),
+        "rent_term_code": rent_term.astype(float),
         "rent_cost_per_million_tokens": rent / tokens * 1e6,
     }
 

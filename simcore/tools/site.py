@@ -12,8 +12,9 @@ The limits, each a mask over the points:
 * ``rack_power``: a rack's maximum draw within the site's rack power and cooling limit;
 * ``priced``: the build's cost is known (owned: every counted part priced; rented: the book's
   GPU-hour price for its GPU), so that an incomplete bill never looks cheaper;
-* ``budget``: the cost within the budget (owned: buying the build plus the run's energy; rented:
-  the run's GPU-hours);
+* ``budget``: the cost within the budget (owned: buying the build plus the run's energy, the
+  engine's ``buy_and_run_cost``; rented: the run's GPU-hours at the cheapest rental term that covers
+  its days, ``rent_cost_to_train``);
 * ``deadline``: the tokens trained by the date (days of wall time, through the job's ETTR).
 
 The goals: ``by_date`` minimises the cost of having the tokens trained by the date; ``per_dollar``
@@ -34,9 +35,10 @@ GOALS = ("by_date", "per_dollar")
 LIMITS = {"power": "site power", "floor": "floor space", "rack_power": "rack power", "priced": "prices",
           "budget": "budget", "deadline": "deadline"}
 # The sweep outputs the ranking reads.
-SITE_OUTPUTS = ("training.time_to_train_days", "training.step_time_s", "training.mfu", "training.energy_cost_to_train",
-                "training.cost_per_million_tokens", "training.rent_cost_to_train",
-                "training.rent_cost_per_million_tokens", "cost.capex_total", "cost.unpriced_count",
+SITE_OUTPUTS = ("training.time_to_train_days", "training.step_time_s", "training.mfu", "training.buy_and_run_cost",
+                "training.cost_per_million_tokens", "training.rent_cost_to_train", "training.rent_term_code",
+                "training.rent_cost_per_million_tokens", "cost.capex_total", "cost.capex_low", "cost.capex_high",
+                "cost.unpriced_count",
                 "power.facility_w", "racks.total_count", "racks.within_power_limit", "cluster.gpus", "cluster.nodes")
 
 
@@ -51,22 +53,17 @@ class Site:
     budget: float | None = None
 
 
-def owned_cost(columns: dict) -> np.ndarray:
-    """Buying the build and powering the run: capital plus the run's energy (NaN if unpriced)."""
-    return columns["cost.capex_total"] + columns["training.energy_cost_to_train"]
-
-
 def objective(columns: dict, goal: str, ownership: str) -> np.ndarray:
     """The value a goal minimises, per point, for one way of paying."""
     if goal == "by_date":
-        return owned_cost(columns) if ownership == "owned" else columns["training.rent_cost_to_train"]
+        return columns["training.buy_and_run_cost"] if ownership == "owned" else columns["training.rent_cost_to_train"]
     return columns["training.cost_per_million_tokens" if ownership == "owned"
                    else "training.rent_cost_per_million_tokens"]
 
 
 def limit_masks(columns: dict, site: Site, ownership: str) -> dict[str, np.ndarray]:
     """Each limit of the site as a mask of the points that meet it (NaN never meets one)."""
-    cost = owned_cost(columns) if ownership == "owned" else columns["training.rent_cost_to_train"]
+    cost = columns["training.buy_and_run_cost"] if ownership == "owned" else columns["training.rent_cost_to_train"]
     with np.errstate(invalid="ignore"):
         masks = {"power": columns["power.facility_w"] <= site.facility_w,
                  "floor": columns["racks.total_count"] <= site.floor_racks,

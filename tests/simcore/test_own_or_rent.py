@@ -46,3 +46,40 @@ def test_without_a_rental_price_or_a_complete_bill_there_is_no_comparison():
     unpriced = run({**CLUSTER, "prices": {**PRICES, "gpu_hour": None, "fiber": None}})
     assert unpriced["cost"]["own_per_gpu_hour"] is None and unpriced["cost"]["rent_per_gpu_hour"] is None
     assert unpriced["training"]["rent_cost_to_train"] is None and unpriced["training"]["cost_to_train"] is None
+
+
+TERMS = {"gpu_hour": 11.06, "gpu_hour_1y": 7.67, "gpu_hour_3y": 4.86}  # GCP a3-highgpu, 2025-03 (on demand, 1y, 3y)
+
+
+def test_the_run_rents_at_the_cheapest_term_that_covers_its_days_and_says_which():
+    result = run({**CLUSTER, "prices": {**PRICES, **TERMS}})
+    training, days = result["training"], result["training"]["time_to_train_days"]
+    hours = days * 24
+    offers = {"on demand": 512 * hours * 11.06, "1-year commitment": 512 * max(days, 365) * 24 * 7.67,
+              "3-year commitment": 512 * max(days, 3 * 365) * 24 * 4.86}
+    cheapest = min(offers, key=offers.get)
+    assert training["rent_term"] == cheapest and training["rent_cost_to_train"] == pytest.approx(offers[cheapest])
+    assert training["rent_per_gpu_hour"] == {"on demand": 11.06, "1-year commitment": 7.67,
+                                             "3-year commitment": 4.86}[cheapest]
+    # The capital's four years are set against the term covering four years: the 3-year one.
+    assert result["cost"]["rent_term"] == "3-year commitment" and result["cost"]["rent_per_gpu_hour"] == 4.86
+    # A capacity block covers at most 182 days: cheaper per hour, it wins a short run and not a long one.
+    blocks = {**PRICES, **TERMS, "gpu_hour_capacity_block": 5.41}
+    short = run({**CLUSTER, "prices": blocks})["training"]
+    assert short["time_to_train_days"] < 182 and short["rent_term"] == "capacity block"
+    long = run({**CLUSTER, "node_count": 4, "prices": blocks}, {**WORKLOAD, "tokens_to_train": 1e13})["training"]
+    assert long["time_to_train_days"] > 182 and long["rent_term"] != "capacity block"
+
+
+def test_the_totals_band_sums_each_parts_low_and_high_and_a_quote_narrows_it():
+    bands = {"switch_low": 30000.0, "switch_high": 50000.0, "transceiver_low": 400.0, "transceiver_high": 900.0}
+    cost = run({**CLUSTER, "prices": {**PRICES, **bands}})["cost"]
+    fabric = run({**CLUSTER, "prices": {**PRICES, **bands}})["fabric"]
+    assert cost["capex_low"] == pytest.approx(cost["capex_total"] - fabric["switches"] * 6000
+                                              - fabric["transceivers"] * 200)
+    assert cost["capex_high"] == pytest.approx(cost["capex_total"] + fabric["switches"] * 14000
+                                               + fabric["transceivers"] * 300)
+    quoted = run({**CLUSTER, "prices": {**PRICES, **bands, "switch_low": None, "switch_high": None}})["cost"]
+    assert cost["capex_low"] < quoted["capex_low"] <= quoted["capex_total"] <= quoted["capex_high"] < cost["capex_high"]
+    unpriced = run({**CLUSTER, "prices": {**PRICES, **bands, "fiber": None}})["cost"]
+    assert unpriced["capex_low"] is None and unpriced["capex_high"] is None

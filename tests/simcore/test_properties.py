@@ -10,7 +10,7 @@ from simcore.arrays import MIN_POSITIVE
 from simcore.document import parse
 from simcore.formulas.collectives import NodeIO, hfreduce, nccl_allreduce
 from simcore.formulas.compute import accelerator_power_w, sustained_clock_factor
-from simcore.formulas.power import node_power_w
+from simcore.formulas.power import node_power_w, node_parts_w
 from simcore.formulas.reliability import ettr_closed_form
 from simcore.formulas.topology import fat_tree
 from simcore.stages.scenario import evaluate_parsed
@@ -55,14 +55,16 @@ def test_more_bandwidth_never_makes_a_collective_slower(field, value, factor, no
     assert nccl_allreduce(size, nodes, fast).time_s <= nccl_allreduce(size, nodes, slow).time_s
 
 
-@given(st.floats(50, 1500), st.floats(1.0, 3.0), st.integers(1, 16), st.integers(0, 4))
-def test_power_is_at_least_idle_and_clock_at_most_one(tdp, headroom, gpus, cpus):
+@given(st.floats(50, 1500), st.floats(1.0, 3.0), st.integers(1, 16), st.integers(0, 4), st.integers(0, 16),
+       st.booleans())
+def test_power_is_at_least_idle_and_clock_at_most_one(tdp, headroom, gpus, cpus, nics, liquid):
     full = tdp * headroom
     power, idle = accelerator_power_w(tdp, full)
     assert idle <= power <= max(tdp, full) + 1e-9
     assert 0 < sustained_clock_factor(tdp, full) <= 1
-    node = node_power_w(np.nan, gpus, tdp, cpus, np.nan)
+    node = node_power_w(np.nan, gpus, tdp, cpus, np.nan, nics, liquid)
     assert node >= gpus * idle
+    assert node <= node_parts_w(gpus, tdp, 1.0, cpus, np.nan, nics, liquid)
 
 
 @given(st.floats(1, 1e6), st.floats(0, 1e4), st.floats(0, 1e5), st.floats(0, 1e-2))

@@ -7,6 +7,7 @@ from simcore import ScenarioError, evaluate
 from simcore.document import parse
 from simcore.formulas.collectives import nccl_allreduce
 from simcore.formulas.node import domain_io, node_io
+from simcore.formulas.power import PowerParams
 from simcore.tools.references import GB200_TRAY, NVL72_RACKS
 
 MOE = {"kind": "transformer", "layers": 8, "hidden": 4096, "heads": 32, "vocab": 32000, "seq_len": 4096,
@@ -49,7 +50,8 @@ def test_a_supernodes_network_racks_are_counted_beside_its_compute_racks():
     node = {**GB200_TRAY, "gpus": 8, "scaleup_domain_gpus": 384}
     racks = evaluate({"cluster": {**NVL72_RACKS, "node": node, "node_count": 48 * 3,
                                   "rack": {"nodes_per_rack": 4, "network_racks_per_domain": 4}}})["racks"]
-    assert (racks["count"], racks["network_count"], racks["total_count"]) == (36, 12, 48)  # 3 x (12 + 4)
+    # 3 x (12 + 4), and a rack of the fabric's switches (38 1U switches in a 42U rack)
+    assert (racks["count"], racks["network_count"], racks["fabric_count"], racks["total_count"]) == (36, 12, 1, 49)
     assert evaluate({"cluster": NVL72_RACKS})["racks"]["network_count"] == 0
 
 
@@ -68,20 +70,23 @@ def test_hierarchical_allreduce_over_domains_never_beats_the_scale_out_bound():
 
 def test_rack_counts_and_power_follow_from_the_parts():
     racks = run(GB200_TRAY, 288)["racks"]
-    tray_w = 4 * 1200 * 0.85 + 2 * 250 + 500  # PowerParams: accelerators at 0.85 of TDP, CPUs, the rest
+    p = PowerParams()  # GPUs at 0.85 of TDP with their board's share, CPUs, NICs; liquid cooled: no fans
+    tray_w = (4 * (1200 * 0.85 + p.board_w_per_gpu) + 2 * 250 + 4 * p.nic_w) / p.psu_efficiency
     assert (racks["count"], racks["nodes_per_rack"], racks["gpus_per_rack"]) == (16, 18, 72)
     assert racks["power_w"] == pytest.approx(18 * tray_w + 4400)  # the switch trays and power shelves
-    bare = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18})
+    bare = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "cooling": "liquid"})
     assert bare["racks"]["power_w"] == pytest.approx(18 * tray_w)
-    extra = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "extra_w": 9000.0})
+    extra = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "cooling": "liquid", "extra_w": 9000.0})
     assert extra["racks"]["power_w"] == pytest.approx(18 * tray_w + 9000)
     assert extra["power"]["it_total_w"] == pytest.approx(bare["power"]["it_total_w"] + 16 * 9000)
     limited = run(HGX_NODE, 144, rack={"power_limit_w": 40_000.0})
-    node_max_w = 8 * 1200 + 2 * 250 + 500  # no vendor maximum given: the parts at nameplate
+    # No vendor maximum given: the parts at nameplate, the air-cooled node's fans with them.
+    node_max_w = (8 * (1200 + p.board_w_per_gpu) + 2 * 250 + 8 * p.nic_w) * (1 + p.fan_share_air) / p.psu_efficiency
     racks = limited["racks"]
-    assert limited["power"]["node_max_w"] == node_max_w and limited["power"]["node_max_basis"] == "parts at nameplate"
+    assert limited["power"]["node_max_w"] == pytest.approx(node_max_w) and limited["power"]["node_max_basis"] == "parts at nameplate"
     assert racks["nodes_per_rack"] == 40_000 // node_max_w and racks["count"] == np.ceil(144 / (40_000 // node_max_w))
-    assert racks["max_power_w"] == 3 * node_max_w <= 40_000 and racks["within_power_limit"]
+    assert racks["max_power_w"] == pytest.approx(3 * node_max_w) and racks["max_power_w"] <= 40_000
+    assert racks["within_power_limit"]
     vendor = run({**HGX_NODE, "max_power_w": 14_300.0}, 144, rack={"power_limit_w": 60_000.0})
     assert vendor["power"]["node_max_basis"] == "vendor maximum" and vendor["racks"]["nodes_per_rack"] == 4
     over = run(GB200_TRAY, 288, rack={"nodes_per_rack": 18, "power_limit_w": 50_000.0})["racks"]
@@ -89,7 +94,7 @@ def test_rack_counts_and_power_follow_from_the_parts():
     # No count, no limit, a one-node domain: the default rack budget (PowerParams.rack_budget_w, 12 kW).
     budgeted = run(HGX_NODE, 144, rack={})["racks"]
     assert budgeted["budget_w"] == 12_000 and budgeted["nodes_per_rack_basis"].startswith("default budget")
-    assert budgeted["nodes_per_rack"] == 1  # one 10.6 kW node fits, two do not
+    assert budgeted["nodes_per_rack"] == 1  # one 12 kW node fits, two do not
     small = run({**HGX_NODE, "max_power_w": 2_900.0}, 144, rack={})["racks"]
     assert small["nodes_per_rack"] == 12_000 // 2_900 and small["count"] == np.ceil(144 / 4)
     assert racks["nodes_per_rack_basis"] == "the site's power limit" and racks["budget_w"] == 40_000
@@ -191,3 +196,23 @@ def test_a_scale_up_domain_fails_as_a_unit_at_the_rate_a_scenario_gives():
     assert sum(e.kind == "job-interrupted" for e in events) == 2
     assert np.all(twin.node_state[:18] == REPAIR) and np.all(twin.node_job[:18] == -1)
     assert (twin.node_job >= 0).sum() == 18  # both moved to the other rack
+
+
+def test_a_rack_never_holds_more_units_than_it_has_and_the_height_binding_is_named():
+    """A 10U DGX B200 at a 130 kW rack limit: the power would allow 9, the 42U rack holds 4."""
+    dgx = {**HGX_NODE, "max_power_w": 14_300.0, "rack_units": 10}
+    racks = run(dgx, 144, rack={"power_limit_w": 130_000.0})["racks"]
+    assert (racks["nodes_per_rack"], racks["nodes_per_rack_basis"], racks["count"]) == (4, "the rack's height", 36)
+    assert racks["units_used"] == 40 <= racks["units"] == 42
+    # Parts in the rack take their height: an NVL72's 18 trays beside 17U of switch trays and shelves fit
+    # 42U; in a 30U rack the trays are cut to 13 and the rack power with them.
+    nvl72 = {**GB200_TRAY, "rack_units": 1}
+    fits = run(nvl72, 288, rack={**NVL72_RACKS["rack"], "extra_units": 17})["racks"]
+    assert fits["nodes_per_rack"] == 18 and fits["units_used"] == 35
+    short = run(nvl72, 288, rack={**NVL72_RACKS["rack"], "extra_units": 17, "units": 30})["racks"]
+    assert short["nodes_per_rack"] == 13 and short["units_used"] == 30
+    # The fabric's switches fill racks of their own, counted in the floor's total.
+    two_u = run(dgx, 144, rack={"power_limit_w": 130_000.0}, fabric={"switch_radix": 64, "switch_gbit_s": 400,
+                                                                     "switch_rack_units": 2})["racks"]
+    assert two_u["fabric_count"] == np.ceil(run(dgx, 144)["fabric"]["switches"] / 21)
+    assert two_u["total_count"] == two_u["count"] + two_u["fabric_count"]
