@@ -3,11 +3,11 @@
 Nothing else in the project builds a ``simcore`` scenario from the database; the API, commands
 and (later) sweeps and twins all come through here.
 """
-from decimal import Decimal
 
 from django.db import models
 
-from planner.models import ClusterPlan, Measurement, PriceBook, Workload
+from planner.choices import RentTerm
+from planner.models import ClusterPlan, Measurement, PriceBook, PriceItem, Workload
 from planner.models.declared import PLAN_SECTIONS, section_values
 from simcore.formulas.compute import pcie_practical_gbyte_s
 
@@ -16,9 +16,11 @@ def _float(value):
     return None if value is None else float(value)
 
 
-def price_index(book: PriceBook) -> dict[tuple[str, str], Decimal]:
-    """(part kind, slug) -> unit price for every item of a price book."""
-    return {(item.part_kind, item.part_slug): item.unit_price for item in book.items.all()}
+def price_index(book: PriceBook) -> dict[tuple[str, str], PriceItem]:
+    """(part kind, slug) -> the book's item for every part; a GPU-hour's key is (``gpu-hour:<term>``,
+    slug), one a rental term."""
+    return {(f"{item.part_kind}:{item.term}" if item.term else item.part_kind, item.part_slug): item
+            for item in book.items.all()}
 
 
 def node_document(node) -> dict:
@@ -57,6 +59,7 @@ def node_document(node) -> dict:
         "storage_nic_gbit_s": (node.storage_nic.line_rate_gbit_s * node.storage_nic.ports) if node.storage_nic else 0.0,
         "power_w": node.measured_power_w,
         "max_power_w": node.max_power_w,
+        "rack_units": node.rack_units,
         "scaleup_optics_per_gpu": node.scaleup_optics_per_gpu,
         "scaleup_optic_w": node.scaleup_optic.power_w if node.scaleup_optic else None,
         "scaleup_optic_gbit_s": node.scaleup_optic.speed_gbit_s if node.scaleup_optic else 800.0,
@@ -80,27 +83,32 @@ def storage_document(plan: ClusterPlan) -> dict:
     }
 
 
+# A GPU-hour's rental term -> the engine's price field (simcore.formulas.cost.RENT_TERMS).
+RENT_TERM_FIELDS = {RentTerm.ON_DEMAND: "gpu_hour", RentTerm.CAPACITY_BLOCK: "gpu_hour_capacity_block",
+                    RentTerm.ONE_YEAR: "gpu_hour_1y", RentTerm.THREE_YEAR: "gpu_hour_3y"}
+
+
 def prices_document(plan: ClusterPlan) -> dict:
+    """The engine's prices: each counted part's unit price with the low and high of its band
+    (an estimate's; a quote's are its price), and a GPU-hour price per rental term."""
     book = plan.price_book
-    prices = price_index(book)
-
-    def price(kind, part):
-        return _float(prices.get((kind, part.slug))) if part is not None else None
-
-    pue = plan.pue if plan.pue is not None else book.pue
-    return {
-        "currency": book.currency,
-        "node": price("compute-node", plan.node_type),
-        "storage_node": price("storage-node", plan.storage_node_type),
-        "switch": price("switch", plan.switch),
-        "transceiver": price("link-part", plan.transceiver),
-        "endpoint_cable": price("link-part", plan.endpoint_cable),
-        "fiber": price("link-part", plan.fiber),
-        "energy_per_kwh": _float(book.energy_price_per_kwh),
-        "pue": pue,
-        "gpu_hour": price("gpu-hour", plan.node_type.accelerator),
-        "scaleup_optic": price("link-part", plan.node_type.scaleup_optic),
-    }
+    items = price_index(book)
+    parts = {"node": ("compute-node", plan.node_type), "storage_node": ("storage-node", plan.storage_node_type),
+             "switch": ("switch", plan.switch), "transceiver": ("link-part", plan.transceiver),
+             "endpoint_cable": ("link-part", plan.endpoint_cable), "fiber": ("link-part", plan.fiber),
+             "scaleup_optic": ("link-part", plan.node_type.scaleup_optic)}
+    document = {"currency": book.currency, "energy_per_kwh": _float(book.energy_price_per_kwh),
+                "pue": plan.pue if plan.pue is not None else book.pue}
+    for name, (kind, part) in parts.items():
+        item = items.get((kind, part.slug)) if part is not None else None
+        document[name] = _float(item.unit_price) if item else None
+        document[f"{name}_low"] = _float(item.low_price) if item else None
+        document[f"{name}_high"] = _float(item.high_price) if item else None
+    accelerator = plan.node_type.accelerator.slug
+    for term, field in RENT_TERM_FIELDS.items():
+        item = items.get((f"gpu-hour:{term}", accelerator))
+        document[field] = _float(item.unit_price) if item else None
+    return document
 
 
 def calibration(plan: ClusterPlan) -> dict[str, dict]:
@@ -151,12 +159,13 @@ def cluster_document(plan: ClusterPlan, overrides: dict | None = None) -> dict:
             "switch_radix": plan.switch.radix,
             "switch_gbit_s": plan.switch.port_speed_gbit_s,
             "switch_power_w": plan.switch.power_w,
+            "switch_rack_units": plan.switch.rack_units,
             **link_power(plan),
             **section_values(plan, PLAN_SECTIONS, "cluster.fabric"),
         },
         "rack": {"nodes_per_rack": plan.node_type.nodes_per_rack or plan.nodes_per_rack,
                  "power_limit_w": plan.rack_power_limit_w, "extra_w": plan.node_type.rack_extra_power_w or 0.0,
-                 "cooling": plan.node_type.cooling,
+                 "extra_units": plan.node_type.rack_extra_units, "cooling": plan.node_type.cooling,
                  "hall": plan.hall, "network_racks_per_domain": plan.node_type.network_racks_per_domain},
         "storage": storage_document(plan),
         "prices": prices_document(plan),

@@ -64,5 +64,14 @@ class PartKind(models.TextChoices):
     GPU_HOUR = "gpu-hour", "GPU-hour rental (an accelerator's)"
 
 
+class RentTerm(models.TextChoices):
+    """How a GPU-hour is rented (simcore.formulas.cost.RENT_TERMS: what each commits to)."""
+
+    ON_DEMAND = "on-demand", "on demand"
+    CAPACITY_BLOCK = "capacity-block", "capacity block (1-182 days reserved)"
+    ONE_YEAR = "1-year", "1-year commitment"
+    THREE_YEAR = "3-year", "3-year commitment"
+
+
 AcceleratorFamily = models.TextChoices(
     "AcceleratorFamily", [(key.upper(), (key, family.name)) for key, family in FAMILIES.items()])

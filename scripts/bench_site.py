@@ -25,7 +25,7 @@ from django.contrib.auth import get_user_model
 from planner.services.accounts import token_issue
 print("token", token_issue(get_user_model().objects.get(username="bench-site")))
 """
-SITE = {"price_book": "dated-usd-2025",
+SITE = {"price_book": "usd-2026",
         "facility": {"power_mw": 20, "floor_racks": 400, "rack_power_kw": 130, "cooling": "liquid",
                      "hall": "hyperscale", "storage_write_gbyte_s": 2000},
         "goal": {"workload": "llama3-70b-class-1152", "objective": "by_date",

@@ -55,7 +55,7 @@ class SweepCreateSerializer(serializers.Serializer):
 
 SITE_EXAMPLE = OpenApiExample(
     "A 20 MW liquid-cooled site training a Llama 3 70B-class model within a year",
-    value={"name": "20 MW site", "price_book": "dated-usd-2025",
+    value={"name": "20 MW site", "price_book": "usd-2026",
            "facility": {"power_mw": 20, "floor_racks": 400, "rack_power_kw": 130, "cooling": "liquid",
                         "hall": "hyperscale", "storage_write_gbyte_s": 2000},
            "goal": {"workload": "llama3-70b-class-1152", "objective": "by_date", "deadline": "2027-12-01"}},

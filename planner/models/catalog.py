@@ -24,6 +24,7 @@ from planner.choices import (
     NetworkProtocol,
     NVLinkTopology,
     PartKind,
+    RentTerm,
     ScaleUpLink,
 )
 from planner.models.visibility import VisibleQuerySet
@@ -241,6 +242,9 @@ class ComputeNodeType(CatalogEntry):
     rack_extra_power_w = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(0.0)],
         help_text="Power of a rack's parts outside its nodes (NVLink switch trays, power shelves).")
+    rack_extra_units = models.PositiveSmallIntegerField(
+        default=0, help_text="Height (U) a rack's parts outside its nodes take (an NVL72's 9 NVLink switch trays "
+                             "and 8 power shelves: 17U).")
     network_racks_per_domain = models.PositiveIntegerField(
         default=0, help_text="Racks of scale-up switches beside each domain's compute racks (CloudMatrix 384: 4 "
                              "beside its 12 compute racks).")
@@ -355,17 +359,30 @@ class PriceItem(models.Model):
                                             "book's date.")
     source_url = models.URLField(max_length=500, blank=True, default="",
                                  help_text="Where the price was stated (an archived listing, a quote's reference).")
+    low_price = models.DecimalField(max_digits=16, decimal_places=4, null=True, blank=True,
+                                    validators=[validate_non_negative],
+                                    help_text="The low end of an estimated price (an estimate needs one); null: "
+                                              "the price itself (a quote or listing).")
+    high_price = models.DecimalField(max_digits=16, decimal_places=4, null=True, blank=True,
+                                     validators=[validate_non_negative],
+                                     help_text="The high end of an estimated price; null: the price itself.")
+    term = models.CharField(max_length=16, choices=RentTerm.choices, blank=True, default="",
+                            help_text="A GPU-hour's rental term (required for GPU-hour rows, blank otherwise).")
 
     class Meta:
-        ordering = ["part_kind", "part_slug"]
+        ordering = ["part_kind", "part_slug", "term"]
         constraints = [
             models.UniqueConstraint(
-                fields=["price_book", "part_kind", "part_slug"], name="unique_price_per_part"
+                fields=["price_book", "part_kind", "part_slug", "term"], name="unique_price_per_part_and_term"
             )
         ]
 
     def __str__(self):
-        return f"{self.part_kind}:{self.part_slug} = {self.unit_price}"
+        return f"{self.part_kind}:{self.part_slug}{f' ({self.term})' if self.term else ''} = {self.unit_price}"
+
+    @property
+    def estimated(self) -> bool:
+        return self.confidence == Confidence.ESTIMATE
 
     def clean(self):
         model = PART_MODELS.get(self.part_kind)
@@ -373,6 +390,24 @@ class PriceItem(models.Model):
             raise ValidationError(
                 {"part_slug": f"no {self.get_part_kind_display().lower()} with slug '{self.part_slug}'"}
             )
+        if self.part_kind == PartKind.GPU_HOUR and not self.term:
+            raise ValidationError({"term": "a GPU-hour price needs its rental term"})
+        if self.part_kind != PartKind.GPU_HOUR and self.term:
+            raise ValidationError({"term": "only a GPU-hour price has a rental term"})
+        self._clean_band()
+
+    def _clean_band(self):
+        """An estimate states its low and high; a band holds its price."""
+        low, high = self.low_price, self.high_price
+        if (low is None) != (high is None):
+            raise ValidationError({"low_price" if low is None else "high_price": "give both ends of the band or "
+                                                                                 "neither"})
+        if low is None:
+            if self.estimated:
+                raise ValidationError({"low_price": "an estimate needs its low and high prices"})
+            return
+        if self.unit_price is not None and not low <= self.unit_price <= high:
+            raise ValidationError({"low_price": f"the band {low}-{high} must hold the price {self.unit_price}"})
 
 
 PART_MODELS = {

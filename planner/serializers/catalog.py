@@ -70,7 +70,8 @@ class StorageNodeTypeSerializer(CleanModelSerializer):
 class PriceItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = PriceItem
-        fields = ["part_kind", "part_slug", "unit_price", "basis", "confidence", "price_date", "source_url"]
+        fields = ["part_kind", "part_slug", "term", "unit_price", "low_price", "high_price", "basis", "confidence",
+                  "price_date", "source_url"]
 
     def validate(self, attrs):
         full_clean_or_raise(PriceItem(**attrs), exclude=["price_book"])
@@ -93,10 +94,11 @@ class PriceBookSerializer(CleanModelSerializer):
     def validate_items(self, items):
         seen = set()
         for index, item in enumerate(items):
-            key = (item["part_kind"], item["part_slug"])
+            key = (item["part_kind"], item["part_slug"], item.get("term", ""))
             if key in seen:
+                term = f" ({key[2]})" if key[2] else ""
                 raise serializers.ValidationError(
-                    f"item {index}: {key[0]} '{key[1]}' is priced twice in this book"
+                    f"item {index}: {key[0]} '{key[1]}'{term} is priced twice in this book"
                 )
             seen.add(key)
         return items

@@ -11,10 +11,12 @@ STALE_AFTER_DAYS = 365
 
 
 @transaction.atomic
-def put_item(*, book: PriceBook, part_kind: str, part_slug: str, **fields) -> PriceItem:
-    """Add the book's price for a part, or replace the one it has."""
+def put_item(*, book: PriceBook, part_kind: str, part_slug: str, term: str = "", **fields) -> PriceItem:
+    """Add the book's price for a part (a GPU-hour's for one rental term), or replace the one it has:
+    a quote without a band is its own low and high."""
+    fields = {"low_price": None, "high_price": None, **fields}
     item, _ = PriceItem.objects.update_or_create(price_book=book, part_kind=part_kind, part_slug=part_slug,
-                                                 defaults=fields)
+                                                 term=term, defaults=fields)
     book.save(update_fields=["updated_at"])
     return item
 
@@ -22,16 +24,17 @@ def put_item(*, book: PriceBook, part_kind: str, part_slug: str, **fields) -> Pr
 @transaction.atomic
 def copy_book(*, book: PriceBook, owner, slug: str, name: str | None = None,
               plan: ClusterPlan | None = None) -> PriceBook:
-    """``book`` with its items as ``owner``'s own (its date, currency, energy price and PUE kept);
-    with ``plan``, that plan is priced from the copy."""
+    """``book`` with its items as ``owner``'s own, dated today (each item keeps the date its price was
+    stated; currency, energy price and PUE kept); with ``plan``, that plan is priced from the copy."""
     items = list(book.items.all())
     copy = PriceBook.objects.create(
         slug=slug, name=name or f"{book.name} (your quotes)", vendor=book.vendor, owner=owner,
         source=f"copied from the price book '{book.slug}' ({book.source})", confidence=book.confidence,
-        notes=book.notes, currency=book.currency, price_date=book.price_date,
+        notes=book.notes, currency=book.currency, price_date=datetime.date.today(),
         energy_price_per_kwh=book.energy_price_per_kwh, pue=book.pue)
     PriceItem.objects.bulk_create(
-        PriceItem(price_book=copy, part_kind=item.part_kind, part_slug=item.part_slug, unit_price=item.unit_price,
+        PriceItem(price_book=copy, part_kind=item.part_kind, part_slug=item.part_slug, term=item.term,
+                  unit_price=item.unit_price, low_price=item.low_price, high_price=item.high_price,
                   basis=item.basis, confidence=item.confidence, price_date=item.price_date or book.price_date,
                   source_url=item.source_url) for item in items)
     if plan is not None:  # the plan's row locked, as every plan write is
@@ -43,13 +46,17 @@ def copy_book(*, book: PriceBook, owner, slug: str, name: str | None = None,
 
 
 def staleness(book: PriceBook, today: datetime.date | None = None) -> str | None:
-    """A sentence when the book's prices are more than a year old on ``today``, else None (and None
-    for relative units, a paper's ratios rather than market prices)."""
+    """A sentence when some of the book's prices were stated more than a year before ``today`` (an
+    item's own date, else the book's), else None (and None for relative units, a paper's ratios
+    rather than market prices)."""
     if book.currency == "REL":
         return None
     today = today or datetime.date.today()
-    age_days = (today - book.price_date).days
-    if age_days <= STALE_AFTER_DAYS:
+    dates = [item.price_date or book.price_date for item in book.items.all()] or [book.price_date]
+    old = [d for d in dates if (today - d).days > STALE_AFTER_DAYS]
+    if not old:
         return None
-    return (f"cost: the price book '{book.slug}' is dated {book.price_date.isoformat()}, {age_days // 30} months "
-            "ago: its prices may no longer hold; check them against a current quote")
+    oldest = min(old)
+    return (f"cost: {len(old)} of the {len(dates)} prices in '{book.slug}' were stated more than a year ago (the "
+            f"oldest {oldest.isoformat()}, {(today - oldest).days // 30} months ago): they may no longer hold; "
+            "check them against a current quote")

@@ -15,7 +15,7 @@ from tests.planner.test_sites import SITE
 
 LAYOUT = (Path(__file__).resolve().parent / "layout.js").read_text()
 PAGES = ["/", "/catalog/", "/catalog/?table=compute-node-types", "/catalog/accelerators/a100-pcie-40gb/",
-         "/catalog/compute-node-types/gb200-nvl72-tray/", "/catalog/price-books/indicative-usd-2025/",
+         "/catalog/compute-node-types/gb200-nvl72-tray/", "/catalog/price-books/usd-2026/",
          "/plans/", "/plans/ff2-pcie-2zone/?workload=llama-13b-512", "/plans/gb200-nvl72-1152/",
          "/plans/ascend-910b-single-rail/", "/plans/new/", "/plans/new/?from=dgx-a100-3layer", "/workloads/",
          "/workloads/new/", "/compare/?ids=dgx-a100-3layer,ff2-pcie-2zone,ff2-pcie-3layer&workload=llama-13b-512",
@@ -128,7 +128,7 @@ def test_the_blackwell_comparison_shows_capex_and_cost_per_token_once_every_part
     their optics chosen onto it, and with the storage system their checkpoints go to (the presets
     have none, so their checkpoint and restart times, and so the time and cost to train, are unknown)."""
     page.login()
-    _api(page, "POST", "/api/catalog/price-books/indicative-usd-2025/copy/", {"slug": "our-blackwell-quotes"})
+    _api(page, "POST", "/api/catalog/price-books/usd-2026/copy/", {"slug": "our-blackwell-quotes"})
     for kind, part, price in (("switch", "qm9700", 36000), ("link-part", "ndr-sr4-transceiver-400g", 900),
                               ("link-part", "osfp-800g-2xsr4-transceiver", 1400), ("link-part", "mmf-fiber-cable", 60)):
         _api(page, "POST", "/api/catalog/price-books/our-blackwell-quotes/items/", {

@@ -132,11 +132,11 @@ def test_catalogue_lists_key_specs_with_units_and_entries_show_names_and_money(c
     assert "Peak FP16 (TFLOPS)" in page and "TDP (W)" in page and "Memory bandwidth (GB/s)" in page
     a100 = text(signed_in.get("/catalog/accelerators/a100-pcie-40gb/"))
     assert "TDP tdp_w 250 W" in a100 and "Peak FP16 peak_fp16_tflops 312 TFLOPS" in a100
-    book = text(signed_in.get("/catalog/price-books/indicative-usd-2025/"))
+    book = text(signed_in.get("/catalog/price-books/usd-2026/"))
     assert "379,273 USD" in book and "379273.0000" not in book
     assert "2024-12-17" in book  # the listing's date, and its link
     assert 'href="https://web.archive.org/web/20241217210350/' in signed_in.get(
-        "/catalog/price-books/indicative-usd-2025/").content.decode()
+        "/catalog/price-books/usd-2026/").content.decode()
     assert "NVIDIA DGX B200 (HGX B200 board) (compute node type)" in book
     assert "Energy price energy_price_per_kwh 0.08 USD per kWh" in book
 

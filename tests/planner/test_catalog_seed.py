@@ -50,7 +50,7 @@ def test_the_seed_holds_the_reference_hardware(catalog):
         models.Switch: ["qm8700", "qm9700", "tomahawk5-128x400g"],
         models.ComputeNodeType: ["ff-pcie-a100", "dgx-a100", "dgx-h100", "deepseek-h800", "ascend-910b-8card"],
         models.StorageNodeType: ["ff-3fs-storage"],
-        models.PriceBook: ["fire-flyer-relative", "indicative-usd-2024"],
+        models.PriceBook: ["fire-flyer-relative", "usd-2026"],
     }
     for model, slugs in expected.items():
         assert set(slugs) <= set(model.objects.values_list("slug", flat=True)), model.__name__

@@ -88,18 +88,18 @@ def test_shared_books_need_the_catalogue_permission_and_bad_quotes_name_their_fi
         response = reader_client.post(f"{BOOKS}mine/items/", {**QUOTE, **change}, format="json")
         assert response.status_code == 400 and field in response.json()["errors"], response.json()
     assert list(PriceItem.objects.exclude(price_book__slug="mine").order_by("id").values()) == before
-    taken = reader_client.post(f"{BOOKS}fire-flyer-relative/copy/", {"slug": "indicative-usd-2025"}, format="json")
+    taken = reader_client.post(f"{BOOKS}fire-flyer-relative/copy/", {"slug": "usd-2026"}, format="json")
     assert taken.status_code == 400 and "is taken" in taken.json()["errors"]["slug"][0]
 
 
 def test_a_book_over_a_year_old_is_flagged_on_the_plan(catalog, reader_client):
-    book = PriceBook.objects.get(slug="indicative-usd-2025")
+    book = PriceBook.objects.get(slug="usd-2026")
     assert staleness(book, datetime.date(2026, 6, 1)) is None
     assert "dated 2025-06-01, 12 months ago" in staleness(book, datetime.date(2026, 6, 2))
     assert staleness(PriceBook.objects.get(slug="fire-flyer-relative"), datetime.date(2030, 1, 1)) is None  # REL
     result = reader_client.post("/api/plans/llama3-h100-16k/evaluate/", {}, format="json").json()["result"]
     stale = [c for c in result["constraints"] if c["code"] == "cost.stale_prices"]
-    assert len(stale) == 1 and "dated-usd-2025" in stale[0]["message"]
+    assert len(stale) == 1 and "usd-2026" in stale[0]["message"]
     assert reader_client.get("/api/plans/llama3-h100-16k/bom/").json()["stale"] == stale[0]["message"]
 
 

@@ -55,9 +55,9 @@ def test_the_dgx_h200_hall_is_racked_at_its_published_maximum_and_says_what_it_l
 
 def test_an_unsourced_price_row_is_refused_by_the_catalogue_schema(tmp_path):
     table = next(t for t in TABLES if t.name == "price-books")
-    document = yaml.safe_load(open("planner/catalog/data/price-books/indicative-usd-2025.yaml").read())
+    document = yaml.safe_load(open("planner/catalog/data/price-books/usd-2026.yaml").read())
     del document["items"][0]["basis"]
-    path = tmp_path / "indicative-usd-2025.yaml"
+    path = tmp_path / "usd-2026.yaml"
     path.write_text(yaml.safe_dump(document))
     with pytest.raises(CatalogFileError) as raised:
         read_seed_file(path, load_schema(table))
@@ -74,7 +74,7 @@ def test_a_reference_that_cannot_be_a_slug_is_a_field_error_not_a_database_error
 
 def test_a_rack_scale_plan_comes_in_whole_domains(catalog, reader_client):
     body = {"slug": "few-trays", "name": "x", "node_type": "gb200-nvl72-tray", "switch": "qm9700",
-            "price_book": "indicative-usd-2025"}
+            "price_book": "usd-2026"}
     refused = reader_client.post("/api/plans/", {**body, "node_count": 20}, format="json")
     assert refused.status_code == 400 and "multiple of 18" in str(refused.json()["node_count"])
     assert reader_client.post("/api/plans/", {**body, "node_count": 36}, format="json").status_code == 201
@@ -82,7 +82,7 @@ def test_a_rack_scale_plan_comes_in_whole_domains(catalog, reader_client):
 
 def test_a_rack_scale_plan_may_give_its_domain_failure_rate(catalog, reader_client):
     body = {"slug": "rated-racks", "name": "x", "node_type": "gb200-nvl72-tray", "node_count": 36, "switch": "qm9700",
-            "price_book": "indicative-usd-2025", "category_rates": {"nvlink-switch-tray": 1e-4}}
+            "price_book": "usd-2026", "category_rates": {"nvlink-switch-tray": 1e-4}}
     created = reader_client.post("/api/plans/", body, format="json")
     assert created.status_code == 201, created.json()
     rel = reader_client.post("/api/plans/rated-racks/evaluate/", {}, format="json").json()["result"]["reliability"]
@@ -100,7 +100,7 @@ def test_nodes_per_rack_come_from_the_plan_the_limit_or_a_12_kw_rack_and_never_o
     assert ff["racks"]["budget_w"] == 12_000 and ff["racks"]["nodes_per_rack"] == 12_000 // node_max_w == 4
     assert ff["racks"]["nodes_per_rack_basis"].startswith("default budget")
     body = {"slug": "tray-racks", "name": "x", "node_type": "gb200-nvl72-tray", "node_count": 36, "switch": "qm9700",
-            "price_book": "indicative-usd-2025", "nodes_per_rack": 9}
+            "price_book": "usd-2026", "nodes_per_rack": 9}
     refused = reader_client.post("/api/plans/", body, format="json")
     assert refused.status_code == 400 and "fixes 18 nodes a rack" in str(refused.json()["nodes_per_rack"])
     zero = reader_client.post("/api/plans/", {**body, "node_type": "dgx-b200", "nodes_per_rack": 0}, format="json")

@@ -15,7 +15,7 @@ from simcore.tools.site import LIMITS
 
 pytestmark = pytest.mark.usefixtures("eager_celery")
 TODAY = datetime.date.today()
-SITE = {"price_book": "dated-usd-2025",
+SITE = {"price_book": "usd-2026",
         "facility": {"power_mw": 20, "floor_racks": 400, "rack_power_kw": 130, "cooling": "liquid",
                      "hall": "hyperscale", "storage_write_gbyte_s": 2000},
         "goal": {"workload": "llama3-70b-class-1152", "objective": "by_date",
@@ -90,7 +90,7 @@ def quoted_book(catalog, user):
         transceiver=LinkPart.objects.get(slug="ndr-sr4-transceiver-400g"),
         fiber=LinkPart.objects.get(slug="mmf-fiber-cable"))
 
-    book = PriceBook.objects.get(slug="dated-usd-2025")
+    book = PriceBook.objects.get(slug="usd-2026")
     items = list(book.items.all())
     book.pk, book.slug, book.owner = None, "reader-quotes", user
     book.save()
