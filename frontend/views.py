@@ -18,7 +18,7 @@ from django.shortcuts import get_object_or_404, render
 from django.templatetags.static import static
 
 from frontend.templatetags.figures import figure, money
-from planner.choices import Confidence, PartKind, ScaleUpLink
+from planner.choices import Confidence, PartKind, RentTerm, ScaleUpLink
 from planner.filtersets import FILTERSETS
 from planner.models import ClusterPlan, PriceBook, Sweep, Visibility, Workload
 from planner.models.catalog import PART_MODELS
@@ -223,7 +223,8 @@ def _price_book_context(request, book) -> dict:
     own_plan = plan if plan is not None and plan.owner_id == user.id else None
     may_quote = book.owner_id == user.id or (book.owner_id is None and user.has_perm("planner.change_pricebook"))
     return {"prices": _price_rows(book), "may_quote": may_quote, "plan": plan, "own_plan": own_plan,
-            "quote_parts": _quotable_parts() if may_quote else [], "quote_part": request.GET.get("part", ""),
+            "quote_parts": _quotable_parts() if may_quote or own_plan else [],
+            "quote_part": request.GET.get("part", ""), "terms": RentTerm.choices,
             "confidences": Confidence.choices, "today": datetime.date.today().isoformat(),
             "copy_slug": f"{book.slug}-{user.username}".lower()[:100]}
 

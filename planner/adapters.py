@@ -88,26 +88,31 @@ RENT_TERM_FIELDS = {RentTerm.ON_DEMAND: "gpu_hour", RentTerm.CAPACITY_BLOCK: "gp
                     RentTerm.ONE_YEAR: "gpu_hour_1y", RentTerm.THREE_YEAR: "gpu_hour_3y"}
 
 
-def prices_document(plan: ClusterPlan) -> dict:
-    """The engine's prices: each counted part's unit price with the low and high of its band
-    (an estimate's; a quote's are its price), and a GPU-hour price per rental term."""
-    book = plan.price_book
-    items = price_index(book)
+def plan_price_items(plan: ClusterPlan) -> dict[str, PriceItem | None]:
+    """The plan's book's item for each price the engine takes: a part's (``node``, ``switch``, ...;
+    None where the plan names no part or the book has no price) and each GPU-hour term's."""
+    items = price_index(plan.price_book)
     parts = {"node": ("compute-node", plan.node_type), "storage_node": ("storage-node", plan.storage_node_type),
              "switch": ("switch", plan.switch), "transceiver": ("link-part", plan.transceiver),
              "endpoint_cable": ("link-part", plan.endpoint_cable), "fiber": ("link-part", plan.fiber),
              "scaleup_optic": ("link-part", plan.node_type.scaleup_optic)}
+    found = {name: items.get((kind, part.slug)) if part is not None else None for name, (kind, part) in parts.items()}
+    accelerator = plan.node_type.accelerator.slug
+    rents = {field: items.get((f"gpu-hour:{term}", accelerator)) for term, field in RENT_TERM_FIELDS.items()}
+    return {**found, **rents}
+
+
+def prices_document(plan: ClusterPlan) -> dict:
+    """The engine's prices: each counted part's unit price with the low and high of its band
+    (an estimate's; a quote's are its price), and a GPU-hour price per rental term."""
+    book = plan.price_book
     document = {"currency": book.currency, "energy_per_kwh": _float(book.energy_price_per_kwh),
                 "pue": plan.pue if plan.pue is not None else book.pue}
-    for name, (kind, part) in parts.items():
-        item = items.get((kind, part.slug)) if part is not None else None
+    for name, item in plan_price_items(plan).items():
         document[name] = _float(item.unit_price) if item else None
-        document[f"{name}_low"] = _float(item.low_price) if item else None
-        document[f"{name}_high"] = _float(item.high_price) if item else None
-    accelerator = plan.node_type.accelerator.slug
-    for term, field in RENT_TERM_FIELDS.items():
-        item = items.get((f"gpu-hour:{term}", accelerator))
-        document[field] = _float(item.unit_price) if item else None
+        if name not in RENT_TERM_FIELDS.values():
+            document[f"{name}_low"] = _float(item.low_price) if item else None
+            document[f"{name}_high"] = _float(item.high_price) if item else None
     return document
 
 

@@ -4,6 +4,7 @@ scenario document's through its field spec. The views build the bodies; these sa
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from planner.choices import RentTerm
 from simcore.outputs import result_json_schema
 
 RESULT_SCHEMA = result_json_schema()
@@ -112,10 +113,12 @@ class BandSerializer(serializers.Serializer):
     high_error = serializers.FloatField(help_text="the highest")
     actual_low = serializers.FloatField(help_text="value / (1 + high_error): where runs like it came in, at least")
     actual_high = serializers.FloatField(help_text="value / (1 + low_error): at most")
-    cases = serializers.IntegerField(help_text="published cases the band is made of (none that set a constant)")
+    cases = serializers.IntegerField(allow_null=True, help_text="published cases the band is made of (none that "
+                                                               "set a constant); null for the price book's band")
     group = serializers.CharField(help_text="step_time:<family>:<kind>:<scheme> (scheme 3d or zero3), "
-                                            "step_time:<family>:<kind>, step_time (every training run), power or "
-                                            "price: the /validation/ page lists each group's cases")
+                                            "step_time:<family>:<kind>, step_time (every training run) or power: "
+                                            "the /validation/ page lists each group's cases; 'price book': the "
+                                            "total price's band from the book's estimates' lows and highs")
     validated = serializers.BooleanField(help_text="false: no case of this family and kind is validated, so "
                                                    "the band is that of every training run")
     basis = serializers.CharField()
@@ -153,10 +156,18 @@ class BomLineSerializer(serializers.Serializer):
     price_date = serializers.CharField(help_text="when the price was stated (ISO date; the book's where the item "
                                                  "has none); empty for an unpriced line")
     source_url = serializers.CharField(help_text="where the price was stated; empty if not given")
+    confidence = serializers.CharField(help_text="the price's confidence (estimate: low and high below); empty for "
+                                                 "an unpriced line")
+    extended_low = serializers.FloatField(allow_null=True, help_text="quantity x the estimate's low (a quote's "
+                                                                     "price); null when unpriced")
+    extended_high = serializers.FloatField(allow_null=True, help_text="quantity x the estimate's high")
 
 
 class RentalSerializer(serializers.Serializer):
-    unit_price = serializers.FloatField(help_text="renting one of the plan's GPUs for an hour")
+    term = serializers.ChoiceField(choices=RentTerm.choices, help_text="the rental term")
+    term_label = serializers.CharField()
+    unit_price = serializers.FloatField(help_text="renting one of the plan's GPUs for an hour on this term")
+    estimate = serializers.BooleanField(help_text="the price is an estimate (its basis says how it is derived)")
     basis = serializers.CharField()
     price_date = serializers.CharField()
     source_url = serializers.CharField()
@@ -172,12 +183,15 @@ class BomSerializer(serializers.Serializer):
     currency = serializers.CharField()
     lines = BomLineSerializer(many=True)
     total = serializers.FloatField(allow_null=True, help_text="null when a counted part has no price (see unpriced)")
+    total_low = serializers.FloatField(allow_null=True, help_text="the lines' lows added up: the total's band")
+    total_high = serializers.FloatField(allow_null=True, help_text="the lines' highs added up")
+    estimated_share = serializers.FloatField(allow_null=True, help_text="the share of the total in estimated lines")
     unpriced = serializers.ListField(child=serializers.CharField(), help_text="parts with no price")
-    rental = RentalSerializer(allow_null=True, help_text="the book's GPU-hour rental price for the plan's GPU, to "
-                                                        "set owning against; null: the book has none")
-    bands = serializers.DictField(child=BandSerializer(), help_text="cost.capex_total (the total, when every part "
-                                                                    "is priced) and power.facility_w -> its error "
-                                                                    "band from the validation record")
+    rentals = RentalSerializer(many=True, help_text="the book's GPU-hour rental prices for the plan's GPU, one a "
+                                                    "term, to set owning against")
+    bands = serializers.DictField(child=BandSerializer(), help_text="cost.capex_total (the total's band from the "
+                                                                    "book's lows and highs) and power.facility_w "
+                                                                    "(its error band from the validation record)")
 
 
 class ComparedMetricSerializer(serializers.Serializer):

@@ -13,6 +13,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
@@ -25,9 +26,10 @@ from planner.api import bodies
 from planner.api.errors import PreconditionFailed
 from planner.api.limits import enforce_engine_limits
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
-from planner.models import ClusterPlan, ComputeNodeType, StorageNodeType, Workload
+from planner.models import ClusterPlan, ComputeNodeType, PriceBook, StorageNodeType, Workload
 from planner.services import netbox
 from planner.services import plans as services
+from planner.services import prices as price_services
 from planner.services.measurements import overrides_seen_by
 from planner.services.spreadsheets import XLSX_MEDIA_TYPE, bom_xlsx, comparison_csv, comparison_xlsx
 
@@ -276,6 +278,20 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
             filename = f"{plan.slug}-netbox-{name}.{extension}"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
+
+    @extend_schema(tags=PLAN_TAG, request=api.PriceItemSerializer, responses={200: api.PriceBookSerializer},
+                   description="Your quote for a part of your plan, saved to your own price book: the one pricing "
+                               "the plan, else your copy of its shared book (made on first use, dated today), "
+                               "which then prices the plan. The book comes back whole; nothing shared changes.")
+    @action(detail=True, methods=["post"], permission_classes=[TokenScopePermission, IsAuthenticated])
+    def quotes(self, request, slug=None):
+        plan = self.get_object()
+        if plan.owner_id != request.user.id:
+            raise PermissionDenied("only the plan's owner may quote its parts: clone the plan to price your own copy")
+        item = api.PriceItemSerializer(data=request.data)
+        item.is_valid(raise_exception=True)
+        book = price_services.plan_quote(plan=plan, owner=request.user, **item.validated_data)
+        return Response(api.PriceBookSerializer(PriceBook.objects.prefetch_related("items").get(pk=book.pk)).data)
 
     @extend_schema(tags=PLAN_TAG, request=api.CloneRequestSerializer, responses={201: api.ClusterPlanSerializer},
                    description="Copy a visible plan (for example a preset) into a private plan you own.")

@@ -10,6 +10,17 @@ def gpu_hours_on_demand(apps, schema_editor):
     apps.get_model("planner", "PriceItem").objects.filter(part_kind="gpu-hour").update(term="on-demand")
 
 
+def one_gpu_hour_per_part(apps, schema_editor):
+    """Back to one price a part: each GPU's on-demand price is kept (else its first term's)."""
+    items = apps.get_model("planner", "PriceItem").objects.filter(part_kind="gpu-hour")
+    kept = {}
+    for item in items.order_by("price_book_id", "part_slug", "id"):
+        key = (item.price_book_id, item.part_slug)
+        if key not in kept or item.term == "on-demand":
+            kept[key] = item.pk
+    items.exclude(pk__in=kept.values()).delete()
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -49,5 +60,5 @@ class Migration(migrations.Migration):
             model_name='priceitem',
             constraint=models.UniqueConstraint(fields=('price_book', 'part_kind', 'part_slug', 'term'), name='unique_price_per_part_and_term'),
         ),
-        migrations.RunPython(gpu_hours_on_demand, migrations.RunPython.noop),
+        migrations.RunPython(gpu_hours_on_demand, one_gpu_hour_per_part),
     ]

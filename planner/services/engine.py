@@ -54,9 +54,9 @@ def engine_band_coverage() -> list[dict]:
 # A headline output -> its band's group ("step_time" takes the family and kind) and whether the
 # output is the step time's inverse (MFU: a step predicted 1+e times as long is an MFU 1/(1+e) as high).
 BANDED_OUTPUTS = {"training.step_time_s": ("step_time", False), "training.mfu": ("step_time", True),
-                  "power.facility_w": ("power", False), "cost.capex_total": ("price", False)}
-BAND_BASES = {"power": "published node, rack and cluster power figures",
-              "price": "the Fire-Flyer paper's relative prices of three builds"}
+                  "power.facility_w": ("power", False)}
+BAND_BASES = {"power": "published node, rack and cluster power figures"}
+PRICE_BAND_BASIS = "the price book's estimates, each part at its low and at its high (a quote at its price)"
 
 
 def _shown(path: str, value: float, result: dict) -> str:
@@ -131,7 +131,26 @@ def prediction_bands(family: str, workload, result: dict) -> dict[str, dict]:
                        "actual_high": value / (1 + low), "cases": band["cases"], "group": name,
                        "validated": validated, "basis": basis,
                        "message": _band_message(path, value, result, band["cases"], basis, low, high, validated)}
+    price = price_band(result)
+    if price is not None:
+        found["cost.capex_total"] = price
     return found
+
+
+def price_band(result: dict) -> dict | None:
+    """The total price's band from the price book's own lows and highs (the engine's ``capex_low``
+    and ``capex_high``), never from the validation record; None where the total is unknown."""
+    cost = result["cost"]
+    value, low, high = cost["capex_total"], cost.get("capex_low"), cost.get("capex_high")
+    if value is None or low is None or high is None:
+        return None
+    low_error, high_error = (low / value - 1, high / value - 1) if value else (0.0, 0.0)
+    shown = display(low, cost["currency"], money=True), display(high, cost["currency"], money=True)
+    message = (f"The price is {shown[0]} to {shown[1]}: {PRICE_BAND_BASIS}." if low < high else
+               "Every counted part is quoted or listed: the price has no estimate's band.")
+    return {"value": value, "low_error": low_error, "high_error": high_error, "actual_low": low,
+            "actual_high": high, "cases": None, "group": "price book", "validated": True,
+            "basis": PRICE_BAND_BASIS, "message": message}
 
 
 def training_trust(family: str, workload) -> dict:

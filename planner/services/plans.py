@@ -7,6 +7,7 @@ from django.db import transaction
 
 import simcore
 from planner.adapters import calibration, scenario_document
+from planner.choices import Confidence, PartKind, RentTerm
 from planner.models import ClusterPlan, PriceItem, Workload
 from planner.services import engine, prices
 from planner.services.cells import CSV_LINE_END, csv_row
@@ -51,7 +52,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         reasons.append(f"workload '{workload.slug}': {reason}")
     if reasons:
         raise PlanInfeasible(reasons, {"fabric": result["fabric"], "training": training})
-    stale = prices.staleness(plan.price_book)
+    stale = prices.staleness(plan)
     if stale:  # a copy: the engine's result may be a memoized one
         result = {**result, "constraints": [*result["constraints"], {"code": STALE_PRICES, "message": stale}]}
     return {
@@ -77,11 +78,14 @@ class BomLine:
     source: str
     price_date: str = ""
     source_url: str = ""
+    confidence: str = ""
+    extended_low: float | None = None
+    extended_high: float | None = None
 
 
 NOT_CHOSEN = "(not chosen)"
-BOM_COLUMNS = ["part", "part_kind", "slug", "quantity", "unit_price", "extended_price", "currency", "source",
-               "price_date", "source_url"]
+BOM_COLUMNS = ["part", "part_kind", "slug", "quantity", "unit_price", "extended_price", "extended_low",
+               "extended_high", "confidence", "currency", "source", "price_date", "source_url"]
 
 
 def _bom_line(label, kind, part, quantity: int, item: PriceItem | None, unpriced_note: str, book) -> BomLine:
@@ -92,23 +96,18 @@ def _bom_line(label, kind, part, quantity: int, item: PriceItem | None, unpriced
     if item is None:
         return BomLine(label, kind, part.slug, quantity, None, None, unpriced_note)
     unit = float(item.unit_price)
+    low, high = (unit, unit) if item.low_price is None else (float(item.low_price), float(item.high_price))
     return BomLine(label, kind, part.slug, quantity, unit, round(unit * quantity, 6), item.basis,
-                   (item.price_date or book.price_date).isoformat(), item.source_url)
+                   (item.price_date or book.price_date).isoformat(), item.source_url, item.confidence,
+                   round(low * quantity, 6), round(high * quantity, 6))
 
 
-def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
-    """Bill of materials: every part with its quantity and, where the price book has it, prices.
+INCLUDED = "included in the node's price"
 
-    Quantities are the evaluation's counts; the extended prices add up to its ``capex_total``.
-    NICs ship inside the nodes and are listed for completeness with no price of their own. Where a
-    counted part has no price the total is null and the part is named in ``unpriced``. Each priced
-    line carries its basis, the date the price was stated (the book's where the item has none) and
-    where it was stated.
-    """
-    result = result or engine.evaluate(scenario_document(plan))
-    fabric = result["fabric"]
-    book = plan.price_book
-    items = {(i.part_kind, i.part_slug): i for i in PriceItem.objects.filter(price_book=book)}
+
+def _bom_lines(plan: ClusterPlan, fabric: dict, items: dict, book) -> list[BomLine]:
+    """The bill's lines: each counted part at its quantity, priced from ``items`` ((kind, slug) ->
+    item) where the plan names the part and the book prices it."""
     lines: list[BomLine] = []
 
     def add(label, kind, part, quantity, priced=True, note=""):
@@ -121,43 +120,69 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
     add("storage node", "storage-node", plan.storage_node_type, plan.storage_node_count)
     add("switch, computation fabric", "switch", plan.switch, fabric["compute_fabric_switches"])
     add("switch, storage plane", "switch", plan.switch, fabric["storage_plane_switches"])
-    included = "included in the node's price"
-    add("compute NIC", "nic", node.compute_nic, fabric["compute_nics"], priced=False, note=included)
+    add("compute NIC", "nic", node.compute_nic, fabric["compute_nics"], priced=False, note=INCLUDED)
     storage_nics = fabric["storage_nics"]
     if plan.storage_node_type is not None and plan.storage_node_count:
         on_storage_nodes = plan.storage_node_count * plan.storage_node_type.nics_per_node
-        add("storage-node NIC", "nic", plan.storage_node_type.nic, on_storage_nodes, priced=False, note=included)
+        add("storage-node NIC", "nic", plan.storage_node_type.nic, on_storage_nodes, priced=False, note=INCLUDED)
         storage_nics -= on_storage_nodes
-    add("compute-node storage NIC", "nic", node.storage_nic, storage_nics, priced=False, note=included)
+    add("compute-node storage NIC", "nic", node.storage_nic, storage_nics, priced=False, note=INCLUDED)
     add("optical module at the NIC" if plan.optical_nic_links else "endpoint cable", "link-part", plan.endpoint_cable,
         fabric["endpoint_cables"])
     add("optical transceiver", "link-part", plan.transceiver, fabric["transceivers"])
     add("fibre", "link-part", plan.fiber, fabric["fibers"])
     add("scale-up optical module", "link-part", node.scaleup_optic, fabric["scaleup_transceivers"])
     add("scale-up fibre", "link-part", plan.fiber, fabric["scaleup_fibers"])
-    rows = [line.__dict__ for line in lines]
+    return lines
+
+
+def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
+    """Bill of materials: every part with its quantity and, where the price book has it, prices.
+
+    Quantities are the evaluation's counts; the extended prices add up to its ``capex_total``.
+    NICs ship inside the nodes and are listed for completeness with no price of their own. Where a
+    counted part has no price the total is null and the part is named in ``unpriced``. Each priced
+    line carries its basis, the date the price was stated (the book's where the item has none),
+    where it was stated, its confidence and, extended, its low and high (an estimate's band; a
+    quote's are its price): the total's band adds them up. The GPU-hour prices come one a term.
+    """
+    result = result or engine.evaluate(scenario_document(plan))
+    book = plan.price_book
+    book_items = list(PriceItem.objects.filter(price_book=book))
+    lines = _bom_lines(plan, result["fabric"], {(i.part_kind, i.part_slug): i for i in book_items if not i.term}, book)
     unpriced = list(dict.fromkeys(line.part if line.slug == NOT_CHOSEN else line.slug
-                                  for line in lines if line.unit_price is None and line.source != included))
+                                  for line in lines if line.unit_price is None and line.source != INCLUDED))
+    total = None if unpriced else round(sum(line.extended_price or 0.0 for line in lines), 6)
+    estimated = sum(line.extended_price or 0.0 for line in lines if line.confidence == Confidence.ESTIMATE)
+    accelerator = plan.node_type.accelerator
+    rentals = [_rental(item, book) for item in book_items
+               if item.part_kind == PartKind.GPU_HOUR and item.part_slug == accelerator.slug]
     return {
         "plan": plan.slug,
         "price_book": book.slug,
         "price_book_owner": book.owner.username if book.owner_id else None,
         "price_date": book.price_date.isoformat(),
-        "stale": prices.staleness(book),
+        "stale": prices.staleness(plan),
         "currency": book.currency,
-        "lines": rows,
-        "total": None if unpriced else round(sum(line.extended_price or 0.0 for line in lines), 6),
+        "lines": [line.__dict__ for line in lines],
+        "total": total,
+        "total_low": None if unpriced else round(sum(line.extended_low or 0.0 for line in lines), 6),
+        "total_high": None if unpriced else round(sum(line.extended_high or 0.0 for line in lines), 6),
+        "estimated_share": None if not total else estimated / total,
         "unpriced": unpriced,
-        "rental": _rental(items.get(("gpu-hour", node.accelerator.slug)), book),
-        "bands": engine.prediction_bands(node.accelerator.family, None, result),
+        "rentals": sorted(rentals, key=lambda r: RENT_TERM_ORDER.index(r["term"])),
+        "bands": engine.prediction_bands(accelerator.family, None, result),
     }
 
 
-def _rental(item: PriceItem | None, book) -> dict | None:
-    """The book's price for renting one of the plan's GPUs an hour, with its basis, date and link."""
-    if item is None:
-        return None
-    return {"unit_price": float(item.unit_price), "basis": item.basis,
+RENT_TERM_ORDER = list(RentTerm.values)
+
+
+def _rental(item: PriceItem, book) -> dict:
+    """The book's price for renting one of the plan's GPUs an hour on one term, with its basis,
+    date and link."""
+    return {"term": item.term, "term_label": item.get_term_display(), "unit_price": float(item.unit_price),
+            "estimate": item.confidence == Confidence.ESTIMATE, "basis": item.basis,
             "price_date": (item.price_date or book.price_date).isoformat(), "source_url": item.source_url}
 
 

@@ -4,6 +4,7 @@ import datetime
 
 from django.db import transaction
 
+from planner.adapters import plan_price_items
 from planner.models import ClusterPlan, PriceBook, PriceItem
 
 # A book whose prices are older than this is flagged on every plan priced from it.
@@ -45,18 +46,44 @@ def copy_book(*, book: PriceBook, owner, slug: str, name: str | None = None,
     return copy
 
 
-def staleness(book: PriceBook, today: datetime.date | None = None) -> str | None:
-    """A sentence when some of the book's prices were stated more than a year before ``today`` (an
-    item's own date, else the book's), else None (and None for relative units, a paper's ratios
-    rather than market prices)."""
+@transaction.atomic
+def plan_quote(*, plan: ClusterPlan, owner, part_kind: str, part_slug: str, term: str = "", **fields) -> PriceBook:
+    """``owner``'s quote for a part of their ``plan``, saved to their own book: the one pricing the
+    plan, else their copy of the plan's shared book (made on first use, dated today, and reused by
+    their other plans on that book), which then prices the plan. Nothing shared changes. The plan's
+    row is locked first, so two first quotes on one plan make one copy."""
+    plan = ClusterPlan.objects.select_for_update().select_related("price_book").get(pk=plan.pk)
+    book = plan.price_book
+    if book.owner_id != owner.id:
+        slug = f"{book.slug}-{owner.username}".lower()[:100]
+        mine = PriceBook.objects.filter(slug=slug, owner=owner).first()
+        if mine is None:
+            taken = set(PriceBook.objects.filter(slug__startswith=slug[:90]).values_list("slug", flat=True))
+            slug = next(s for s in (slug, *(f"{slug[:90]}-{n}" for n in range(2, 10_000))) if s not in taken)
+            book = copy_book(book=book, owner=owner, slug=slug, plan=plan)
+        else:
+            plan.price_book, plan.version = mine, plan.version + 1
+            plan.full_clean()
+            plan.save()
+            book = mine
+    put_item(book=book, part_kind=part_kind, part_slug=part_slug, term=term, **fields)
+    return book
+
+
+def staleness(plan: ClusterPlan, today: datetime.date | None = None) -> str | None:
+    """A sentence when some of the prices the plan is evaluated at were stated more than a year
+    before ``today`` (an item's own date, else its book's), else None (and None for relative units,
+    a paper's ratios rather than market prices)."""
+    book = plan.price_book
     if book.currency == "REL":
         return None
     today = today or datetime.date.today()
-    dates = [item.price_date or book.price_date for item in book.items.all()] or [book.price_date]
+    items = {item.pk: item for item in plan_price_items(plan).values() if item is not None}
+    dates = [item.price_date or book.price_date for item in items.values()]
     old = [d for d in dates if (today - d).days > STALE_AFTER_DAYS]
     if not old:
         return None
     oldest = min(old)
-    return (f"cost: {len(old)} of the {len(dates)} prices in '{book.slug}' were stated more than a year ago (the "
-            f"oldest {oldest.isoformat()}, {(today - oldest).days // 30} months ago): they may no longer hold; "
-            "check them against a current quote")
+    return (f"cost: {len(old)} of the {len(dates)} prices this plan takes from '{book.slug}' were stated more than a "
+            f"year ago (the oldest on {oldest.isoformat()}, {(today - oldest).days // 30} months ago): they may no "
+            "longer hold; check them against a current quote")

@@ -7,13 +7,15 @@ from planner.models import Sweep
 from planner.services.engine import step_time_band
 from planner.services.sweep_spec import sweep_axes
 from planner.services.sweep_store import sweep_columns
+from simcore.formulas.cost import RENT_TERM_LABELS
 from simcore.tools import site as site_engine
 from simcore.tools.sweep import DATA_PARALLEL_AXIS, grid_shape, pareto_front
 
 # A best point's figures: result path -> the ranking row's key.
 FIGURES = {"cluster.gpus": "gpus", "cluster.nodes": "node_count", "training.time_to_train_days": "time_to_train_days",
            "training.mfu": "mfu", "power.facility_w": "facility_w", "racks.total_count": "racks",
-           "cost.capex_total": "capex", "training.rent_cost_to_train": "rent_cost"}
+           "cost.capex_total": "capex", "cost.capex_low": "capex_low", "cost.capex_high": "capex_high",
+           "training.rent_cost_to_train": "rent_cost"}
 
 
 def _number(value) -> float | None:
@@ -49,7 +51,8 @@ def site_ranking(sweep: Sweep) -> dict:
             row.update({"dp": int(values[DATA_PARALLEL_AXIS][at]), "tp": int(values["workload.tp"][at]),
                         "pp": int(values["workload.pp"][at]),
                         **{key: _number(columns[path][at]) for path, key in FIGURES.items()},
-                        "cost": _number(costs[entry["ownership"]][at])})
+                        "cost": _number(costs[entry["ownership"]][at]),
+                        "rent_term": RENT_TERM_LABELS[int(columns["training.rent_term_code"][at])]})
             band = bands[row["family"]]
             days = row["time_to_train_days"]
             row["time_band"] = {**band, "days_low": days / (1 + band["high_error"]),

@@ -51,23 +51,28 @@ def _band_cells(band: dict) -> list:
 
 
 def bom_xlsx(bom: dict) -> bytes:
-    """A summary sheet (plan, price book, total, unpriced parts), one sheet per part list, and the
-    total's and the facility power's error bands from the validation record."""
+    """A summary sheet (plan, price book, total with its band, unpriced parts), one sheet per part
+    list (estimated lines marked, with their low and high), and the error bands: the total's from
+    the book's estimates, the facility power's from the validation record."""
     currency = bom["currency"]
     book = _workbook()
     _sheet(book, "Summary", ["item", "value"], [
         ["plan", bom["plan"]], ["price book", bom["price_book"]], ["price book date", bom["price_date"]],
         ["currency", currency],
         [f"total ({currency})", bom["total"] if bom["total"] is not None else "none: parts without a price"],
+        [f"total, low ({currency})", bom["total_low"]], [f"total, high ({currency})", bom["total_high"]],
+        ["share of the total estimated", bom["estimated_share"]],
         ["unpriced parts", ", ".join(bom["unpriced"]) or "none"],
         *([["prices", bom["stale"]]] if bom["stale"] else [])])
     header = ["part", "catalogue slug", "quantity (units)", f"unit price ({currency})",
-              f"extended price ({currency})", "price source", "price date", "source link"]
+              f"extended price ({currency})", f"extended low ({currency})", f"extended high ({currency})",
+              "confidence", "price source", "price date", "source link"]
     for title, kinds in BOM_SHEETS:
         lines = [line for line in bom["lines"] if line["part_kind"] in kinds]
         if lines:
             _sheet(book, title, header, [[line["part"], line["slug"], line["quantity"], line["unit_price"],
-                                          line["extended_price"], line["source"], line["price_date"],
+                                          line["extended_price"], line["extended_low"], line["extended_high"],
+                                          line["confidence"], line["source"], line["price_date"],
                                           line["source_url"]] for line in lines])
     if bom["bands"]:
         _sheet(book, "Error bands", ["output", *BAND_HEADER],

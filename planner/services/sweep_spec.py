@@ -24,7 +24,8 @@ SAMPLE_POINTS = 2_000
 MAX_COMBINATIONS = 64
 # Metrics only some workloads have (time and cost to train need tokens_to_train): a sweep stores
 # them when it names them in its outputs.
-OPTIONAL_OUTPUTS = {"training.time_to_train_days", "training.cost_to_train", "training.rent_cost_to_train"}
+OPTIONAL_OUTPUTS = {"training.time_to_train_days", "training.cost_to_train", "training.rent_cost_to_train",
+                    "training.buy_and_run_cost", "training.rent_term_code"}
 
 
 class SweepInputError(InputError):

@@ -126,7 +126,9 @@ NEW_ENTRIES = {
                     "part_kind": "switch",
                     "part_slug": "qm9700",
                     "unit_price": "30000.00",
-                    "basis": "quote",
+                    "low_price": "25000.00",
+                    "high_price": "40000.00",
+                    "basis": "an estimate from a reseller's listing",
                     "confidence": "estimate",
                 }
             ],
@@ -315,13 +317,41 @@ BAD_INPUT = [
         {
             "items": [
                 {"part_kind": "switch", "part_slug": "qm8700", "unit_price": "1", "basis": "x",
-                 "confidence": "estimate"},
+                 "confidence": "secondary"},
                 {"part_kind": "switch", "part_slug": "qm8700", "unit_price": "2", "basis": "y",
-                 "confidence": "estimate"},
+                 "confidence": "secondary"},
             ]
         },
         "items",
         "priced twice",
+    ),
+    (
+        "pricebook",
+        {"items": [{"part_kind": "switch", "part_slug": "qm8700", "unit_price": "1", "basis": "x",
+                    "confidence": "estimate"}]},
+        "items",
+        "an estimate needs its low and high prices",
+    ),
+    (
+        "pricebook",
+        {"items": [{"part_kind": "switch", "part_slug": "qm8700", "unit_price": "5", "low_price": "1",
+                    "high_price": "3", "basis": "x", "confidence": "estimate"}]},
+        "items",
+        "must hold the price 5",
+    ),
+    (
+        "pricebook",
+        {"items": [{"part_kind": "gpu-hour", "part_slug": "h100-sxm5-80gb", "unit_price": "2", "basis": "x",
+                    "confidence": "secondary"}]},
+        "items",
+        "a GPU-hour price needs its rental term",
+    ),
+    (
+        "pricebook",
+        {"items": [{"part_kind": "switch", "part_slug": "qm8700", "term": "1-year", "unit_price": "2", "basis": "x",
+                    "confidence": "secondary"}]},
+        "items",
+        "only a GPU-hour price has a rental term",
     ),
 ]
 
@@ -383,8 +413,8 @@ def test_a_409_names_a_referrer_deleted_meanwhile_by_its_kind(catalog, editor_cl
 
 def test_price_book_update_replaces_items_atomically(catalog, editor_client):
     url = detail_url("pricebook", "fire-flyer-relative")
-    items = [{"part_kind": "switch", "part_slug": "qm9700", "unit_price": "4.5", "basis": "b",
-              "confidence": "estimate"}]
+    items = [{"part_kind": "switch", "part_slug": "qm9700", "unit_price": "4.5", "low_price": "4", "high_price": "6",
+              "basis": "b", "confidence": "estimate"}]
     response = editor_client.patch(url, {"items": items}, format="json")
     assert response.status_code == 200
     stored = models.PriceBook.objects.get(slug="fire-flyer-relative").items.get()

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from planner.models import AccessToken, ClusterPlan, Workload
+from planner.models import AccessToken, ClusterPlan, PriceItem, Workload
 
 FF, FF3, DGX = "ff2-pcie-2zone", "ff2-pcie-3layer", "dgx-a100-3layer"
 
@@ -73,13 +73,17 @@ def test_table_iii_through_the_api(catalog, reader_client):
     assert metrics["compute_fabric_switches"]["values"] == [122, 200, 1320]
     for value, published in zip(metrics["network_cost"]["values"], (350, 600, 4000)):
         assert value == pytest.approx(published, rel=0.03)
-    # Table III's totals are servers plus network; the FF builds' 3FS nodes are unpriced, so their
-    # whole bill has no total, and the DGX build (no storage nodes) has one.
-    assert metrics["capex_total"]["values"][:2] == [None, None]
+    # Table III's totals are servers plus network; every build has a total, the FF builds' with their 180
+    # 3FS nodes at the book's estimate (its basis says how it is derived), and a band from the estimates.
     assert metrics["capex_total"]["values"][2] == pytest.approx(23000, rel=0.03)
     for plan, published in ((FF, 11600), (FF3, 11850)):
         cost = reader_client.post(f"/api/plans/{plan}/evaluate/", {}, format="json").json()["result"]["cost"]
         assert cost["compute_nodes"] + cost["network"] == pytest.approx(published, rel=0.03)
+        assert cost["capex_total"] == pytest.approx(cost["compute_nodes"] + cost["network"] + 180 * 0.886)
+        assert cost["capex_low"] < cost["capex_total"] < cost["capex_high"]
+        storage = next(line for line in reader_client.get(f"/api/plans/{plan}/bom/").json()["lines"]
+                       if line["part"] == "storage node")
+        assert storage["confidence"] == "estimate" and "Not in FF's tables" in storage["source"]
     assert metrics["network_cost"]["ratio_to_first"][1] == pytest.approx(600 / 350, rel=0.05)
 
 
@@ -159,9 +163,16 @@ def test_bom_adds_up_to_the_evaluation_and_csv_agrees_with_json(catalog, reader_
     assert by_part["endpoint cable"]["quantity"] == result["fabric"]["endpoint_cables"]
     assert by_part["optical transceiver"]["quantity"] == result["fabric"]["transceivers"]
     assert by_part["fibre"]["quantity"] == result["fabric"]["fibers"]
-    # FF's 3FS nodes have no price in the relative book: no total anywhere, the part named.
-    assert bom["total"] is None and result["cost"]["capex_total"] is None
-    assert bom["unpriced"] == ["ff-3fs-storage"] and result["cost"]["unpriced"] == ["storage_nodes"]
+    # Every counted part is priced (the 3FS nodes at the book's estimate): the bill's total and its band
+    # are the evaluation's, the band made of the estimated lines' lows and highs.
+    cost = result["cost"]
+    assert bom["unpriced"] == [] and bom["total"] == pytest.approx(cost["capex_total"])
+    assert (bom["total_low"], bom["total_high"]) == pytest.approx((cost["capex_low"], cost["capex_high"]))
+    estimated = [line for line in bom["lines"] if line["confidence"] == "estimate"]
+    assert {line["part"] for line in estimated} == {"storage node", "switch, computation fabric"}
+    assert bom["total_high"] - bom["total"] == pytest.approx(sum(line["extended_high"] - line["extended_price"]
+                                                                 for line in estimated))
+    assert bom["estimated_share"] == pytest.approx(sum(line["extended_price"] for line in estimated) / bom["total"])
     response = reader_client.get(f"/api/plans/{FF}/bom/", {"format": "csv"})
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
@@ -169,6 +180,8 @@ def test_bom_adds_up_to_the_evaluation_and_csv_agrees_with_json(catalog, reader_
     for row, line in zip(rows, bom["lines"]):
         assert int(row["quantity"]) == line["quantity"]
         assert (float(row["extended_price"]) if row["extended_price"] else None) == line["extended_price"]
+        assert (float(row["extended_low"]) if row["extended_low"] else None) == line["extended_low"]
+        assert row["confidence"] == line["confidence"]
     # A bill with every counted part priced adds up to the evaluation's total.
     complete = reader_client.get("/api/plans/dgx-a100-3layer/bom/").json()
     evaluated = reader_client.post("/api/plans/dgx-a100-3layer/evaluate/", {}, format="json").json()["result"]
@@ -720,9 +733,13 @@ def test_bill_of_materials_and_comparison_as_excel_hold_the_json_numbers(catalog
                                                     for line in bom["lines"]]
     currency = bom["currency"]
     assert book["Switches"]["D1"].value == f"unit price ({currency})"
+    assert [r[5:8] for r in rows] == [(line["extended_low"], line["extended_high"], line["confidence"] or None)
+                                      for line in bom["lines"]]
     summary = dict(book["Summary"].iter_rows(min_row=2, values_only=True))
-    assert summary[f"total ({currency})"] == "none: parts without a price" and bom["total"] is None
-    assert summary["unpriced parts"] == "ff-3fs-storage"
+    assert summary[f"total ({currency})"] == pytest.approx(bom["total"])
+    assert (summary[f"total, low ({currency})"], summary[f"total, high ({currency})"]) == pytest.approx(
+        (bom["total_low"], bom["total_high"]))
+    assert summary["unpriced parts"] == "none"
 
     ids = f"{FF},dgx-a100-3layer"
     comparison = reader_client.get(f"/api/plans/compare/?ids={ids}").json()
@@ -829,7 +846,11 @@ def test_each_prediction_carries_the_band_of_its_published_runs(catalog, reader_
     assert (ascend["group"], ascend["validated"], ascend["cases"]) == ("step_time", False, len(every))
     assert ascend["message"].startswith("Outside everything validated: on ")
     cluster_only = reader_client.post(f"/api/plans/{FF}/evaluate/", {}, format="json").json()["bands"]
-    assert set(cluster_only) == {"power.facility_w"}  # no training figures, and the FF book prices nothing
+    assert set(cluster_only) == {"power.facility_w", "cost.capex_total"}  # no training figures
+    price, cost = cluster_only["cost.capex_total"], ff["result"]["cost"]
+    assert price["group"] == "price book" and price["cases"] is None  # the book's estimates, no validation case
+    assert (price["actual_low"], price["value"], price["actual_high"]) == (cost["capex_low"], cost["capex_total"],
+                                                                           cost["capex_high"])
 
 
 def test_bands_held_back_from_a_group_are_checked_on_it():
@@ -900,4 +921,9 @@ def test_the_bill_and_its_workbook_carry_the_totals_band(catalog, reader_client)
     assert [row[0] for row in rows[1:]] == list(bom["bands"])
     for row, band in zip(rows[1:], bom["bands"].values()):
         assert row[1:4] == pytest.approx((band["value"], band["low_error"], band["high_error"]), rel=1e-12)
-    assert set(reader_client.get(f"/api/plans/{FF}/bom/").json()["bands"]) == {"power.facility_w"}
+    assert bom["bands"]["cost.capex_total"]["actual_low"] == pytest.approx(bom["total_low"])
+    assert bom["bands"]["cost.capex_total"]["actual_high"] == pytest.approx(bom["total_high"])
+    PriceItem.objects.filter(price_book__slug="fire-flyer-relative", part_kind="switch").delete()
+    incomplete = reader_client.get(f"/api/plans/{FF}/bom/").json()
+    assert incomplete["total"] is None and incomplete["total_low"] is None
+    assert set(incomplete["bands"]) == {"power.facility_w"}

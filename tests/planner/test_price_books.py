@@ -28,31 +28,55 @@ def my_plan(client, slug="my-ff"):
     return slug
 
 
-def test_a_quote_in_your_own_copy_completes_your_plans_bill(catalog, reader_client):
+def test_a_quote_for_your_plan_goes_to_your_own_copy_and_narrows_the_band(catalog, reader_client, other_client):
     plan = my_plan(reader_client)
     before = reader_client.get(f"/api/plans/{plan}/bom/").json()
-    assert before["total"] is None and before["unpriced"] == ["ff-3fs-storage"]
+    storage = next(line for line in before["lines"] if line["part_kind"] == "storage-node")
+    assert storage["confidence"] == "estimate" and before["price_book"] == "fire-flyer-relative"
+    before_storage = storage["extended_price"]
+    shared = list(PriceItem.objects.filter(price_book__slug="fire-flyer-relative").order_by("id").values())
+    quoted = reader_client.post(f"/api/plans/{plan}/quotes/", QUOTE, format="json")
+    assert quoted.status_code == 200, quoted.json()
+    book = PriceBook.objects.get(slug=quoted.json()["slug"])
+    assert (book.slug, book.owner.username, book.price_date) == ("fire-flyer-relative-reader", "reader",
+                                                                 datetime.date.today())
+    assert ClusterPlan.objects.get(slug=plan).price_book == book
+    assert list(PriceItem.objects.filter(price_book__slug="fire-flyer-relative").order_by("id").values()) == shared
+    after = reader_client.get(f"/api/plans/{plan}/bom/").json()
+    storage = next(line for line in after["lines"] if line["part_kind"] == "storage-node")
+    assert storage["unit_price"] == 1.75 and storage["extended_price"] == storage["extended_low"] == 1.75 * 180
+    assert (storage["price_date"], storage["source_url"], storage["confidence"]) == (
+        "2026-11-20", QUOTE["source_url"], "secondary")
+    assert after["total"] == pytest.approx(before["total"] - before_storage + 315)
+    assert after["total_high"] - after["total_low"] < before["total_high"] - before["total_low"]
+    assert after["price_book_owner"] == "reader"
+    # A second quote replaces the first in the same book: no second copy.
+    reader_client.post(f"/api/plans/{plan}/quotes/", {**QUOTE, "unit_price": "2"}, format="json")
+    assert PriceItem.objects.get(price_book=book, part_slug="ff-3fs-storage").unit_price == 2
+    assert PriceBook.objects.filter(owner__username="reader").count() == 1
+    # Another plan of yours on the shared book reuses your copy on its first quote.
+    second = my_plan(reader_client, "my-ff-2")
+    assert reader_client.post(f"/api/plans/{second}/quotes/", QUOTE, format="json").json()["slug"] == book.slug
+    # Only the plan's owner quotes it: a preset answers 403, another user's private plan 404.
+    assert reader_client.post(f"/api/plans/{FF}/quotes/", QUOTE, format="json").status_code == 403
+    assert other_client.post(f"/api/plans/{plan}/quotes/", QUOTE, format="json").status_code == 404
+    bad = reader_client.post(f"/api/plans/{plan}/quotes/", {**QUOTE, "confidence": "estimate"}, format="json")
+    assert bad.status_code == 400 and "low_price" in bad.json()["errors"]
+
+
+def test_a_copied_book_holds_your_quotes(catalog, reader_client):
+    plan = my_plan(reader_client)
     copied = reader_client.post(f"{BOOKS}fire-flyer-relative/copy/", {"slug": "my-ff-prices", "plan": plan},
                                 format="json")
     assert copied.status_code == 201, copied.json()
     assert copied.json()["owner"] == "reader" and len(copied.json()["items"]) == PriceItem.objects.filter(
         price_book__slug="fire-flyer-relative").count()
+    assert copied.json()["price_date"] == datetime.date.today().isoformat()
     assert ClusterPlan.objects.get(slug=plan).price_book.slug == "my-ff-prices"
     quoted = reader_client.post(f"{BOOKS}my-ff-prices/items/", QUOTE, format="json")
     assert quoted.status_code == 200, quoted.json()
-    bom = reader_client.get(f"/api/plans/{plan}/bom/").json()
-    storage = next(line for line in bom["lines"] if line["part_kind"] == "storage-node")
-    assert storage["unit_price"] == 1.75 and storage["extended_price"] == 1.75 * 180
-    assert (storage["price_date"], storage["source_url"]) == ("2026-11-20", QUOTE["source_url"])
-    assert bom["unpriced"] == [] and bom["total"] == pytest.approx(before_total_without_storage(before) + 315)
-    assert bom["price_book_owner"] == "reader"
-    # A second quote for the same part replaces the first.
     reader_client.post(f"{BOOKS}my-ff-prices/items/", {**QUOTE, "unit_price": "2"}, format="json")
     assert PriceItem.objects.get(price_book__slug="my-ff-prices", part_slug="ff-3fs-storage").unit_price == 2
-
-
-def before_total_without_storage(bom):
-    return sum(line["extended_price"] or 0 for line in bom["lines"])
 
 
 def test_your_book_is_yours_alone(catalog, reader_client, other_client):
@@ -92,11 +116,13 @@ def test_shared_books_need_the_catalogue_permission_and_bad_quotes_name_their_fi
     assert taken.status_code == 400 and "is taken" in taken.json()["errors"]["slug"][0]
 
 
-def test_a_book_over_a_year_old_is_flagged_on_the_plan(catalog, reader_client):
-    book = PriceBook.objects.get(slug="usd-2026")
-    assert staleness(book, datetime.date(2026, 6, 1)) is None
-    assert "dated 2025-06-01, 12 months ago" in staleness(book, datetime.date(2026, 6, 2))
-    assert staleness(PriceBook.objects.get(slug="fire-flyer-relative"), datetime.date(2030, 1, 1)) is None  # REL
+def test_prices_over_a_year_old_are_flagged_on_the_plan(catalog, reader_client):
+    plan = ClusterPlan.objects.get(slug="llama3-h100-16k")  # its switch and fibre priced 2024-08-22, the rest 2025
+    assert staleness(plan, datetime.date(2025, 8, 22)) is None
+    assert staleness(plan, datetime.date(2025, 8, 23)).startswith(
+        "cost: 2 of the 7 prices this plan takes from 'usd-2026' were stated more than a year ago (the oldest on "
+        "2024-08-22, 12 months ago)")
+    assert staleness(ClusterPlan.objects.get(slug=FF), datetime.date(2030, 1, 1)) is None  # relative units
     result = reader_client.post("/api/plans/llama3-h100-16k/evaluate/", {}, format="json").json()["result"]
     stale = [c for c in result["constraints"] if c["code"] == "cost.stale_prices"]
     assert len(stale) == 1 and "usd-2026" in stale[0]["message"]
@@ -105,12 +131,21 @@ def test_a_book_over_a_year_old_is_flagged_on_the_plan(catalog, reader_client):
 
 def test_the_llama3_preset_sets_renting_its_gpus_against_owning_them(catalog, reader_client):
     bom = reader_client.get("/api/plans/llama3-h100-16k/bom/").json()
-    assert bom["rental"]["unit_price"] == 4.86 and bom["rental"]["price_date"] == "2025-03-17"
-    assert "3-year committed-use" in bom["rental"]["basis"] and bom["rental"]["source_url"].startswith("https://")
-    cost = reader_client.post("/api/plans/llama3-h100-16k/evaluate/", {}, format="json").json()["result"]["cost"]
-    assert cost["rent_per_gpu_hour"] == 4.86
-    # Its optics have no dated price: the capital, so owning an hour, stays unknown until quoted.
-    assert cost["capex_total"] is None and cost["own_per_gpu_hour"] is None
+    assert [(r["term"], r["unit_price"]) for r in bom["rentals"]] == [("on-demand", 11.06), ("1-year", 7.67),
+                                                                      ("3-year", 4.86)]
+    three_year = bom["rentals"][2]
+    assert three_year["price_date"] == "2025-03-17" and "3-year committed-use" in three_year["basis"]
+    evaluated = reader_client.post("/api/plans/llama3-h100-16k/evaluate/", {"workload": "llama3-405b-like"},
+                                   format="json").json()["result"]
+    cost, training = evaluated["cost"], evaluated["training"]
+    # The capital's four years are set against the term covering four years; the run rents at the term
+    # covering its days, and says which.
+    assert (cost["rent_per_gpu_hour"], cost["rent_term"]) == (4.86, "3-year commitment")
+    days = training["time_to_train_days"]
+    offers = {"on demand": days * 11.06, "1-year commitment": max(days, 365) * 7.67,
+              "3-year commitment": max(days, 3 * 365) * 4.86}
+    assert training["rent_term"] == min(offers, key=offers.get)
+    assert cost["capex_total"] is not None and cost["own_per_gpu_hour"] is not None
 
 
 def test_your_quotes_never_reach_another_user_through_a_plan(catalog, reader_client, other_client):

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from planner.models import ClusterPlan, Sweep, SweepChunk
+from planner.models import ClusterPlan, PriceItem, Sweep, SweepChunk
 from planner.services.sweeps import sweep_run_chunk, sweep_settle
 from simcore import evaluate
 
@@ -25,8 +25,8 @@ def small_chunks(settings):
 
 @pytest.fixture
 def priced_ff(catalog):
-    """The FF plan without its 3FS nodes, which the relative price book does not price: every
-    counted part priced, so cost goals have totals to compare."""
+    """The FF plan without its 3FS nodes, as FF Table III prices its builds (servers and network):
+    cost goals compare those totals alone."""
     ClusterPlan.objects.filter(slug=FF).update(storage_node_count=0)
 
 
@@ -71,6 +71,7 @@ def test_invalid_points_are_recorded_with_their_reason(catalog, reader_client, e
 
 def test_a_cost_goal_on_a_bill_with_an_unpriced_part_finds_no_optimum_and_says_why(catalog, reader_client,
                                                                                    eager_celery):
+    PriceItem.objects.filter(price_book__slug="fire-flyer-relative", part_kind="storage-node").delete()
     result = create(reader_client, goal={"minimize": "cost.capex_total"}).json()["goal_result"]
     assert result["optimum"] is None and result["binding"]["constraint"] == "cost.unpriced_count <= 0"
 

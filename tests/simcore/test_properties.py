@@ -10,7 +10,7 @@ from simcore.arrays import MIN_POSITIVE
 from simcore.document import parse
 from simcore.formulas.collectives import NodeIO, hfreduce, nccl_allreduce
 from simcore.formulas.compute import accelerator_power_w, sustained_clock_factor
-from simcore.formulas.power import node_power_w, node_parts_w
+from simcore.formulas.power import node_parts_w, node_power_w
 from simcore.formulas.reliability import ettr_closed_form
 from simcore.formulas.topology import fat_tree
 from simcore.stages.scenario import evaluate_parsed

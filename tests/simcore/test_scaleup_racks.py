@@ -83,7 +83,8 @@ def test_rack_counts_and_power_follow_from_the_parts():
     # No vendor maximum given: the parts at nameplate, the air-cooled node's fans with them.
     node_max_w = (8 * (1200 + p.board_w_per_gpu) + 2 * 250 + 8 * p.nic_w) * (1 + p.fan_share_air) / p.psu_efficiency
     racks = limited["racks"]
-    assert limited["power"]["node_max_w"] == pytest.approx(node_max_w) and limited["power"]["node_max_basis"] == "parts at nameplate"
+    assert limited["power"]["node_max_w"] == pytest.approx(node_max_w)
+    assert limited["power"]["node_max_basis"] == "parts at nameplate"
     assert racks["nodes_per_rack"] == 40_000 // node_max_w and racks["count"] == np.ceil(144 / (40_000 // node_max_w))
     assert racks["max_power_w"] == pytest.approx(3 * node_max_w) and racks["max_power_w"] <= 40_000
     assert racks["within_power_limit"]

@@ -13,7 +13,8 @@ def columns(**given):
             "training.time_to_train_days": np.array([10.0, 5.0, 2.0, 4.0, 3.0]),
             "training.rent_cost_to_train": np.array([1.0, 2.0, 3.0, 2.5, 4.0]),
             "training.rent_cost_per_million_tokens": np.array([1.0, 2.0, 3.0, 2.5, 4.0]),
-            "training.buy_and_run_cost": np.full(size, np.nan), "training.cost_per_million_tokens": np.full(size, np.nan),
+            "training.buy_and_run_cost": np.full(size, np.nan),
+            "training.cost_per_million_tokens": np.full(size, np.nan),
             "cost.capex_total": np.full(size, np.nan), "power.facility_w": np.array([1e6, 2e6, 3e6, 1e6, 2e6]),
             "racks.total_count": np.array([10.0, 20.0, 30.0, 10.0, 20.0]), "racks.within_power_limit": np.ones(size)}
     return {**base, **given}

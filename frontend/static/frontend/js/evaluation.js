@@ -11,6 +11,10 @@ const money = (value, currency, exact = false) => {
   return `${!exact && Math.abs(value) >= 1e6 ? si(value, "", 3) : num(value)} ${currency}`;
 };
 
+// A price with its band: "59.3 M USD (52.5 M to 70.3 M)"; no band where every part is quoted.
+const priced = (value, low, high, currency) => (value === null || value === undefined || low === null || low === undefined
+  || low === high ? money(value, currency) : `${money(value, currency)} (${money(low, currency)} to ${money(high, currency)})`);
+
 function table(caption, rows) {
   return el("table", { class: "kv" }, el("caption", {}, caption),
     el("tbody", {}, rows.filter(Boolean).map(([label, value, note]) =>
@@ -47,7 +51,7 @@ export function headline(result) {
   const tiles = [
     ["GPUs", num(result.cluster.gpus)],
     ["switches", num(result.fabric.switches)],
-    ["total price", money(c.capex_total, c.currency)],
+    ["total price", priced(c.capex_total, c.capex_low, c.capex_high, c.currency)],
     ["facility power", si(result.power.facility_w, "W")],
     ["FP16 GEMM per GPU", `${num(result.compute.gemm_fp16_tflops)} TFLOPS`],
     ["platform interruptions per day", num(result.reliability.platform_interruptions_per_day)],
@@ -71,16 +75,19 @@ function overridesList(overrides) {
       ` (${o.kind}).`)));
 }
 
-// Owning a GPU an hour (capital over its stated life, every hour used, plus energy) against the
-// price book's rental price for the same GPU, with that price's basis and date.
+// Owning a GPU an hour (capital over its stated life, every hour used, plus energy) against renting
+// one for the same years at the cheapest term that covers them, and the book's price on every term.
 function ownOrRent(c, bom) {
-  const rental = bom?.rental;
+  const rentals = bom?.rentals ?? [];
   const owning = Number.isFinite(c.own_per_gpu_hour) ? money(c.own_per_gpu_hour, c.currency) : "unknown";
   return [
     ["owning a GPU, per hour", owning, Number.isFinite(c.own_per_gpu_hour)
       ? `capital over ${num(c.amortization_years)} years, every hour used, plus energy` : "needs every part and the energy priced"],
-    ["renting a GPU, per hour", rental ? money(rental.unit_price, c.currency) : "no price",
-      rental ? `${rental.basis} (${rental.price_date})` : "the price book has no rental price for this GPU: add one as a GPU-hour quote"],
+    ["renting a GPU, per hour", Number.isFinite(c.rent_per_gpu_hour) ? money(c.rent_per_gpu_hour, c.currency) : "no price",
+      Number.isFinite(c.rent_per_gpu_hour) ? `${c.rent_term}: the cheapest term covering the same ${num(c.amortization_years)} years`
+        : "the price book has no rental price for this GPU: add one as a GPU-hour quote"],
+    ...rentals.map((r) => [`  ${r.term_label}`, money(r.unit_price, c.currency),
+      `${r.estimate ? "estimate: " : ""}${r.basis} (${r.price_date})`]),
   ];
 }
 
@@ -94,7 +101,9 @@ function costSection(result, bom) {
     table(`Capital and running cost (${currency})`, [
       ...parts.map(([label, value]) => [label, money(value, currency)]),
       ["network (switches and cabling)", money(c.network, currency)],
-      ["total price", money(c.capex_total, currency), c.unpriced_count ? `${c.unpriced_count} part(s) not priced: ${c.unpriced.join(", ")}` : ""],
+      ["total price", priced(c.capex_total, c.capex_low, c.capex_high, currency), c.unpriced_count
+        ? `${c.unpriced_count} part(s) not priced: ${c.unpriced.join(", ")}` : c.capex_low !== c.capex_high
+          ? "in brackets: the band from the estimated prices' lows and highs" : "every part quoted or listed"],
       ["energy per year", money(c.energy_per_year, currency), `${num(result.power.energy_per_year_kwh)} kWh`],
       ["price per FP16 PFLOPS", money(c.capex_per_fp16_pflops, currency)],
       ...ownOrRent(c, bom),
@@ -109,31 +118,41 @@ function costSection(result, bom) {
   return section;
 }
 
-// The bill: each price with its basis, date and link; an unpriced part links to the form that adds
-// your quote for it (in your own copy of the plan's price book), an unchosen one to the plan's editor.
+// The bill: each price with its basis, date and link, estimates marked with their low and high; an
+// unpriced or estimated part links to the form that adds your quote for it (saved in your own copy of
+// the plan's price book, which then prices your plan), an unchosen one to the plan's editor.
 function bomSection(bom, plan) {
   if (!bom) return "";
   const quote = (line) => {
-    if (line.unit_price !== null || line.source.startsWith("included")) return "";
     if (line.slug === "(not chosen)") return el("a", { href: `/plans/${plan.slug}/edit/` }, "choose a part");
+    if (line.source.startsWith("included") || (line.unit_price !== null && line.confidence !== "estimate")) return "";
     const query = new URLSearchParams({ part: `${line.part_kind}:${line.slug}`, plan: plan.slug });
-    return el("a", { href: `/catalog/price-books/${bom.price_book}/?${query}#quote`, class: "quote-link" }, "add your quote");
+    return el("a", { href: `/catalog/price-books/${bom.price_book}/?${query}#quote`, class: "quote-link" },
+      line.unit_price === null ? "add your quote" : "replace with your quote");
   };
   const source = (line) => line.source_url ? el("a", { href: line.source_url, rel: "noopener noreferrer" }, line.source) : line.source;
-  return el("section", {}, el("h2", {}, "Bill of materials"),
+  const band = (line) => line.confidence === "estimate"
+    ? [el("span", { class: "badge badge-estimate" }, "estimate"), ` ${money(line.extended_low, bom.currency, true)} to ${money(line.extended_high, bom.currency, true)}`] : "";
+  const totalNote = bom.unpriced.length ? `incomplete: no price for ${bom.unpriced.join(", ")}`
+    : bom.total_low === bom.total_high ? "every line quoted or listed"
+      : `band ${money(bom.total_low, bom.currency, true)} to ${money(bom.total_high, bom.currency, true)}: ${percent(bom.estimated_share)} of the total is estimated`;
+  return el("section", { id: "bom-section" }, el("h2", {}, "Bill of materials"),
     el("p", { class: "muted" }, `Priced from `, el("a", { href: `/catalog/price-books/${bom.price_book}/` }, bom.price_book),
       `, dated ${bom.price_date}${bom.price_book_owner ? ` (${bom.price_book_owner}'s own book)` : ""}.`),
     bom.stale ? el("p", { class: "notice", role: "note" }, bom.stale) : "",
     el("div", { class: "scroll" }, el("table", { id: "bom" },
-      el("thead", {}, el("tr", {}, ["Part", "Slug", "Quantity", "Unit price", "Extended", "Price date", "Source"].map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", {}, bom.lines.map((line) => el("tr", {},
+      el("thead", {}, el("tr", {}, ["Part", "Slug", "Quantity", "Unit price", "Extended", "Band", "Price date", "Source"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, bom.lines.map((line) => el("tr", { "data-slug": line.slug, "data-confidence": line.confidence },
         el("th", { scope: "row" }, line.part), el("td", {}, el("code", {}, line.slug)), el("td", { class: "num" }, num(line.quantity)),
         el("td", { class: "num" }, money(line.unit_price, bom.currency, true)),
         el("td", { class: "num" }, money(line.extended_price, bom.currency, true)),
+        el("td", { class: "num" }, band(line)),
         el("td", {}, line.price_date), el("td", { class: "source" }, source(line), " ", quote(line))))),
       el("tfoot", {}, el("tr", {}, el("th", { scope: "row" }, "total"), el("td"), el("td"), el("td"),
-        el("td", { class: "num", id: "bom-total" }, bom.total === null ? "none" : money(bom.total, bom.currency, true)), el("td"),
-        el("td", { class: "source" }, bom.unpriced.length ? `incomplete: no price for ${bom.unpriced.join(", ")}` : ""))))));
+        el("td", { class: "num", id: "bom-total" }, bom.total === null ? "not priced" : money(bom.total, bom.currency, true)),
+        el("td", { class: "num", id: "bom-band" }, bom.total === null || bom.total_low === bom.total_high ? ""
+          : `${money(bom.total_low, bom.currency, true)} to ${money(bom.total_high, bom.currency, true)}`), el("td"),
+        el("td", { class: "source" }, totalNote))))));
 }
 
 // Power by part; a plan without storage nodes or an optical scale-up network shows no rows for them.
@@ -141,7 +160,9 @@ function powerSection(result, plan) {
   const p = result.power, storage = p.storage_nodes_w > 0;
   return el("section", {}, el("h2", {}, "Power"), table("Power draw under GEMM load", [
     ["accelerator under GEMM", si(p.accelerator_gemm_w, "W")], ["accelerator idle", si(p.accelerator_idle_w, "W")],
-    ["compute node", si(p.node_w, "W")], ["compute node, maximum", si(p.node_max_w, "W"), p.node_max_basis],
+    ["compute node, under training", si(p.node_w, "W"), "measured where published, else its parts at training load"],
+    ["compute node, peak", si(p.node_peak_w, "W"), "its parts at nameplate, with fans and power-supply losses"],
+    ["compute node, maximum", si(p.node_max_w, "W"), p.node_max_basis],
     ["switch", si(p.switch_w, "W")], storage ? ["storage node", si(p.storage_node_w, "W")] : null,
     ["compute nodes", si(p.compute_nodes_w, "W")], ["switches", si(p.switches_w, "W")],
     ["optics (switch modules and NIC-end parts)", si(p.optics_w, "W"), p.optics_basis],
@@ -160,7 +181,9 @@ function racksTable(result, plan) {
   return table("Racks and scale-up domains", [
     ["racks", num(r.count), `${count(r.nodes_per_rack, "node")}, ${count(r.gpus_per_rack, "GPU")} each, ${r.cooling} cooled`],
     ["rack budget", si(r.budget_w, "W"), `nodes per rack: ${r.nodes_per_rack_basis}`],
-    r.network_count > 0 ? ["scale-up network racks", num(r.network_count), `beside the compute racks: ${num(r.total_count)} racks in all`] : null,
+    ["rack height used", `${num(r.units_used)} of ${num(r.units)} U`, "the nodes and the rack's other parts (switch trays, power shelves)"],
+    r.network_count > 0 ? ["scale-up network racks", num(r.network_count), "beside the compute racks"] : null,
+    ["fabric switch racks", num(r.fabric_count), `the fabric's switches, by height and power: ${num(r.total_count)} racks in all`],
     ["power per rack", si(r.power_w, "W"), "under training"],
     ["power per rack, maximum", si(r.max_power_w, "W"),
       `node maximum: ${result.power.node_max_basis}; ${r.within_power_limit ? "provisioned for this" : "over the site's rack power limit"}`],
@@ -200,9 +223,15 @@ export function trainingTables(t, currency) {
     ["memory per GPU", `${num(t.memory.per_gpu_gib)} of ${num(t.memory.allocatable_gib)} GiB allocatable`, `mostly ${t.memory.dominant_term}`],
     t.time_to_train_days !== undefined && t.time_to_train_days !== null ? ["time to train", `${num(t.time_to_train_days)} days`] : null,
     t.time_to_train_days !== undefined && t.time_to_train_days !== null
-      ? ["cost to train, owning", t.cost_to_train === null ? "unknown" : money(t.cost_to_train, currency), "the job's GPUs' share of capital and energy"] : null,
+      ? ["cost to train, owning: the job's share of capital", t.cost_to_train === null ? "unknown" : money(t.cost_to_train, currency),
+        "the job's GPUs' share of the capital over its years, plus the run's energy"] : null,
     t.time_to_train_days !== undefined && t.time_to_train_days !== null
-      ? ["cost to train, renting", t.rent_cost_to_train === null ? "no rental price" : money(t.rent_cost_to_train, currency), "the same GPUs rented for the same days"] : null,
+      ? ["cost to train, owning: buying the build", t.buy_and_run_cost === null ? "unknown" : money(t.buy_and_run_cost, currency),
+        "the whole build bought, plus the run's energy (what a site plan ranks)"] : null,
+    t.time_to_train_days !== undefined && t.time_to_train_days !== null
+      ? ["cost to train, renting", t.rent_cost_to_train === null ? "no rental price" : money(t.rent_cost_to_train, currency),
+        t.rent_cost_to_train === null ? "the price book has no rental price for this GPU"
+          : `the same GPUs for the same days, ${t.rent_term} at ${money(t.rent_per_gpu_hour, currency)} a GPU-hour (the cheapest term covering them)`] : null,
   ];
   const out = [fig, table("Training the workload", rows)];
   if (t.stage_time_s) {

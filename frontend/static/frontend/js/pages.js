@@ -63,12 +63,16 @@ export function priceBookPage({ quoteForm, copyForm }) {
     event.preventDefault();
     const fields = quoteForm.elements;
     const [kind, slug] = fields.part.value.split(":");
-    const response = await api(`/api/catalog/price-books/${quoteForm.dataset.book}/items/`, { method: "POST", body: {
-      part_kind: kind, part_slug: slug, unit_price: fields.unit_price.value, basis: fields.basis.value.trim(),
-      confidence: fields.confidence.value, price_date: fields.price_date.value || null,
+    const plan = quoteForm.dataset.plan;  // a plan of yours: the quote goes to your own book, which prices it
+    const band = fields.low_price.value || fields.high_price.value
+      ? { low_price: fields.low_price.value || null, high_price: fields.high_price.value || null } : {};
+    const url = plan ? `/api/plans/${plan}/quotes/` : `/api/catalog/price-books/${quoteForm.dataset.book}/items/`;
+    const response = await api(url, { method: "POST", body: {
+      part_kind: kind, part_slug: slug, term: fields.term.value, unit_price: fields.unit_price.value, ...band,
+      basis: fields.basis.value.trim(), confidence: fields.confidence.value, price_date: fields.price_date.value || null,
       source_url: fields.source_url.value.trim() } });
     if (!response.ok) { fail(quoteForm, document.getElementById("quote-errors"), response.data); return; }
-    location.reload();
+    if (plan) location.assign(`/plans/${plan}/#bom`); else location.reload();
   });
   copyForm?.addEventListener("submit", async (event) => {
     event.preventDefault();
