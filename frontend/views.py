@@ -431,7 +431,8 @@ def sweep_list(request):
 def site_new(request):
     """The site-first form: a facility, a budget and a goal; it posts to ``/api/sweeps/site/``."""
     return render(request, "frontend/site_new.html", {
-        "builds": ClusterPlan.objects.visible_to(request.user).filter(visibility=Visibility.SHARED).order_by("slug"),
+        "builds": ClusterPlan.objects.visible_to(request.user).filter(
+            models.Q(visibility=Visibility.SHARED) | models.Q(owner=request.user)).order_by("slug"),
         "workloads": _visible_workloads(request.user),
         "books": PriceBook.objects.visible_to(request.user).order_by("slug"),
         "halls": [(hall, f"{hall} (PUE {pue})") for hall, pue in HALL_PUE.items()],

@@ -11,6 +11,7 @@ is kept, with every point invalid and the reason said.
 import copy
 
 import numpy as np
+from django.db.models import Q
 from django.utils import timezone
 
 from planner.adapters import scenario_document
@@ -32,13 +33,14 @@ class SiteInputError(SweepInputError):
 
 
 def site_builds(owner, slugs: list[str] | None) -> list[ClusterPlan]:
-    """The builds to weigh: the named plans visible to ``owner``, by default every shared plan."""
+    """The builds to weigh: the named plans visible to ``owner``, by default every shared plan and
+    their own (a plan priced from their own book included: the site's book prices every build)."""
     visible = ClusterPlan.objects.visible_to(owner).select_related("node_type__accelerator")
     if not slugs:
-        shared = list(visible.filter(visibility=Visibility.SHARED).order_by("slug"))
-        if not shared:
-            raise SiteInputError({"builds": ["no shared plan to weigh: name your own plans"]})
-        return shared
+        builds = list(visible.filter(Q(visibility=Visibility.SHARED) | Q(owner=owner)).order_by("slug"))
+        if not builds:
+            raise SiteInputError({"builds": ["no plan to weigh: make one, or name plans"]})
+        return builds
     if len(set(slugs)) != len(slugs):
         raise SiteInputError({"builds": ["lists a plan twice"]})
     found = {plan.slug: plan for plan in visible.filter(slug__in=slugs)}

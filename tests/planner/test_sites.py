@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import simcore
-from planner.models import Sweep, Workload
+from planner.models import ClusterPlan, Sweep, Workload
 from planner.services.engine import step_time_band
 from simcore.tools.site import LIMITS
 
@@ -280,3 +280,29 @@ def test_a_site_grid_over_the_sweep_limits_is_refused_naming_the_builds(catalog,
     settings.SWEEP_MAX_POINTS = 500
     assert "SWEEP_MAX_POINTS" in plan_site(reader_client, builds=["llama3-h100-16k"]).json()["errors"]["builds"][0]
     assert Sweep.objects.count() == before + 1
+
+
+@pytest.fixture
+def other_client(db):
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(get_user_model().objects.create_user("other", password="pw-other-1234"))
+    return client
+
+
+def test_your_own_plans_priced_from_your_own_book_are_weighed_by_default(catalog, reader_client, other_client):
+    cloned = reader_client.post("/api/plans/llama3-h100-16k/clone/", {"slug": "my-h100"}, format="json")
+    assert cloned.status_code == 201
+    quote = {"part_kind": "switch", "part_slug": "qm9700", "unit_price": "41000", "basis": "a vendor's quote",
+             "confidence": "secondary"}
+    assert reader_client.post("/api/plans/my-h100/quotes/", quote, format="json").status_code == 200
+    book = ClusterPlan.objects.get(slug="my-h100").price_book
+    assert book.owner.username == "reader"
+    site = plan_site(reader_client, price_book=book.slug).json()["site"]
+    assert "my-h100" in site["builds"] and "llama3-h100-16k" in site["builds"]
+    # Another user neither sees the plan nor can weigh it.
+    theirs = plan_site(other_client, builds=["my-h100"])
+    assert theirs.status_code == 400 and "no plan 'my-h100' is visible to you" in str(theirs.json()["errors"])
+    assert "my-h100" not in plan_site(other_client).json()["site"]["builds"]
