@@ -122,6 +122,12 @@ def test_fire_flyer_comparison_shows_122_against_1320_switches(page):
     share = page.page.locator("#comparison tr[data-metric=fabric_interruption_share] td")
     expect(share).to_have_count(3)
     expect(page.page.locator("#comparison tr[data-metric=fabric_repair_hours_per_day] td")).to_have_count(3)
+    # A total for all three builds (the FF builds' 3FS nodes at the book's estimate), each with its band.
+    totals = page.page.locator("#comparison tr[data-metric=capex_total] td")
+    expect(totals).to_have_count(3)
+    for cell in totals.all():
+        expect(cell).to_have_text(re.compile(r"\d"))
+    expect(page.page.locator("#error-bands, #compare-bands").first).to_contain_text("the price book's estimates")
     page.shot("fire-flyer")
     page.page.click("#blackwell")
     ep = page.page.locator("#comparison tr[data-placement=ep] td")
@@ -133,7 +139,8 @@ def test_fire_flyer_comparison_shows_122_against_1320_switches(page):
         ["vendor maximum", "vendor maximum"])
     expect(page.page.locator("#comparison tr[data-basis=pue] td").nth(1)).to_contain_text("hyperscale hall")
     expect(page.page.locator("#compare-charts figure[data-metric=ep_traffic_s] svg rect.bar")).to_have_count(2)
-    expect(page.page.locator("#not-comparable-on-cost")).to_contain_text("no price for switches")
+    expect(page.page.locator("#not-comparable-on-cost")).to_have_count(0)  # one book prices both, fabric estimated
+    expect(page.page.locator("#comparison tr[data-metric=capex_total] td")).to_have_count(2)
     page.shot("blackwell")
 
 
@@ -232,7 +239,13 @@ def test_netbox_import_asks_for_the_rack_heights_the_catalogue_lacks(page):
     expect(page.page.locator("#netbox-heights")).to_have_count(0)
 
 
-def test_a_quote_for_the_unpriced_part_completes_the_bill(page):
+def _band_width(text: str) -> float:
+    """The width of a band written "low REL to high REL"."""
+    low, high = (float(value.replace(",", "")) for value in re.findall(r"[\d,]+(?:\.\d+)?", text)[:2])
+    return high - low
+
+
+def test_a_quote_replaces_an_estimate_and_narrows_the_totals_band(page):
     page.login()
     page.goto("/plans/new/?from=ff2-pcie-2zone")
     expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
@@ -240,13 +253,15 @@ def test_a_quote_for_the_unpriced_part_completes_the_bill(page):
     page.page.fill("#f-name", "Fire-Flyer 2 with our storage quote")
     page.page.click("#save-plan")
     page.page.wait_for_url(re.compile(r"/plans/quoted-ff/$"))
-    expect(page.page.locator("#bom-total")).to_have_text("none")
-    page.page.locator("#bom a.quote-link").click()  # the 3FS storage node's line
+    storage = page.page.locator("#bom tr[data-slug=ff-3fs-storage]")
+    expect(storage).to_contain_text("estimate")
+    expect(page.page.locator("#bom-band")).to_contain_text(" to ")
+    before = _band_width(page.page.locator("#bom-band").inner_text())
+    page.shot("bill-estimated")
+    storage.locator("a.quote-link").click()
     page.page.wait_for_url(re.compile(r"/catalog/price-books/fire-flyer-relative/\?"))
-    expect(page.page.locator("#copy-form")).to_contain_text("price my plan Fire-Flyer 2 with our storage quote")
-    page.page.fill("#c-slug", "our-ff-quotes")
-    page.page.click("#copy-form button[type=submit]")
-    page.page.wait_for_url(re.compile(r"/catalog/price-books/our-ff-quotes/\?"))
+    expect(page.page.locator("#quote")).to_contain_text("Your quote for the plan Fire-Flyer 2 with our storage quote")
+    expect(page.page.locator("#quote")).to_contain_text("the shared book does not change")
     expect(page.page.locator("#q-part")).to_have_value("storage-node:ff-3fs-storage")
     page.page.fill("#q-unit_price", "-2")
     page.page.fill("#q-basis", "our vendor's quote for 180 nodes")
@@ -254,13 +269,13 @@ def test_a_quote_for_the_unpriced_part_completes_the_bill(page):
     expect(page.page.locator("#e-unit_price")).to_contain_text("must be a finite number of zero or more")
     page.page.fill("#q-unit_price", "1.75")
     page.page.click("#quote-form button[type=submit]")
-    expect(page.page.locator("#price-items tr[data-part='storage-node:ff-3fs-storage']")).to_contain_text("1.75")
-    page.shot("price-book-quote")
-    page.page.click("#back-to-plan")
-    expect(page.page.locator("#bom-total")).not_to_have_text("none")
-    expect(page.page.locator("#bom")).to_contain_text("our vendor's quote for 180 nodes")
+    page.page.wait_for_url(re.compile(r"/plans/quoted-ff/#bom$"))
+    expect(storage).to_contain_text("our vendor's quote for 180 nodes")
+    expect(storage).not_to_contain_text("estimate")
     expect(page.page.locator("#plan-report")).to_contain_text("architect's own book")
-    page.shot("bill-complete")
+    after = _band_width(page.page.locator("#bom-band").inner_text())
+    assert after < before  # the quote is its own low and high
+    page.shot("bill-quoted")
 
 
 def test_workload_editor_names_bad_fields_and_shows_where_the_step_goes(page):
@@ -542,7 +557,13 @@ def test_a_site_plan_from_the_form_ranks_the_builds_and_charts_them(page):
     page.page.wait_for_url(re.compile(r"/sweeps/\d+/$"))
     expect(page.page.locator("#site-ranking")).to_be_visible(timeout=90_000)
     expect(page.page.locator("#site-ranking tbody tr")).to_have_count(3 * 2 * 2)
-    expect(page.page.locator("#site-ranking tbody tr").first).to_contain_text("deadline")
+    # Owned and rented builds rank side by side: every part priced, estimates with their band.
+    ranked = page.page.locator("#site-ranking tbody tr:not(.fail) th")
+    expect(ranked.filter(has_text="owned").first).to_be_visible()
+    expect(ranked.filter(has_text="rented").first).to_be_visible()
+    expect(page.page.locator("#site-ranking tbody tr:not(.fail)").filter(has_text="owned").first).to_contain_text(
+        "build ")
+    expect(page.page.locator("#site-ranking")).not_to_contain_text("no valid point meets the prices limit")
     expect(page.page.locator("#site-bands")).to_contain_text("published dense transformer training runs on hopper")
     expect(page.page.locator("#site-chart svg.chart rect.front").first).to_be_visible()
     page.shot("site-plan")

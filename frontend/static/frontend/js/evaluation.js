@@ -12,7 +12,7 @@ const money = (value, currency, exact = false) => {
 };
 
 // A price with its band: "59.3 M USD (52.5 M to 70.3 M)"; no band where every part is quoted.
-const priced = (value, low, high, currency) => (value === null || value === undefined || low === null || low === undefined
+const withBand = (value, low, high, currency) => (value === null || value === undefined || low === null || low === undefined
   || low === high ? money(value, currency) : `${money(value, currency)} (${money(low, currency)} to ${money(high, currency)})`);
 
 function table(caption, rows) {
@@ -31,14 +31,15 @@ export function trustNote(trust) {
 }
 
 // Each headline prediction's error band from the validation record: where published runs like it
-// came in, and on how many (marked where no run of this family and kind is validated).
+// came in, and on how many (marked where no run of this family and kind is validated); the total
+// price's band from the price book's estimates.
 const BANDED = { "training.step_time_s": "training step", "training.mfu": "MFU", "power.facility_w": "facility power",
   "cost.capex_total": "total price" };
 
 export function bandsList(bands) {
   const paths = Object.keys(BANDED).filter((path) => bands?.[path]);
   if (!paths.length) return null;
-  return el("ul", { class: "notes", id: "error-bands", "aria-label": "error bands from the validation record" },
+  return el("ul", { class: "notes", id: "error-bands", "aria-label": "error bands" },
     paths.map((path) => el("li", { class: bands[path].validated ? "" : "warn", "data-path": path },
       el("strong", {}, `${BANDED[path]}: `), bands[path].message)));
 }
@@ -51,7 +52,7 @@ export function headline(result) {
   const tiles = [
     ["GPUs", num(result.cluster.gpus)],
     ["switches", num(result.fabric.switches)],
-    ["total price", priced(c.capex_total, c.capex_low, c.capex_high, c.currency)],
+    ["total price", withBand(c.capex_total, c.capex_low, c.capex_high, c.currency)],
     ["facility power", si(result.power.facility_w, "W")],
     ["FP16 GEMM per GPU", `${num(result.compute.gemm_fp16_tflops)} TFLOPS`],
     ["platform interruptions per day", num(result.reliability.platform_interruptions_per_day)],
@@ -101,7 +102,7 @@ function costSection(result, bom) {
     table(`Capital and running cost (${currency})`, [
       ...parts.map(([label, value]) => [label, money(value, currency)]),
       ["network (switches and cabling)", money(c.network, currency)],
-      ["total price", priced(c.capex_total, c.capex_low, c.capex_high, currency), c.unpriced_count
+      ["total price", withBand(c.capex_total, c.capex_low, c.capex_high, currency), c.unpriced_count
         ? `${c.unpriced_count} part(s) not priced: ${c.unpriced.join(", ")}` : c.capex_low !== c.capex_high
           ? "in brackets: the band from the estimated prices' lows and highs" : "every part quoted or listed"],
       ["energy per year", money(c.energy_per_year, currency), `${num(result.power.energy_per_year_kwh)} kWh`],
