@@ -5,6 +5,8 @@ import math
 import pytest
 import yaml
 
+import simcore
+
 from planner.services.catalog import TABLES, CatalogFileError, load_schema, read_seed_file
 from simcore.formulas.power import PowerParams
 
@@ -166,3 +168,30 @@ def test_gemm_per_price_compares_nodes_of_different_gpu_counts_fairly(catalog, r
     assert per_gpu_price == pytest.approx([379273 / 8, 188889 / 4])
     assert values["gemm_per_node_price"] == pytest.approx(
         [gemm / price for gemm, price in zip(values["gemm_mean_tflops"], per_gpu_price)])
+
+
+def test_every_preset_has_a_total_with_its_band_and_racks_that_fit_their_height(catalog, reader_client):
+    """12 of 12 presets: a bill with a total, its band holding it, estimated lines marked; and no
+    rack holding more U than it has, at the plan's own racks and over a grid of site rack limits."""
+    import numpy as np
+
+    from planner.adapters import scenario_document
+    from planner.models import ClusterPlan
+
+    presets = ClusterPlan.objects.filter(owner__isnull=True).select_related("node_type")
+    assert presets.count() == 12
+    for plan in presets:
+        bom = reader_client.get(f"/api/plans/{plan.slug}/bom/").json()
+        assert bom["unpriced"] == [] and bom["total_low"] <= bom["total"] <= bom["total_high"], plan.slug
+        estimated = [line for line in bom["lines"] if line["confidence"] == "estimate"]
+        assert (bom["total_low"] < bom["total_high"]) == any(
+            line["extended_low"] < line["extended_high"] for line in estimated), plan.slug
+        assert plan.node_type.rack_units, f"{plan.node_type.slug} has no height: the check would prove nothing"
+        document = scenario_document(plan)
+        own = simcore.evaluate(document)["racks"]
+        assert own["units_used"] <= own["units"], plan.slug
+        if document["cluster"]["rack"]["nodes_per_rack"] is None:  # a site's limit decides how many a rack
+            document["cluster"]["rack"]["power_limit_w"] = [12_000.0, 40_000.0, 130_000.0, 1e6]
+            racks = simcore.evaluate(document)["racks"]
+            assert np.all(np.asarray(racks["units_used"]) <= racks["units"]), (plan.slug, racks["units_used"])
+            assert np.any(np.asarray(racks["nodes_per_rack_basis"]) == "the rack's height"), plan.slug

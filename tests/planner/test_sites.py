@@ -147,6 +147,9 @@ def test_each_build_names_what_binds_it_and_carries_its_time_band(catalog, reade
     # dated rate rents, name their prices as what binds them, rented.
     ranked = builds[:result["feasible"]]
     assert {b["ownership"] for b in ranked} == {"owned", "rented"}
+    owned = [b for b in ranked if b["ownership"] == "owned"]
+    assert owned and all(b["capex_low"] <= b["capex"] <= b["capex_high"] and b["capex_low"] < b["capex_high"]
+                         for b in owned)  # every owned build a total with its band
     unpriced = {(b["build"], b["ownership"]) for b in builds if b["binding"]["limit"] == "priced"}
     assert unpriced == {(slug, "rented") for slug in ("dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer")}
 
