@@ -6,7 +6,6 @@ import pytest
 import yaml
 
 import simcore
-
 from planner.services.catalog import TABLES, CatalogFileError, load_schema, read_seed_file
 from simcore.formulas.power import PowerParams
 
