@@ -5,7 +5,7 @@ import re
 import pytest
 
 from frontend.templatetags.figures import figure, ratio
-from planner.models import PriceItem
+from planner.models import ClusterPlan, PriceItem
 
 
 @pytest.fixture
@@ -216,3 +216,21 @@ def test_a_site_plan_shows_its_ranked_builds_with_what_binds_them(catalog, signe
     rented = next(row for row in sweep["site_result"]["builds"] if row["ownership"] == "rented" and row["point"])
     assert f"{owned['cost']:,.0f}".replace(",", "") in body.replace(",", "") and rented["rent_term"] in body
     assert 'id="site-builds"' in page.content.decode()
+
+
+def test_a_quote_from_a_bill_never_edits_the_shared_book(catalog, client, editor):
+    """Even a catalogue editor, following "add your quote" from a preset's bill, gets no form that would
+    change the shared book for everyone: the page offers to start their own plan, whose quotes go to
+    their own copy. Their own plan's quote form posts to the plan."""
+    client.force_login(editor)
+    page = client.get("/catalog/price-books/usd-2026/?plan=llama3-h100-16k&part=switch:qm9700").content.decode()
+    assert 'id="quote-form"' not in page and "Change a price in this shared book" not in page
+    assert 'href="/plans/new/?from=llama3-h100-16k"' in page
+    mine = ClusterPlan.objects.get(slug="llama3-h100-16k")
+    mine.pk, mine.slug, mine.owner, mine.visibility = None, "editors-h100", editor, "private"
+    mine.save()
+    page = client.get("/catalog/price-books/usd-2026/?plan=editors-h100&part=switch:qm9700").content.decode()
+    assert 'data-plan="editors-h100"' in page and "the shared book does not change" in page
+    assert '<option value="switch:qm9700" selected>' in page
+    plain = client.get("/catalog/price-books/usd-2026/").content.decode()  # the catalogue page itself
+    assert "Change a price in this shared book" in plain
