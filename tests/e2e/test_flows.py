@@ -174,8 +174,8 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     page.page.select_option("#plan-options select[name=workload]", "llama-13b-512")
     expect(page.page.locator("#plan-status")).to_contain_text("llama-13b-512")
     expect(page.page.locator("#bom")).to_contain_text("compute node")
-    expect(page.page.locator("#bom-total")).to_have_text("none")  # the 3FS nodes have no price
-    expect(page.page.locator("#bom tfoot")).to_contain_text("no price for ff-3fs-storage")
+    expect(page.page.locator("#bom-total")).to_contain_text("REL")  # the 3FS nodes at the book's estimate
+    expect(page.page.locator("#bom tfoot")).to_contain_text("of the total is estimated")
     expect(page.page.locator("#topology svg.chart")).to_be_visible()
     expect(page.page.locator("#ettr-chart svg.chart")).to_contain_text("optimum")
     expect(page.page.locator("#ettr-restart-chart svg.chart")).to_contain_text("plan")
