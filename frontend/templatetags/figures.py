@@ -49,6 +49,14 @@ def money(value, currency=""):
 
 
 @register.filter
+def short_money(value, currency=""):
+    """An amount as the summaries write it, millions and up SI-prefixed: "26.2 M USD"."""
+    if value is None:
+        return "not priced"
+    return display(value, currency, money=True).strip()
+
+
+@register.filter
 def ratio(value):
     """A ratio to a reference as "x1.23" ("–" when there is none)."""
     if value is None or not math.isfinite(value):

@@ -123,17 +123,18 @@ def test_a_sweep_chart_names_its_axes_with_units_and_draws_rejected_points_apart
 
 
 def test_the_blackwell_comparison_shows_capex_and_cost_per_token_once_every_part_has_a_price(page):
-    """HGX B200 against GB200 NVL72 priced from a user's own quotes: the presets' book lacks the
-    switch and the cabling, so the user copies it, adds their quotes, and clones both presets with
-    their optics chosen onto it, and with the storage system their checkpoints go to (the presets
-    have none, so their checkpoint and restart times, and so the time and cost to train, are unknown)."""
+    """HGX B200 against GB200 NVL72 priced from a user's own quotes: the presets' book estimates the
+    switch and the cabling, so the user copies it, replaces the estimates with their quotes, and clones
+    both presets with their optics chosen onto it, and with the storage system their checkpoints go to
+    (the presets have none, so their checkpoint and restart times, and so the time and cost to train,
+    are unknown)."""
     page.login()
     _api(page, "POST", "/api/catalog/price-books/usd-2026/copy/", {"slug": "our-blackwell-quotes"})
     for kind, part, price in (("switch", "qm9700", 36000), ("link-part", "ndr-sr4-transceiver-400g", 900),
                               ("link-part", "osfp-800g-2xsr4-transceiver", 1400), ("link-part", "mmf-fiber-cable", 60)):
         _api(page, "POST", "/api/catalog/price-books/our-blackwell-quotes/items/", {
             "part_kind": kind, "part_slug": part, "unit_price": price, "basis": "our distributor's quote",
-            "confidence": "estimate", "price_date": "2026-11-30"})
+            "confidence": "secondary", "price_date": "2026-11-30"})
     for preset, mine in (("hgx-b200-1152", "our-hgx-b200"), ("gb200-nvl72-1152", "our-gb200")):
         _api(page, "POST", f"/api/plans/{preset}/clone/", {"slug": mine})
         _api(page, "PATCH", f"/api/plans/{mine}/", {

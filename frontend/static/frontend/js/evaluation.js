@@ -88,7 +88,7 @@ function ownOrRent(c, bom) {
       Number.isFinite(c.rent_per_gpu_hour) ? `${c.rent_term}: the cheapest term covering the same ${num(c.amortization_years)} years`
         : "the price book has no rental price for this GPU: add one as a GPU-hour quote"],
     ...rentals.map((r) => [`  ${r.term_label}`, money(r.unit_price, c.currency),
-      `${r.estimate ? "estimate: " : ""}${r.basis} (${r.price_date})`]),
+      el("span", { title: r.basis }, `${r.estimate ? "estimate" : "listed"}, ${r.price_date} (its basis: the bill's price book)`)]),
   ];
 }
 
@@ -132,27 +132,29 @@ function bomSection(bom, plan) {
       line.unit_price === null ? "add your quote" : "replace with your quote");
   };
   const source = (line) => line.source_url ? el("a", { href: line.source_url, rel: "noopener noreferrer" }, line.source) : line.source;
+  const short = (value) => money(value, "").trim();
   const band = (line) => line.confidence === "estimate"
-    ? [el("span", { class: "badge badge-estimate" }, "estimate"), ` ${money(line.extended_low, bom.currency, true)} to ${money(line.extended_high, bom.currency, true)}`] : "";
+    ? [el("br"), el("span", { class: "muted band" }, `${short(line.extended_low)} to ${short(line.extended_high)}`)] : "";
   const totalNote = bom.unpriced.length ? `incomplete: no price for ${bom.unpriced.join(", ")}`
     : bom.total_low === bom.total_high ? "every line quoted or listed"
-      : `band ${money(bom.total_low, bom.currency, true)} to ${money(bom.total_high, bom.currency, true)}: ${percent(bom.estimated_share)} of the total is estimated`;
+      : `${percent(bom.estimated_share)} of the total is estimated; the band above adds each line's low and high`;
   return el("section", { id: "bom-section" }, el("h2", {}, "Bill of materials"),
     el("p", { class: "muted" }, `Priced from `, el("a", { href: `/catalog/price-books/${bom.price_book}/` }, bom.price_book),
       `, dated ${bom.price_date}${bom.price_book_owner ? ` (${bom.price_book_owner}'s own book)` : ""}.`),
     bom.stale ? el("p", { class: "notice", role: "note" }, bom.stale) : "",
     el("div", { class: "scroll" }, el("table", { id: "bom" },
-      el("thead", {}, el("tr", {}, ["Part", "Slug", "Quantity", "Unit price", "Extended", "Band", "Price date", "Source"].map((h) => el("th", { scope: "col" }, h)))),
+      el("thead", {}, el("tr", {}, ["Part (slug)", "Quantity", "Unit price", "Extended (band)", "Price date", "Source"].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, bom.lines.map((line) => el("tr", { "data-slug": line.slug, "data-confidence": line.confidence },
-        el("th", { scope: "row" }, line.part), el("td", {}, el("code", {}, line.slug)), el("td", { class: "num" }, num(line.quantity)),
+        el("th", { scope: "row" }, line.part, line.confidence === "estimate" ? [" ", el("span", { class: "badge badge-estimate" }, "estimate")] : "",
+          el("br"), el("code", { class: "muted" }, line.slug)),
+        el("td", { class: "num" }, num(line.quantity)),
         el("td", { class: "num" }, money(line.unit_price, bom.currency, true)),
-        el("td", { class: "num" }, money(line.extended_price, bom.currency, true)),
-        el("td", { class: "num" }, band(line)),
+        el("td", { class: "num" }, money(line.extended_price, bom.currency, true), band(line)),
         el("td", {}, line.price_date), el("td", { class: "source" }, source(line), " ", quote(line))))),
-      el("tfoot", {}, el("tr", {}, el("th", { scope: "row" }, "total"), el("td"), el("td"), el("td"),
-        el("td", { class: "num", id: "bom-total" }, bom.total === null ? "not priced" : money(bom.total, bom.currency, true)),
-        el("td", { class: "num", id: "bom-band" }, bom.total === null || bom.total_low === bom.total_high ? ""
-          : `${money(bom.total_low, bom.currency, true)} to ${money(bom.total_high, bom.currency, true)}`), el("td"),
+      el("tfoot", {}, el("tr", {}, el("th", { scope: "row" }, "total"), el("td"), el("td"),
+        el("td", { class: "num" }, el("span", { id: "bom-total" }, bom.total === null ? "not priced" : money(bom.total, bom.currency, true)),
+          bom.total === null || bom.total_low === bom.total_high ? ""
+            : [el("br"), el("span", { class: "muted band", id: "bom-band" }, `${money(bom.total_low, bom.currency, true)} to ${money(bom.total_high, bom.currency, true)}`)]), el("td"),
         el("td", { class: "source" }, totalNote))))));
 }
 
