@@ -122,6 +122,9 @@ class BandSerializer(serializers.Serializer):
     validated = serializers.BooleanField(help_text="false: no case of this family and kind is validated, so "
                                                    "the band is that of every training run")
     basis = serializers.CharField()
+    headline_inside = serializers.BooleanField(
+        help_text="false: every published case of the group missed one way, so the prediction itself lies outside "
+                  "where runs like it came in (actual_low to actual_high); pages flag such a headline")
     message = serializers.CharField()
 
 

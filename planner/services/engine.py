@@ -71,8 +71,18 @@ def _band_message(path, value, result, cases, basis, low, high, validated) -> st
     off = f"{low:+.0%}" if low == high else f"{low:+.0%} to {high:+.0%}"
     came = (_shown(path, value / (1 + high), result) if low == high else
             f"{_shown(path, value / (1 + high), result)} to {_shown(path, value / (1 + low), result)}")
+    believed = "" if headline_inside(low, high) else (
+        f" The figure {_shown(path, value, result)} itself lies outside that range: every such run came in "
+        f"{'above' if high < 0 else 'below'} the engine's figure, so read the range, not the figure.")
     return (f"{'' if validated else 'Outside everything validated: '}on {cases} {basis} the prediction was {off} "
-            f"off, so runs like it come in at {came}.")
+            f"off, so runs like it come in at {came}.{believed}")
+
+
+def headline_inside(low_error: float, high_error: float) -> bool:
+    """Whether a prediction lies inside where runs like it came in: its band's signed errors (predicted
+    / published - 1) span zero. Where every case missed one way (a ZeRO-3 run's all fast, say) the
+    figure is one the validation record does not believe, and is flagged wherever it is shown."""
+    return low_error <= 0 <= high_error
 
 
 def _band_basis(group: str, family: str, kind: str) -> str:
@@ -106,7 +116,7 @@ def step_time_band(family: str, workload) -> dict:
     name, validated = _band_name("step_time", family, workload)
     band = engine_bands()[name]
     return {"group": name, "cases": band["cases"], "low_error": band["low"], "high_error": band["high"],
-            "validated": validated, "basis": _band_basis(name, family, workload_kind(workload))}
+            "validated": validated, "headline_inside": headline_inside(band["low"], band["high"]), "basis": _band_basis(name, family, workload_kind(workload))}
 
 
 def prediction_bands(family: str, workload, result: dict) -> dict[str, dict]:
@@ -129,7 +139,7 @@ def prediction_bands(family: str, workload, result: dict) -> dict[str, dict]:
         basis = _band_basis(name, family, kind)
         found[path] = {"value": value, "low_error": low, "high_error": high, "actual_low": value / (1 + high),
                        "actual_high": value / (1 + low), "cases": band["cases"], "group": name,
-                       "validated": validated, "basis": basis,
+                       "validated": validated, "basis": basis, "headline_inside": headline_inside(low, high),
                        "message": _band_message(path, value, result, band["cases"], basis, low, high, validated)}
     price = price_band(result)
     if price is not None:
@@ -150,7 +160,7 @@ def price_band(result: dict) -> dict | None:
                "Every counted part is quoted or listed: the price has no estimate's band.")
     return {"value": value, "low_error": low_error, "high_error": high_error, "actual_low": low,
             "actual_high": high, "cases": None, "group": "price book", "validated": True,
-            "basis": PRICE_BAND_BASIS, "message": message}
+            "basis": PRICE_BAND_BASIS, "headline_inside": True, "message": message}
 
 
 def training_trust(family: str, workload) -> dict:

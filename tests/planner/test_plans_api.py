@@ -927,3 +927,22 @@ def test_the_bill_and_its_workbook_carry_the_totals_band(catalog, reader_client)
     incomplete = reader_client.get(f"/api/plans/{FF}/bom/").json()
     assert incomplete["total"] is None and incomplete["total_low"] is None
     assert set(incomplete["bands"]) == {"power.facility_w"}
+
+
+def test_a_headline_its_band_does_not_hold_is_flagged(catalog, reader_client):
+    """Every published ZeRO-3 run on Ampere came in slower than the engine predicts: a ZeRO-3 plan's
+    step time lies outside its own band, and the band says so (headline_inside false, the message
+    naming the figure); a 3D-parallel run's band holds its figure."""
+    workload = Workload.objects.get(slug="llama-13b-512")
+    workload.pk, workload.slug, workload.zero_stage, workload.pp = None, "llama-13b-zero3", 3, 1
+    workload.save()
+    bands = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-zero3"},
+                               format="json").json()["bands"]
+    step, mfu = bands["training.step_time_s"], bands["training.mfu"]
+    assert step["group"] == "step_time:ampere:dense:zero3" and step["high_error"] < 0
+    assert step["headline_inside"] is False and mfu["headline_inside"] is False
+    assert step["actual_low"] > step["value"] and "itself lies outside that range" in step["message"]
+    assert "came in above the engine's figure" in step["message"] and "came in below" in mfu["message"]
+    held = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-512"}, format="json").json()
+    assert all(band["headline_inside"] for band in held["bands"].values())
+    assert "lies outside" not in held["bands"]["training.step_time_s"]["message"]

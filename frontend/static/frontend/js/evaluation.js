@@ -46,19 +46,28 @@ export function bandsList(bands) {
 
 const slugify = (text) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
 
-// The headline figures: used live by the builder and at the top of a plan's page.
-export function headline(result) {
+// The headline figures: used live by the builder and at the top of a plan's page. A figure its own
+// error band does not hold (every published run like it missed one way) is flagged with the range
+// runs like it came in at, never shown bare.
+export function headline(result, bands = {}) {
   const c = result.cost, t = result.training;
   const tiles = [
     ["GPUs", num(result.cluster.gpus)],
     ["switches", num(result.fabric.switches)],
     ["total price", withBand(c.capex_total, c.capex_low, c.capex_high, c.currency)],
-    ["facility power", si(result.power.facility_w, "W")],
+    ["facility power", si(result.power.facility_w, "W"), "power.facility_w", (v) => si(v, "W")],
     ["FP16 GEMM per GPU", `${num(result.compute.gemm_fp16_tflops)} TFLOPS`],
     ["platform interruptions per day", num(result.reliability.platform_interruptions_per_day)],
   ];
-  if (t) tiles.push(["training step", duration(t.step_time_s)], ["MFU", percent(t.mfu)]);
-  return el("dl", { class: "tiles" }, tiles.map(([label, value]) => el("div", { class: "tile" }, el("dt", {}, label), el("dd", {}, value))));
+  if (t) tiles.push(["training step", duration(t.step_time_s), "training.step_time_s", duration], ["MFU", percent(t.mfu), "training.mfu", percent]);
+  const tile = ([label, value, path, format]) => {
+    const band = path ? bands?.[path] : null;
+    const outside = band && band.headline_inside === false;
+    return el("div", { class: outside ? "tile warn" : "tile", ...(path ? { "data-path": path } : {}) }, el("dt", {}, label),
+      el("dd", {}, value, outside ? [el("br"), el("small", { class: "outside-band" },
+        `outside its band: runs like it came in at ${format(band.actual_low)} to ${format(band.actual_high)}`)] : ""));
+  };
+  return el("dl", { class: "tiles" }, tiles.map(tile));
 }
 
 export function constraintsList(result) {
@@ -401,7 +410,7 @@ function topologySection(plan, result) {
 export function report(container, plan, evaluation, bom) {
   const { result, curves } = evaluation;
   container.replaceChildren(
-    headline(result), trustNote(evaluation.trust) ?? "", bandsList(evaluation.bands) ?? "",
+    headline(result, evaluation.bands), trustNote(evaluation.trust) ?? "", bandsList(evaluation.bands) ?? "",
     overridesList(evaluation.overrides) ?? "",
     constraintsList(result) ?? "",
     el("div", { class: "grid2" }, costSection(result, bom), powerSection(result, plan)),

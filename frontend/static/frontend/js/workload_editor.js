@@ -17,7 +17,7 @@ export function workloadEditor({ form, editing, etag, initial, status, body, for
     const response = await api("/api/workloads/preview/", { method: "POST", body: { ...data, plan: form.elements.plan.value } });
     if (!current()) return;  // a newer edit has been sent
     showPreview(response, { form, controls, formErrors, status, body, retry,
-      render: (result, evaluation) => [headline(result), trustNote(evaluation.trust) ?? "", bandsList(evaluation.bands) ?? "", constraintsList(result) ?? "",
+      render: (result, evaluation) => [headline(result, evaluation.bands), trustNote(evaluation.trust) ?? "", bandsList(evaluation.bands) ?? "", constraintsList(result) ?? "",
         ...trainingTables(result.training, result.cost.currency)],
       done: () => `Evaluated on ${form.elements.plan.selectedOptions[0]?.textContent ?? "the plan"}.`,
       failed: (data) => (data?.feasible === false ? "This layout cannot run." : "The workload has errors.") });
