@@ -116,7 +116,8 @@ def step_time_band(family: str, workload) -> dict:
     name, validated = _band_name("step_time", family, workload)
     band = engine_bands()[name]
     return {"group": name, "cases": band["cases"], "low_error": band["low"], "high_error": band["high"],
-            "validated": validated, "headline_inside": headline_inside(band["low"], band["high"]), "basis": _band_basis(name, family, workload_kind(workload))}
+            "validated": validated, "headline_inside": headline_inside(band["low"], band["high"]),
+            "basis": _band_basis(name, family, workload_kind(workload))}
 
 
 def prediction_bands(family: str, workload, result: dict) -> dict[str, dict]:
