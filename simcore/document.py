@@ -672,10 +672,24 @@ def parse(document) -> dict:
     if cluster_gpus > MAX_CLUSTER_GPUS:
         raise ScenarioError("cluster.node_count", f"{int(cluster_gpus):,} GPUs in all (node_count x node.gpus); "
                                                   f"at most {MAX_CLUSTER_GPUS:,}")
+    _check_price_bands(parsed["cluster"]["prices"])
     parsed["has_workload"] = has_workload
     if has_workload:
         _require_workload_fields(parsed["workload"])
     return parsed
+
+
+def _check_price_bands(prices: dict) -> None:
+    """An estimate's band holds its price: each given low at most the part's price, each given high
+    at least it (NaN, not given, passes)."""
+    for part in PRICED_PARTS:
+        price = np.asarray(prices[part], dtype=float)
+        with np.errstate(invalid="ignore"):
+            if np.any(np.asarray(prices[f"{part}_low"], dtype=float) > price):
+                raise ScenarioError(f"cluster.prices.{part}_low", f"must be at most the price (cluster.prices.{part})")
+            if np.any(np.asarray(prices[f"{part}_high"], dtype=float) < price):
+                raise ScenarioError(f"cluster.prices.{part}_high",
+                                    f"must be at least the price (cluster.prices.{part})")
 
 
 def parse_node(node: dict) -> dict:

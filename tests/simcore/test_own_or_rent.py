@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from simcore import evaluate
+from simcore import ScenarioError, evaluate
 from simcore.formulas.power import HOURS_PER_YEAR
 from simcore.tools.references import DGXC_FABRIC, LLAMA3_NODE
 
@@ -83,3 +83,11 @@ def test_the_totals_band_sums_each_parts_low_and_high_and_a_quote_narrows_it():
     assert cost["capex_low"] < quoted["capex_low"] <= quoted["capex_total"] <= quoted["capex_high"] < cost["capex_high"]
     unpriced = run({**CLUSTER, "prices": {**PRICES, **bands, "fiber": None}})["cost"]
     assert unpriced["capex_low"] is None and unpriced["capex_high"] is None
+
+
+@pytest.mark.parametrize(("band", "field"), [({"switch_low": 40000.0}, "cluster.prices.switch_low"),
+                                             ({"fiber_high": 10.0}, "cluster.prices.fiber_high")])
+def test_a_band_that_does_not_hold_its_price_is_refused_naming_the_field(band, field):
+    with pytest.raises(ScenarioError) as refused:
+        run({**CLUSTER, "prices": {**PRICES, **band}})
+    assert refused.value.field == field
