@@ -51,10 +51,12 @@ def plan_quote(*, plan: ClusterPlan, owner, part_kind: str, part_slug: str, term
     """``owner``'s quote for a part of their ``plan``, saved to their own book: the one pricing the
     plan, else their copy of the plan's shared book (made on first use, dated today, and reused by
     their other plans on that book), which then prices the plan. Nothing shared changes. The plan's
-    row is locked first, so two first quotes on one plan make one copy."""
-    plan = ClusterPlan.objects.select_for_update().select_related("price_book").get(pk=plan.pk)
+    row is locked first, and a shared book's row before a copy is sought or made, so first quotes
+    made at once (on one plan, or on two plans on one book) make one copy."""
+    plan = ClusterPlan.objects.select_for_update().get(pk=plan.pk)
     book = plan.price_book
     if book.owner_id != owner.id:
+        book = PriceBook.objects.select_for_update().get(pk=book.pk)
         slug = f"{book.slug}-{owner.username}".lower()[:100]
         mine = PriceBook.objects.filter(slug=slug, owner=owner).first()
         if mine is None:

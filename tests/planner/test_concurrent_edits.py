@@ -93,3 +93,52 @@ def test_the_editors_send_the_version_they_opened(mine, client, user):
     mine.version = 5
     mine.save()
     assert 'data-version="5"' in client.get("/plans/my-ff/edit/").content.decode()
+
+
+@pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+                    reason="row locks need PostgreSQL (CI's database); SQLite runs writes one at a time")
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_first_quotes_on_two_plans_at_once_make_one_copy_of_their_book(monkeypatch, django_user_model):
+    """Two plans of one user on the shared book, each quoted for the first time while the other's
+    copy is being made (a pause widens the window): both answer 200, one copy holds both quotes and
+    prices both plans, and the shared book is unchanged."""
+    from django.core.management import call_command
+
+    from planner.models import PriceBook, PriceItem
+    from planner.services import prices
+
+    call_command("load_catalog", verbosity=0)
+    user = django_user_model.objects.create_user("quote-race", password="pw-quote-race-1234")
+    for slug in ("race-a", "race-b"):
+        plan = ClusterPlan.objects.get(slug="llama3-h100-16k")
+        plan.pk, plan.slug, plan.owner, plan.visibility = None, slug, user, "private"
+        plan.save()
+    shared = list(PriceItem.objects.filter(price_book__slug="usd-2026").order_by("id").values())
+    copy_book = prices.copy_book
+
+    def slow_copy(**kwargs):
+        time.sleep(0.3)
+        return copy_book(**kwargs)
+
+    monkeypatch.setattr(prices, "copy_book", slow_copy)
+    answers = []
+
+    def quote(slug, part):
+        client = APIClient()
+        client.force_authenticate(user)
+        answers.append(client.post(f"/api/plans/{slug}/quotes/", {
+            "part_kind": "link-part", "part_slug": part, "unit_price": "500", "basis": "a quote",
+            "confidence": "secondary"}, format="json").status_code)
+        connection.close()
+
+    threads = [threading.Thread(target=quote, args=args) for args in
+               (("race-a", "mmf-fiber-cable"), ("race-b", "ndr-sr4-transceiver-400g"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [200, 200]
+    mine = PriceBook.objects.get(owner=user)
+    assert set(ClusterPlan.objects.filter(owner=user).values_list("price_book__slug", flat=True)) == {mine.slug}
+    assert mine.items.filter(unit_price=500).count() == 2
+    assert list(PriceItem.objects.filter(price_book__slug="usd-2026").order_by("id").values()) == shared
