@@ -53,7 +53,7 @@ def price_band(counts: dict[str, np.ndarray], unit_prices: dict[str, np.ndarray]
 
 
 @dataclass(frozen=True)
-class RentTerm:
+class RentalTerm:
     """A way to rent GPUs by the hour: its price field, its label and the days it commits to (paid
     for in full however short the run), and the longest run one booking covers (inf: any)."""
 
@@ -66,10 +66,10 @@ class RentTerm:
 # On demand: pay for the hours used. Capacity blocks: GPUs reserved ahead for 1 to 182 days (AWS EC2
 # Capacity Blocks for ML, user guide: durations of 1-14 days, then 7-day steps up to 182 days). 1- and
 # 3-year commitments (GCP committed-use discounts, AWS savings plans): the whole term is paid for.
-RENT_TERMS = (RentTerm("gpu_hour", "on demand", 0.0),
-              RentTerm("gpu_hour_capacity_block", "capacity block", 1.0, 182.0),
-              RentTerm("gpu_hour_1y", "1-year commitment", 365.0),
-              RentTerm("gpu_hour_3y", "3-year commitment", 3 * 365.0))
+RENT_TERMS = (RentalTerm("gpu_hour", "on demand", 0.0),
+              RentalTerm("gpu_hour_capacity_block", "capacity block", 1.0, 182.0),
+              RentalTerm("gpu_hour_1y", "1-year commitment", 365.0),
+              RentalTerm("gpu_hour_3y", "3-year commitment", 3 * 365.0))
 RENT_TERM_LABELS = tuple(term.label for term in RENT_TERMS) + ("no rental price",)
 
 

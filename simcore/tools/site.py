@@ -10,8 +10,8 @@ The limits, each a mask over the points:
 * ``power``: facility power (IT power through the PUE) within the site's megawatts;
 * ``floor``: racks (compute and scale-up network racks) within the site's floor;
 * ``rack_power``: a rack's maximum draw within the site's rack power and cooling limit;
-* ``priced``: the build's cost is known (owned: every counted part priced; rented: the book's
-  GPU-hour price for its GPU), so that an incomplete bill never looks cheaper;
+* ``priced``: the build's cost is known (owned: every counted part priced; rented: a GPU-hour price
+  for its GPU on some rental term), so that an incomplete bill never looks cheaper;
 * ``budget``: the cost within the budget (owned: buying the build plus the run's energy, the
   engine's ``buy_and_run_cost``; rented: the run's GPU-hours at the cheapest rental term that covers
   its days, ``rent_cost_to_train``);
