@@ -38,12 +38,17 @@ def copy_book(*, book: PriceBook, owner, slug: str, name: str | None = None,
                   unit_price=item.unit_price, low_price=item.low_price, high_price=item.high_price,
                   basis=item.basis, confidence=item.confidence, price_date=item.price_date or book.price_date,
                   source_url=item.source_url) for item in items)
-    if plan is not None:  # the plan's row locked, as every plan write is
-        plan = ClusterPlan.objects.select_for_update().get(pk=plan.pk)
-        plan.price_book, plan.version = copy, plan.version + 1
-        plan.full_clean()
-        plan.save()
+    if plan is not None:
+        _price_plan_from(plan, copy)
     return copy
+
+
+def _price_plan_from(plan: ClusterPlan, book: PriceBook) -> None:
+    """``plan`` priced from ``book``, its row locked and its version counted, as every plan write."""
+    plan = ClusterPlan.objects.select_for_update().get(pk=plan.pk)
+    plan.price_book, plan.version = book, plan.version + 1
+    plan.full_clean()
+    plan.save()
 
 
 @transaction.atomic
@@ -62,12 +67,9 @@ def plan_quote(*, plan: ClusterPlan, owner, part_kind: str, part_slug: str, term
         if mine is None:
             taken = set(PriceBook.objects.filter(slug__startswith=slug[:90]).values_list("slug", flat=True))
             slug = next(s for s in (slug, *(f"{slug[:90]}-{n}" for n in range(2, 10_000))) if s not in taken)
-            book = copy_book(book=book, owner=owner, slug=slug, plan=plan)
-        else:
-            plan.price_book, plan.version = mine, plan.version + 1
-            plan.full_clean()
-            plan.save()
-            book = mine
+            mine = copy_book(book=book, owner=owner, slug=slug)
+        _price_plan_from(plan, mine)
+        book = mine
     put_item(book=book, part_kind=part_kind, part_slug=part_slug, term=term, **fields)
     return book
 

@@ -97,7 +97,7 @@ function ownOrRent(c, bom) {
       Number.isFinite(c.rent_per_gpu_hour) ? `${c.rent_term}: the cheapest term covering the same ${num(c.amortization_years)} years`
         : "the price book has no rental price for this GPU: add one as a GPU-hour quote"],
     ...rentals.map((r) => [`  ${r.term_label}`, money(r.unit_price, c.currency),
-      el("span", { title: r.basis }, `${r.estimate ? "estimate" : "listed"}, ${r.price_date} (its basis: the bill's price book)`)]),
+      el("span", { title: r.basis }, `${r.estimate ? "estimate" : "listed"}, ${r.price_date} (hover for its basis)`)]),
   ];
 }
 
