@@ -491,10 +491,11 @@ SPEC: dict[str, Any] = {
             "attention_kernel": Choice(("default",) + ATTENTION_KERNELS, "default", label="fused attention kernel",
                                        labels=("The family's usual kernel (cuDNN on Hopper and later, "
                                                "FlashAttention-2 before)", "FlashAttention-2", "FlashAttention-3",
-                                               "cuDNN fused attention"),
+                                               "cuDNN fused attention", "FlashAttention-4 (Blackwell)"),
                                        doc="the fused attention kernel whose measured rates time attention "
                                            "(FlashAttention-3 paper, Figs. 5-6, for Hopper; FlashAttention-2 paper, "
-                                           "Fig. 4, for Ampere)"),
+                                           "Fig. 4, for Ampere; Hopper's shapes at FlashAttention-4's and cuDNN's "
+                                           "best B200 points for Blackwell)"),
             "fused_kernels": Flag(True, doc="Megatron-style fused bias-GeLU, bias-dropout-residual and masked "
                                             "softmax; false: one pass per element-wise operation (plain PyTorch)"),
             "rope_fusion": Flag(True, label="fused rotary embedding",

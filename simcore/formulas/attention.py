@@ -18,14 +18,21 @@ measured value beyond either end.
   together (time = 3.5 x the forward's FLOPs / rate), so the one rate serves both passes; widths 64
   and 128 (256 takes 128's).
 
-Blackwell has no published fused-attention sweep here: it takes Hopper's shares of its own peak
-(an estimate, so named). Ascend takes Ampere's FlashAttention-2 shares (an estimate).
+* Blackwell (B200): no sweep by width and length is published, only best points, so its tables are
+  Hopper's shapes scaled to them. Forward: FlashAttention-4 (``flash4``) reaches up to 1,613 TFLOPS
+  BF16 (71.7% of 2,250) and 1.3x cuDNN 9.13 (Zadouri et al., FlashAttention-4, abstract): FA3's shares
+  times 1,613 / 2,250 over FA3's best (756 of 989), cuDNN's times (1,613 / 1.3) / 2,250 over
+  cuDNN 9.1's best (617 of 989). Backward: FlashMLA's B200 prefill runs 1,000 TFLOPS backward to
+  1,460 forward (deepseek-ai/FlashMLA README) where FA3 on H100 runs 561 to 648 at width 128, so
+  each backward share takes that ratio's ratio (0.79) as well.
+
+Ascend takes Ampere's FlashAttention-2 shares (an estimate).
 """
 import numpy as np
 
 SEQ_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
 HEAD_WIDTHS = (64, 128, 256)
-KERNELS = ("flash2", "flash3", "cudnn")
+KERNELS = ("flash2", "flash3", "cudnn", "flash4")
 # Passes of a table: forward without and with a causal mask, backward without and with one.
 FORWARD, FORWARD_CAUSAL, BACKWARD, BACKWARD_CAUSAL = range(4)
 
@@ -49,6 +56,12 @@ _H100_BACKWARD = {
     "cudnn": {64: (266, 348, 395, 417, 432, 433), 128: (305, 408, 465, 499, 518, 516)},
     "flash2": {64: (198, 238, 264, 279, 287, 291), 128: (214, 260, 291, 310, 318, 322)},
 }
+# Blackwell's best points (module docstring): FA4's forward, cuDNN 9.13's (FA4 / 1.3), over the B200's
+# 2,250 TFLOPS; the B200's backward / forward ratio (FlashMLA prefill) over FA3's on H100 at width 128.
+B200_PEAK_TFLOPS = 2250.0
+_B200_BEST_FORWARD = {"flash4": 1613.0, "cudnn": 1613.0 / 1.3}
+_HOPPER_SHAPE_OF = {"flash4": "flash3", "cudnn": "cudnn"}
+_B200_BACKWARD_SCALE = (1000.0 / 1460.0) / (561.0 / 648.0)
 # FlashAttention-2 Fig. 4: forward and backward together on A100, (non-causal, causal) TFLOPS. The
 # width-128 non-causal 512 label is hidden in the figure: read from the bar's height (about 151).
 _A100_FORWARD_BACKWARD = {
@@ -62,15 +75,17 @@ BASIS = {
                            "causal backward scaled by the forward's causal / non-causal ratio)"),
     "ampere": ("measured", "Dao, FlashAttention-2 (arXiv:2307.08691) Fig. 4: A100 SXM4 80GB, forward and backward "
                            "together by head width and length, causal and not"),
-    "blackwell": ("estimate", "no B200 fused-attention sweep found: Hopper's shares of the peak"),
+    "blackwell": ("secondary", "FlashAttention-4 (abstract): B200 forward up to 1,613 TFLOPS BF16, 1.3x cuDNN 9.13; "
+                               "deepseek-ai/FlashMLA README: B200 prefill 1,460 TFLOPS forward, 1,000 backward; "
+                               "Hopper's shapes by width and length scaled to these best points"),
     "ascend": ("estimate", "no 910B fused-attention sweep found: Ampere's FlashAttention-2 shares"),
 }
 # The kernels each family has tables for, and the table each (family, kernel) reads.
-FAMILY_TABLES = {"hopper": "hopper", "blackwell": "hopper", "ampere": "ampere", "ascend": "ampere"}
-TABLE_KERNELS = {"hopper": ("flash2", "flash3", "cudnn"), "ampere": ("flash2",)}
+FAMILY_TABLES = {"hopper": "hopper", "blackwell": "blackwell", "ampere": "ampere", "ascend": "ampere"}
+TABLE_KERNELS = {"hopper": ("flash2", "flash3", "cudnn"), "blackwell": ("cudnn", "flash4"), "ampere": ("flash2",)}
 # What a workload that names no kernel runs: Transformer Engine's fused attention (cuDNN) on Hopper
 # and later, FlashAttention-2 before.
-DEFAULT_KERNEL = {"hopper": "cudnn", "ampere": "flash2"}
+DEFAULT_KERNEL = {"hopper": "cudnn", "blackwell": "cudnn", "ampere": "flash2"}
 
 
 def _hopper_table(kernel: str) -> np.ndarray:
@@ -83,6 +98,13 @@ def _hopper_table(kernel: str) -> np.ndarray:
     return np.array(rows).transpose(1, 0, 2) / H100_PEAK_TFLOPS
 
 
+def _blackwell_table(kernel: str) -> np.ndarray:
+    hopper = _hopper_table(_HOPPER_SHAPE_OF[kernel])
+    best_forward = hopper[FORWARD].max()
+    scale = _B200_BEST_FORWARD[kernel] / B200_PEAK_TFLOPS / best_forward
+    return hopper * scale * np.array([1.0, 1.0, _B200_BACKWARD_SCALE, _B200_BACKWARD_SCALE])[:, None, None]
+
+
 def _ampere_table() -> np.ndarray:
     rows = []
     for width in HEAD_WIDTHS:
@@ -93,7 +115,8 @@ def _ampere_table() -> np.ndarray:
 
 # Every (table, kernel) stacked: (kernel rows, passes, head widths, lengths), shares of the peak.
 TABLE_ROWS = tuple((table, kernel) for table, kernels in TABLE_KERNELS.items() for kernel in kernels)
-SHARES = np.array([_hopper_table(kernel) if table == "hopper" else _ampere_table() for table, kernel in TABLE_ROWS])
+_TABLES = {"hopper": _hopper_table, "blackwell": _blackwell_table, "ampere": lambda kernel: _ampere_table()}
+SHARES = np.array([_TABLES[table](kernel) for table, kernel in TABLE_ROWS])
 _LOG_LENGTHS = np.log2(SEQ_LENGTHS)
 _LOG_WIDTHS = np.log2(HEAD_WIDTHS)
 

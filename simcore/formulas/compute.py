@@ -30,10 +30,20 @@ class ComputeParams:
     static_power_fraction: float = 0.125
 
 
-def full_clock_w(acc) -> np.ndarray:
+def full_clock_w(acc, family_full_clock_w=float("nan")) -> np.ndarray:
     """The accelerator's power running dense GEMM at full clock: the catalogue's figure, else its
-    TDP (unknown: the cap is taken never to bind)."""
-    return where(np.isnan(acc["full_clock_power_w"]), acc["tdp_w"], acc["full_clock_power_w"])
+    family's (:func:`full_clock_power_from` a sustained-rate measurement), else its TDP (unknown:
+    the cap is taken never to bind)."""
+    family_w = where(np.isnan(family_full_clock_w), acc["tdp_w"], family_full_clock_w)
+    return where(np.isnan(acc["full_clock_power_w"]), family_w, acc["full_clock_power_w"])
+
+
+def full_clock_power_from(sustained_share, power_w, params: ComputeParams = ComputeParams()) -> float:
+    """The power a die would draw at full clock, from one measurement of the share of its full-clock
+    rate it sustains capped at ``power_w``: :func:`sustained_clock_factor` inverted,
+    P_full = P / (s + (1 - s) f^3) with s the static share."""
+    static = params.static_power_fraction
+    return power_w / (static + (1 - static) * sustained_share**3)
 
 
 def sustained_clock_factor(tdp_w, full_clock_power_w, params: ComputeParams = ComputeParams()):

@@ -20,6 +20,11 @@ family's flagship part, never from a training run:
 * ``overlap_gemm_slowdown``: how much slower compute runs while an SM-based collective (NCCL's
   data-parallel reduce-scatter or all-gather) runs beside it, as a share of its time (NaN: not
   measured, no cost);
+* ``full_clock_power_w``: the power the family's die would draw running dense work at full clock,
+  inverted from a measurement of the rate it sustains at a known board power
+  (:func:`simcore.formulas.compute.full_clock_power_from`); a part whose cap is below it runs
+  every compute rate at a lower sustained clock (NaN: not measured, the catalogue's figure or the
+  TDP, where the cap never binds);
 * ``conv_fraction``: the convolutions of a CNN's training step reach this share of the peak (used
   for workloads described by FLOPs per sample when no measured forward time is given);
 * ``reference_sm_count`` and ``reference_hbm_gbyte_s``: the flagship's datasheet values, used when
@@ -31,11 +36,12 @@ secondary (reported by others), estimate (no measurement found: basis given).
 from dataclasses import dataclass, field
 
 from simcore.formulas.attention import BASIS, DEFAULT_KERNEL, FAMILY_TABLES, attention_shares, kernel_row
-from simcore.formulas.compute import sustained_clock_factor
+from simcore.formulas.compute import full_clock_power_from, sustained_clock_factor
 from simcore.formulas.host import constant_rows as host_constant_rows
 
 CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "scaleup_fraction",
-                  "nvls_allreduce_gain", "conv_fraction", "rate_spread", "overlap_gemm_slowdown")
+                  "nvls_allreduce_gain", "conv_fraction", "rate_spread", "overlap_gemm_slowdown",
+                  "full_clock_power_w")
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class DeviceFamily:
     nvls_allreduce_gain: float = float("nan")
     rate_spread: float = float("nan")
     overlap_gemm_slowdown: float = float("nan")
+    full_clock_power_w: float = float("nan")
     # FP8 tensor cores read operands column-wise (Blackwell; Transformer Engine's "Handling transposes"),
     # and scale per 32-element block (MXFP8): Hopper needs a transposed copy and has no MXFP8.
     fp8_columnwise: bool = False
@@ -74,6 +81,17 @@ DSV3_GB200 = ("NVIDIA/Megatron-LM docs/discussions/deepseek-v3-gb200-optimizatio
 OVERLAP_SLOWDOWN = 0.189
 OVERLAP_BASIS = ("secondary", "Lee et al., arXiv:2507.03114: GEMMs beside NCCL collectives 18.9% slower on average "
                               "(up to 40%) on 4-GPU A100 and H100 systems, one mean for both families")
+# A B200 under sustained load (flashinfer PR #2899): about 1,000 W drawn, the SM clock down from 1,965 MHz
+# to about 1,580, FlashAttention-4's throughput 15% lower after about 30 iterations than in the first. A
+# microbenchmark's short burst (the GEMM shares below, the attention sweeps) runs at the full clock; a
+# training step sustains 0.85 of it at 1,000 W.
+B200_SUSTAINED_SHARE, B200_SUSTAINED_W = 0.85, 1000.0
+# 8 x B200, NCCL 2.27.7, all_reduce of 8 GiB (S. Bekman, ml-engineering network/README.md): 682 GB/s bus
+# bandwidth by ring, 838 with NVLink SHARP, over 900 GB/s one-way NVLink 5.
+B200_RING_BUSBW, B200_NVLS_BUSBW, NVLINK5_ONE_WAY = 682.0, 838.0, 900.0
+# FP8 cast kernels on a B200 at 1,000 W reach 5.4-6.46 TB/s (pytorch/ao PR #4002), whose 7,680-bit
+# HBM3e bus peaks at 7.67 TB/s (the same PR), not the rounded 8 TB/s of the datasheet.
+B200_STREAM_TBYTE_S, B200_HBM_TBYTE_S = 6.46, 7.67
 BEKMAN = "S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS' table"
 
 FAMILIES = {
@@ -121,10 +139,12 @@ FAMILIES = {
     ),
     "blackwell": DeviceFamily(
         key="blackwell", name="NVIDIA Blackwell (B200, GB200)",
-        gemm_fraction=1745.0 / 2250, fp8_gemm_fraction=3432.5 / 4500, hbm_fraction=2.97 / 3.35,
-        scaleup_fraction=370 / 450, conv_fraction=float("nan"),
-        reference_sm_count=148, reference_hbm_gbyte_s=8000, nvls_allreduce_gain=480 / 370, rate_spread=0.05,
+        gemm_fraction=1745.0 / 2250, fp8_gemm_fraction=3432.5 / 4500,
+        hbm_fraction=B200_STREAM_TBYTE_S / B200_HBM_TBYTE_S, scaleup_fraction=B200_RING_BUSBW / NVLINK5_ONE_WAY,
+        conv_fraction=float("nan"), reference_sm_count=148, reference_hbm_gbyte_s=B200_HBM_TBYTE_S * 1000,
+        nvls_allreduce_gain=B200_NVLS_BUSBW / B200_RING_BUSBW, rate_spread=0.05,
         fp8_columnwise=True, overlap_gemm_slowdown=OVERLAP_SLOWDOWN,
+        full_clock_power_w=full_clock_power_from(B200_SUSTAINED_SHARE, B200_SUSTAINED_W),
         dispatcher_gbyte_s={"hierarchical": (400.0, 190.0), "hybridep": (714.66, 657.72)},
         basis={
             "rate_spread": ("estimate", "no B200 spread measurement found: Hopper's 5% across a node"),
@@ -135,9 +155,18 @@ FAMILIES = {
                                                 "714.66 and 657.72 GB/s with 32 blocks (its chart, images/image6.png)"),
             "gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 1745.0 of 2250 TFLOPS BF16"),
             "fp8_gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 3432.5 of 4500 TFLOPS FP8"),
-            "hbm_fraction": ("estimate", "no B200 STREAM figure found: Hopper's share"),
-            "scaleup_fraction": ("estimate", "no B200 nccl-tests figure found: Hopper's share"),
-            "nvls_allreduce_gain": ("estimate", "no B200 NVLink SHARP figure found: Hopper's gain"),
+            "hbm_fraction": ("secondary", "pytorch/ao PR #4002: MXFP8 cast kernels on a B200 at 1,000 W reach up "
+                                          "to 6.46 TB/s of the 7,680-bit bus's 7.67 TB/s peak (no STREAM run found)"),
+            "scaleup_fraction": ("secondary", "S. Bekman, ml-engineering network/README.md: 8 x B200 all_reduce "
+                                              "8 GiB, NCCL 2.27.7, 682 GB/s bus bandwidth by ring over 900 GB/s "
+                                              "one-way NVLink 5"),
+            "nvls_allreduce_gain": ("secondary", "S. Bekman, ml-engineering network/README.md: 8 x B200 all_reduce "
+                                                 "8 GiB with NVLink SHARP 838 GB/s against 682 by ring"),
+            "full_clock_power_w": ("secondary", "flashinfer PR #2899: a B200 under sustained load drew about "
+                                                "1,000 W, its SM clock fell from 1,965 to about 1,580 MHz and "
+                                                "FlashAttention-4 ran 15% slower after about 30 iterations: 0.85 "
+                                                "of the full-clock rate at 1,000 W, inverted through the clock "
+                                                "model (static share 12.5%)"),
         },
     ),
     "ascend": DeviceFamily(

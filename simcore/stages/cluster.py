@@ -42,9 +42,9 @@ def calibration_section(family: DeviceFamily, calibration) -> dict:
 def hardware(acc, calibration, params) -> Hardware:
     """Achieved GEMM per precision at the sustained clock (:func:`simcore.formulas.compute.gemm_tflops`), with
     the family's shares or the measured ones of ``calibration``."""
-    full_clock_w = compute.full_clock_w(acc)
-    clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
     family = calibrated_family(params.families[acc["family"]], calibration)
+    full_clock_w = compute.full_clock_w(acc, family.full_clock_power_w)
+    clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
     gemm = {name: compute.gemm_tflops(acc[key], acc["tdp_w"], full_clock_w,
                                       family.fp8_gemm_fraction if name == "fp8" else family.gemm_fraction,
                                       params.compute)

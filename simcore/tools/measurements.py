@@ -294,7 +294,7 @@ def _node(node_document: dict):
     node = parse_node(node_document)
     acc = node["accelerator"]
     family = FAMILIES[acc["family"]]
-    return node, family, sustained_clock_factor(acc["tdp_w"], full_clock_w(acc))
+    return node, family, sustained_clock_factor(acc["tdp_w"], full_clock_w(acc, family.full_clock_power_w))
 
 
 def _finite(value) -> float | None:

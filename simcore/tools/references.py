@@ -131,7 +131,7 @@ GB200_TRAY = {
     "gpus": 4,
     "accelerator": {"peak_tf32_tflops": 1250, "peak_fp16_tflops": 2500, "peak_fp8_tflops": 5000,
                     "memory_gib": GB200_HBM_GIB,
-                    "tdp_w": 1200, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 8000, "sm_count": 148,
+                    "tdp_w": 1200, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 7670, "sm_count": 148,
                     "family": "blackwell"},
     "nvlink_topology": "all-to-all", "scaleup_domain_gpus": 72, "cpus": 2, "cpu_tdp_w": 250, "compute_nics": 4,
     "compute_nic_gbit_s": 400, "host_op_us": 14.55, "max_power_w": 6667.0,
@@ -150,7 +150,7 @@ DGX_B200_MAX_W = 14300.0
 DGX_B200_NODE = {
     "gpus": 8,
     "accelerator": {"peak_tf32_tflops": 1100, "peak_fp16_tflops": 2250, "peak_fp8_tflops": 4500, "memory_gib": 179.06,
-                    "tdp_w": 1000, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 8000, "sm_count": 148,
+                    "tdp_w": 1000, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 7670, "sm_count": 148,
                     "family": "blackwell"},
     "nvlink_topology": "all-to-all", "cpus": 2, "cpu_tdp_w": 350, "compute_nics": 8, "compute_nic_gbit_s": 400,
     "max_power_w": DGX_B200_MAX_W,

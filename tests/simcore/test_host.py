@@ -61,7 +61,7 @@ def test_moe_routing_launches_as_the_gb200_write_up_counted_them():
 
 
 SMALL = {"kind": "transformer", "layers": 16, "hidden": 2048, "heads": 32, "kv_heads": 8, "ffn_hidden": 8192,
-         "gated_mlp": True, "vocab": 128256, "seq_len": 1024, "global_batch": 64, "micro_batch": 1}
+         "gated_mlp": True, "vocab": 128256, "seq_len": 512, "global_batch": 64, "micro_batch": 1}
 TWO_TRAYS = {**NVL72_RACKS, "node_count": 2}
 
 
@@ -93,7 +93,7 @@ def test_fused_cross_entropy_and_rotary_embedding_move_fewer_bytes():
     cluster = {"node_count": 1, "node": LLAMA3_NODE, "fabric": {"switch_radix": 64, "switch_gbit_s": 400}}
     hbm_bytes_s = 3350e9 * FAMILIES["hopper"].hbm_fraction
     fused, plain = train(cluster), train(cluster, cross_entropy_fusion=False)
-    tokens_logits = 8 * 1024 * 128256  # micro-batches x tokens x vocabulary
+    tokens_logits = 8 * SMALL["seq_len"] * 128256  # micro-batches x tokens x vocabulary
     for part, saved in (("forward", 10 - 2), ("backward", 6 - 4)):  # bytes a logit, unfused against fused
         assert plain["step_parts_s"][part] - fused["step_parts_s"][part] == pytest.approx(
             tokens_logits * saved / hbm_bytes_s)
@@ -101,4 +101,4 @@ def test_fused_cross_entropy_and_rotary_embedding_move_fewer_bytes():
     rotated = (32 + 8) * 64  # query and key heads x head width, per token
     assert rope_elements(LLAMA, layout()) == 2 * rotated
     assert unfused["step_parts_s"]["forward"] - fused["step_parts_s"]["forward"] == pytest.approx(
-        8 * 16 * 1024 * 8 * rotated * 2 / hbm_bytes_s)
+        8 * 16 * SMALL["seq_len"] * 8 * rotated * 2 / hbm_bytes_s)
