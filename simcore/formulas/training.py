@@ -396,7 +396,8 @@ def pipeline_bubble_s(schedule: str, pp, virtual_stages, means: dict):
 
 def in_flight_micro_batches(schedule: str, pp, virtual_stages, micro_batches, rank=0.0):
     """Micro-batches whose activations pipeline rank ``rank`` holds at the peak, in units of its
-    layers' activations for one micro-batch: the forward passes its schedule runs before its first
+    layers' activations for one micro-batch, its layers spread evenly over its chunks
+    (:func:`held_layer_passes` places them): the forward passes its schedule runs before its first
     backward, plus the one in flight, never more than the step's micro-batches. 1F1B and ZB-H1:
     p - r; interleaved over v chunks (Megatron-Core's schedules.py, get_pp_rank_microbatches):
     2 (p - r - 1) + (v - 1) p warm-up chunk passes, each 1 / v of the rank's layers, so rank 0 holds
@@ -407,6 +408,30 @@ def in_flight_micro_batches(schedule: str, pp, virtual_stages, micro_batches, ra
     plain = pp - rank
     interleaved = (2 * (pp - rank - 1) + (virtual_stages - 1) * pp + 1) / virtual_stages
     return np.minimum(where(virtual_stages > 1, interleaved, plain), micro_batches)
+
+
+def held_layer_passes(schedule: str, pp, virtual_stages, micro_batches, rank, layers, short_chunk, shortfall):
+    """Layer passes (one layer's activations for one micro-batch) pipeline rank ``rank`` holds at the
+    peak. Interleaved over v chunks the rank's forwards run p micro-batches on chunk 0, then p on
+    chunk 1, and so on round the chunks (Megatron-Core's schedules.py, microbatch group size p), so
+    the 2 (p - r - 1) + (v - 1) p + 1 forwards held at the peak fall unevenly: chunk 0 holds the most
+    (rank 0, p = 16, v = 2: 31 micro-batches on chunk 0, 16 on chunk 1). Each chunk holds 1 / v of
+    a full rank's layers but chunk ``short_chunk``, which has ``shortfall`` fewer (a first stage's
+    layers come off its first chunk, the first virtual stage; a last stage's off its last). Other
+    schedules hold :func:`in_flight_micro_batches` times the rank's ``layers``."""
+    v = np.asarray(virtual_stages, float)
+    if schedule == "dualpipe" or not np.any(v > 1):
+        return layers * in_flight_micro_batches(schedule, pp, v, micro_batches, rank)
+    full_chunk = (layers + shortfall) / v
+    forwards = np.minimum(2 * (pp - rank - 1) + (v - 1) * pp + 1, micro_batches * v)
+    rounds = np.floor(forwards / (pp * v))
+    rest = forwards - rounds * pp * v
+    held = 0.0
+    for chunk in range(int(np.max(v))):
+        count = np.minimum(rounds * pp + np.clip(rest - chunk * pp, 0.0, pp), micro_batches)
+        chunk_layers = full_chunk - where(short_chunk == chunk, shortfall, 0.0)
+        held = held + where(chunk < v, count * chunk_layers, 0.0)
+    return where(v > 1, held, layers * in_flight_micro_batches(schedule, pp, v, micro_batches, rank))
 
 
 STAGE_PARTS = ("forward", "backward", "recomputation", "comm_sms", "host_launch", "tp_traffic", "cp_traffic",
@@ -501,9 +526,9 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
 def activation_bytes_peak(model: Model, layout: Layout, schedule: str, pp, virtual_stages, micro_batches,
                           stage_layer_counts) -> np.ndarray:
     """Activations the busiest rank holds: of the first stage (rank 0, with the leading dense layers
-    of an MoE), the first middle one (rank 1) and the last (rank p - 1), the most of its layers'
-    activations times its :func:`in_flight_micro_batches`; with full recomputation one layer's
-    activations are rebuilt at a time on top."""
+    of an MoE), the first middle one (rank 1) and the last (rank p - 1), the most of its layer
+    passes held (:func:`held_layer_passes`) times its mean layer's activations; with full
+    recomputation one layer's activations are rebuilt at a time on top."""
     dense = activation_bytes_per_layer(model, layout, False)
     has_moe = model.experts > 0
     moe = activation_bytes_per_layer(model, layout, True) if np.asarray(has_moe).any() else dense
@@ -512,14 +537,16 @@ def activation_bytes_peak(model: Model, layout: Layout, schedule: str, pp, virtu
     first_dense = np.minimum(dense_total, first_layers)
     rest_dense = where(pp > 1, (dense_total - first_dense) / np.maximum(pp - 1, 1), 0.0)
 
-    def held(layers, dense_layers, rank):
+    def held(layers, dense_layers, rank, short_chunk):
         dense_layers = where(has_moe, np.minimum(dense_layers, layers), layers)
-        stage = dense_layers * dense + (layers - dense_layers) * moe
-        return stage * in_flight_micro_batches(schedule, pp, virtual_stages, micro_batches, rank)
+        per_layer = (dense_layers * dense + (layers - dense_layers) * moe) / np.maximum(layers, 1.0)
+        shortfall = np.maximum(middle_layers - layers, 0.0)
+        return per_layer * held_layer_passes(schedule, pp, virtual_stages, micro_batches, rank, layers,
+                                             short_chunk, shortfall)
 
-    peak = held(first_layers, first_dense, 0.0)
-    peak = np.maximum(peak, where(pp >= 3, held(middle_layers, rest_dense, 1.0), 0.0))
-    peak = np.maximum(peak, where(pp >= 2, held(last_layers, rest_dense, pp - 1), 0.0))
+    peak = held(first_layers, first_dense, 0.0, 0.0)
+    peak = np.maximum(peak, where(pp >= 3, held(middle_layers, rest_dense, 1.0, 0.0), 0.0))
+    peak = np.maximum(peak, where(pp >= 2, held(last_layers, rest_dense, pp - 1, virtual_stages - 1), 0.0))
     full = layout.recompute == 2
     rebuilt = 0.0
     if np.asarray(full).any():  # one layer's activations rebuilt at a time on top of the kept inputs
