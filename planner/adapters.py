@@ -47,6 +47,7 @@ def node_document(node) -> dict:
         "cpu_cores": cpu.cores * cpus if cpu else None,
         "cpu_tdp_w": cpu.tdp_w if cpu else None,
         "host_op_us": cpu.host_op_us if cpu else None,
+        "host_module_us": cpu.host_module_us if cpu else None,
         "host_memory_bw_gbyte_s": node.host_memory_practical_bw_gbyte_s,
         "host_memory_peak_bw_gbyte_s": cpu.memory_bandwidth_gbyte_s * cpus if cpu else None,
         "pcie_bw_gbyte_s": pcie_practical_gbyte_s(acc.host_pcie_gen, acc.host_pcie_lanes),

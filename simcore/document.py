@@ -153,6 +153,10 @@ SPEC: dict[str, Any] = {
                               doc="host CPU time per eager PyTorch op, measured on the node's CPU (NVIDIA "
                                   "dgxc-benchmarking cpu_overhead: Xeon 8480C 7.66, Grace 14.55); null: an x86 "
                                   "server's 7.66"),
+            "host_module_us": opt(nullable=True, label="host time per Transformer Engine module", unit="us",
+                                  doc="host CPU time of one Transformer Engine module's forward (a Linear) on the "
+                                      "node's CPU, measured (TransformerEngine issue 2053: Grace about 100, "
+                                      "an H100 node's Xeon 13.5); null: the x86 server's 13.5"),
             "host_memory_bw_gbyte_s": opt(nullable=True, unit="GB/s", doc="measured practical, all sockets"),
             "host_memory_peak_bw_gbyte_s": opt(nullable=True, unit="GB/s",
                                                doc="peak, all sockets; used when no measurement is given"),
@@ -467,6 +471,11 @@ SPEC: dict[str, Any] = {
                                 labels=("None", "Selective (attention core)", "Full (every layer's forward)")),
             "recompute_norms": Flag(False, doc="recompute the norms in backward instead of keeping their outputs "
                                                "(Megatron-Core's recompute module layernorm; DeepSeek-V3 3.2.3)"),
+            "offload_activation_layers": opt("non_negative", 0, integer=True, label="layers offloaded",
+                                             doc="layers of each pipeline stage whose activations go to host "
+                                                 "memory after their forward and come back before their backward "
+                                                 "(Megatron-Core's cpu_offloading_num_layers), copied over the "
+                                                 "GPU's host link beside the compute"),
             "recompute_mla_up_proj": Flag(False, label="recompute MLA up-projections",
                                           doc="recompute MLA's query and key/value up-projections in backward, "
                                               "keeping only the latents (Megatron-Core's mla_up_proj; "

@@ -158,6 +158,11 @@ class CPU(CatalogEntry):
         "cpu_overhead); null: an x86 server's 7.66 us.",
         null=True,
     )
+    host_module_us = positive_float(
+        "Host time of one Transformer Engine module's forward (a Linear) on this CPU's GPU node, measured "
+        "(TransformerEngine issue 2053); null: an x86 server's 13.5 us.",
+        null=True,
+    )
 
 
 class NIC(CatalogEntry):

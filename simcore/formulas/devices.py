@@ -25,6 +25,10 @@ family's flagship part, never from a training run:
   (:func:`simcore.formulas.compute.full_clock_power_from`); a part whose cap is below it runs
   every compute rate at a lower sustained clock (NaN: not measured, the catalogue's figure or the
   TDP, where the cap never binds);
+* ``grouped_gemm_fraction`` (one group) and ``grouped_gemm_fraction_eight`` (eight groups), and
+  ``fp8_grouped_gemm_fraction``: the large-GEMM share of the grouped GEMM a MoE layer runs over its
+  rank's experts, measured apart from dense GEMMs because its kernels reach far less (NaN: not
+  measured, the dense share; :func:`simcore.formulas.transformer.grouped_gemm_fraction`);
 * ``conv_fraction``: the convolutions of a CNN's training step reach this share of the peak (used
   for workloads described by FLOPs per sample when no measured forward time is given);
 * ``reference_sm_count`` and ``reference_hbm_gbyte_s``: the flagship's datasheet values, used when
@@ -41,7 +45,8 @@ from simcore.formulas.host import constant_rows as host_constant_rows
 
 CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "scaleup_fraction",
                   "nvls_allreduce_gain", "conv_fraction", "rate_spread", "overlap_gemm_slowdown",
-                  "full_clock_power_w")
+                  "full_clock_power_w", "grouped_gemm_fraction", "grouped_gemm_fraction_eight",
+                  "fp8_grouped_gemm_fraction")
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,9 @@ class DeviceFamily:
     rate_spread: float = float("nan")
     overlap_gemm_slowdown: float = float("nan")
     full_clock_power_w: float = float("nan")
+    grouped_gemm_fraction: float = float("nan")
+    grouped_gemm_fraction_eight: float = float("nan")
+    fp8_grouped_gemm_fraction: float = float("nan")
     # FP8 tensor cores read operands column-wise (Blackwell; Transformer Engine's "Handling transposes"),
     # and scale per 32-element block (MXFP8): Hopper needs a transposed copy and has no MXFP8.
     fp8_columnwise: bool = False
@@ -92,6 +100,11 @@ B200_RING_BUSBW, B200_NVLS_BUSBW, NVLINK5_ONE_WAY = 682.0, 838.0, 900.0
 # FP8 cast kernels on a B200 at 1,000 W reach 5.4-6.46 TB/s (pytorch/ao PR #4002), whose 7,680-bit
 # HBM3e bus peaks at 7.67 TB/s (the same PR), not the rounded 8 TB/s of the datasheet.
 B200_STREAM_TBYTE_S, B200_HBM_TBYTE_S = 6.46, 7.67
+# MoE grouped GEMMs on Blackwell: BF16 forward and backward together about 860 TFLOPS with one group and
+# 712 with eight on a B200 (pytorch/ao torchao/prototype/moe_training README, commit 36027d8, M 131,072);
+# MXFP8 2,672 TFLOPS on a GB200 (K 7,168, N 2,048, L2 flushed: Megatron-LM's DeepSeek-V3 GB200 write-up).
+B200_GROUPED_BF16_ONE, B200_GROUPED_BF16_EIGHT, GB200_GROUPED_MXFP8 = 860.0, 712.0, 2672.0
+TORCHAO_MOE = "pytorch/ao torchao/prototype/moe_training/README.md (commit 36027d8)"
 BEKMAN = "S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS' table"
 
 FAMILIES = {
@@ -145,6 +158,8 @@ FAMILIES = {
         nvls_allreduce_gain=B200_NVLS_BUSBW / B200_RING_BUSBW, rate_spread=0.05,
         fp8_columnwise=True, overlap_gemm_slowdown=OVERLAP_SLOWDOWN,
         full_clock_power_w=full_clock_power_from(B200_SUSTAINED_SHARE, B200_SUSTAINED_W),
+        grouped_gemm_fraction=B200_GROUPED_BF16_ONE / 2250, grouped_gemm_fraction_eight=B200_GROUPED_BF16_EIGHT / 2250,
+        fp8_grouped_gemm_fraction=GB200_GROUPED_MXFP8 / 5000,
         dispatcher_gbyte_s={"hierarchical": (400.0, 190.0), "hybridep": (714.66, 657.72)},
         basis={
             "rate_spread": ("estimate", "no B200 spread measurement found: Hopper's 5% across a node"),
@@ -162,6 +177,12 @@ FAMILIES = {
                                               "one-way NVLink 5"),
             "nvls_allreduce_gain": ("secondary", "S. Bekman, ml-engineering network/README.md: 8 x B200 all_reduce "
                                                  "8 GiB with NVLink SHARP 838 GB/s against 682 by ring"),
+            "grouped_gemm_fraction": ("measured", f"{TORCHAO_MOE}: B200 BF16 grouped GEMM, forward and backward, "
+                                                  "about 860 of 2,250 TFLOPS with one group (M 131,072)"),
+            "grouped_gemm_fraction_eight": ("measured", f"{TORCHAO_MOE}: B200 BF16 grouped GEMM, forward and "
+                                                        "backward, about 712 of 2,250 TFLOPS with eight groups"),
+            "fp8_grouped_gemm_fraction": ("secondary", f"{DSV3_GB200}: MXFP8 grouped expert GEMM (K 7168, N 2048, "
+                                                       "L2 flushed) 2,672 of 5,000 TFLOPS on a GB200"),
             "full_clock_power_w": ("secondary", "flashinfer PR #2899: a B200 under sustained load drew about "
                                                 "1,000 W, its SM clock fell from 1,965 to about 1,580 MHz and "
                                                 "FlashAttention-4 ran 15% slower after about 30 iterations: 0.85 "

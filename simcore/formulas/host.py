@@ -5,9 +5,11 @@ bounds that layer (Megatron-LM, docs/discussions/deepseek-v3-gb200-optimization,
 
 Each layer's launches per micro-batch are counted from its structure as Megatron-Core with
 Transformer Engine runs it (:func:`layer_launches`), each costing the host the node CPU's measured
-time per eager op; a layer pass takes the longer of its launches and its GPU compute. CUDA graphs
-replay a captured scope for one launch. Host-only PyTorch calls (allocations, autograd bookkeeping)
-are not counted, so this is a lower bound on the host's time (docs/engine.md, known misses).
+time per eager op, and each Transformer Engine module's forward (:func:`te_modules`) its measured
+time per module in place of its GEMM's launch; a layer pass takes the longer of its launches and
+its GPU compute. CUDA graphs replay a captured scope for one launch. Host-only PyTorch calls
+(allocations, autograd bookkeeping) are not counted, so this is a lower bound on the host's time
+(docs/engine.md, known misses).
 """
 from dataclasses import dataclass
 
@@ -20,6 +22,12 @@ from simcore.arrays import where
 # matrices 10,000 times, the mean over its eight sizes on a DGX H100 (Xeon Platinum 8480C): 7.66 us
 # (DGX B200, Xeon Platinum 8570: 7.65 us; GB200, Grace: 14.55 us).
 X86_HOST_OP_S = 7.66e-6
+# Host time of one Transformer Engine module's forward (a BF16 Linear) on an H100 node's Xeon: about 13.5 us
+# (NVIDIA/TransformerEngine issue 2053, where Grace takes about 100 us and a plain torch Linear 37 on Grace):
+# the Python around the module (recipe and quantizer checks, autograd function setup) beyond its launches.
+X86_HOST_MODULE_S = 13.5e-6
+TE_MODULE_ISSUE = ("NVIDIA/TransformerEngine issue 2053: a BF16 Linear's forward through Transformer Engine took "
+                   "about 13.5 us of CPU on an H100 node (Xeon) and about 100 us on Grace")
 
 # Kernels of a MoE router per layer pass (Megatron-LM's DeepSeek-V3 GB200 write-up, 2.1.4 and 2.2):
 # 72 as written, 31 with Transformer Engine's fused router (--moe-router-fusion, TE PR 1883), 17
@@ -40,13 +48,15 @@ ROPE_KERNELS = {True: 1.0, False: 5.0}
 @dataclass(frozen=True)
 class Host:
     """What the host does for a step. ``op_s``: host seconds per eager launch (the node CPU's
-    measurement); ``cuda_graphs``: each layer's static parts captured (Megatron-Core's
+    measurement); ``module_s``: host seconds per Transformer Engine module forward (likewise);
+    ``cuda_graphs``: each layer's static parts captured (Megatron-Core's
     --cuda-graph-impl transformer_engine: a dense layer whole; a MoE layer's attention, router,
     dispatch preprocessing and shared experts, the routed experts eager as their token counts change);
     ``router_fused`` and ``permute_fused``: Transformer Engine's fused MoE router and token permute;
     ``dispatcher_fused``: the dispatcher fuses routing's preprocessing (DeepEP, HybridEP)."""
 
     op_s: np.ndarray
+    module_s: np.ndarray
     cuda_graphs: np.ndarray
     router_fused: np.ndarray
     permute_fused: np.ndarray
@@ -115,15 +125,38 @@ def layer_launches(model, layout, host: Host) -> dict:
     return {key: where(host.cuda_graphs, graphed[key], value) for key, value in eager.items()}
 
 
+def te_modules(model, host: Host) -> dict:
+    """Transformer Engine modules one rank runs forward per layer and micro-batch, eager, as
+    Megatron-Core's Transformer Engine spec builds the layer: each attention GEMM's linear (QKV and
+    projection; MLA's four or five) and the attention core; a dense MLP's two linears; a MoE MLP's
+    two grouped linears over the rank's experts and its shared experts' two (the router's GEMM is a
+    plain torch linear). With CUDA graphs the captured scopes replay: a dense layer none, a MoE layer
+    its eager routed experts' two."""
+    mla = np.asarray(model.mla, bool)
+    attention = where(mla, where(model.q_lora_rank > 0, 5.0, 4.0), 2.0) + 1
+    shared = 2 * np.minimum(model.shared_experts, 1.0)
+    eager = {"dense_f": attention + 2, "moe_f": attention + 2 + shared}
+    graphed = {"dense_f": 0.0, "moe_f": 2.0}
+    return {key: where(host.cuda_graphs, graphed[key], value) for key, value in eager.items()}
+
+
+def host_forward_s(launches_f, modules_f, host: Host):
+    """Host time of a layer's forward: its launches at the time per op, its Transformer Engine modules
+    at the time per module in place of the one launch each is counted with."""
+    return launches_f * host.op_s + modules_f * np.maximum(host.module_s - host.op_s, 0.0)
+
+
 def constant_rows() -> list[dict]:
     """The host model's measured figures, for validation's constants table."""
     return [{"family": "x86 host", "constant": "host_op_us", "value": X86_HOST_OP_S * 1e6, "confidence": "measured",
              "source": DGXC_CPU_OVERHEAD},
+            {"family": "x86 host", "constant": "host_module_us", "value": X86_HOST_MODULE_S * 1e6,
+             "confidence": "secondary", "source": TE_MODULE_ISSUE},
             *({"family": "MoE router", "constant": f"kernels ({kind})", "value": count, "confidence": "measured",
                "source": GB200_WRITE_UP} for kind, count in ROUTER_KERNELS.items())]
 
 
-def exposed_host_s(launches, host: Host, gpu_s):
-    """Host time the GPU waits for in one layer pass: its launches' host time beyond the GPU's
-    compute for the same pass (the host runs ahead of the GPU only until it is out of work)."""
-    return np.maximum(launches * host.op_s - gpu_s, 0.0)
+def exposed_host_s(host_s, gpu_s):
+    """Host time the GPU waits for in one layer pass: the pass's host time beyond the GPU's compute
+    for the same pass (the host runs ahead of the GPU only until it is out of work)."""
+    return np.maximum(host_s - gpu_s, 0.0)

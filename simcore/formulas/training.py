@@ -27,7 +27,7 @@ import numpy as np
 
 from simcore.arrays import where
 from simcore.formulas import collectives
-from simcore.formulas.host import Host, exposed_host_s, layer_launches
+from simcore.formulas.host import Host, exposed_host_s, host_forward_s, layer_launches, te_modules
 from simcore.formulas.overlap import bulk_s, reduce_scatter_exposed_s, ring_gather_exposed_s
 from simcore.formulas.transformer import Device, Layout, Model, layer_times_s, moe_dispatch_tokens
 
@@ -106,9 +106,17 @@ STEP_PARTS = {"forward": "forward", "backward": "backward", "recomputation": "re
               "host_launch": "the host launching kernels",
               "stragglers": "waiting for the slowest GPU", "tp_traffic": "tensor-parallel traffic",
               "cp_traffic": "context-parallel traffic", "pp_traffic": "pipeline traffic",
-              "ep_all_to_all": "expert all-to-all", "dp_exposed": "exposed data-parallel traffic",
+              "ep_all_to_all": "expert all-to-all", "activation_offload": "activation copies to and from the host",
+              "dp_exposed": "exposed data-parallel traffic",
               "host_preprocessing": "host data preprocessing"}
 STEP_KEYS, STEP_LABELS = tuple(STEP_PARTS), tuple(STEP_PARTS.values())
+# What of the compute parts (forward, backward, recomputation) named kernels take, per step on the
+# slowest stage (``training.compute_detail_s``): parts of those parts, not added to the step again.
+COMPUTE_DETAIL = {"sustained_clock": "the sustained clock below full (FLOP-bound work)",
+                  "fp8_quantize": "FP8 quantization", "grouped_gemm": "grouped expert GEMMs",
+                  "moe_permute": "MoE token shuffles"}
+# The per-layer detail :func:`simcore.formulas.transformer.layer_times_s` gives, by category.
+_LAYER_DETAIL = ("quantize", "flop", "grouped", "permute")
 # The parts the GPUs spend computing, which the slowest GPU stretches.
 COMPUTE_PARTS = ("forward", "backward", "recomputation", "optimizer", "pipeline_bubble", "comm_sms")
 
@@ -243,16 +251,19 @@ def _tp_traffic_s(layout: Layout, ops: dict, device: Device, tp_link: Link, acti
 
 def _host_exposed_s(model: Model, layout: Layout, parts: dict, host: Host) -> dict:
     """One layer's host time beyond its GPU compute per micro-batch, dense and MoE layers apart
-    (:mod:`simcore.formulas.host`): the forward, and the backward with whatever it recomputes (full
-    recomputation the whole forward's launches again, selective the attention kernel's)."""
+    (:mod:`simcore.formulas.host`): the forward, its Transformer Engine modules at their measured
+    time, and the backward with whatever it recomputes (full recomputation the whole forward again,
+    selective the attention kernel's launch)."""
     launches = layer_launches(model, layout, host)
+    modules = te_modules(model, host)
     recomputed = where(layout.recompute == 2, 1.0, 0.0)
     selective = where(layout.recompute == 1, 1.0, 0.0)
 
     def exposed(kind, layer):
-        forward = exposed_host_s(launches[f"{kind}_f"], host, parts[f"{layer}_f"])
-        backward_launches = launches[f"{kind}_b"] + recomputed * launches[f"{kind}_f"] + selective
-        return forward + exposed_host_s(backward_launches, host, parts[f"{layer}_b"] + parts[f"recompute_{kind}"])
+        forward_s = host_forward_s(launches[f"{kind}_f"], modules[f"{kind}_f"], host)
+        backward_s = (launches[f"{kind}_b"] + selective) * host.op_s + recomputed * forward_s
+        return (exposed_host_s(forward_s, parts[f"{layer}_f"])
+                + exposed_host_s(backward_s, parts[f"{layer}_b"] + parts[f"recompute_{kind}"]))
 
     return {"dense": exposed("dense", "dense"), "moe": exposed("moe", "moe_layer")}
 
@@ -327,13 +338,23 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
         recompute = dense_layers * parts["recompute_dense"] + moe * parts["recompute_moe"]
         wgrad = dense_layers * parts["w_dense"] + moe * parts["w_moe"] + head * heads * out_w
         send = overlapped_s(pp_send, forward + backward, 0.0) if pp_overlap else pp_send
+        detail = {}
+        for kind in _LAYER_DETAIL:
+            def per_layer(direction, kind=kind):
+                dense_value = ops["detail"].get(f"{kind}_dense_{direction}", 0.0)
+                return dense_layers * dense_value + moe * ops["detail"].get(f"{kind}_moe_{direction}",
+                                                                           ops["detail"].get(f"{kind}_{direction}"))
+            recomputed = where(layout.recompute == 2, per_layer("f"), 0.0)
+            detail[f"_{kind}"] = per_layer("f") + per_layer("b") + recomputed
+        selective_core = where(layout.recompute == 1, (dense_layers + moe) * ops["attention_f"], 0.0)
+        detail["_flop"] = detail["_flop"] + selective_core + head * heads * (out_f + out_b)
         comm = {"tp_traffic": dense_layers * traffic["tp"]["dense"][0] + moe * traffic["tp"]["moe"][0],
                 "comm_sms": dense_layers * traffic["tp"]["dense"][1] + moe * traffic["tp"]["moe"][1],
                 "cp_traffic": (dense_layers + moe) * traffic["cp_s"],
                 "host_launch": dense_layers * traffic["host"]["dense"] + moe * traffic["host"]["moe"],
                 "ep_all_to_all": moe * traffic["ep_s"], "pp_traffic": send}
         return {"forward": forward, "backward": backward, "recomputation": recompute, "_w": wgrad, **comm,
-                "_comm": sum(comm.values())}
+                "_comm": sum(comm.values()), **detail}
 
     single = where(pp == 1, 1.0, 0.0)
     first = stage(first_layers, first_dense, single * model.mtp_layers, single)
@@ -447,7 +468,9 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     exposed data-parallel traffic and host preprocessing, which the job adds), ``stage_s``
     (per micro-batch, a list of the stages: first, middle, last; NaN for a stage the pipeline does not have),
     ``backward_s`` (the last micro-batch's backward on that stage: the window for gradient
-    reduction) and ``compute_s``. DualPipe overlaps the pipeline sends with compute as well as the
+    reduction), ``compute_s`` and ``detail`` (per step on that stage: FP8 quantization, FLOP-bound
+    work, grouped expert GEMMs and token shuffles inside the compute parts, by
+    :data:`_LAYER_DETAIL`). DualPipe overlaps the pipeline sends with compute as well as the
     all-to-all (``dispatch.overlap``).
     """
     ops = layer_times_s(model, layout, device)
@@ -471,6 +494,7 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     step_parts["optimizer"] = (updated * ADAM_BYTES_PER_PARAM + weight_casts) / device.hbm_bytes_s
     return {
         "parts": step_parts,
+        "detail": {kind: micro_batches * pick(f"_{kind}") for kind in _LAYER_DETAIL},
         "stage_s": stage_s,
         "backward_s": pick("backward") + pick("recomputation") + accumulate,
         "compute_s": sum(step_parts[k] for k in ("forward", "backward", "recomputation")),
@@ -553,6 +577,22 @@ def activation_bytes_peak(model: Model, layout: Layout, schedule: str, pp, virtu
         kept = Layout(**{**layout.__dict__, "recompute": np.zeros_like(layout.recompute)})
         rebuilt = where(full, activation_bytes_per_layer(model, kept, has_moe), 0.0)
     return peak + rebuilt
+
+
+def offloaded_activation_bytes(peak_bytes, layer_bytes, offloaded_layers, stage_layers):
+    """Activations a rank holds when ``offloaded_layers`` of its ``stage_layers`` send theirs to host
+    memory (Megatron-Core's cpu_offloading_num_layers): the rest of the peak, plus two layers' worth
+    in HBM while they copy (one going out, one coming back)."""
+    kept = 1 - offloaded_layers / np.maximum(stage_layers, 1.0)
+    return peak_bytes * kept + where(offloaded_layers > 0, 2 * layer_bytes, 0.0)
+
+
+def offload_exposed_s(offloaded_bytes, host_link_gbyte_s, forward_s, backward_s):
+    """Time per micro-batch an activation offload adds: the offloaded layers' activations go out over
+    the GPU's host link (one way, copy engines) during the forward and come back during the backward,
+    each hidden behind that pass's compute; what outlasts it shows."""
+    copy_s = offloaded_bytes / (host_link_gbyte_s * 1e9)
+    return np.maximum(copy_s - forward_s, 0.0) + np.maximum(copy_s - backward_s, 0.0)
 
 
 def memory_per_gpu_bytes(*, dense_params, expert_params, tp, pp, ep, etp, dp, expert_dp, zero_stage, weight_bytes,

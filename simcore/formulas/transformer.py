@@ -17,7 +17,7 @@ Llama-style (RMSNorm, rotary positions, no learned position table); an ungated o
 (two LayerNorms, a GeLU MLP, a learned position table). Both count the SC21 13 h biases and norm
 weights per layer so that GPT-3's parameter count matches the paper.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -77,7 +77,10 @@ class Device:
     attention_kernel: the fused attention kernel's row of measured rates
         (:data:`simcore.formulas.attention.SHARES`);
     gemm_operand_bytes: bytes per GEMM operand element (4 TF32, 1 FP8, else 2);
-    hbm_bytes_s: peak HBM bandwidth x the family's achievable share.
+    hbm_bytes_s: peak HBM bandwidth x the family's achievable share;
+    grouped_gemm_fraction: the large-GEMM share a grouped GEMM (MoE experts, one kernel over the
+        rank's experts) reaches with one group, and ``grouped_eight_ratio`` its share with eight
+        groups over that (NaN, 1: not measured, the dense share).
     """
 
     peak_flops: np.ndarray
@@ -88,6 +91,17 @@ class Device:
     attention_kernel: np.ndarray
     gemm_operand_bytes: np.ndarray
     hbm_bytes_s: np.ndarray
+    grouped_gemm_fraction: np.ndarray = np.nan
+    grouped_eight_ratio: np.ndarray = 1.0
+
+
+def grouped_gemm_fraction(device: Device, groups):
+    """The large-GEMM share of a grouped GEMM over ``groups`` experts: the measured one-group share,
+    falling geometrically to the eight-group share at 8 groups and held beyond (read by log2 of the
+    groups); the dense share where the family has no grouped measurement."""
+    steps = np.clip(np.log2(np.maximum(groups, 1.0)), 0.0, 3.0) / 3
+    grouped = device.grouped_gemm_fraction * np.asarray(device.grouped_eight_ratio) ** steps
+    return where(np.isnan(grouped), device.gemm_fraction, grouped)
 
 
 def gemm_time_s(m, n, k, device: Device, batch=1.0, attention=False, chunks=1.0, held_sms=0.0):
@@ -357,6 +371,7 @@ class Layout:
     ub: Userbuffers | None = None  # tensor-parallel communication overlapped with the GEMMs (None: not)
     rope_fused: np.ndarray = True  # rotary embedding in one kernel per tensor (Transformer Engine's fused_rope)
     cross_entropy_fused: np.ndarray = True  # the loss in one fused kernel (Transformer Engine's)
+    dispatcher_permutes: np.ndarray = False  # the MoE dispatcher permutes inside its kernels (DeepEP, HybridEP)
 
 
 def _tokens(model: Model, layout: Layout):
@@ -477,9 +492,11 @@ def moe_dispatch_tokens(layout: Layout, tokens):
 
 
 def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_element, act_f, act_b):
-    """(forward, backward, weight-gradient, FP8 casts forward, backward) of a MoE layer's MLP on one
-    rank: the router, the routed experts' token-expert pairs as a grouped GEMM over the rank's
-    experts (the busiest rank's: x imbalance), the shared experts, and their activations.
+    """(forward, backward, weight-gradient, FP8 casts forward, backward, detail) of a MoE layer's MLP on
+    one rank (detail: the grouped expert GEMMs' forward and backward, one pass of token shuffles, and
+    all its GEMMs forward and backward): the router, the routed experts' token-expert pairs as a
+    grouped GEMM over the rank's experts (the busiest rank's: x imbalance) at the family's grouped share
+    (:func:`grouped_gemm_fraction`), the shared experts, and their activations.
 
     Experts fold over the attention's ranks (Megatron-Core's MoE parallel folding): an expert-
     parallel group of ``ep`` ranks, each expert split over ``etp`` ranks. A rank receives the pairs
@@ -487,7 +504,8 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
     on average. Zero when no scenario point has experts."""
     zero = np.zeros(())
     if not np.asarray(model.experts > 0).any():
-        return zero, zero, zero, zero, zero
+        return zero, zero, zero, zero, zero, {key: zero for key in ("grouped_f", "grouped_b", "permute", "gemm_f",
+                                                                    "gemm_b")}
     h = model.hidden
     pairs = moe_dispatch_tokens(layout, tokens) * layout.etp * model.top_k * model.imbalance
     local_experts = np.maximum(model.experts / layout.ep, 1.0)
@@ -499,15 +517,32 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
     shapes = [(per_expert, e_cols, h, local_experts), (per_expert, h, e_width, local_experts),
               (shared_tokens, (model.mlp_matrices - 1) * s_width, h, 1.0), (shared_tokens, h, s_width, 1.0),
               (tokens, np.maximum(model.experts, 1.0), h, 1.0)]
-    passes = gemm_passes(shapes, device)
+    grouped = replace(device, gemm_fraction=grouped_gemm_fraction(device, local_experts))
+    passes = gemm_passes(shapes[:2], grouped) + gemm_passes(shapes[2:], device)
     shared = model.shared_experts > 0
     keep = (1.0, 1.0, shared, shared, 1.0)
     forward, backward, wgrad = (sum(where(k, part[i], 0.0) for part, k in zip(passes, keep)) for i in range(3))
     expert_act = (pairs * e_width + tokens * model.shared_experts * s_width) * per_element
     cast_f, cast_b = fp8_cast_s(shapes[:4], layout, device)
+    permute = moe_permute_s(model, layout, tokens, pairs, per_element)
     moe = model.experts > 0
-    return tuple(where(moe, value, 0.0) for value in (forward + expert_act * act_f, backward + expert_act * act_b,
-                                                          wgrad, cast_f, cast_b))
+    detail = {"grouped_f": passes[0][0] + passes[1][0], "grouped_b": passes[0][1] + passes[1][1],
+              "permute": permute, "gemm_f": forward, "gemm_b": backward}
+    return (*(where(moe, value, 0.0) for value in (forward + expert_act * act_f + permute,
+                                                   backward + expert_act * act_b + permute, wgrad, cast_f, cast_b)),
+            {key: where(moe, value, 0.0) for key, value in detail.items()})
+
+
+def moe_permute_s(model: Model, layout: Layout, tokens, pairs, per_element):
+    """HBM time of one pass (forward; backward moves the gradients back the same way) of a MoE
+    layer's token shuffles around an all-to-all dispatcher (Megatron-Core's MoEAlltoAllTokenDispatcher):
+    the permute reads each routed token and writes its top-k copies, the expert side sorts the
+    received pairs by expert (each read and written), and the combine undoes both: (2 t + 2 t k + 4 p) h
+    elements for t routed tokens and p received pairs. A dispatcher that permutes inside its
+    communication kernels (DeepEP, HybridEP) has none apart: its measured rates include them."""
+    routed = moe_dispatch_tokens(layout, tokens)
+    elements = (2 * routed + 2 * routed * model.top_k + 4 * pairs) * model.hidden
+    return where(layout.dispatcher_permutes, 0.0, elements * per_element)
 
 
 def _overlap_splits(ub: Userbuffers | None, shapes, mlp_shapes, attention_shapes, t):
@@ -533,7 +568,10 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     ``moe_f``/``moe_b``, the last stage's output layer GEMM as ``output_f``/``output_b``, the
     weight-gradient part of each backward as ``*_w`` (what zero-bubble schedules defer), and with a
     TP overlap (``layout.ub``) ``overlap``: the QKV, projection and MLP GEMMs' own times and the time
-    the pipelined reduce-scatters' SMs take from the forward (left out of ``*_f``)."""
+    the pipelined reduce-scatters' SMs take from the forward (left out of ``*_f``), and ``detail``:
+    what of those times is FP8 quantization, FLOP-bound work (weight GEMMs and the attention
+    core), grouped expert GEMMs and MoE token shuffles, dense and MoE layers apart, forward and
+    backward (:data:`simcore.formulas.training.COMPUTE_DETAIL`)."""
     tokens, replicated_tokens = _tokens(model, layout)
     h, t = model.hidden, layout.tp
     up_cols = (model.mlp_matrices - 1) * model.ffn / t
@@ -562,8 +600,11 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
     attention_cast_f, attention_cast_b = fp8_cast_s(attention_shapes, layout, device)
     mlp_cast_f, mlp_cast_b = fp8_cast_s(mlp_shapes, layout, device)
     rope = rope_elements(model, layout) * tokens * per_element
-    moe_f, moe_b, moe_w, moe_cast_f, moe_cast_b = moe_mlp_times_s(model, layout, device, tokens, per_element,
-                                                                  act_f, act_b)
+    moe_f, moe_b, moe_w, moe_cast_f, moe_cast_b, moe_detail = moe_mlp_times_s(model, layout, device, tokens,
+                                                                              per_element, act_f, act_b)
+    detail = _layer_detail((attention_gemm[0] + attention_f, attention_gemm[1] + attention_b), mlp,
+                           (attention_cast_f, attention_cast_b), (mlp_cast_f, mlp_cast_b), (moe_cast_f, moe_cast_b),
+                           moe_detail)
     return {
         "attention_gemm_f": attention_gemm[0], "attention_gemm_b": attention_gemm[1],
         "attention_gemm_w": attention_gemm[2],
@@ -575,7 +616,21 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
         "moe_f": moe_f + moe_cast_f, "moe_b": moe_b + moe_cast_b, "moe_w": moe_w,
         "output_f": out_f, "output_b": out_b, "output_w": out_w,
         "recompute_extra_f": _recomputed_modules_s(model, layout, passes[3:], replicated * h),
-        "overlap": overlap,
+        "overlap": overlap, "detail": detail,
+    }
+
+
+def _layer_detail(attention_flop, mlp, attention_cast, mlp_cast, moe_cast, moe_detail) -> dict:
+    """A layer's named kernels by category, dense and MoE apart, forward and backward
+    (:func:`layer_times_s`'s ``detail``): FP8 quantization, FLOP-bound work (the weight GEMMs and the
+    attention core), the grouped expert GEMMs and the token shuffles."""
+    return {
+        "quantize_dense_f": attention_cast[0] + mlp_cast[0], "quantize_dense_b": attention_cast[1] + mlp_cast[1],
+        "quantize_moe_f": attention_cast[0] + moe_cast[0], "quantize_moe_b": attention_cast[1] + moe_cast[1],
+        "flop_dense_f": attention_flop[0] + mlp[0], "flop_dense_b": attention_flop[1] + mlp[1],
+        "flop_moe_f": attention_flop[0] + moe_detail["gemm_f"], "flop_moe_b": attention_flop[1] + moe_detail["gemm_b"],
+        "grouped_f": moe_detail["grouped_f"], "grouped_b": moe_detail["grouped_b"],
+        "permute_f": moe_detail["permute"], "permute_b": moe_detail["permute"],
     }
 
 

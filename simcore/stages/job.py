@@ -37,6 +37,7 @@ INFEASIBLE_REASONS = (
     "DualPipe needs an even PP of at least 2",
     "zero-bubble and DualPipe schedules take one stage per rank (virtual_stages 1)",
     "node-limited routing (moe_max_domains) cannot exceed the expert-parallel ranks",
+    "activation offloading cannot offload more layers than a pipeline stage holds",
     "does not fit in HBM",
 )
 MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
@@ -46,6 +47,7 @@ RULE_FIELDS = {"tp": ("tp", "heads"), "pp": ("pp", "layers"), "cp": ("cp", "seq_
                "virtual_stages": ("virtual_stages", "pp", "layers"),
                "first_stage_layers": ("first_stage_layers", "last_stage_layers", "pp", "layers"),
                "moe_max_domains": ("moe_max_domains", "ep"), "global_batch": ("global_batch", "micro_batch"),
+               "offload_activation_layers": ("offload_activation_layers", "layers", "pp"),
                "gpus": ("gpus", "tp", "pp", "cp")}
 # Where a parallel group's traffic runs; the last: groups that fit a scale-up domain's size but cannot
 # all sit whole in the cluster's domains, so some span two and cross the network.
@@ -84,6 +86,8 @@ def workload_rules(w, stage_layer_counts) -> tuple:
         ("pp", (schedule == "dualpipe") & ((w["pp"] < 2) | (w["pp"] % 2 != 0))),
         ("virtual_stages", (schedule != "1f1b") & (w["virtual_stages"] > 1)),
         ("moe_max_domains", w["moe_max_domains"] > w["ep"]),
+        ("offload_activation_layers", (w["offload_activation_layers"] > 0)
+         & (~transformer | (w["offload_activation_layers"] > fewest))),
     )
 
 
@@ -269,21 +273,36 @@ def device_at(acc, family, clock, precision, attention_kernel="default") -> tupl
         gemm_fraction=np.asarray(gemm_fraction), attention_gemm_fraction=np.asarray(family.gemm_fraction),
         attention_kernel=np.asarray(attention_row),
         gemm_operand_bytes=np.asarray({"tf32": 4.0, "fp8": 1.0}.get(precision, 2.0)),
-        hbm_bytes_s=hbm * 1e9 * family.hbm_fraction)
+        hbm_bytes_s=hbm * 1e9 * family.hbm_fraction, **grouped_shares(family, precision))
     return device, peak_tflops
+
+
+def grouped_shares(family, precision) -> dict:
+    """The family's measured grouped-GEMM shares at the precision: the FP8 one for FP8 (one figure,
+    whatever the groups), the BF16 ones by group count otherwise (NaN: the dense share)."""
+    if precision == "fp8":
+        return {"grouped_gemm_fraction": np.asarray(family.fp8_grouped_gemm_fraction),
+                "grouped_eight_ratio": np.asarray(1.0)}
+    if precision == "tf32":
+        return {"grouped_gemm_fraction": np.asarray(np.nan), "grouped_eight_ratio": np.asarray(1.0)}
+    return {"grouped_gemm_fraction": np.asarray(family.grouped_gemm_fraction),
+            "grouped_eight_ratio": np.asarray(family.grouped_gemm_fraction_eight / family.grouped_gemm_fraction)}
 
 
 def host_side(w, node) -> host.Host:
     """What the node's host does for the workload's step (:mod:`simcore.formulas.host`): its CPU's
-    measured time per eager launch (null: an x86 server's) and the software features that change it."""
-    op_us = node["host_op_us"]
+    measured time per eager launch and per Transformer Engine module (null: an x86 server's) and the
+    software features that change them."""
+    op_us, module_us = node["host_op_us"], node["host_module_us"]
     return host.Host(op_s=where(np.isnan(op_us), host.X86_HOST_OP_S, op_us * 1e-6),
+                     module_s=where(np.isnan(module_us), host.X86_HOST_MODULE_S, module_us * 1e-6),
                      cuda_graphs=np.asarray(w["cuda_graphs"]), router_fused=np.asarray(w["moe_router_fusion"]),
                      permute_fused=np.asarray(w["moe_permute_fusion"]),
                      dispatcher_fused=w["moe_dispatcher"] != "alltoall")
 
 
-def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts, host_: host.Host) -> dict:
+def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts, host_: host.Host,
+                      host_link_gbyte_s) -> dict:
     """A transformer's parameters, FLOPs per token and step parts, layer by layer
     (:func:`simcore.formulas.training.transformer_step`)."""
     tp_, pp_, ep_, cp_ = w["tp"], w["pp"], w["ep"], w["cp"]
@@ -300,7 +319,8 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts,
                                 fp8_cache=np.asarray(w["fp8_cached_activations"]),
                                 fp8_cast_bytes=fp8_cast_bytes(w, family),
                                 ub=tp_overlap(w, family), rope_fused=np.asarray(w["rope_fusion"]),
-                                cross_entropy_fused=np.asarray(w["cross_entropy_fusion"]))
+                                cross_entropy_fused=np.asarray(w["cross_entropy_fusion"]),
+                                dispatcher_permutes=np.asarray(w["moe_dispatcher"] != "alltoall"))
     counts = transformer.parameter_counts(model)
     scale = where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
     total_params, expert_params = counts["total"] * scale, counts["experts"] * scale
@@ -317,15 +337,27 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts,
         schedule=schedule, stage_layer_counts=stage_layer_counts, tp_link=links["tp"], cp_link=links["cp"],
         dispatch=links["dispatch"], pp_link=links["pp"], optimizer_shards=shards,
         grad_accumulation_fused=np.asarray(w["grad_accumulation_fusion"]), grad_bytes=w["grad_bytes"], host=host_)
+    # Activation offloading (training.offloaded_activation_bytes, offload_exposed_s): the busiest stage's
+    # layers, each at the larger of a dense and a MoE layer's activations.
+    offloaded = w["offload_activation_layers"]
+    layer_bytes = np.maximum(training.activation_bytes_per_layer(model, layout, False),
+                             training.activation_bytes_per_layer(model, layout, model.experts > 0))
+    activations = training.offloaded_activation_bytes(
+        training.activation_bytes_peak(model, layout, schedule, pp_, w["virtual_stages"], m, stage_layer_counts),
+        layer_bytes, offloaded, np.maximum(stage_layer_counts[0], np.maximum(stage_layer_counts[1],
+                                                                            stage_layer_counts[2])))
+    parts = step["parts"]
+    parts["activation_offload"] = m * where(offloaded > 0, training.offload_exposed_s(
+        offloaded * layer_bytes, host_link_gbyte_s, parts["forward"] / m,
+        (parts["backward"] + parts["recomputation"]) / m), 0.0)
     return {"total_params": total_params, "active": counts["active"] * scale, "expert_params": expert_params,
             "mtp_params": counts["mtp"] * scale, "dense": dense, "expert_dp": expert_dp,
             "local_params": shards["dense"] + shards["experts"],
             "tokens_per_step": w["global_batch"] * model.seq, "model_per_token": model_per_token,
             "hw_per_token": model_per_token + transformer.recompute_flops_per_token(model, recompute, model_per_token),
-            "parts": step["parts"], "compute_s": step["compute_s"], "backward_window": step["backward_s"],
-            "activations": training.activation_bytes_peak(model, layout, schedule, pp_, w["virtual_stages"], m,
-                                                           stage_layer_counts),
-            "stage_s": step["stage_s"]}
+            "parts": step["parts"], "detail": step["detail"], "compute_s": step["compute_s"],
+            "backward_window": step["backward_s"],
+            "activations": activations, "stage_s": step["stage_s"]}
 
 
 def fp8_cast_bytes(w, family):
@@ -363,6 +395,7 @@ def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
             "tokens_per_step": w["global_batch"],
             "model_per_token": model_per_token, "hw_per_token": model_per_token * (1 + recompute_share),
             "parts": parts, "compute_s": parts["forward"] + parts["backward"] + parts["recomputation"],
+            "detail": {"flop": parts["forward"] + parts["backward"] + parts["recomputation"]},
             "backward_window": parts["backward"] / m,
             "activations": w["activation_bytes_per_sample"] * w["micro_batch"], "stage_s": None}
 
@@ -475,7 +508,8 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
     device, peak_tflops = device_at(acc, family, clock, w["precision"], w["attention_kernel"])
     links, placement = parallel_links(node, io, family, w, g, dp, job_gpus, nodes * g, params.collectives)
     if w["kind"] == "transformer":
-        step = _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts, host_side(w, node))
+        step = _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts, host_side(w, node),
+                                 io.pcie_bw_gbyte_s)
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
     dp_s, ar, exposed_dp, beside_dp_s = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family)
@@ -492,6 +526,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
         "infeasible_reason": label(INFEASIBLE_REASONS, where((reason == 0) & ~fits, MEMORY_REASON, reason)),
         "gpus": job_gpus, "nodes": job_nodes, "dp": np.floor(dp), "micro_batches": micro_batches,
         **_speed(step, step_s, step_parts, step_bound, feasible, job_gpus, peak_tflops),
+        "compute_detail_s": compute_detail(step["detail"], clock, feasible),
         "dp_allreduce_s": dp_s,
         "dp_allreduce_bound": ar.binding,
         "memory": memory,
@@ -507,6 +542,17 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
     return out, TrainedJob(gpus=job_gpus, nodes=job_nodes, domains=job_domains(w, node, g, job_gpus, nodes * g),
                            tokens_per_step=step["tokens_per_step"], checkpoint_bytes=checkpoint_bytes,
                            feasible=feasible, fault_factor=w["job_fault_factor"])
+
+
+def compute_detail(detail: dict, clock, feasible) -> dict:
+    """What named kernels take of the step's compute parts (:data:`training.COMPUTE_DETAIL`): the time
+    the sustained clock adds to the FLOP-bound work (its time at the sustained clock x (1 - clock):
+    kernels bound by HBM count as FLOP-bound, so an upper bound), the FP8 quantizations, the grouped
+    expert GEMMs and the MoE token shuffles (NaN where the job cannot run)."""
+    zero = np.zeros(())
+    values = {"sustained_clock": detail["flop"] * (1 - clock), "fp8_quantize": detail.get("quantize", zero),
+              "grouped_gemm": detail.get("grouped", zero), "moe_permute": detail.get("permute", zero)}
+    return {key: where(feasible, values[key], np.nan) for key in training.COMPUTE_DETAIL}
 
 
 def _speed(step, step_s, step_parts, step_bound, feasible, job_gpus, peak_tflops) -> dict:

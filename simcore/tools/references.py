@@ -124,7 +124,9 @@ LLAMA3_405B = {
 # and 2 Grace CPUs, one 72-GPU NVLink 5 domain (130 TB/s, 1.8 TB/s per GPU), rack totals 180
 # PFLOPS dense FP16/BF16, liquid cooled; about 120 kW a rack (secondary reports). One 400G NIC
 # per GPU; a GB200 superchip (2 GPUs + 1 Grace) up to 2,700 W: about 1,200 W a GPU. Host time per eager
-# PyTorch op on Grace: 14.55 us (NVIDIA dgxc-benchmarking cpu_overhead README, v25.10-v25.12). Maximum
+# PyTorch op on Grace: 14.55 us (NVIDIA dgxc-benchmarking cpu_overhead README, v25.10-v25.12); per Transformer
+# Engine Linear forward about 100 us (TransformerEngine issue 2053). HBM: 7,670 GB/s, the 7,680-bit bus's peak
+# (pytorch/ao PR #4002), not the rounded 8 TB/s. Maximum
 # tray power: NVIDIA Datacenter Power Service docs, "device specifications": a DGX_GB200 compute tray draws
 # 1,000 W at least and 6,667 W at most (another revision: 900 / 5,640 W, its GPUs and CPUs at their maxima).
 GB200_TRAY = {
@@ -134,7 +136,7 @@ GB200_TRAY = {
                     "tdp_w": 1200, "scaleup_bw_gbyte_s": 1800, "memory_bandwidth_gbyte_s": 7670, "sm_count": 148,
                     "family": "blackwell"},
     "nvlink_topology": "all-to-all", "scaleup_domain_gpus": 72, "cpus": 2, "cpu_tdp_w": 250, "compute_nics": 4,
-    "compute_nic_gbit_s": 400, "host_op_us": 14.55, "max_power_w": 6667.0,
+    "compute_nic_gbit_s": 400, "host_op_us": 14.55, "host_module_us": 100.0, "max_power_w": 6667.0,
 }
 # An NVL72 rack's parts outside its trays: 9 NVLink switch trays at 3,600 W together and 800 W of power-shelf
 # overhead (Supermicro's NVL72 rack breakdown, 2025, as Introl reports it for the GB300 NVL72, whose NVLink 5

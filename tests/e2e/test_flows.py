@@ -344,6 +344,21 @@ def test_a_small_model_on_grace_shows_its_host_and_cuda_graphs_take_it_away(page
     expect(breakdown).not_to_contain_text("the host launching kernels")
 
 
+def test_a_moe_step_on_gb200_names_what_its_compute_spends(page):
+    """The step's table names the kernels inside its compute: the GB200's sustained clock below full,
+    the grouped expert GEMMs at their measured share and the all-to-all dispatcher's token shuffles."""
+    page.login()
+    page.goto("/workloads/new/?from=deepseek-v3-class-1024&plan=gb200-nvl72-1152")
+    expect(page.page.locator("#preview-status")).to_contain_text("Evaluated on")
+    body = page.page.locator("#preview-body")
+    expect(body).to_contain_text("of the compute: grouped expert GEMMs", timeout=15_000)
+    expect(body).to_contain_text("of the compute: the sustained clock below full")
+    expect(body).to_contain_text("of the compute: MoE token shuffles")
+    page.shot("workload-compute-detail")
+    page.page.select_option("#f-moe_dispatcher", "hybridep")  # HybridEP permutes inside its kernels
+    expect(body).not_to_contain_text("MoE token shuffles")
+
+
 def _cheapest_build_sweep_form(page, pareto_x: str, pareto_y: str):
     """The sweep form for 8-64 DGX-A100 nodes against 64-512 GPU jobs, cheapest build first, with a
     Pareto pair (the preset has every part priced: cost goals need complete bills)."""

@@ -3,6 +3,7 @@ collectives and fused attention at the published B200 points. Built from the 8 x
 microbenchmarks; the GB200 NVL72 72-rank allreduce and the GB200's best GEMM are the held-out checks."""
 import copy
 
+import numpy as np
 import pytest
 
 from simcore import evaluate
@@ -72,3 +73,43 @@ def test_blackwell_attention_reaches_the_published_best_points_and_refuses_hoppe
     assert kernel_row("blackwell", "default") == cudnn
     faster = run(DGX_B200_NODE, attention_kernel="flash4")["training"]["step_parts_s"]["forward"]
     assert faster < run(DGX_B200_NODE)["training"]["step_parts_s"]["forward"]
+
+
+def test_grouped_expert_gemms_run_at_the_measured_grouped_share_by_group_count():
+    from dataclasses import replace
+
+    from simcore.formulas.transformer import grouped_gemm_fraction
+    from simcore.stages.job import device_at
+
+    acc = {key: np.asarray(value, float) for key, value in DGX_B200_NODE["accelerator"].items() if key != "family"}
+    acc["peak_tf32_tflops"] = np.asarray(1100.0)
+    device, _ = device_at(acc, BLACKWELL, np.asarray(0.85), "bf16")
+    share = [float(grouped_gemm_fraction(device, np.asarray(g))) for g in (1, 2, 8, 32)]
+    assert share[0] * 2250 == pytest.approx(860) and share[2] * 2250 == pytest.approx(712)
+    assert share[1] == pytest.approx((share[0] ** 2 * share[2]) ** (1 / 3))  # geometric in log2 of the groups
+    assert share[3] == share[2]  # held beyond the measured eight
+    fp8, _ = device_at(acc, BLACKWELL, np.asarray(0.85), "fp8")
+    assert float(grouped_gemm_fraction(fp8, np.asarray(8.0))) * 5000 == pytest.approx(2672)
+    # A family without a grouped measurement runs its experts at the dense share.
+    hopper = replace(device, grouped_gemm_fraction=np.asarray(np.nan), grouped_eight_ratio=np.asarray(1.0))
+    assert float(grouped_gemm_fraction(hopper, np.asarray(8.0))) == pytest.approx(BLACKWELL.gemm_fraction)
+
+
+def test_the_step_names_what_its_compute_spends_on_the_clock_casts_experts_and_shuffles():
+    uncapped = {**DGX_B200_NODE, "accelerator": {**DGX_B200_NODE["accelerator"], "full_clock_power_w": 900}}
+
+    def compute_s(training):
+        parts = training["step_parts_s"]
+        return parts["forward"] + parts["backward"] + parts["recomputation"]
+
+    sustained, full = run(DGX_B200_NODE)["training"], run(uncapped)["training"]
+    assert full["compute_detail_s"]["sustained_clock"] == 0
+    # The FLOP-bound work's time at 0.85 of the clock, x 0.15: what running at full clock would save.
+    assert sustained["compute_detail_s"]["sustained_clock"] == pytest.approx(compute_s(sustained) - compute_s(full),
+                                                                            rel=0.05)
+    assert sustained["compute_detail_s"]["fp8_quantize"] == 0 and sustained["compute_detail_s"]["grouped_gemm"] == 0
+    assert run(DGX_B200_NODE, precision="fp8")["training"]["compute_detail_s"]["fp8_quantize"] > 0
+    moe = {"experts": 64, "moe_top_k": 8, "expert_ffn_hidden": 2048, "ep": 8, "dense_layers": 0}
+    detail = run(DGX_B200_NODE, **moe)["training"]["compute_detail_s"]
+    assert detail["grouped_gemm"] > 0 and detail["moe_permute"] > 0
+    assert run(DGX_B200_NODE, moe_dispatcher="hybridep", **moe)["training"]["compute_detail_s"]["moe_permute"] == 0

@@ -8,7 +8,7 @@ import pytest
 
 from simcore import evaluate
 from simcore.formulas.devices import FAMILIES
-from simcore.formulas.host import X86_HOST_OP_S, Host, layer_launches
+from simcore.formulas.host import X86_HOST_MODULE_S, X86_HOST_OP_S, Host, layer_launches, te_modules
 from simcore.formulas.transformer import rope_elements
 from simcore.tools.references import GB200_TRAY, LLAMA3_NODE, NVL72_RACKS
 
@@ -26,7 +26,8 @@ def layout(**changes):
 
 
 def host(dispatcher_fused=False, **changes):
-    values = {"op_s": np.asarray(X86_HOST_OP_S), "cuda_graphs": np.asarray(False),
+    values = {"op_s": np.asarray(X86_HOST_OP_S), "module_s": np.asarray(X86_HOST_MODULE_S),
+              "cuda_graphs": np.asarray(False),
               "router_fused": np.asarray(False), "permute_fused": np.asarray(True)}
     return Host(**{**values, **{key: np.asarray(value) for key, value in changes.items()}},
                 dispatcher_fused=dispatcher_fused)
@@ -58,6 +59,10 @@ def test_moe_routing_launches_as_the_gb200_write_up_counted_them():
     # Attention and the router's graph replay once each; the routed experts stay eager.
     assert graphed["moe_f"] == 2 + 2 + 3 + 2 * 8 + 1
     assert layer_launches(LLAMA, layout(), host(cuda_graphs=True))["dense_f"] == 1
+    # Transformer Engine modules forward: attention's 2 linears and core, the router's plain linear none, two
+    # grouped linears and the shared expert's two; graphed, the routed experts' two stay eager.
+    assert te_modules(MOE, host())["moe_f"] == 3 + 2 + 2
+    assert te_modules(MOE, host(cuda_graphs=True))["moe_f"] == 2
 
 
 SMALL = {"kind": "transformer", "layers": 16, "hidden": 2048, "heads": 32, "kv_heads": 8, "ffn_hidden": 8192,
@@ -76,10 +81,16 @@ def test_a_small_model_on_grace_waits_for_its_host_and_cuda_graphs_remove_the_wa
     graphed = train(cuda_graphs=True)
     assert graphed["step_parts_s"]["host_launch"] == 0
     assert graphed["step_time_s"] == pytest.approx(eager["step_time_s"] - waited)
-    # Host-bound both ways, each launch adds its host time: 8 micro-batches x 16 layers x 29 launches.
+    # Host-bound both ways, each launch adds its host time: 8 micro-batches x 16 layers x 29 launches, but
+    # the forward's 5 Transformer Engine modules (QKV, attention, projection, fc1, fc2) cost their measured
+    # time per module instead of a launch each.
+    assert te_modules(LLAMA, host())["dense_f"] == 5
     slower = {**TWO_TRAYS, "node": {**GB200_TRAY, "host_op_us": 2 * GB200_TRAY["host_op_us"]}}
     more = train(cluster=slower)["step_parts_s"]["host_launch"] - waited
-    assert more == pytest.approx(8 * 16 * (12 + 17) * GB200_TRAY["host_op_us"] * 1e-6)
+    assert more == pytest.approx(8 * 16 * (12 - 5 + 17) * GB200_TRAY["host_op_us"] * 1e-6)
+    heavier = {**TWO_TRAYS, "node": {**GB200_TRAY, "host_module_us": 2 * GB200_TRAY["host_module_us"]}}
+    more = train(cluster=heavier)["step_parts_s"]["host_launch"] - waited
+    assert more == pytest.approx(8 * 16 * 5 * GB200_TRAY["host_module_us"] * 1e-6)
     # An x86 host (no measurement given: a DGX H100's Xeon) launches faster.
     x86 = {**TWO_TRAYS, "node": {**GB200_TRAY, "host_op_us": None}}
     assert train(cluster=x86)["step_parts_s"]["host_launch"] < waited

@@ -182,6 +182,9 @@ def test_llama3_405b_fits_interleaved_as_meta_ran_it():
 def test_moe_dispatchers_run_at_their_measured_rates_inside_a_rack():
     from simcore.tools.references import DGXC_DEEPSEEK_ROWS
     cluster, workload, _, _ = DGXC_DEEPSEEK_ROWS[1]  # DeepSeek-V3 on 128 GB200: EP 32 inside one NVL72 rack
+    # An even split without MTP: the last stage (16 MoE layers and the output layer) is the slowest for every
+    # dispatcher, so the ratio of their all-to-all times is the ratio of their rates.
+    workload = {**workload, "first_stage_layers": None, "last_stage_layers": None, "mtp_layers": 0}
     a2a = {name: train(workload, cluster=cluster, moe_dispatcher=name)["step_parts_s"]["ep_all_to_all"]
            for name in ("alltoall", "hierarchical", "hybridep")}
     # DeepEP's measured 400 / 190 GB/s on GB200 against HybridEP's 715 / 658: (1/400 + 1/190) / (1/715 + 1/658).
@@ -194,3 +197,28 @@ def test_moe_dispatchers_run_at_their_measured_rates_inside_a_rack():
     hopper = {name: train(h100_workload, cluster=h100_cluster, moe_dispatcher=name)["step_parts_s"]["ep_all_to_all"]
               for name in ("hierarchical", "hybridep")}
     assert hopper["hybridep"] == pytest.approx(hopper["hierarchical"], rel=0.01)
+
+
+def test_the_alltoall_dispatcher_shuffles_tokens_through_hbm_and_deepep_inside_its_kernels():
+    from types import SimpleNamespace
+
+    from simcore.formulas.transformer import moe_permute_s
+
+    model = SimpleNamespace(top_k=np.asarray(8.0), hidden=np.asarray(7168.0))
+    per_element = 2 / 2.97e12
+    tokens, pairs = np.asarray(4096.0), np.asarray(4096.0 / 2 * 8)
+
+    def layout(permutes):
+        return SimpleNamespace(tp=np.asarray(2.0), dispatcher_permutes=np.asarray(permutes))
+
+    routed = 4096 / 2  # sequence-parallel MoE: each TP rank routes its share
+    expected = (2 * routed + 2 * routed * 8 + 4 * pairs) * 7168 * per_element
+    assert float(moe_permute_s(model, layout(False), tokens, pairs, per_element)) == pytest.approx(expected)
+    assert float(moe_permute_s(model, layout(True), tokens, pairs, per_element)) == 0
+    from simcore.tools.references import DEEPSEEK_V3_CLUSTER, DGXC_DEEPSEEK_ROWS
+    _, workload, _, _ = DGXC_DEEPSEEK_ROWS[0]
+    # Stages of 4 MoE layers and no MTP: the last (with the output layer) is the slowest either way.
+    workload = {**workload, "first_stage_layers": None, "last_stage_layers": None, "mtp_layers": 0, "layers": 64}
+    alltoall = train(workload, cluster=DEEPSEEK_V3_CLUSTER)["step_parts_s"]["forward"]
+    deepep = train(workload, cluster=DEEPSEEK_V3_CLUSTER, moe_dispatcher="hierarchical")["step_parts_s"]["forward"]
+    assert alltoall > deepep

@@ -208,8 +208,16 @@ const STEP_PARTS = {
   forward: "forward", backward: "backward", recomputation: "recomputation", optimizer: "optimizer",
   pipeline_bubble: "pipeline bubble", comm_sms: "SMs held by overlapped communication",
   host_launch: "the host launching kernels", stragglers: "waiting for the slowest GPU", tp_traffic: "tensor-parallel traffic", cp_traffic: "context-parallel traffic",
-  pp_traffic: "pipeline traffic", ep_all_to_all: "expert all-to-all", dp_exposed: "exposed data-parallel traffic",
+  pp_traffic: "pipeline traffic", ep_all_to_all: "expert all-to-all", activation_offload: "activation copies to and from the host",
+  dp_exposed: "exposed data-parallel traffic",
   host_preprocessing: "host data preprocessing",
+};
+
+// What named kernels take of the compute parts (simcore.formulas.training.COMPUTE_DETAIL): parts of
+// the forward, backward and recomputation above, not added again.
+const COMPUTE_DETAIL = {
+  sustained_clock: "the sustained clock below full (FLOP-bound work)", fp8_quantize: "FP8 quantization",
+  grouped_gemm: "grouped expert GEMMs", moe_permute: "MoE token shuffles",
 };
 
 const PLACES = { "scale-up": "scale-up link (NVLink/HCCS)", PCIe: "PCIe through the host", network: "scale-out NICs", none: "not used" };
@@ -228,6 +236,8 @@ export function trainingTables(t, currency) {
   const rows = [
     ["GPUs in the job", num(t.gpus)], ["step time", duration(t.step_time_s)], ["largest part", t.step_bound],
     ...Object.entries(t.step_parts_s).filter(([, s]) => s > 0).map(([key, s]) => [`  ${STEP_PARTS[key] ?? key}`, duration(s)]),
+    ...Object.entries(t.compute_detail_s ?? {}).filter(([, s]) => s > 0)
+      .map(([key, s]) => [`  of the compute: ${COMPUTE_DETAIL[key] ?? key}`, duration(s), "inside the forward, backward and recomputation above"]),
     ["MFU", percent(t.mfu)], ["HFU (with recomputation)", percent(t.hfu)],
     ["model TFLOPS per GPU", num(t.model_tflops_per_gpu)], ["hardware TFLOPS per GPU", num(t.hardware_tflops_per_gpu)],
     ["tokens per second", num(t.tokens_per_s)],
