@@ -71,7 +71,9 @@ class DeviceFamily:
     # and scale per 32-element block (MXFP8): Hopper needs a transposed copy and has no MXFP8.
     fp8_columnwise: bool = False
     # Measured dispatch and combine rates (GB/s of token copies a GPU moves inside its scale-up domain)
-    # of MoE dispatchers by name (the workload's moe_dispatcher); one not listed runs at the link's.
+    # of MoE dispatchers by name (the workload's moe_dispatcher), as (EP size, dispatch, combine) points
+    # read between by log2 of the EP size and held beyond (one point: every size); one not listed runs
+    # at the link's.
     dispatcher_gbyte_s: dict = field(default_factory=dict)
     vendor: str = "NVIDIA"  # whose driver's fault codes the device reports (NVIDIA: Xids)
     basis: dict = field(default_factory=dict)  # constant name -> (confidence, source)
@@ -132,7 +134,7 @@ FAMILIES = {
         gemm_fraction=794.5 / 989, fp8_gemm_fraction=1402.6 / 1979, hbm_fraction=2.97 / 3.35,
         scaleup_fraction=370 / 450, conv_fraction=float("nan"),
         reference_sm_count=132, reference_hbm_gbyte_s=3350, nvls_allreduce_gain=480 / 370, rate_spread=0.05,
-        overlap_gemm_slowdown=OVERLAP_SLOWDOWN, dispatcher_gbyte_s={"hybridep": (368.9, 368.87)},
+        overlap_gemm_slowdown=OVERLAP_SLOWDOWN, dispatcher_gbyte_s={"hybridep": ((8, 368.9, 368.87),)},
         basis={
             "overlap_gemm_slowdown": OVERLAP_BASIS,
             "dispatcher_gbyte_s": ("secondary", f"{DSV3_GB200}: HybridEP in one DGX H100, 368.9 GB/s dispatch and "
@@ -160,12 +162,15 @@ FAMILIES = {
         full_clock_power_w=full_clock_power_from(B200_SUSTAINED_SHARE, B200_SUSTAINED_W),
         grouped_gemm_fraction=B200_GROUPED_BF16_ONE / 2250, grouped_gemm_fraction_eight=B200_GROUPED_BF16_EIGHT / 2250,
         fp8_grouped_gemm_fraction=GB200_GROUPED_MXFP8 / 5000,
-        dispatcher_gbyte_s={"hierarchical": (400.0, 190.0), "hybridep": (714.66, 657.72)},
+        dispatcher_gbyte_s={"hierarchical": ((8, 726.0, 740.0), (32, 400.0, 190.0)),
+                            "hybridep": ((36, 714.66, 657.72),)},
         basis={
             "rate_spread": ("estimate", "no B200 spread measurement found: Hopper's 5% across a node"),
             "overlap_gemm_slowdown": ("estimate", "no Blackwell measurement found: the A100/H100 mean of Lee et al., "
                                                   "arXiv:2507.03114"),
-            "dispatcher_gbyte_s": ("secondary", f"{DSV3_GB200}: DeepEP at EP 32 on GB200 NVL72 'about 400 GB/s' "
+            "dispatcher_gbyte_s": ("secondary", "deepseek-ai/DeepEP README (commit dd758ca): DeepEP v2 on SM100 at "
+                                                "EP 8, 726 GB/s dispatch and 740 combine with 64 SMs; "
+                                                f"{DSV3_GB200}: DeepEP at EP 32 on GB200 NVL72 'about 400 GB/s' "
                                                 "dispatch and '190 GB/s' combine with 24 SMs; HybridEP on GB200 NVL36 "
                                                 "714.66 and 657.72 GB/s with 32 blocks (its chart, images/image6.png)"),
             "gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 1745.0 of 2250 TFLOPS BF16"),
@@ -218,11 +223,12 @@ def constant_rows() -> list[dict]:
                 confidence, source = family.basis[name]
                 rows.append({"family": family.key, "constant": name, "value": getattr(family, name),
                              "confidence": confidence, "source": source})
-        for dispatcher, (dispatch, combine) in family.dispatcher_gbyte_s.items():
+        for dispatcher, points in family.dispatcher_gbyte_s.items():
             confidence, source = family.basis["dispatcher_gbyte_s"]
-            for direction, rate in (("dispatch", dispatch), ("combine", combine)):
-                rows.append({"family": family.key, "constant": f"{dispatcher} {direction} GB/s", "value": rate,
-                             "confidence": confidence, "source": source})
+            for ep, dispatch, combine in points:
+                for direction, rate in (("dispatch", dispatch), ("combine", combine)):
+                    rows.append({"family": family.key, "constant": f"{dispatcher} EP{ep} {direction} GB/s",
+                                 "value": rate, "confidence": confidence, "source": source})
         kernel = DEFAULT_KERNEL[FAMILY_TABLES[family.key]]
         confidence, source = BASIS[family.key]
         rows.append({"family": family.key, "constant": f"attention_rates ({kernel})",

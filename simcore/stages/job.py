@@ -232,17 +232,22 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
         inside=inside, network=network, ranks_in_domain=ranks_in_domain, domains=np.maximum(ep / ranks_in_domain, 1.0),
         hierarchical=w["moe_dispatcher"] != "alltoall", max_domains=w["moe_max_domains"],
         overlap=w["moe_overlap"] or w["pipeline_schedule"] == "dualpipe", comm_sm_share=comm_sm_share(w, node),
-        **dispatcher_rates(family, w["moe_dispatcher"], on_scaleup))
+        **dispatcher_rates(family, w["moe_dispatcher"], on_scaleup, ep))
     links = {"tp": tp_link, "cp": cp_link, "dispatch": dispatch, "pp": pp_link}
     return links, {"tp": tp_where, "cp": cp_where, "ep": ep_where, "pp": pp_where}
 
 
-def dispatcher_rates(family, dispatcher: str, on_scaleup) -> dict:
-    """The dispatcher's measured dispatch and combine rates inside a scale-up domain for the family
-    (NaN where it has none, or where the group's domain is a node reached over PCIe)."""
-    dispatch, combine = family.dispatcher_gbyte_s.get(dispatcher, (np.nan, np.nan))
-    return {"dispatch_gbyte_s": where(on_scaleup, dispatch, np.nan),
-            "combine_gbyte_s": where(on_scaleup, combine, np.nan)}
+def dispatcher_rates(family, dispatcher: str, on_scaleup, ep) -> dict:
+    """The dispatcher's measured dispatch and combine rates inside a scale-up domain for the family at
+    the group's EP size, read geometrically between the measured sizes by log2 of the size and held
+    beyond them (NaN where it has none, or where the group's domain is a node reached over PCIe)."""
+    points = family.dispatcher_gbyte_s.get(dispatcher)
+    if points is None:
+        return {"dispatch_gbyte_s": np.nan, "combine_gbyte_s": np.nan}
+    sizes, dispatch, combine = (np.log2(np.array(column, float)) for column in zip(*points))
+    at = np.log2(np.maximum(np.asarray(ep, float), 1.0))
+    return {f"{name}_gbyte_s": where(on_scaleup, 2 ** np.interp(at, sizes, rates), np.nan)
+            for name, rates in (("dispatch", dispatch), ("combine", combine))}
 
 
 def comm_sm_share(w, node):

@@ -199,6 +199,23 @@ def test_moe_dispatchers_run_at_their_measured_rates_inside_a_rack():
     assert hopper["hybridep"] == pytest.approx(hopper["hierarchical"], rel=0.01)
 
 
+def test_deepep_on_blackwell_slows_from_ep8_to_ep32_as_measured():
+    from simcore.stages.job import dispatcher_rates
+
+    blackwell = FAMILIES["blackwell"]
+
+    def rates(ep):
+        got = dispatcher_rates(blackwell, "hierarchical", np.asarray(True), np.asarray(float(ep)))
+        return float(got["dispatch_gbyte_s"]), float(got["combine_gbyte_s"])
+
+    assert rates(8) == pytest.approx((726, 740)) and rates(32) == pytest.approx((400, 190))
+    assert rates(16) == pytest.approx(((726 * 400) ** 0.5, (740 * 190) ** 0.5))  # geometric in log2 of the size
+    assert rates(4) == rates(8) and rates(72) == rates(32)  # held beyond the measured sizes
+    over_pcie = dispatcher_rates(blackwell, "hierarchical", np.asarray(False), np.asarray(8.0))
+    assert np.isnan(over_pcie["dispatch_gbyte_s"])
+    assert np.isnan(dispatcher_rates(FAMILIES["ampere"], "hybridep", np.asarray(True), 8.0)["dispatch_gbyte_s"])
+
+
 def test_the_alltoall_dispatcher_shuffles_tokens_through_hbm_and_deepep_inside_its_kernels():
     from types import SimpleNamespace
 
