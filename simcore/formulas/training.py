@@ -338,14 +338,8 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
         recompute = dense_layers * parts["recompute_dense"] + moe * parts["recompute_moe"]
         wgrad = dense_layers * parts["w_dense"] + moe * parts["w_moe"] + head * heads * out_w
         send = overlapped_s(pp_send, forward + backward, 0.0) if pp_overlap else pp_send
-        detail = {}
-        for kind in _LAYER_DETAIL:
-            def per_layer(direction, kind=kind):
-                dense_value = ops["detail"].get(f"{kind}_dense_{direction}", 0.0)
-                return dense_layers * dense_value + moe * ops["detail"].get(f"{kind}_moe_{direction}",
-                                                                           ops["detail"].get(f"{kind}_{direction}"))
-            recomputed = where(layout.recompute == 2, per_layer("f"), 0.0)
-            detail[f"_{kind}"] = per_layer("f") + per_layer("b") + recomputed
+        detail = {f"_{kind}": _stage_detail(ops["detail"], kind, dense_layers, moe, layout.recompute == 2)
+                  for kind in _LAYER_DETAIL}
         selective_core = where(layout.recompute == 1, (dense_layers + moe) * ops["attention_f"], 0.0)
         detail["_flop"] = detail["_flop"] + selective_core + head * heads * (out_f + out_b)
         comm = {"tp_traffic": dense_layers * traffic["tp"]["dense"][0] + moe * traffic["tp"]["moe"][0],
@@ -361,6 +355,19 @@ def _stages(model: Model, layout: Layout, device: Device, ops: dict, parts: dict
     first["forward"] = first["forward"] + embedding
     first["backward"] = first["backward"] + embedding
     return first, stage(middle_layers, rest_dense, 0.0, 0.0), stage(last_layers, rest_dense, model.mtp_layers, 1.0)
+
+
+def _stage_detail(detail: dict, kind: str, dense_layers, moe_layers, full_recompute):
+    """A stage's time per micro-batch in one category of named kernels (``detail``, by layer kind and
+    direction; grouped GEMMs and shuffles only in MoE layers), a fully recomputed forward again."""
+    def layers(direction):
+        dense = detail.get(f"{kind}_dense_{direction}", 0.0)
+        moe = detail.get(f"{kind}_moe_{direction}", detail.get(f"{kind}_{direction}"))
+        return sum(count * value for count, value in ((dense_layers, dense), (moe_layers, moe))
+                   if np.ndim(value) or value != 0)
+
+    forward = layers("f")
+    return forward + layers("b") + (where(full_recompute, forward, 0.0) if np.ndim(forward) or forward else 0.0)
 
 
 def _slowest(stages: tuple[dict, dict, dict], pp, dualpipe: bool):
@@ -441,18 +448,26 @@ def held_layer_passes(schedule: str, pp, virtual_stages, micro_batches, rank, la
     layers come off its first chunk, the first virtual stage; a last stage's off its last). Other
     schedules hold :func:`in_flight_micro_batches` times the rank's ``layers``."""
     v = np.asarray(virtual_stages, float)
+    plain = layers * in_flight_micro_batches(schedule, pp, v, micro_batches, rank)
     if schedule == "dualpipe" or not np.any(v > 1):
-        return layers * in_flight_micro_batches(schedule, pp, v, micro_batches, rank)
+        return plain
     full_chunk = (layers + shortfall) / v
     forwards = np.minimum(2 * (pp - rank - 1) + (v - 1) * pp + 1, micro_batches * v)
     rounds = np.floor(forwards / (pp * v))
     rest = forwards - rounds * pp * v
-    held = 0.0
-    for chunk in range(int(np.max(v))):
-        count = np.minimum(rounds * pp + np.clip(rest - chunk * pp, 0.0, pp), micro_batches)
-        chunk_layers = full_chunk - where(short_chunk == chunk, shortfall, 0.0)
-        held = held + where(chunk < v, count * chunk_layers, 0.0)
-    return where(v > 1, held, layers * in_flight_micro_batches(schedule, pp, v, micro_batches, rank))
+
+    def count(chunk):
+        return np.minimum(rounds * pp + np.clip(rest - chunk * pp, 0.0, pp), micro_batches)
+
+    # The chunks before floor(rest / p) ran one more group of p, the next a partial one, the rest none.
+    ahead = np.minimum(np.floor(rest / pp), v)
+    partial = where(ahead < v, count(ahead), 0.0)
+    total = (ahead * np.minimum(rounds * pp + pp, micro_batches) + partial
+             + np.maximum(v - ahead - 1, 0.0) * np.minimum(rounds * pp, micro_batches))
+    held = full_chunk * total
+    if np.any(shortfall > 0):
+        held = held - shortfall * count(short_chunk)
+    return where(v > 1, held, plain)
 
 
 STAGE_PARTS = ("forward", "backward", "recomputation", "comm_sms", "host_launch", "tp_traffic", "cp_traffic",
@@ -494,7 +509,9 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     step_parts["optimizer"] = (updated * ADAM_BYTES_PER_PARAM + weight_casts) / device.hbm_bytes_s
     return {
         "parts": step_parts,
-        "detail": {kind: micro_batches * pick(f"_{kind}") for kind in _LAYER_DETAIL},
+        "detail": {kind: micro_batches * pick(f"_{kind}") if any(np.ndim(stage[f"_{kind}"]) or stage[f"_{kind}"]
+                                                                 for stage in stages) else np.zeros(())
+                   for kind in _LAYER_DETAIL},
         "stage_s": stage_s,
         "backward_s": pick("backward") + pick("recomputation") + accumulate,
         "compute_s": sum(step_parts[k] for k in ("forward", "backward", "recomputation")),

@@ -517,8 +517,11 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
     shapes = [(per_expert, e_cols, h, local_experts), (per_expert, h, e_width, local_experts),
               (shared_tokens, (model.mlp_matrices - 1) * s_width, h, 1.0), (shared_tokens, h, s_width, 1.0),
               (tokens, np.maximum(model.experts, 1.0), h, 1.0)]
-    grouped = replace(device, gemm_fraction=grouped_gemm_fraction(device, local_experts))
-    passes = gemm_passes(shapes[:2], grouped) + gemm_passes(shapes[2:], device)
+    if np.isnan(device.grouped_gemm_fraction).all():  # no grouped measurement: every GEMM at the dense share
+        passes = gemm_passes(shapes, device)
+    else:
+        grouped = replace(device, gemm_fraction=grouped_gemm_fraction(device, local_experts))
+        passes = gemm_passes(shapes[:2], grouped) + gemm_passes(shapes[2:], device)
     shared = model.shared_experts > 0
     keep = (1.0, 1.0, shared, shared, 1.0)
     forward, backward, wgrad = (sum(where(k, part[i], 0.0) for part, k in zip(passes, keep)) for i in range(3))

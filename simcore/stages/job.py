@@ -345,16 +345,18 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts,
     # Activation offloading (training.offloaded_activation_bytes, offload_exposed_s): the busiest stage's
     # layers, each at the larger of a dense and a MoE layer's activations.
     offloaded = w["offload_activation_layers"]
-    layer_bytes = np.maximum(training.activation_bytes_per_layer(model, layout, False),
-                             training.activation_bytes_per_layer(model, layout, model.experts > 0))
-    activations = training.offloaded_activation_bytes(
-        training.activation_bytes_peak(model, layout, schedule, pp_, w["virtual_stages"], m, stage_layer_counts),
-        layer_bytes, offloaded, np.maximum(stage_layer_counts[0], np.maximum(stage_layer_counts[1],
-                                                                            stage_layer_counts[2])))
-    parts = step["parts"]
-    parts["activation_offload"] = m * where(offloaded > 0, training.offload_exposed_s(
-        offloaded * layer_bytes, host_link_gbyte_s, parts["forward"] / m,
-        (parts["backward"] + parts["recomputation"]) / m), 0.0)
+    activations = training.activation_bytes_peak(model, layout, schedule, pp_, w["virtual_stages"], m,
+                                                 stage_layer_counts)
+    if np.any(offloaded > 0):
+        layer_bytes = np.maximum(training.activation_bytes_per_layer(model, layout, False),
+                                 training.activation_bytes_per_layer(model, layout, model.experts > 0))
+        activations = training.offloaded_activation_bytes(
+            activations, layer_bytes, offloaded,
+            np.maximum(stage_layer_counts[0], np.maximum(stage_layer_counts[1], stage_layer_counts[2])))
+        parts = step["parts"]
+        parts["activation_offload"] = m * where(offloaded > 0, training.offload_exposed_s(
+            offloaded * layer_bytes, host_link_gbyte_s, parts["forward"] / m,
+            (parts["backward"] + parts["recomputation"]) / m), 0.0)
     return {"total_params": total_params, "active": counts["active"] * scale, "expert_params": expert_params,
             "mtp_params": counts["mtp"] * scale, "dense": dense, "expert_dp": expert_dp,
             "local_params": shards["dense"] + shards["experts"],
