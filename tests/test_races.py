@@ -1,5 +1,6 @@
 """Issue 56 items 4 and 5: creates racing for one name answer 409 naming the field, never a 500; odd
 input (lone surrogates, booleans for numbers, numbers past any float) answers 400 naming the field."""
+import json
 import os
 import threading
 
@@ -86,3 +87,46 @@ def test_six_creates_of_one_name_at_once_make_one_and_answer_409_to_the_rest(wha
     if 409 in codes:
         conflict = next(response for response in answers if response.status_code == 409)
         assert "at the same moment" in conflict.json()["errors"][field][0]
+
+
+def post_json(client, path, body, method="post"):
+    """A body sent as JSON text with ASCII escapes, as a script would send "\\ud800"."""
+    return getattr(client, method)(path, data=json.dumps(body), content_type="application/json")
+
+
+PLAN = {"slug": "mine", "name": "Mine", "node_type": "ff-pcie-a100", "node_count": 64, "switch": "qm8700",
+        "price_book": "fire-flyer-relative"}
+
+
+@pytest.mark.parametrize("path, body, field", [
+    ("/api/plans/", {**PLAN, "node_type": "\ud800"}, "node_type"),
+    ("/api/plans/", {**PLAN, "switch": "qm\udfff8700"}, "switch"),
+    ("/api/plans/", {**PLAN, "price_book": "\ud800"}, "price_book"),
+    ("/api/workloads/", {**WORKLOAD, "kind": "\ud800"}, "kind"),
+    ("/api/workloads/preview/", {"workload": {**WORKLOAD, "kind": "\ud800"}, "plan": FF}, "workload.kind"),
+    ("/api/catalog/price-books/fire-flyer-relative/copy/", {"slug": "s", "items": [{"part_kind": "\ud800"}]},
+     "items.0.part_kind"),
+])
+def test_a_lone_surrogate_anywhere_is_a_400_naming_its_field(path, body, field, catalog, reader_client):
+    response = post_json(reader_client, path, body)
+    assert response.status_code == 400, response.content[:300]
+    assert "lone UTF-16 surrogate" in response.json()["errors"][field][0]
+    patched = post_json(reader_client, f"/api/plans/{FF}/", {"node_type": "\ud800"}, method="patch")
+    assert patched.status_code in (400, 403)  # never a 500: a shared preset is not the reader's to change
+    valid_pair = post_json(reader_client, "/api/workloads/", {**WORKLOAD, "name": "Raced \U0001f600"})
+    assert valid_pair.status_code == 201  # a surrogate pair is one character, and text
+
+
+def test_a_boolean_is_not_a_number_and_a_huge_integer_is_out_of_range(catalog, reader_client):
+    site = {"facility": {"power_mw": True, "floor_racks": 400, "rack_power_kw": 130, "cooling": "liquid",
+                         "hall": "hyperscale"}, "goal": {"workload": "llama3-70b-class-1152"}}
+    response = post_json(reader_client, "/api/sweeps/site/", site)
+    assert response.status_code == 400 and "not true or false" in response.json()["errors"]["facility"]["power_mw"][0]
+    twin = post_json(reader_client, "/api/twins/", {"plan": FF, "seed": 3})
+    assert twin.status_code == 201, twin.content[:300]
+    url = f"/api/twins/{twin.json()['id']}/speed/"
+    for speed in (10**30, 2**64, 10**400, True):
+        response = post_json(reader_client, url, {"speed": speed})
+        assert response.status_code == 400 and "speed" in response.json()["errors"], (speed, response.content[:200])
+    created = post_json(reader_client, "/api/twins/", {"plan": FF, "seed": 3, "speed": 2**64})
+    assert created.status_code == 400 and "speed" in created.json()["errors"]

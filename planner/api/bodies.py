@@ -5,13 +5,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from planner.choices import RentTerm
+from planner.serializers.base import NumberField
 from simcore.outputs import result_json_schema
 
 RESULT_SCHEMA = result_json_schema()
 
 
 def numbers(help_text=""):
-    return serializers.ListField(child=serializers.FloatField(allow_null=True), help_text=help_text)
+    return serializers.ListField(child=NumberField(allow_null=True), help_text=help_text)
 
 
 @extend_schema_field(RESULT_SCHEMA)
@@ -39,7 +40,7 @@ class TokenIssuedSerializer(serializers.Serializer):
 
 
 class OverrideSerializer(serializers.Serializer):
-    value = serializers.FloatField(help_text="The measured value used instead of the family's.")
+    value = NumberField(help_text="The measured value used instead of the family's.")
     measurement = serializers.IntegerField(allow_null=True, help_text="The measurement's id (/api/measurements/{id}/); "
                                                                        "null when it is not yours to read")
     name = serializers.CharField(allow_null=True)
@@ -69,20 +70,20 @@ class EttrCurveSerializer(serializers.Serializer):
     """What both ETTR curves carry: the ratio along the curve and the plan's own point."""
 
     ettr = numbers()
-    plan_ettr = serializers.FloatField()
+    plan_ettr = NumberField()
 
 
 class EttrIntervalCurveSerializer(EttrCurveSerializer):
     interval_s = numbers()
-    optimal_interval_s = serializers.FloatField()
-    ettr_at_optimum = serializers.FloatField()
-    plan_interval_s = serializers.FloatField()
+    optimal_interval_s = NumberField()
+    ettr_at_optimum = NumberField()
+    plan_interval_s = NumberField()
 
 
 class EttrRestartCurveSerializer(EttrCurveSerializer):
     restart_s = numbers()
-    interval_s = serializers.FloatField()
-    plan_restart_s = serializers.FloatField()
+    interval_s = NumberField()
+    plan_restart_s = NumberField()
 
 
 class CurvesSerializer(serializers.Serializer):
@@ -99,20 +100,20 @@ class TrustSerializer(serializers.Serializer):
     cases = serializers.IntegerField(help_text="published runs of this family and kind in the validation set "
                                                "(the /validation/ page)")
     passing = serializers.IntegerField(help_text="of them, predicted within their tolerance")
-    median_abs_error = serializers.FloatField(allow_null=True)
-    max_abs_error = serializers.FloatField(allow_null=True)
+    median_abs_error = NumberField(allow_null=True)
+    max_abs_error = NumberField(allow_null=True)
     models = serializers.ListField(child=serializers.CharField(), help_text="the validation groups they belong to")
     trusted = serializers.BooleanField(help_text="every such run is predicted within its tolerance")
     message = serializers.CharField()
 
 
 class BandSerializer(serializers.Serializer):
-    value = serializers.FloatField(help_text="the prediction")
-    low_error = serializers.FloatField(help_text="the lowest signed error (predicted / published - 1) of the "
+    value = NumberField(help_text="the prediction")
+    low_error = NumberField(help_text="the lowest signed error (predicted / published - 1) of the "
                                                  "band's published cases")
-    high_error = serializers.FloatField(help_text="the highest")
-    actual_low = serializers.FloatField(help_text="value / (1 + high_error): where runs like it came in, at least")
-    actual_high = serializers.FloatField(help_text="value / (1 + low_error): at most")
+    high_error = NumberField(help_text="the highest")
+    actual_low = NumberField(help_text="value / (1 + high_error): where runs like it came in, at least")
+    actual_high = NumberField(help_text="value / (1 + low_error): at most")
     cases = serializers.IntegerField(allow_null=True, help_text="published cases the band is made of (none that "
                                                                "set a constant); null for the price book's band")
     group = serializers.CharField(help_text="step_time:<family>:<kind>:<scheme> (scheme 3d or zero3), "
@@ -153,23 +154,23 @@ class BomLineSerializer(serializers.Serializer):
     part_kind = serializers.CharField()
     slug = serializers.CharField()
     quantity = serializers.IntegerField()
-    unit_price = serializers.FloatField(allow_null=True)
-    extended_price = serializers.FloatField(allow_null=True)
+    unit_price = NumberField(allow_null=True)
+    extended_price = NumberField(allow_null=True)
     source = serializers.CharField(help_text="the price's basis, or why it has none")
     price_date = serializers.CharField(help_text="when the price was stated (ISO date; the book's where the item "
                                                  "has none); empty for an unpriced line")
     source_url = serializers.CharField(help_text="where the price was stated; empty if not given")
     confidence = serializers.CharField(help_text="the price's confidence (estimate: low and high below); empty for "
                                                  "an unpriced line")
-    extended_low = serializers.FloatField(allow_null=True, help_text="quantity x the estimate's low (a quote's "
+    extended_low = NumberField(allow_null=True, help_text="quantity x the estimate's low (a quote's "
                                                                      "price); null when unpriced")
-    extended_high = serializers.FloatField(allow_null=True, help_text="quantity x the estimate's high")
+    extended_high = NumberField(allow_null=True, help_text="quantity x the estimate's high")
 
 
 class RentalSerializer(serializers.Serializer):
     term = serializers.ChoiceField(choices=RentTerm.choices, help_text="the rental term")
     term_label = serializers.CharField()
-    unit_price = serializers.FloatField(help_text="renting one of the plan's GPUs for an hour on this term")
+    unit_price = NumberField(help_text="renting one of the plan's GPUs for an hour on this term")
     estimate = serializers.BooleanField(help_text="the price is an estimate (its basis says how it is derived)")
     basis = serializers.CharField()
     price_date = serializers.CharField()
@@ -185,10 +186,10 @@ class BomSerializer(serializers.Serializer):
                                                             "old), else null")
     currency = serializers.CharField()
     lines = BomLineSerializer(many=True)
-    total = serializers.FloatField(allow_null=True, help_text="null when a counted part has no price (see unpriced)")
-    total_low = serializers.FloatField(allow_null=True, help_text="the lines' lows added up: the total's band")
-    total_high = serializers.FloatField(allow_null=True, help_text="the lines' highs added up")
-    estimated_share = serializers.FloatField(allow_null=True, help_text="the share of the total in estimated lines")
+    total = NumberField(allow_null=True, help_text="null when a counted part has no price (see unpriced)")
+    total_low = NumberField(allow_null=True, help_text="the lines' lows added up: the total's band")
+    total_high = NumberField(allow_null=True, help_text="the lines' highs added up")
+    estimated_share = NumberField(allow_null=True, help_text="the share of the total in estimated lines")
     unpriced = serializers.ListField(child=serializers.CharField(), help_text="parts with no price")
     rentals = RentalSerializer(many=True, help_text="the book's GPU-hour rental prices for the plan's GPU, one a "
                                                     "term, to set owning against")
@@ -238,13 +239,13 @@ class FailureCategorySerializer(serializers.Serializer):
     key = serializers.CharField()
     label = serializers.CharField()
     unit = serializers.CharField(help_text="what fails: GPU, node, NIC, link or switch")
-    rate_per_unit_hour = serializers.FloatField()
-    per_1000_unit_days = serializers.FloatField()
+    rate_per_unit_hour = NumberField()
+    per_1000_unit_days = NumberField()
     cause = serializers.CharField()
     detection = serializers.CharField()
     interrupts_job = serializers.BooleanField()
     action = serializers.CharField()
-    repair_h = serializers.FloatField()
+    repair_h = NumberField()
     source = serializers.CharField()
 
 
@@ -256,12 +257,12 @@ class FailureProfileSerializer(serializers.Serializer):
 class RestartProfileSerializer(serializers.Serializer):
     key = serializers.CharField()
     label = serializers.CharField()
-    crash_detection_s = serializers.FloatField()
-    collective_timeout_s = serializers.FloatField()
-    reschedule_s = serializers.FloatField()
-    init_base_s = serializers.FloatField()
-    init_s_per_rank = serializers.FloatField()
-    warmup_s = serializers.FloatField()
+    crash_detection_s = NumberField()
+    collective_timeout_s = NumberField()
+    reschedule_s = NumberField()
+    init_base_s = NumberField()
+    init_s_per_rank = NumberField()
+    warmup_s = NumberField()
     source = serializers.CharField()
     confidence = serializers.CharField()
 

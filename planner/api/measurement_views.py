@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from planner.api.parsers import BoundedJSONParser
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import ClusterPlan, ComputeNodeType, Measurement
+from planner.serializers.base import ModelSerializer, NumberField
 from planner.services import measurements as services
 from simcore.tools.measurements import COLLECTIVES
 
@@ -15,12 +16,12 @@ TAG = ["measurements"]
 
 
 class FittedSerializer(serializers.Serializer):
-    value = serializers.FloatField(help_text="The fitted share.")
-    family_value = serializers.FloatField(help_text="The accelerator family's share it would replace.")
+    value = NumberField(help_text="The fitted share.")
+    family_value = NumberField(help_text="The accelerator family's share it would replace.")
     rows = serializers.IntegerField(help_text="Rows the fit used.")
 
 
-class MeasurementSerializer(serializers.ModelSerializer):
+class MeasurementSerializer(ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
     node_type = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
@@ -37,18 +38,18 @@ class MeasurementSerializer(serializers.ModelSerializer):
 
 class MeasurementComparisonRowSerializer(serializers.Serializer):
     size_bytes = serializers.IntegerField(required=False, help_text="nccl-tests: message size")
-    time_us = serializers.FloatField(required=False)
-    algbw_gbyte_s = serializers.FloatField(required=False)
-    busbw_gbyte_s = serializers.FloatField(required=False, help_text="nccl-tests: measured bus bandwidth")
-    predicted_busbw_gbyte_s = serializers.FloatField(required=False)
+    time_us = NumberField(required=False)
+    algbw_gbyte_s = NumberField(required=False)
+    busbw_gbyte_s = NumberField(required=False, help_text="nccl-tests: measured bus bandwidth")
+    predicted_busbw_gbyte_s = NumberField(required=False)
     m = serializers.IntegerField(required=False)
     n = serializers.IntegerField(required=False)
     k = serializers.IntegerField(required=False)
     dtype = serializers.CharField(required=False)
-    tflops = serializers.FloatField(required=False, help_text="GEMM: measured TFLOPS")
-    predicted_tflops = serializers.FloatField(required=False)
+    tflops = NumberField(required=False, help_text="GEMM: measured TFLOPS")
+    predicted_tflops = NumberField(required=False)
     compute_bound = serializers.BooleanField(required=False)
-    error_pct = serializers.FloatField(allow_null=True, help_text="(predicted - measured) / measured x 100")
+    error_pct = NumberField(allow_null=True, help_text="(predicted - measured) / measured x 100")
 
 
 class MeasurementComparisonSerializer(serializers.Serializer):
@@ -59,7 +60,7 @@ class MeasurementComparisonSerializer(serializers.Serializer):
     hosts = serializers.IntegerField(required=False)
     link = serializers.CharField(required=False, help_text="scale-up, PCIe or network: the path the run took")
     rows = MeasurementComparisonRowSerializer(many=True)
-    mean_abs_error_pct = serializers.FloatField(allow_null=True)
+    mean_abs_error_pct = NumberField(allow_null=True)
     fitted = serializers.DictField(child=FittedSerializer())
 
 

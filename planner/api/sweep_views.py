@@ -13,6 +13,7 @@ from planner.api import bodies
 from planner.api.downloads import download
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, PriceBook, Sweep, Workload
+from planner.serializers.base import ModelSerializer, NumberField
 from planner.services import sweeps as services
 from planner.services.sites import site_builds, site_facility
 from planner.services.submission import site_submit, sweep_submit
@@ -64,17 +65,17 @@ SITE_EXAMPLE = OpenApiExample(
 
 
 class SiteFacilitySerializer(serializers.Serializer):
-    power_mw = serializers.FloatField(min_value=0.001, max_value=10_000, help_text="facility power, MW")
+    power_mw = NumberField(min_value=0.001, max_value=10_000, help_text="facility power, MW")
     floor_racks = serializers.IntegerField(min_value=1, max_value=1_000_000, help_text="racks the floor holds")
-    rack_power_kw = serializers.FloatField(min_value=0.1, max_value=10_000, required=False, allow_null=True,
+    rack_power_kw = NumberField(min_value=0.1, max_value=10_000, required=False, allow_null=True,
                                            help_text="a rack's power and cooling limit, kW; null: no limit")
     cooling = serializers.ChoiceField(["air", "liquid"], default="air",
                                       help_text="air: builds whose nodes are liquid cooled cannot stand here")
     hall = serializers.ChoiceField(list(HALL_PUE_BASIS.items()), default=HALLS[0],
                                    help_text="the hall's class, which sets the PUE")
-    pue = serializers.FloatField(min_value=1.0, max_value=5.0, required=False, allow_null=True,
+    pue = NumberField(min_value=1.0, max_value=5.0, required=False, allow_null=True,
                                  help_text="the site's own PUE, over the hall's")
-    storage_write_gbyte_s = serializers.FloatField(
+    storage_write_gbyte_s = NumberField(
         min_value=0.001, max_value=1e9, required=False, allow_null=True,
         help_text="the site's storage system, sustained write GB/s: where builds without storage nodes write "
                   "checkpoints; null: none (their time to train is then unknown)")
@@ -82,7 +83,7 @@ class SiteFacilitySerializer(serializers.Serializer):
 
 class SiteGoalSerializer(serializers.Serializer):
     workload = serializers.SlugField(help_text="the model to train")
-    tokens = serializers.FloatField(min_value=1.0, max_value=1e18, required=False, allow_null=True,
+    tokens = NumberField(min_value=1.0, max_value=1e18, required=False, allow_null=True,
                                     help_text="tokens to train; null: the workload's tokens_to_train")
     objective = serializers.ChoiceField(GOALS, help_text="by_date: the cheapest way to have the tokens trained by "
                                                          "the deadline; per_dollar: the lowest cost per token")
@@ -94,20 +95,20 @@ class SitePlanCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     facility = SiteFacilitySerializer()
     goal = SiteGoalSerializer()
-    budget = serializers.FloatField(min_value=0.01, max_value=1e15, required=False, allow_null=True,
+    budget = NumberField(min_value=0.01, max_value=1e15, required=False, allow_null=True,
                                     help_text="in the price book's currency; null: no budget")
     price_book = serializers.SlugField()
     builds = serializers.ListField(child=serializers.SlugField(), required=False, min_length=1,
                                    max_length=MAX_COMBINATIONS, help_text="plans to weigh; default every shared plan")
 
 
-class SweepSerializer(serializers.ModelSerializer):
+class SweepSerializer(ModelSerializer):
     plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     workload = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    progress = serializers.FloatField(read_only=True)
+    progress = NumberField(read_only=True)
     calibration = serializers.ListField(
-        child=serializers.DictField(child=serializers.FloatField()), read_only=True,
+        child=serializers.DictField(child=NumberField()), read_only=True,
         help_text="per combination of swept catalogue parts (one entry when none is swept): engine constant -> the "
                   "measured value that replaced the family's there (the plan's overrides at submission)")
 

@@ -1,11 +1,39 @@
 """What every serializer shares: model validation through ``full_clean()`` (so the rules in
 ``Model.clean()`` hold for API writes exactly as for the admin and the seed loader) and
 references by slug."""
+import math
 import re
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import models
 from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
+
+
+class NumberField(serializers.FloatField):
+    """DRF's FloatField, refusing what is not a number: a JSON true or false (DRF would take true as
+    1.0) and an integer past a float's range (10**400), each a 400 naming the field."""
+
+    default_error_messages = {"boolean": "must be a number, not true or false",
+                              "range": "must be a number within a float's range"}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("boolean")
+        if isinstance(data, int):
+            try:
+                value = float(data)
+            except OverflowError:
+                self.fail("range")
+            if not math.isfinite(value):
+                self.fail("range")
+        return super().to_internal_value(data)
+
+
+class ModelSerializer(serializers.ModelSerializer):
+    """DRF's ModelSerializer, with a model's float fields as :class:`NumberField`."""
+
+    serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping, models.FloatField: NumberField}
 
 
 def as_drf_validation_error(error: DjangoValidationError) -> serializers.ValidationError:
@@ -23,7 +51,7 @@ def full_clean_or_raise(instance, exclude=None):
         raise as_drf_validation_error(error) from error
 
 
-class CleanModelSerializer(serializers.ModelSerializer):
+class CleanModelSerializer(ModelSerializer):
     """Validates by building the would-be instance and calling ``full_clean()`` on it."""
 
     nested_fields: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from planner.models import (
     StorageNodeType,
     Switch,
 )
-from planner.serializers.base import CleanModelSerializer, full_clean_or_raise, slug_is_free, slug_ref
+from planner.serializers.base import CleanModelSerializer, ModelSerializer, full_clean_or_raise, slug_is_free, slug_ref
 
 
 class AcceleratorSerializer(CleanModelSerializer):
@@ -67,7 +67,7 @@ class StorageNodeTypeSerializer(CleanModelSerializer):
         exclude = ["id"]
 
 
-class PriceItemSerializer(serializers.ModelSerializer):
+class PriceItemSerializer(ModelSerializer):
     class Meta:
         model = PriceItem
         fields = ["part_kind", "part_slug", "term", "unit_price", "low_price", "high_price", "basis", "confidence",

@@ -2,9 +2,10 @@
 from rest_framework import serializers
 
 from planner.models import AccessToken
+from planner.serializers.base import ModelSerializer
 
 
-class AccessTokenListSerializer(serializers.ModelSerializer):
+class AccessTokenListSerializer(ModelSerializer):
     """A token as listed: never its key, only the key's first characters."""
 
     class Meta:
@@ -13,7 +14,7 @@ class AccessTokenListSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class AccessTokenSerializer(serializers.ModelSerializer):
+class AccessTokenSerializer(ModelSerializer):
     key = serializers.CharField(read_only=True, help_text="Shown once, when the token is created.")
 
     class Meta:

@@ -2,12 +2,13 @@
 services validate every request themselves and answer 400 naming the field)."""
 from rest_framework import serializers
 
+from planner.serializers.base import NumberField
 from simcore.tools.twin import JOB_STATE_NAMES, STATE_NAMES
 from twin.models import LogIngest
 
 
 class SpeedSerializer(serializers.Serializer):
-    speed = serializers.FloatField(help_text="simulated seconds per wall-clock second")
+    speed = NumberField(help_text="simulated seconds per wall-clock second")
 
 
 class DrainSerializer(serializers.Serializer):
@@ -25,7 +26,7 @@ class IngestSerializer(serializers.Serializer):
 
 class EventSerializer(serializers.Serializer):
     seq = serializers.IntegerField()
-    time_s = serializers.FloatField(help_text="simulated time")
+    time_s = NumberField(help_text="simulated time")
     kind = serializers.CharField()
     category = serializers.CharField()
     gpu = serializers.IntegerField(allow_null=True)
@@ -65,7 +66,7 @@ class LogIngestSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=LogIngest.Status.choices)
     lines_total = serializers.IntegerField()
     lines_read = serializers.IntegerField(help_text="lines read so far; all of them once applying starts")
-    progress = serializers.FloatField(help_text="lines_read / lines_total")
+    progress = NumberField(help_text="lines_read / lines_total")
     result = IngestLogResultSerializer(allow_null=True, help_text="when done: what a small log's answer gives")
     errors = serializers.DictField(allow_null=True, help_text="when the log was refused: field -> reasons")
     error = serializers.CharField(help_text="why it failed, when not for its input")
@@ -83,23 +84,23 @@ class TwinJobSerializer(serializers.Serializer):
     name = serializers.CharField()
     state = serializers.ChoiceField(JOB_STATE_NAMES)
     nodes = serializers.IntegerField()
-    progress = serializers.FloatField()
-    ettr = serializers.FloatField()
-    ettr_closed_form = serializers.FloatField()
+    progress = NumberField()
+    ettr = NumberField()
+    ettr_closed_form = NumberField()
     interruptions = serializers.IntegerField()
-    goodput_gpu_hours = serializers.FloatField()
-    forecast_remaining_s = serializers.FloatField(allow_null=True)
+    goodput_gpu_hours = NumberField()
+    forecast_remaining_s = NumberField(allow_null=True)
 
 
 class HeadlineSerializer(serializers.Serializer):
     """The figures an hourly sample keeps and the current metrics carry too."""
 
-    time_s = serializers.FloatField()
-    availability = serializers.FloatField(required=False, help_text="share of nodes in service: healthy, not "
+    time_s = NumberField()
+    availability = NumberField(required=False, help_text="share of nodes in service: healthy, not "
                                           "drained, their leaf switch up (samples before 2026-12-04 lack it)")
-    utilization = serializers.FloatField(help_text="share of nodes running a job (not restarting or waiting)")
-    goodput_gpu_hours = serializers.FloatField()
-    lost_gpu_hours = serializers.FloatField()
+    utilization = NumberField(help_text="share of nodes running a job (not restarting or waiting)")
+    goodput_gpu_hours = NumberField()
+    lost_gpu_hours = NumberField()
     interruptions = serializers.IntegerField()
 
 
@@ -112,7 +113,7 @@ class TwinMetricsSerializer(HeadlineSerializer):
 
 
 class TwinSampleSerializer(HeadlineSerializer):
-    ettr = serializers.ListField(child=serializers.FloatField(), help_text="each job's")
+    ettr = serializers.ListField(child=NumberField(), help_text="each job's")
 
 
 class TwinMetricsHistorySerializer(serializers.Serializer):
@@ -123,8 +124,8 @@ class TwinMetricsHistorySerializer(serializers.Serializer):
 class TwinStateSerializer(EventsSerializer):
     twin = serializers.IntegerField()
     status = serializers.CharField()
-    speed = serializers.FloatField()
-    time_s = serializers.FloatField()
+    speed = NumberField()
+    time_s = NumberField()
     last_seq = serializers.IntegerField()
     gpus_per_node = serializers.IntegerField()
     gpu_state = serializers.ListField(child=serializers.IntegerField(), help_text="each GPU's index into state_names")

@@ -17,6 +17,7 @@ from planner.api.errors import Conflict
 from planner.api.limits import one_at_a_time
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Visibility
+from planner.serializers.base import ModelSerializer, NumberField
 from simcore.tools.twin import MAX_EXCLUDE_AFTER
 from twin.api import bodies
 from twin.filtersets import TwinEventFilterSet
@@ -26,7 +27,7 @@ from twin.services import controls, creation, exports, ingestion, log_ingests, p
 from twin.tasks import log_ingest_enqueue
 
 
-class TwinSerializer(serializers.ModelSerializer):
+class TwinSerializer(ModelSerializer):
     plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
@@ -41,7 +42,7 @@ class TwinCreateSerializer(serializers.Serializer):
     plan = serializers.SlugField()
     name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, default=0)
-    speed = serializers.FloatField(default=3600.0, help_text="simulated seconds per wall-clock second")
+    speed = NumberField(default=3600.0, help_text="simulated seconds per wall-clock second")
     visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.PRIVATE)
     jobs = serializers.ListField(child=serializers.DictField(), required=False,
                                  help_text="[{name, nodes, work_s, interval_s, checkpoint_s, restart_s, "

@@ -135,8 +135,10 @@ def simulator(twin: Twin, state: bytes | None = None) -> engine.Twin:
 
 
 def check_speed(speed):
-    if isinstance(speed, bool) or not isinstance(speed, int | float) or not np.isfinite(speed) \
-            or not 0 < speed <= MAX_SPEED:
+    """A twin's speed: a number (not a boolean; an integer of any size is compared as the number it is,
+    never converted past a float's range) above 0 and at most MAX_SPEED."""
+    if isinstance(speed, bool) or not isinstance(speed, int | float) \
+            or (isinstance(speed, float) and not np.isfinite(speed)) or not 0 < speed <= MAX_SPEED:
         raise TwinInputError({"speed": [f"simulated seconds per wall second, above 0 and at most {MAX_SPEED:,.0f}"]})
 
 
