@@ -1,6 +1,5 @@
 """Plans and workloads: their evaluations, previews, comparisons, bills of materials and exports."""
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -23,9 +22,9 @@ import simcore
 from planner import serializers as api
 from planner.adapters import calibration, scenario_document
 from planner.api import bodies
-from planner.api.errors import PreconditionFailed
 from planner.api.limits import enforce_engine_limits
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
+from planner.api.versions import VersionedEntryMixin
 from planner.models import ClusterPlan, ComputeNodeType, PriceBook, StorageNodeType, Workload
 from planner.services import netbox
 from planner.services import plans as services
@@ -71,15 +70,8 @@ def evaluation_response(request, plan, workload=None, options=None) -> Response:
     return Response({**evaluation, "overrides": overrides_seen_by(evaluation["overrides"], request.user)})
 
 
-def entry_etag(version: int) -> str:
-    """A plan's or workload's ETag: its version, which every change raises."""
-    return f'"{version}"'
-
-
-class OwnedEntryViewSet(viewsets.ModelViewSet):
-    """Plans and workloads: every read carries an ETag (the entry's version). A write runs on the row
-    locked for its transaction, so concurrent changes apply one after the other and none is lost; a
-    write that sends If-Match with an older ETag answers 412 and changes nothing."""
+class OwnedEntryViewSet(VersionedEntryMixin, viewsets.ModelViewSet):
+    """Plans and workloads, versioned (:mod:`planner.api.versions`)."""
 
     lookup_field = "slug"
     permission_classes = [TokenScopePermission, OwnedEntryPermission]
@@ -91,27 +83,6 @@ class OwnedEntryViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         serializer.save(owner=self.request.user)
-
-    def retrieve(self, request, *args, **kwargs):
-        response = super().retrieve(request, *args, **kwargs)
-        response["ETag"] = entry_etag(response.data["version"])
-        return response
-
-    def update(self, request, *args, **kwargs):
-        with transaction.atomic():
-            entry = self.get_object()  # visibility and ownership, as for any write
-            entry = self.model.objects.select_for_update().get(pk=entry.pk)
-            wanted = request.headers.get("If-Match")
-            if wanted is not None and wanted.strip() not in ("*", entry_etag(entry.version)):
-                raise PreconditionFailed(f"{self.model._meta.verbose_name} '{entry.slug}' changed since you read it "
-                                         f"(it is at version {entry.version}, you sent If-Match {wanted}): "
-                                         "read it again and reapply your change")
-            serializer = self.get_serializer(entry, data=request.data, partial=kwargs.pop("partial", False))
-            serializer.is_valid(raise_exception=True)
-            serializer.save(version=entry.version + 1)
-        response = Response(serializer.data)
-        response["ETag"] = entry_etag(serializer.instance.version)
-        return response
 
 
 PLAN_TAG = ["plans"]

@@ -1,4 +1,5 @@
 """Catalogue endpoints: one slug-keyed model viewset per catalogue table, and the parts that fit."""
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import viewsets
@@ -11,6 +12,7 @@ from rest_framework.views import APIView
 from planner import models, serializers
 from planner.api.bodies import MatchingPartsSerializer
 from planner.api.permissions import PriceBookPermission, TokenScopePermission
+from planner.api.versions import VersionedEntryMixin, entry_etag, locked_for_write
 from planner.filtersets import FILTERSETS
 from planner.models import ClusterPlan
 from planner.services import prices as price_services
@@ -64,10 +66,13 @@ StorageNodeTypeViewSet = catalog_viewset(
     models.StorageNodeType.objects.select_related("cpu", "nic"),
     "storage node types",
 )
-class PriceBookViewSet(catalog_viewset(models.PriceBook, serializers.PriceBookSerializer,
-                                       models.PriceBook.objects.prefetch_related("items"), "price books")):
+class PriceBookViewSet(VersionedEntryMixin, catalog_viewset(models.PriceBook, serializers.PriceBookSerializer,
+                                                            models.PriceBook.objects.prefetch_related("items"),
+                                                            "price books")):
     """Price books: the shared catalogue's and your own. Anyone signed in may create a book (their
-    own; catalogue editors' new books are shared) and add their quotes to it."""
+    own; catalogue editors' new books are shared) and add their quotes to it. Versioned
+    (:mod:`planner.api.versions`): reads carry an ETag, a write or a quote with a stale If-Match
+    answers 412."""
 
     permission_classes = [TokenScopePermission, PriceBookPermission]
 
@@ -86,12 +91,13 @@ class PriceBookViewSet(catalog_viewset(models.PriceBook, serializers.PriceBookSe
                                "the book comes back whole.")
     @action(detail=True, methods=["post"])
     def items(self, request, slug=None):
-        book = self.get_object()
         item = serializers.PriceItemSerializer(data=request.data)
         item.is_valid(raise_exception=True)
-        price_services.put_item(book=book, **item.validated_data)
-        return Response(serializers.PriceBookSerializer(models.PriceBook.objects.prefetch_related("items")
-                                                        .get(pk=book.pk)).data)
+        with transaction.atomic():
+            book = locked_for_write(models.PriceBook, self.get_object(), request)
+            price_services.put_item(book=book, **item.validated_data)
+        data = serializers.PriceBookSerializer(models.PriceBook.objects.prefetch_related("items").get(pk=book.pk)).data
+        return Response(data, headers={"ETag": entry_etag(data["version"])})
 
     @extend_schema(tags=["catalogue"], request=serializers.PriceBookCopySerializer,
                    responses={201: serializers.PriceBookSerializer},

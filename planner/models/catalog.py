@@ -329,6 +329,10 @@ class PriceBook(CatalogEntry):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True,
                               related_name="price_books", help_text="The owner of a user's own book; null: shared.")
+    version = models.PositiveIntegerField(
+        default=1, editable=False,
+        help_text="Raised by one at every change of the book or its prices through the API; its ETag, sent back "
+                  "as If-Match, makes a write that did not see the latest change answer 412.")
 
     currency = models.CharField(
         max_length=8, help_text="ISO 4217 code, or REL for relative units as in a paper's tables."

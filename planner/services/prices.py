@@ -3,6 +3,7 @@ how old a book's prices are."""
 import datetime
 
 from django.db import transaction
+from django.db.models import F
 
 from planner.adapters import plan_price_items
 from planner.models import ClusterPlan, PriceBook, PriceItem
@@ -18,7 +19,9 @@ def put_item(*, book: PriceBook, part_kind: str, part_slug: str, term: str = "",
     fields = {"low_price": None, "high_price": None, **fields}
     item, _ = PriceItem.objects.update_or_create(price_book=book, part_kind=part_kind, part_slug=part_slug,
                                                  term=term, defaults=fields)
-    book.save(update_fields=["updated_at"])
+    book.version = F("version") + 1
+    book.save(update_fields=["updated_at", "version"])
+    book.refresh_from_db(fields=["version"])
     return item
 
 

@@ -142,3 +142,26 @@ def test_first_quotes_on_two_plans_at_once_make_one_copy_of_their_book(monkeypat
     assert set(ClusterPlan.objects.filter(owner=user).values_list("price_book__slug", flat=True)) == {mine.slug}
     assert mine.items.filter(unit_price=500).count() == 2
     assert list(PriceItem.objects.filter(price_book__slug="usd-2026").order_by("id").values()) == shared
+
+
+def test_price_books_carry_an_etag_and_a_stale_if_match_answers_412_for_writes_and_quotes(catalog, reader_client):
+    """Four writers of one book each send the version they read: the first lands, the rest answer 412
+    (before, the last PUT silently won); a quote added to the book raises its version too."""
+    created = reader_client.post("/api/catalog/price-books/", {
+        "slug": "my-quotes", "name": "Mine", "vendor": "x", "source": "quotes", "confidence": "secondary",
+        "currency": "USD", "price_date": "2026-11-01"}, format="json")
+    assert created.status_code == 201 and created.json()["version"] == 1
+    read = reader_client.get("/api/catalog/price-books/my-quotes/")
+    assert read["ETag"] == '"1"'
+    answers = [reader_client.patch("/api/catalog/price-books/my-quotes/", {"name": f"writer {i}"}, format="json",
+                                   HTTP_IF_MATCH=read["ETag"]) for i in range(4)]
+    assert [a.status_code for a in answers] == [200, 412, 412, 412]
+    assert answers[0]["ETag"] == '"2"' and "changed since you read it" in answers[1].json()["detail"]
+    quote = {"part_kind": "switch", "part_slug": "qm8700", "unit_price": "9000", "basis": "our quote",
+             "confidence": "secondary"}
+    stale = reader_client.post("/api/catalog/price-books/my-quotes/items/", quote, format="json", HTTP_IF_MATCH='"1"')
+    assert stale.status_code == 412
+    added = reader_client.post("/api/catalog/price-books/my-quotes/items/", quote, format="json", HTTP_IF_MATCH='"2"')
+    assert added.status_code == 200 and added["ETag"] == '"3"' and added.json()["version"] == 3
+    book = reader_client.get("/api/catalog/price-books/my-quotes/").json()
+    assert book["name"] == "writer 0" and [i["part_slug"] for i in book["items"]] == ["qm8700"]
