@@ -72,8 +72,8 @@ def unique_violation_field(exc: IntegrityError) -> str | None:
             return None
         table, name = cause.diag.table_name, cause.diag.constraint_name or ""
         columns = None
-    elif str(exc).startswith(SQLITE_UNIQUE):
-        pairs = [part.strip().rsplit(".", 1) for part in str(exc)[len(SQLITE_UNIQUE):].split(",")]
+    elif exc.args and isinstance(exc.args[0], str) and exc.args[0].startswith(SQLITE_UNIQUE):
+        pairs = [part.strip().rsplit(".", 1) for part in exc.args[0][len(SQLITE_UNIQUE):].split(",")]
         table, name, columns = pairs[0][0], "", {column for _, column in pairs}
     else:
         return None
@@ -113,13 +113,13 @@ def _error_response(exc, context):
                         status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, QueueUnavailable):
         return Response({"detail": exc.MESSAGE}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
-    if isinstance(exc, IntegrityError) and (field := unique_violation_field(exc)):
-        return Response({field: [f"another request took this {field.replace('_', ' ')} at the same moment: "
-                                 "choose another"]}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, ProtectedError):
         used_by = sorted(_describe(obj) for obj in exc.protected_objects)
         return Response(
             {"detail": "this entry is still referenced and cannot be deleted", "referenced_by": used_by},
             status=status.HTTP_409_CONFLICT,
         )
+    if isinstance(exc, IntegrityError) and (field := unique_violation_field(exc)):
+        return Response({field: [f"another request took this {field.replace('_', ' ')} at the same moment: "
+                                 "choose another"]}, status=status.HTTP_409_CONFLICT)
     return drf_exception_handler(exc, context)

@@ -91,10 +91,11 @@ class PriceBookViewSet(VersionedEntryMixin, catalog_viewset(models.PriceBook, se
                                "the book comes back whole.")
     @action(detail=True, methods=["post"])
     def items(self, request, slug=None):
+        book = self.get_object()  # who may change the book, before what is sent
         item = serializers.PriceItemSerializer(data=request.data)
         item.is_valid(raise_exception=True)
         with transaction.atomic():
-            book = locked_for_write(models.PriceBook, self.get_object(), request)
+            book = locked_for_write(models.PriceBook, book, request)
             price_services.put_item(book=book, **item.validated_data)
         data = serializers.PriceBookSerializer(models.PriceBook.objects.prefetch_related("items").get(pk=book.pk)).data
         return Response(data, headers={"ETag": entry_etag(data["version"])})
