@@ -4,8 +4,11 @@ Authenticated in ``connect()`` (session cookie through Channels' auth middleware
 by ``AllowedHostsOriginValidator`` in ``config/asgi.py``); only the sweep's owner or staff may
 follow it. The current state is sent on connect, then every published change.
 """
+import logging
+
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from redis.exceptions import RedisError
 
 from planner.events import sweep_group
 from planner.models import Sweep
@@ -13,6 +16,20 @@ from planner.services.sweep_results import sweep_state
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+logger = logging.getLogger(__name__)
+
+
+async def leave_group(consumer) -> None:
+    """Take a closing socket's channel out of its group. The channel layer out of reach (a Redis read
+    timeout) is a warning, not an error: the membership lapses by itself after channels_redis's
+    group expiry, and messages to a closed channel are dropped."""
+    if not hasattr(consumer, "group"):
+        return
+    try:
+        await consumer.channel_layer.group_discard(consumer.group, consumer.channel_name)
+    except (RedisError, OSError) as error:  # TimeoutError and ConnectionError are OSErrors
+        logger.warning("leaving %s: the channel layer did not answer (%s); the membership lapses by itself",
+                       consumer.group, error)
 
 
 class SweepProgressConsumer(AsyncJsonWebsocketConsumer):
@@ -34,8 +51,7 @@ class SweepProgressConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json(state)
 
     async def disconnect(self, code):
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await leave_group(self)
 
     async def receive_json(self, content, **kwargs):
         """Viewers only listen; anything they send is ignored."""

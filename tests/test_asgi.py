@@ -116,3 +116,32 @@ def test_a_download_over_asgi_is_sent_part_by_part_as_the_sync_one(catalog, user
     start, bodies = async_to_sync(messages)()
     assert start["status"] == 200
     assert b"".join(bodies) == expected and seen == ["_AsyncParts"]
+
+
+def test_a_socket_closing_while_the_channel_layer_times_out_logs_a_warning_not_an_error(caplog):
+    """Issue 56 item 12: a Redis read timeout while a viewer leaves its group is a warning; the twin
+    viewer's batching task is cancelled all the same."""
+    import asyncio
+    import logging
+    from types import SimpleNamespace
+
+    from redis.exceptions import TimeoutError as RedisTimeout
+
+    from twin.consumers import TwinConsumer
+
+    class TimingOut:
+        async def group_discard(self, group, channel):
+            raise RedisTimeout("Timeout reading from socket")
+
+    async def close():
+        consumer = TwinConsumer()
+        consumer.channel_layer, consumer.channel_name, consumer.group = TimingOut(), "c1", "twin.1"
+        consumer.flusher = SimpleNamespace(cancelled=False, cancel=lambda: setattr(consumer.flusher, "cancelled", True))
+        await consumer.disconnect(1001)
+        return consumer.flusher.cancelled
+
+    with caplog.at_level(logging.WARNING, logger="planner.consumers"):
+        assert asyncio.run(close())
+    [record] = [r for r in caplog.records if r.name == "planner.consumers"]
+    assert record.levelno == logging.WARNING and "lapses by itself" in record.getMessage()
+    assert not record.exc_info

@@ -11,6 +11,7 @@ import time
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from planner.consumers import leave_group
 from twin.models import Twin
 from twin.services.persistence import snapshot, twin_group
 
@@ -54,8 +55,7 @@ class TwinConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "snapshot", **state})
 
     async def disconnect(self, code):
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await leave_group(self)
         if getattr(self, "flusher", None):
             self.flusher.cancel()
 
