@@ -86,6 +86,23 @@ def test_docker_compose_services():
     assert set(compose["volumes"]) >= {"pgdata", "redis-data", "metrics"}
 
 
+def test_behind_the_declared_proxy_hsts_reaches_clients_and_compose_passes_the_count_through():
+    """Issue 56 item 11: the production settings believe X-Forwarded-Proto only with LOGIN_PROXY_COUNT, and
+    then a request through the proxy is secure and answered with HSTS; compose lets the operator set it."""
+    probe = ("from django.test import Client; "
+             "r = Client().get('/healthz/live/', HTTP_X_FORWARDED_PROTO='https', HTTP_X_FORWARDED_FOR='203.0.113.9', "
+             "HTTP_HOST='planner.example.org'); print(r.status_code, r.get('Strict-Transport-Security'))")
+    env = {"DJANGO_SETTINGS_MODULE": "config.settings.production", "SECRET_KEY": secrets.token_urlsafe(64),
+           "ALLOWED_HOSTS": "planner.example.org"}
+    behind = run_manage("shell", "-v", "0", "-c", probe, env_overrides={**env, "LOGIN_PROXY_COUNT": "1"})
+    answer = behind.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert answer == ["200", "max-age=31536000; includeSubDomains; preload"], behind.stdout + behind.stderr
+    direct = run_manage("shell", "-v", "0", "-c", probe, env_overrides={**env, "LOGIN_PROXY_COUNT": "0"})
+    assert direct.stdout.strip().splitlines()[-1] == "200 None"  # a client's own header is not believed
+    compose_env = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["x-app-env"]
+    assert compose_env["LOGIN_PROXY_COUNT"] == "${LOGIN_PROXY_COUNT:-0}"
+
+
 def test_dockerfile_installs_the_locked_requirements_with_hash_checking():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "pip install --no-cache-dir --require-hashes -r requirements.lock" in dockerfile
