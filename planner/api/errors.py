@@ -80,10 +80,13 @@ def unique_violation_field(exc: IntegrityError) -> str | None:
     model = next((m for m in apps.get_models() if m._meta.db_table == table), None)
     if model is None:
         return None
+    def violated(constraint, fields) -> bool:
+        if columns is not None:  # SQLite: the set's columns are the ones listed
+            return {f.column for f in fields} == columns
+        return constraint == name if constraint else all(f.column in name for f in fields)
+
     for constraint, fields in sorted(_unique_sets(model), key=lambda item: -len(item[1])):
-        matches = (constraint == name if constraint else all(f.column in name for f in fields)) if columns is None \
-            else {f.column for f in fields} == columns
-        if matches:
+        if violated(constraint, fields):
             named = [f for f in fields if not isinstance(f, ForeignKey)] or list(fields)
             return named[-1].name
     return None
