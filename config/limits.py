@@ -8,18 +8,22 @@ from django.http import JsonResponse
 KERNEL_LOG_PATH = re.compile(r"^/api/twins/\d+/ingest-log/$")
 
 
-def body_limit_bytes(path: str) -> int:
-    """The largest request body this path takes: KERNEL_LOG_MAX_BYTES for a kernel-log upload,
-    API_MAX_BODY_BYTES for anything else."""
+def body_limit(path: str, credentials: bool = True) -> tuple[int, str]:
+    """The largest request body this path takes, and the setting that says so: a request carrying no
+    credentials (no Authorization header, no session cookie) ANONYMOUS_MAX_BODY_BYTES, whatever its
+    path (logging in takes a few hundred bytes, and nobody else may send anything); else
+    KERNEL_LOG_MAX_BYTES for a kernel-log upload, API_MAX_BODY_BYTES for anything else."""
+    if not credentials:
+        return settings.ANONYMOUS_MAX_BODY_BYTES, "ANONYMOUS_MAX_BODY_BYTES"
     if KERNEL_LOG_PATH.match(path):
-        return settings.KERNEL_LOG_MAX_BYTES
-    return settings.API_MAX_BODY_BYTES
+        return settings.KERNEL_LOG_MAX_BYTES, "KERNEL_LOG_MAX_BYTES"
+    return settings.API_MAX_BODY_BYTES, "API_MAX_BODY_BYTES"
 
 
-def too_large_detail(length: int | None, limit_bytes: int) -> str:
-    setting = "KERNEL_LOG_MAX_BYTES" if limit_bytes == settings.KERNEL_LOG_MAX_BYTES else "API_MAX_BODY_BYTES"
+def too_large_detail(length: int | None, limit_bytes: int, setting: str) -> str:
     size = "request body" if length is None else f"request body of {length:,} bytes"
-    return f"{size}; at most {limit_bytes:,} bytes here ({setting})"
+    where = "without credentials: sign in or send a token" if setting == "ANONYMOUS_MAX_BODY_BYTES" else "here"
+    return f"{size}; at most {limit_bytes:,} bytes {where} ({setting})"
 
 
 class NulQueryMiddleware:
@@ -38,10 +42,11 @@ class NulQueryMiddleware:
 
 
 class BodySizeLimitMiddleware:
-    """Answer 413 to a request whose declared body is larger than its path's limit, before the body
-    is read. Under ``config.server`` the server has refused it already, chunked bodies included;
+    """Answer 413 to a request whose declared body is larger than its limit (:func:`body_limit`),
+    before the body is read. Under ``config.server`` the server has refused it already, chunked bodies included;
     this covers other ASGI and WSGI servers (where a body without a declared length is held to
-    DATA_UPLOAD_MAX_MEMORY_SIZE by Django, which answers 400)."""
+    DATA_UPLOAD_MAX_MEMORY_SIZE by Django, which answers 400). The smaller limit of callers without
+    credentials is the server's alone: it is what keeps their bodies from being read at all."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -51,7 +56,7 @@ class BodySizeLimitMiddleware:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return JsonResponse({"detail": "Content-Length must be a whole number of bytes"}, status=400)
-        limit_bytes = body_limit_bytes(request.path)
+        limit_bytes, setting = body_limit(request.path)
         if length > limit_bytes:
-            return JsonResponse({"detail": too_large_detail(length, limit_bytes)}, status=413)
+            return JsonResponse({"detail": too_large_detail(length, limit_bytes, setting)}, status=413)
         return self.get_response(request)

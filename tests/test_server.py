@@ -7,7 +7,9 @@ opened at once and not read hold the server's memory to a part each (Django woul
 each whole), each arrives complete when read, and a user's second download waits for the first to
 be sent."""
 import json
+import select
 import socket
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -102,17 +104,88 @@ def test_a_chunked_body_is_refused_as_it_passes_the_limit(server):
 
 
 def test_a_kernel_log_upload_has_its_own_larger_limit(server):
-    """The kernel-log path takes up to KERNEL_LOG_MAX_BYTES (32 MiB): 3 MiB passes the server and
-    reaches the application (which answers for the missing credentials), 40 MB declared does not."""
+    """The kernel-log path takes up to KERNEL_LOG_MAX_BYTES (32 MiB): 3 MiB with credentials passes
+    the server and reaches the application (which answers for the bad token), 40 MB declared does
+    not, and without credentials nothing over ANONYMOUS_MAX_BODY_BYTES does."""
     conn = open_post(server, "/api/twins/1/ingest-log/", {"Content-Type": "application/octet-stream",
+                                                          "Authorization": "Token not-a-token",
                                                           "Content-Length": 3 * 1024 * 1024})
     conn.sendall(b"x" * (3 * 1024 * 1024))
     status, _, _ = read_response(conn)
     assert status in (401, 403)
     conn = open_post(server, "/api/twins/1/ingest-log/", {"Content-Type": "application/octet-stream",
-                                                          "Content-Length": 40_000_000})
+                                                          "Cookie": "sessionid=stale", "Content-Length": 40_000_000})
     status, _, body = read_response(conn)
     assert status == 413 and json.loads(body)["detail"].endswith("at most 33,554,432 bytes here (KERNEL_LOG_MAX_BYTES)")
+    conn = open_post(server, "/api/twins/1/ingest-log/", {"Content-Type": "application/octet-stream",
+                                                          "Content-Length": 3 * 1024 * 1024})
+    status, _, body = read_response(conn)
+    assert status == 413 and json.loads(body)["detail"] == (
+        "request body of 3,145,728 bytes; at most 65,536 bytes without credentials: sign in or send a token "
+        "(ANONYMOUS_MAX_BODY_BYTES)")
+
+
+def multipart(fields: dict[str, str], file_bytes: bytes) -> tuple[str, bytes]:
+    """A multipart/form-data body of ``fields`` and a ``file`` part: its content type and bytes."""
+    boundary = "----planner-test-boundary"
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+             for name, value in fields.items()]
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="dmesg.txt"\r\n'
+                 f"Content-Type: text/plain\r\n\r\n".encode() + file_bytes + f"\r\n--{boundary}--\r\n".encode())
+    return f"multipart/form-data; boundary={boundary}", b"".join(parts)
+
+
+def post_whole(stack, path: str, headers: dict, body: bytes, piece_bytes: int = 1 << 20) -> tuple[int, dict, bytes]:
+    """POST ``body`` a piece at a time until it is all sent or the server answers (it has half a
+    second to answer the headers alone), and read the answer."""
+    conn = open_post(stack, path, {**headers, "Content-Length": len(body)})
+    for start in range(0, len(body), piece_bytes):
+        if select.select([conn], [], [], 0.5 if start == 0 else 0)[0]:
+            break  # answered before it was all sent
+        conn.sendall(body[start:start + piece_bytes])
+    return read_response(conn)
+
+
+def slowest_read_s(stack, token: str, attack) -> tuple[float, object]:
+    """Run ``attack()`` in a thread while another user reads their plans every 0.1 s: the slowest
+    read's seconds (the reads go on until the attack has been answered), and the attack's answer."""
+    answer, slowest_s = [], 0.0
+    attacker = threading.Thread(target=lambda: answer.append(attack()))
+    attacker.start()
+    while attacker.is_alive():
+        started = time.monotonic()
+        status, _ = call(stack, "GET", "/api/plans/?page_size=1", token=token)
+        assert status == 200
+        slowest_s = max(slowest_s, time.monotonic() - started)
+        time.sleep(0.1)
+    attacker.join()
+    return slowest_s, answer[0]
+
+
+def test_no_multipart_body_stalls_another_users_reads_logged_in_or_not(server):
+    """30 MiB of newlines as a kernel-log file, sent with no credentials, with a bad token or by the
+    twin's owner, and 2 MiB to the login endpoint: none holds another user's reads past 1 s (Twisted
+    parsed every multipart body on the event loop before Django ran: 16.5 s without credentials),
+    each is answered with its reason, and the server keeps no memory of them."""
+    owner, reader = [call(server, "POST", "/api/auth/token/", {"username": name, "password": USERS[name]})[1]["token"]
+                     for name in list(USERS)[:2]]
+    status, twin = call(server, "POST", "/api/twins/", {"plan": "ff2-pcie-2zone", "seed": 3}, owner)
+    assert status == 201, twin
+    content_type, newlines = multipart({"node": "1"}, b"\n" * (30 * 1024 * 1024))
+    path = f"/api/twins/{twin['id']}/ingest-log/"
+    before = rss_bytes(server)
+    for credentials, expected in (({}, 413), ({"Authorization": "Token not-a-token"}, 401),
+                                  ({"Authorization": f"Token {owner}"}, 400)):
+        slowest_s, (status, _, body) = slowest_read_s(
+            server, reader, lambda: post_whole(server, path, {"Content-Type": content_type, **credentials}, newlines))
+        assert status == expected, body[:300]
+        assert slowest_s < 1.0, f"another user's read waited {slowest_s:.1f} s during a {expected} upload"
+    assert json.loads(body)["errors"] == {"file": ["more than 100,000 lines; send it in parts"]}
+    content_type, login = multipart({"username": "x", "password": "y"}, b"\n" * (2 * 1024 * 1024))
+    slowest_s, (status, _, body) = slowest_read_s(
+        server, reader, lambda: post_whole(server, "/api/auth/token/", {"Content-Type": content_type}, login))
+    assert status == 413 and "ANONYMOUS_MAX_BODY_BYTES" in json.loads(body)["detail"] and slowest_s < 1.0
+    assert rss_bytes(server) - before < 100_000_000, f"{(rss_bytes(server) - before) / 1e6:.0f} MB kept"
 
 
 def call(stack, method: str, path: str, body=None, token=None):

@@ -10,6 +10,7 @@ Three layouts are read, line by line (a log may mix them):
 
 Times without a zone are the log's ``timezone`` (UTC unless the upload names one).
 """
+import io
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
@@ -22,6 +23,27 @@ _UPTIME = re.compile(r"^\[\s*(?P<s>\d+\.\d+)\]")
 _DMESG_T = re.compile(r"^\[(?P<t>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})\]")
 _ISO = re.compile(r"^(?P<t>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s")
 _SYSLOG = re.compile(r"^(?P<t>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2})\s")
+
+
+class LogSizeError(ValueError):
+    """A log with more lines or characters than an upload may hold."""
+
+
+def log_lines(source: io.TextIOBase, *, max_lines: int, max_chars: int) -> list[str]:
+    """The log's lines, read from ``source`` as they come (a line ends at ``\\n``, ``\\r\\n`` or
+    ``\\r``, as Python's text files read them), without their line ends; :class:`LogSizeError` as
+    soon as there are more than ``max_lines`` lines or ``max_chars`` characters, so that no more
+    than that is ever read or held (a line longer than what is left of ``max_chars`` is never
+    read whole)."""
+    lines, chars = [], 0
+    while line := source.readline(max_chars - chars + 1):
+        chars += len(line)
+        if chars > max_chars:
+            raise LogSizeError(f"more than {max_chars:,} characters of log")
+        if len(lines) == max_lines:
+            raise LogSizeError(f"more than {max_lines:,} lines")
+        lines.append(line.rstrip("\n"))
+    return lines
 
 
 class LogTimeError(ValueError):

@@ -272,8 +272,11 @@ TWIN_INGEST_INLINE_MAX_LINES = int(os.environ.get("TWIN_INGEST_INLINE_MAX_LINES"
 # The largest request body: larger ones answer 413 before anything reads them.
 API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+# The largest body of a request that carries no credentials (no Authorization header, no session
+# cookie), on any path: logging in takes a few hundred bytes. Refused before it is read.
+ANONYMOUS_MAX_BODY_BYTES = int(os.environ.get("ANONYMOUS_MAX_BODY_BYTES", str(64 * 1024)))
 # A kernel-log upload (POST /api/twins/<id>/ingest-log/, a multipart file, gzip or plain) may be this
-# large, and its text this large once decompressed: 32 MiB holds about 350,000 dmesg lines.
+# large, and its text this large once decompressed.
 KERNEL_LOG_MAX_BYTES = int(os.environ.get("KERNEL_LOG_MAX_BYTES", str(32 * 1024 * 1024)))
 SWEEP_CHUNK_POINTS = int(os.environ.get("SWEEP_CHUNK_POINTS", "50000"))
 # The watch for lost sweep chunks (planner.chunk_watch): a worker's claim on the chunk it runs

@@ -94,7 +94,7 @@ def test_a_task_delivered_twice_applies_its_log_once(catalog, owner_client, smal
     twin = create(owner_client)
     log = dmesg(twin, 21)
     upload = ingestion.kernel_log_upload(twin=twin, node=1, text=log, boot_time=BOOT)
-    ingest = log_ingests.log_ingest_create(twin=twin, upload=upload, text=log, boot_time=BOOT, year=None,
+    ingest = log_ingests.log_ingest_create(twin=twin, upload=upload, boot_time=BOOT, year=None,
                                            timezone_name="UTC")
     LogIngest.objects.filter(pk=ingest.pk).update(status="running")  # a worker killed mid-way: redelivered
     assert log_ingests.log_ingest_run(ingest_id=ingest.pk) is True

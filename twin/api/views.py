@@ -1,5 +1,6 @@
 """Twins: create from a plan, control, inject and ingest failures, read state, events and metrics."""
 import gzip
+import io
 import zlib
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Visibility
 from planner.serializers.base import ModelSerializer, NumberField
 from simcore.tools.twin import MAX_EXCLUDE_AFTER
+from twin import kernel_log
 from twin.api import bodies
 from twin.filtersets import TwinEventFilterSet
 from twin.local import ensure_local_driver
@@ -76,6 +78,26 @@ class OwnerControls(BasePermission):
         return request.method in SAFE_METHODS or obj.owner_id == request.user.id or request.user.is_staff
 
 
+class BoundedReader(io.RawIOBase):
+    """A binary stream read through, raising :class:`twin.kernel_log.LogSizeError` once more than
+    ``limit_bytes`` have come from it (a gzip file's text, say, which may be far larger than the file)."""
+
+    def __init__(self, source, limit_bytes: int):
+        self.source, self.limit_bytes, self.read_bytes = source, limit_bytes, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        block = self.source.read(len(buffer))
+        self.read_bytes += len(block)
+        if self.read_bytes > self.limit_bytes:
+            raise kernel_log.LogSizeError(f"more than {self.limit_bytes:,} bytes of log once decompressed "
+                                           "(KERNEL_LOG_MAX_BYTES)")
+        buffer[:len(block)] = block
+        return len(block)
+
+
 class KernelLogSerializer(serializers.Serializer):
     node = serializers.IntegerField(min_value=0, help_text="The node the log came from.")
     log = serializers.CharField(required=False, trim_whitespace=False, help_text="The log's text.")
@@ -91,25 +113,27 @@ class KernelLogSerializer(serializers.Serializer):
                                      help_text="The IANA zone of the log's times that carry none (dmesg -T, "
                                                "journald short): UTC unless given.")
 
-    def validate_file(self, upload) -> str:
-        """The file's text, read a block at a time (gunzipped when it starts with gzip's magic
-        bytes); no more than KERNEL_LOG_MAX_BYTES of text is ever held."""
-        limit_bytes = settings.KERNEL_LOG_MAX_BYTES
+    def validate_log(self, text: str) -> list[str]:
+        try:
+            return ingestion.log_text_lines(text)
+        except kernel_log.LogSizeError as error:
+            raise serializers.ValidationError(str(error)) from None
+
+    def validate_file(self, upload) -> list[str]:
+        """The file's lines, read as they come (gunzipped when it starts with gzip's magic bytes):
+        no more than MAX_LOG_LINES lines or KERNEL_LOG_MAX_BYTES bytes of text is ever read or held."""
         upload.seek(0)
         compressed = upload.read(2) == b"\x1f\x8b"
         upload.seek(0)
-        blocks, size = [], 0
+        limit_bytes = settings.KERNEL_LOG_MAX_BYTES
+        source = gzip.GzipFile(fileobj=upload) if compressed else upload
+        text = io.TextIOWrapper(BoundedReader(source, limit_bytes), encoding="utf-8", errors="replace", newline=None)
         try:
-            source = gzip.GzipFile(fileobj=upload) if compressed else upload
-            while block := source.read(1 << 20):
-                size += len(block)
-                if size > limit_bytes:
-                    raise serializers.ValidationError(f"more than {limit_bytes:,} bytes of log once decompressed "
-                                                      "(KERNEL_LOG_MAX_BYTES); send it in parts")
-                blocks.append(block)
+            return kernel_log.log_lines(text, max_lines=ingestion.MAX_LOG_LINES, max_chars=limit_bytes)
         except (OSError, EOFError, zlib.error) as error:
             raise serializers.ValidationError(f"not a readable gzip file: {error}") from error
-        return b"".join(blocks).decode("utf-8", errors="replace")
+        except kernel_log.LogSizeError as error:
+            raise serializers.ValidationError(f"{error}; send it in parts") from None
 
     def validate(self, data):
         if ("log" in data) == ("file" in data):
@@ -224,16 +248,16 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         upload = KernelLogSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
         data = upload.validated_data
-        text = data["log"] if "log" in data else data["file"]
+        lines = data["log"] if "log" in data else data["file"]
         inputs = {"boot_time": data.get("boot_time"), "year": data.get("year"), "timezone_name": data["timezone"]}
-        checked = ingestion.kernel_log_upload(twin=twin, node=data["node"], text=text, **inputs)
+        checked = ingestion.kernel_log_upload(twin=twin, node=data["node"], text=lines, **inputs)
         busy = Conflict("a kernel log is being ingested into this twin; send the next when it has finished")
         with one_at_a_time(f"twin-ingest:{twin.pk}", busy):  # one log into a twin at a time
             if log_ingests.ingest_in_progress(twin):
                 raise busy
             if not log_ingests.runs_after_its_request(checked):
                 return Response(ingestion.twin_ingest_log(twin=twin, upload=checked), status=status.HTTP_201_CREATED)
-            ingest = log_ingests.log_ingest_create(twin=twin, upload=checked, text=text, **inputs)
+            ingest = log_ingests.log_ingest_create(twin=twin, upload=checked, **inputs)
         # The queued record now holds the twin until its task ends (the embedded default runs it here).
         ingest = log_ingest_enqueue(ingest)
         return Response(log_ingests.log_ingest_json(ingest), status=status.HTTP_202_ACCEPTED,

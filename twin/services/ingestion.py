@@ -1,5 +1,6 @@
 """Real events into a twin: an NVIDIA driver Xid line, an Xid code, a category, or a node's whole
 kernel log, read with NVIDIA's Xid catalogue (:mod:`twin.kernel_log`)."""
+import io
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone, tzinfo
@@ -140,15 +141,22 @@ class KernelLog:
     zone: tzinfo
 
 
-def kernel_log_upload(*, twin: Twin, node, text, boot_time: datetime | None = None, year: int | None = None,
-                      timezone_name: str = "UTC") -> KernelLog:
-    """The upload's node, lines and zone, or a field error naming what is wrong with them."""
-    if not isinstance(text, str):
+def log_text_lines(text: str) -> list[str]:
+    """A log's lines (:func:`twin.kernel_log.log_lines`), at most MAX_LOG_LINES of them."""
+    return kernel_log.log_lines(io.StringIO(text, newline=None), max_lines=MAX_LOG_LINES, max_chars=len(text))
+
+
+def kernel_log_upload(*, twin: Twin, node, text: str | list[str], boot_time: datetime | None = None,
+                      year: int | None = None, timezone_name: str = "UTC") -> KernelLog:
+    """The upload's node, lines (``text``, or its lines already read) and zone, or a field error
+    naming what is wrong with them."""
+    if not isinstance(text, str | list):
         raise TwinInputError({"log": ["give the kernel log's text"]})
     node = _node(twin, node)
-    lines = text.splitlines()
-    if len(lines) > MAX_LOG_LINES:
-        raise TwinInputError({"log": [f"{len(lines):,} lines; at most {MAX_LOG_LINES:,} per upload"]})
+    try:
+        lines = log_text_lines(text) if isinstance(text, str) else text
+    except kernel_log.LogSizeError as error:
+        raise TwinInputError({"log": [str(error)]}) from None
     return KernelLog(node, lines, boot_time, year, _zone(timezone_name))
 
 

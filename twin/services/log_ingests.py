@@ -30,9 +30,10 @@ def ingest_in_progress(twin: Twin) -> bool:
     return LogIngest.objects.filter(twin=twin, status__in=ACTIVE).exists()
 
 
-def log_ingest_create(*, twin: Twin, upload: KernelLog, text: str, boot_time, year, timezone_name: str) -> LogIngest:
-    """Record a checked log for its task."""
-    return LogIngest.objects.create(twin=twin, node=upload.node, lines_total=len(upload.lines), log=text,
+def log_ingest_create(*, twin: Twin, upload: KernelLog, boot_time, year, timezone_name: str) -> LogIngest:
+    """Record a checked log for its task (its lines, which read back as they are)."""
+    return LogIngest.objects.create(twin=twin, node=upload.node, lines_total=len(upload.lines),
+                                    log="".join(line + "\n" for line in upload.lines),
                                     boot_time=boot_time, year=year, timezone=timezone_name)
 
 
