@@ -1,4 +1,5 @@
-"""The workers' watch for lost sweep chunks, on the broker's Redis.
+"""The workers' watch for lost sweep chunks (and, through its parts, for other lost work), on the
+broker's Redis.
 
 A worker claims each chunk it runs: a key that lapses SWEEP_CLAIM_TTL_S after its last renewal,
 renewed every third of that by a thread beside the computation, so a claim outlives its worker by
@@ -34,10 +35,6 @@ def _claim_key(sweep_id: int, index: int) -> str:
     return f"sweep-chunk-claim:{sweep_id}:{index}"
 
 
-def _missing_key(sweep_id: int, index: int) -> str:
-    return f"sweep-chunk-missing:{sweep_id}:{index}"
-
-
 @contextmanager
 def broker_redis():
     """The broker's Redis client, on a connection from the app's pool (the ``redis`` transport's
@@ -48,10 +45,17 @@ def broker_redis():
 
 @contextmanager
 def claimed(sweep_id: int, index: int):
-    """Hold a claim on one chunk for as long as the block runs. A claim is best effort: Redis out
-    of reach leaves the chunk unclaimed (at worst computed twice), never fails it."""
+    """Hold a claim on one chunk for as long as the block runs."""
+    with claimed_key(_claim_key(sweep_id, index)):
+        yield
+
+
+@contextmanager
+def claimed_key(key: str):
+    """Hold a claim (the Redis key ``key``, lapsing SWEEP_CLAIM_TTL_S after its last renewal) for as
+    long as the block runs. A claim is best effort: Redis out of reach leaves the work unclaimed (at
+    worst done twice), never fails it."""
     ttl_s = settings.SWEEP_CLAIM_TTL_S
-    key = _claim_key(sweep_id, index)
     done = threading.Event()
 
     def claim(action):
@@ -59,8 +63,7 @@ def claimed(sweep_id: int, index: int):
             with broker_redis() as redis:
                 action(redis)
         except (RedisError, BrokerError, OSError) as error:
-            logger.warning("could not %s the claim on chunk %d of sweep %d: %s", action.__name__, index, sweep_id,
-                           error)
+            logger.warning("could not %s the claim %s: %s", action.__name__, key, error)
 
     def renew(redis):
         redis.set(key, "1", ex=ttl_s)
@@ -83,40 +86,53 @@ def claimed(sweep_id: int, index: int):
         claim(release)
 
 
-def queued_chunks(redis) -> set[tuple[int, int]]:
-    """(sweep id, chunk index) of every chunk message waiting in the ``sim`` queue (Celery's
-    message protocol 2: the body is the base64 JSON ``[args, kwargs, embed]``)."""
+def queued_tasks(redis, queue: str, task: str) -> set[tuple[int, ...]]:
+    """The arguments (as integers) of every ``task`` message waiting in ``queue`` (Celery's message
+    protocol 2: the body is the base64 JSON ``[args, kwargs, embed]``)."""
     found = set()
-    for raw in redis.lrange("sim", 0, -1):
+    for raw in redis.lrange(queue, 0, -1):
         message = json.loads(raw)
-        if message.get("headers", {}).get("task") != CHUNK_TASK:
+        if message.get("headers", {}).get("task") != task:
             continue
         args = json.loads(base64.b64decode(message["body"]))[0]
-        found.add((int(args[0]), int(args[1])))
+        found.add(tuple(int(arg) for arg in args))
     return found
 
 
-def lost_chunks(redis, sweep: Sweep, queued: set[tuple[int, int]], now_s: float) -> list[int]:
-    """The sweep's chunks missing from the store, the queue and the claims in this scan and in an
-    earlier one at least half SWEEP_WATCH_S ago; the first sighting of each is recorded in Redis."""
-    pending = [i for i in sweep_settle(sweep=sweep) if (sweep.pk, i) not in queued]
-    if not pending:
+def lost_keys(redis, claim_keys: list[str], now_s: float) -> list[str]:
+    """Of the given claims of work that should be queued or running and is not in its queue, those
+    that are held by nobody in this scan and in an earlier one at least half SWEEP_WATCH_S ago (the
+    second look spares work in flight between its queue and its claim); the first sighting of each
+    is recorded in Redis."""
+    if not claim_keys:
         return []
-    claims = redis.mget([_claim_key(sweep.pk, i) for i in pending])
-    missing = [i for i, claim in zip(pending, claims) if claim is None]
+    claims = redis.mget(claim_keys)
+    missing = [key for key, claim in zip(claim_keys, claims) if claim is None]
     if not missing:
         return []
-    seen = redis.mget([_missing_key(sweep.pk, i) for i in missing])
-    lost = [i for i, first_s in zip(missing, seen) if first_s is not None
+    seen = redis.mget([f"{key}:missing" for key in missing])
+    lost = [key for key, first_s in zip(missing, seen) if first_s is not None
             and now_s - float(first_s) >= settings.SWEEP_WATCH_S / 2]
     with redis.pipeline() as pipe:
-        for index, first_s in zip(missing, seen):
-            if index in lost:
-                pipe.delete(_missing_key(sweep.pk, index))
+        for key, first_s in zip(missing, seen):
+            if key in lost:
+                pipe.delete(f"{key}:missing")
             elif first_s is None:
-                pipe.set(_missing_key(sweep.pk, index), repr(now_s), ex=int(4 * settings.SWEEP_WATCH_S))
+                pipe.set(f"{key}:missing", repr(now_s), ex=int(4 * settings.SWEEP_WATCH_S))
         pipe.execute()
     return lost
+
+
+def lost_chunks(redis, sweep: Sweep, queued: set[tuple[int, ...]], now_s: float) -> list[int]:
+    """The sweep's chunks missing from the store, the queue and the claims in two scans
+    (:func:`lost_keys`)."""
+    pending = {_claim_key(sweep.pk, i): i for i in sweep_settle(sweep=sweep) if (sweep.pk, i) not in queued}
+    return [pending[key] for key in lost_keys(redis, list(pending), now_s)]
+
+
+def scan_lock(redis, name: str) -> bool:
+    """Whether this worker takes this round's scan ``name`` (one worker a round)."""
+    return bool(redis.set(name, "1", nx=True, ex=max(1, int(settings.SWEEP_WATCH_S * 0.8))))
 
 
 def scan_for_lost_chunks(enqueue) -> dict[int, list[int]]:
@@ -124,9 +140,9 @@ def scan_for_lost_chunks(enqueue) -> dict[int, list[int]]:
     with ``enqueue(sweep, indices)``; returns {sweep id: the chunks queued again}."""
     requeued = {}
     with broker_redis() as redis:
-        if not redis.set(SCAN_LOCK, "1", nx=True, ex=max(1, int(settings.SWEEP_WATCH_S * 0.8))):
+        if not scan_lock(redis, SCAN_LOCK):
             return requeued
-        queued = queued_chunks(redis)
+        queued = queued_tasks(redis, "sim", CHUNK_TASK)
         now_s = time.time()
         for sweep in Sweep.objects.filter(status__in=[Sweep.Status.PENDING, Sweep.Status.RUNNING]):
             if lost := lost_chunks(redis, sweep, queued, now_s):

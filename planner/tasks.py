@@ -69,20 +69,27 @@ def queueing(unavailable: type[QueueUnavailable]):
         raise unavailable(str(error)) from error
 
 
-@worker_ready.connect
-def watch_for_lost_chunks(sender, **kwargs):
-    """Every worker takes part in the watch for lost chunks (planner.chunk_watch), every SWEEP_WATCH_S."""
+def watch_every_round(sender, scan, what: str) -> None:
+    """Have this worker run ``scan()`` (a watch for lost work, returning what it queued again) every
+    SWEEP_WATCH_S; what it queued is logged as a warning, and trouble reaching the database or the
+    broker skips the round."""
     def look():
         close_old_connections()
         try:
-            for sweep_id, indices in chunk_watch.scan_for_lost_chunks(sweep_enqueue).items():
-                logger.warning("queued lost chunks %s of sweep %d again", indices, sweep_id)
+            if requeued := scan():
+                logger.warning("queued lost %s again: %s", what, requeued)
         except (DatabaseError, QueueUnavailable, BrokerError, RedisConnectionError, OSError) as error:
-            logger.warning("could not look for lost sweep chunks: %s", error)
+            logger.warning("could not look for lost %s: %s", what, error)
         finally:
             close_old_connections()
 
     sender.timer.call_repeatedly(settings.SWEEP_WATCH_S, look)
+
+
+@worker_ready.connect
+def watch_for_lost_chunks(sender, **kwargs):
+    """Every worker takes part in the watch for lost chunks (planner.chunk_watch)."""
+    watch_every_round(sender, lambda: chunk_watch.scan_for_lost_chunks(sweep_enqueue), "sweep chunks")
 
 
 @shared_task

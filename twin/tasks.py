@@ -1,8 +1,11 @@
-"""Celery tasks of twins: thin wrappers over :mod:`twin.services.log_ingests`, and queueing a large
-kernel log for its ingest."""
+"""Celery tasks of twins: thin wrappers over :mod:`twin.services.log_ingests`, queueing a large
+kernel log for its ingest, and the workers' part in the watch for lost ingests."""
 from celery import shared_task
+from celery.signals import worker_ready
 
-from planner.tasks import TRANSIENT, QueueUnavailable, queueing
+from planner import chunk_watch
+from planner.tasks import TRANSIENT, QueueUnavailable, queueing, runs_in_process, watch_every_round
+from twin import ingest_watch
 from twin.models import LogIngest
 from twin.services import log_ingests
 
@@ -16,7 +19,10 @@ class LogQueueUnavailable(QueueUnavailable):
              retry_backoff_max=60, max_retries=5)
 def ingest_kernel_log(self, ingest_id: int) -> bool:
     try:
-        return log_ingests.log_ingest_run(ingest_id=ingest_id)
+        if runs_in_process():
+            return log_ingests.log_ingest_run(ingest_id=ingest_id)
+        with chunk_watch.claimed_key(ingest_watch.claim_key(ingest_id)):
+            return log_ingests.log_ingest_run(ingest_id=ingest_id)
     except TRANSIENT:
         raise
     except Exception as error:
@@ -36,3 +42,16 @@ def log_ingest_enqueue(ingest: LogIngest) -> LogIngest:
         raise
     ingest.refresh_from_db()
     return ingest
+
+
+def log_ingest_resend(ingest_id: int) -> None:
+    """Queue a recorded log's ingest again (the watch for lost ingests), its record touched so that
+    it is not judged lost meanwhile."""
+    log_ingests.log_ingest_touch(ingest_id=ingest_id)
+    ingest_kernel_log.apply_async(args=(ingest_id,), queue="celery")
+
+
+@worker_ready.connect
+def watch_for_lost_ingests(sender, **kwargs):
+    """Every worker takes part in the watch for lost kernel-log ingests (twin.ingest_watch)."""
+    watch_every_round(sender, lambda: ingest_watch.scan_for_lost_ingests(log_ingest_resend), "kernel-log ingests")

@@ -227,7 +227,7 @@ def test_a_chunk_lost_in_flight_is_queued_again(api, settings, workers, monkeypa
     assert wait_for(lambda: Sweep.objects.get(pk=sweep.pk).status == "done", timeout=60), (
         f"the lost chunk was not queued again: {stood(sweep)}\nworker's log:\n{worker.log_tail()}")
     assert_complete_and_exact(sweep)
-    assert f"queued lost chunks [3] of sweep {sweep.pk} again" in worker.log_tail(100_000)
+    assert f"queued lost sweep chunks again: {{{sweep.pk}: [3]}}" in worker.log_tail(100_000)
 
 
 def test_the_watch_queues_again_only_chunks_missing_from_the_store_the_queue_and_the_claims(api, settings, broker,

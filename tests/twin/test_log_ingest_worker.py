@@ -41,3 +41,32 @@ def test_a_worker_ingests_a_large_log_after_its_request(client, broker, tmp_path
     assert (ingest["status"], ingest["lines_read"], ingest["result"]["faults"]) == ("done", 30_000, 6_000), ingest
     assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() == 6_000
     assert LogIngest.objects.get(pk=ingest["id"]).log == ""
+
+
+def test_a_log_recorded_by_a_request_that_died_before_queueing_it_is_queued_again(client, broker, tmp_path,
+                                                                                  monkeypatch):  # noqa: F811
+    """The web killed between recording a large log and queueing its task left the twin refusing
+    every log (409) for CELERY_TASK_TIME_LIMIT, with nothing to send it: now a worker's watch finds
+    the ingest neither queued nor claimed in two scans and queues it again, and it is applied."""
+    monkeypatch.setattr("twin.api.views.ensure_local_driver", lambda: False)
+    monkeypatch.setattr("twin.api.views.log_ingest_enqueue", lambda ingest: ingest)  # no task was ever queued
+    monkeypatch.setenv("SWEEP_WATCH_S", "1")
+    with broker.connection_for_write() as conn:
+        conn.default_channel.queue_purge("celery")
+    twin = Twin.objects.get(pk=client.post("/api/twins/", {"plan": "ff2-pcie-2zone", "seed": 3},
+                                           format="json").json()["id"])
+    url = f"/api/twins/{twin.pk}/ingest-log/"
+    response = client.post(url, {"node": 1, "log": dmesg(twin, 3_000), "boot_time": BOOT_ISO}, format="json")
+    assert response.status_code == 202, response.json()
+    assert client.post(url, {"node": 1, "log": dmesg(twin, 1), "boot_time": BOOT_ISO}, format="json").status_code == 409
+    worker = Worker(tmp_path / "watch.log", "watch", queues="celery")
+    try:
+        finished = wait_for(lambda: client.get(response["Location"]).json()["status"] in ("done", "failed"), timeout=60)
+        assert finished, worker.log_tail()
+        log = worker.log_tail(100_000)
+    finally:
+        worker.stop()
+    ingest = client.get(response["Location"]).json()
+    assert (ingest["status"], ingest["lines_read"], ingest["result"]["faults"]) == ("done", 15_000, 3_000), ingest
+    assert f"queued lost kernel-log ingests again: [{ingest['id']}]" in log
+    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() == 3_000

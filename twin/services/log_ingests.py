@@ -41,6 +41,11 @@ def _record(ingest_id: int, **fields) -> None:
     LogIngest.objects.filter(pk=ingest_id).update(updated_at=timezone.now(), **fields)
 
 
+def log_ingest_touch(*, ingest_id: int) -> None:
+    """Record that an ingest was queued again."""
+    _record(ingest_id)
+
+
 def _finish(ingest_id: int, **fields) -> None:
     _record(ingest_id, log="", finished_at=timezone.now(), **fields)
 
