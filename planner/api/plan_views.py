@@ -1,5 +1,6 @@
 """Plans and workloads: their evaluations, previews, comparisons, bills of materials and exports."""
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -25,8 +26,8 @@ from planner.api import bodies
 from planner.api.limits import enforce_engine_limits
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.api.versions import VersionedEntryMixin
-from planner.models import ClusterPlan, ComputeNodeType, PriceBook, StorageNodeType, Workload
-from planner.services import netbox
+from planner.models import ClusterPlan, ComputeNodeType, PriceBook, StorageNodeType, Visibility, Workload
+from planner.services import netbox, sharing
 from planner.services import plans as services
 from planner.services import prices as price_services
 from planner.services.measurements import overrides_seen_by
@@ -71,7 +72,9 @@ def evaluation_response(request, plan, workload=None, options=None) -> Response:
 
 
 class OwnedEntryViewSet(VersionedEntryMixin, viewsets.ModelViewSet):
-    """Plans and workloads, versioned (:mod:`planner.api.versions`)."""
+    """Plans and workloads, versioned (:mod:`planner.api.versions`); when one stops being shared
+    (deleted or made private), others' work that names it gets their own copy
+    (:mod:`planner.services.sharing`)."""
 
     lookup_field = "slug"
     permission_classes = [TokenScopePermission, OwnedEntryPermission]
@@ -83,6 +86,15 @@ class OwnedEntryViewSet(VersionedEntryMixin, viewsets.ModelViewSet):
 
     def perform_create(self, serializer):
         serializer.save(owner=self.request.user)
+
+    @transaction.atomic
+    def perform_destroy(self, instance):
+        sharing.hand_over_references(entry=instance)
+        instance.delete()
+
+    def before_update(self, entry, changes: dict) -> None:
+        if entry.visibility == Visibility.SHARED and changes.get("visibility") == Visibility.PRIVATE:
+            sharing.hand_over_references(entry=entry)
 
 
 PLAN_TAG = ["plans"]

@@ -39,7 +39,11 @@ class VersionedEntryMixin:
             entry = locked_for_write(model, self.get_object(), request)  # visibility and ownership first
             serializer = self.get_serializer(entry, data=request.data, partial=kwargs.pop("partial", False))
             serializer.is_valid(raise_exception=True)
+            self.before_update(entry, serializer.validated_data)
             serializer.save(version=entry.version + 1)
         response = Response(serializer.data)
         response["ETag"] = entry_etag(serializer.instance.version)
         return response
+
+    def before_update(self, entry, changes: dict) -> None:
+        """What a viewset does in the write's transaction before ``changes`` are saved (nothing here)."""
