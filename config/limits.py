@@ -1,5 +1,6 @@
 """Request limits that act before a view reads anything."""
 import re
+import threading
 
 from django.conf import settings
 from django.http import JsonResponse
@@ -60,3 +61,13 @@ class BodySizeLimitMiddleware:
         if length > limit_bytes:
             return JsonResponse({"detail": too_large_detail(length, limit_bytes, setting)}, status=413)
         return self.get_response(request)
+
+
+_turns: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_turns_lock = threading.Lock()
+
+
+def process_turns(name: str, count: int) -> threading.BoundedSemaphore:
+    """This process's ``count`` turns at the work ``name`` (logins checked, engine requests run)."""
+    with _turns_lock:
+        return _turns.setdefault((name, count), threading.BoundedSemaphore(count))

@@ -15,7 +15,6 @@ address: ``LOGIN_ADDRESS_FAILURE_LIMIT`` failures within ``LOGIN_LOCKOUT_MINUTES
 address, whatever succeeds in between.
 """
 import math
-import threading
 
 from axes.helpers import get_client_ip_address
 from axes.models import AccessAttempt
@@ -30,6 +29,8 @@ from django.http import JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 from redis.exceptions import RedisError
+
+from config.limits import process_turns
 
 LOCKOUT_MESSAGE = ("Too many failed logins from this address: try again in {minutes:g} minutes, or ask staff to "
                    "unlock it.")
@@ -136,27 +137,16 @@ class AddressCeilingBackend:
 
 LOGIN_PATHS = frozenset({"/api/auth/token/", "/login/", "/admin/login/"})
 BUSY_MESSAGE = "Many logins are being checked at once here: try again in a second."
-_turns: dict[int, threading.BoundedSemaphore] = {}
-_turns_lock = threading.Lock()
-
-
-def _login_turns() -> threading.BoundedSemaphore:
-    """This process's turns for checking logins (LOGIN_CHECKS_AT_ONCE of them)."""
-    with _turns_lock:
-        count = settings.LOGIN_CHECKS_AT_ONCE
-        if count not in _turns:
-            _turns[count] = threading.BoundedSemaphore(count)
-        return _turns[count]
-
-
-def busy_response(request):
-    """503 with Retry-After for a login that found no turn: JSON for the API, a page for the forms."""
+def busy_response(request, heading: str = "Login busy", message: str = BUSY_MESSAGE, status: int = 503,
+                  retry_after_s: int = 1):
+    """An answer with Retry-After for a request that found no turn: JSON for the API, a page for the
+    site's pages."""
     if request.path.startswith("/api/"):
-        response = JsonResponse({"detail": BUSY_MESSAGE}, status=503)
+        response = JsonResponse({"detail": message}, status=status)
     else:
-        response = render(request, "frontend/locked_out.html", {"heading": "Login busy", "message": BUSY_MESSAGE},
-                          status=503)
-    response["Retry-After"] = "1"
+        response = render(request, "frontend/locked_out.html", {"heading": heading, "message": message},
+                          status=status)
+    response["Retry-After"] = str(retry_after_s)
     return response
 
 
@@ -174,7 +164,7 @@ class LoginReservationMiddleware:
     def __call__(self, request):
         if request.method != "POST" or request.path not in LOGIN_PATHS:
             return self._answer(request)
-        turns = _login_turns()
+        turns = process_turns("login", settings.LOGIN_CHECKS_AT_ONCE)
         if not turns.acquire(timeout=settings.LOGIN_QUEUE_WAIT_S):
             return busy_response(request)
         try:

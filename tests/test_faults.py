@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -71,9 +72,9 @@ class RedisServer:
 class Client:
     """A token-authenticated JSON client for the stack's API."""
 
-    def __init__(self, base):
+    def __init__(self, base, username=USER, password=PASSWORD):
         self.base = base
-        self.token = self.call("POST", "/api/auth/token/", {"username": USER, "password": PASSWORD},
+        self.token = self.call("POST", "/api/auth/token/", {"username": username, "password": password},
                                auth=False)[1]["token"]
 
     def call(self, method, path, body=None, auth=True):
@@ -84,12 +85,11 @@ class Client:
             request.add_header("Authorization", f"Token {self.token}")
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
-                raw = response.read()
-                status = response.status
-                kind = response.headers.get("Content-Type", "")
+                raw, status, headers = response.read(), response.status, response.headers
         except urllib.error.HTTPError as error:
-            raw, status, kind = error.read(), error.code, error.headers.get("Content-Type", "")
-        return status, json.loads(raw) if "json" in kind else raw.decode()
+            raw, status, headers = error.read(), error.code, error.headers
+        self.headers = headers
+        return status, json.loads(raw) if "json" in headers.get("Content-Type", "") else raw.decode()
 
 
 @pytest.fixture
@@ -282,3 +282,49 @@ def test_the_web_the_workers_and_the_twin_driver_log_json_lines_in_utc(tmp_path,
     assert any(r["logger"] == "planner.access" and r["request_id"] != "-" for r in records["web"])
     assert any(r["task_id"] != "-" for r in records["worker"])
     assert [r["message"] for r in records["driver"]][:1] == ["driving twins every 0.2 s"]
+
+
+SITE = {"price_book": "usd-2026",
+        "facility": {"power_mw": 200, "floor_racks": 4000, "rack_power_kw": 130, "cooling": "liquid",
+                     "hall": "hyperscale", "storage_write_gbyte_s": 2000},
+        "goal": {"workload": "llama3-70b-class-1152", "objective": "by_date", "deadline": "2027-12-01"}}
+
+
+def test_one_users_burst_of_site_plans_takes_neither_the_pool_nor_the_server_from_another(tmp_path, redis_server):
+    """12 site plans of 64 builds sent at once by one user (the sampled check runs in the request)
+    gave 4 x 500 (the database pool's PoolTimeout) and another user's reads 11 s waits. Now at most
+    HEAVY_REQUESTS_PER_USER run at once (the others 429 with Retry-After, at once), none answers 500,
+    and the other user's reads keep answering within 1 s throughout."""
+    reader, reader_password = "reader", "pw-reader-faults-1234"
+    stack = Stack(tmp_path, name="planner_heavy", users={USER: PASSWORD, reader: reader_password},
+                  redis_url=redis_server.url, env={"CACHE_URL": redis_server.url.removesuffix("/0") + "/1"})
+    try:
+        stack.start("web")
+        attacker, other = Client(stack.url), Client(stack.url, reader, reader_password)
+        presets = [plan["slug"] for plan in attacker.call("GET", "/api/plans/?page_size=100")[1]["results"]]
+        builds = presets + [f"{presets[i % len(presets)]}-{i}" for i in range(64 - len(presets))]
+        for i, slug in enumerate(builds[len(presets):]):
+            assert attacker.call("POST", f"/api/plans/{presets[i % len(presets)]}/clone/", {"slug": slug})[0] == 201
+        answers, slowest_s = [], 0.0
+
+        def site_plan():
+            client = Client.__new__(Client)
+            client.base, client.token = stack.url, attacker.token
+            status, body = client.call("POST", "/api/sweeps/site/", {**SITE, "builds": builds})
+            answers.append((status, client.headers.get("Retry-After"), body))
+
+        burst = [threading.Thread(target=site_plan) for _ in range(12)]
+        for thread in burst:
+            thread.start()
+        while any(thread.is_alive() for thread in burst):
+            started = time.monotonic()
+            assert other.call("GET", "/api/plans/?page_size=1")[0] == 200
+            slowest_s = max(slowest_s, time.monotonic() - started)
+            time.sleep(0.1)
+        statuses = sorted(status for status, _, _ in answers)
+        assert set(statuses) <= {201, 429} and statuses.count(201) >= 2, [(s, str(b)[:200]) for s, _, b in answers]
+        assert all(retry == "1" and "HEAVY_REQUESTS_PER_USER" in body["detail"]
+                   for status, retry, body in answers if status == 429)
+        assert slowest_s < 1.0, f"another user's read waited {slowest_s:.1f} s during the burst"
+    finally:
+        stack.stop()

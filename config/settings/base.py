@@ -94,6 +94,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
     "config.lockout.LoginReservationMiddleware",
+    "planner.api.limits.HeavyRequestMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
@@ -178,6 +179,13 @@ LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("LOGIN_ADDRESS_FAILURE_LIMIT", 
 # password hash), half its pool by default so that a burst of logins leaves the other half to
 # everyone else; an attempt that finds no turn within LOGIN_QUEUE_WAIT_S answers 503 with Retry-After.
 LOGIN_CHECKS_AT_ONCE = int(os.environ.get("LOGIN_CHECKS_AT_ONCE", str(max(1, DB_POOL_MAX // 2))))
+# Requests that run the engine (planner.api.limits.HeavyRequestMiddleware): at most this many of one
+# user's at once across processes (429 beyond), and at most this many per process (a quarter of its
+# pool by default; one waiting longer than HEAVY_QUEUE_WAIT_S for a turn answers 503), so that one
+# user's burst neither takes the pool nor the cores from other users' reads.
+HEAVY_REQUESTS_PER_USER = int(os.environ.get("HEAVY_REQUESTS_PER_USER", "2"))
+HEAVY_REQUESTS_AT_ONCE = int(os.environ.get("HEAVY_REQUESTS_AT_ONCE", str(max(1, DB_POOL_MAX // 4))))
+HEAVY_QUEUE_WAIT_S = float(os.environ.get("HEAVY_QUEUE_WAIT_S", "5"))
 LOGIN_QUEUE_WAIT_S = float(os.environ.get("LOGIN_QUEUE_WAIT_S", "2"))
 AXES_FAILURE_LIMIT = LOGIN_ADDRESS_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15")))
