@@ -124,9 +124,10 @@ def lost_keys(redis, claim_keys: list[str], now_s: float) -> list[str]:
 
 
 def lost_chunks(redis, sweep: Sweep, queued: set[tuple[int, ...]], now_s: float) -> list[int]:
-    """The sweep's chunks missing from the store, the queue and the claims in two scans
+    """The sweep's released chunks missing from the store, the queue and the claims in two scans
     (:func:`lost_keys`)."""
-    pending = {_claim_key(sweep.pk, i): i for i in sweep_settle(sweep=sweep) if (sweep.pk, i) not in queued}
+    pending = {_claim_key(sweep.pk, i): i for i in sweep_settle(sweep=sweep)
+               if i < sweep.released_chunks and (sweep.pk, i) not in queued}
     return [pending[key] for key in lost_keys(redis, list(pending), now_s)]
 
 
@@ -135,17 +136,22 @@ def scan_lock(redis, name: str) -> bool:
     return bool(redis.set(name, "1", nx=True, ex=max(1, int(settings.SWEEP_WATCH_S * 0.8))))
 
 
-def scan_for_lost_chunks(enqueue) -> dict[int, list[int]]:
+def scan_for_lost_chunks(enqueue, release=None) -> dict[int, list[int]]:
     """One scan (skipped while another worker's scan holds the lock): queue every lost chunk again
-    with ``enqueue(sweep, indices)``; returns {sweep id: the chunks queued again}."""
-    requeued = {}
+    with ``enqueue(sweep, indices)``, then ``release(sweep)`` once per owner of unfinished sweeps
+    (their share of the workers, should a finished chunk's release have been lost with its
+    worker); returns {sweep id: the chunks queued again}."""
+    requeued, owners = {}, {}
     with broker_redis() as redis:
         if not scan_lock(redis, SCAN_LOCK):
             return requeued
         queued = queued_tasks(redis, "sim", CHUNK_TASK)
         now_s = time.time()
         for sweep in Sweep.objects.filter(status__in=[Sweep.Status.PENDING, Sweep.Status.RUNNING]):
+            owners.setdefault(sweep.owner_id, sweep)
             if lost := lost_chunks(redis, sweep, queued, now_s):
                 enqueue(sweep, lost)
                 requeued[sweep.pk] = lost
+    for sweep in owners.values() if release is not None else ():
+        release(sweep)
     return requeued

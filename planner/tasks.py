@@ -11,9 +11,9 @@ from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from planner import chunk_watch
+from planner.models import Sweep
 from planner.services import sweeps
 from planner.services.retention import retention_enforce
-from planner.services.sweep_store import pending_chunks
 
 logger = logging.getLogger(__name__)
 TRANSIENT = (OSError, OperationalError)  # broker or database connection trouble: retry
@@ -24,16 +24,19 @@ TRANSIENT = (OSError, OperationalError)  # broker or database connection trouble
     retry_backoff_max=60, max_retries=5, soft_time_limit=540, time_limit=600,
 )
 def run_sweep_chunk(self, sweep_id: int, index: int) -> bool:
+    if runs_in_process():
+        return sweeps.sweep_run_chunk(sweep_id=sweep_id, index=index)
     try:
-        if runs_in_process():
-            return sweeps.sweep_run_chunk(sweep_id=sweep_id, index=index)
         with chunk_watch.claimed(sweep_id, index):
-            return sweeps.sweep_run_chunk(sweep_id=sweep_id, index=index)
+            stored = sweeps.sweep_run_chunk(sweep_id=sweep_id, index=index)
     except TRANSIENT:
         raise
     except Exception as error:
         sweeps.sweep_fail(sweep_id=sweep_id, error=f"chunk {index}: {type(error).__name__}: {error}")
+        release_next(sweep_id)
         raise
+    release_next(sweep_id)
+    return stored
 
 
 class QueueUnavailable(RuntimeError):
@@ -49,15 +52,27 @@ def runs_in_process() -> bool:
 
 
 def sweep_enqueue(sweep, indices: list[int] | None = None) -> None:
-    """Queue the given chunks, by default every chunk not yet stored (the embedded default runs
-    them in this process).
+    """Queue the given chunks of ``sweep`` (the watch's lost ones), by default the chunks its owner's
+    share of the workers lets go now (``planner.services.sweeps.sweep_release``; every chunk when
+    they run in this process, as the embedded default runs them).
 
     Raises :class:`QueueUnavailable` when the broker is unreachable; chunks queued before that
     are harmless (a chunk of a sweep that no longer exists is skipped, and a stored one is never
-    stored twice)."""
+    stored twice), and released chunks that were not queued are the watch's to find."""
+    window = None if runs_in_process() else settings.SWEEP_CHUNKS_IN_FLIGHT_PER_USER
     with queueing(QueueUnavailable):
-        for index in pending_chunks(sweep) if indices is None else indices:
-            run_sweep_chunk.apply_async(args=(sweep.pk, index), queue="sim")
+        chunks = sweeps.sweep_release(owner_id=sweep.owner_id, window=window) if indices is None else {
+            sweep.pk: indices}
+        for sweep_id, released in chunks.items():
+            for index in released:
+                run_sweep_chunk.apply_async(args=(sweep_id, index), queue="sim")
+
+
+def release_next(sweep_id: int) -> None:
+    """After a chunk of ``sweep_id``: queue what its owner's share now lets go."""
+    sweep = Sweep.objects.filter(pk=sweep_id).only("owner_id").first()
+    if sweep is not None:
+        sweep_enqueue(sweep)
 
 
 @contextmanager
@@ -89,7 +104,7 @@ def watch_every_round(sender, scan, what: str) -> None:
 @worker_ready.connect
 def watch_for_lost_chunks(sender, **kwargs):
     """Every worker takes part in the watch for lost chunks (planner.chunk_watch)."""
-    watch_every_round(sender, lambda: chunk_watch.scan_for_lost_chunks(sweep_enqueue), "sweep chunks")
+    watch_every_round(sender, lambda: chunk_watch.scan_for_lost_chunks(sweep_enqueue, sweep_enqueue), "sweep chunks")
 
 
 @shared_task

@@ -287,6 +287,13 @@ ANONYMOUS_MAX_BODY_BYTES = int(os.environ.get("ANONYMOUS_MAX_BODY_BYTES", str(64
 # large, and its text this large once decompressed.
 KERNEL_LOG_MAX_BYTES = int(os.environ.get("KERNEL_LOG_MAX_BYTES", str(32 * 1024 * 1024)))
 SWEEP_CHUNK_POINTS = int(os.environ.get("SWEEP_CHUNK_POINTS", "50000"))
+# Each user's share of the workers: at most this many of their sweep chunks queued or running at
+# once (the next are queued as these finish), so another user's sweep waits behind a few chunks,
+# not behind whole sweeps. Quotas: the points of a user's unfinished sweeps (429 beyond), and the
+# bytes of results their sweeps store (409 once reached: they delete sweeps to free it).
+SWEEP_CHUNKS_IN_FLIGHT_PER_USER = int(os.environ.get("SWEEP_CHUNKS_IN_FLIGHT_PER_USER", "4"))
+SWEEP_USER_MAX_QUEUED_POINTS = int(os.environ.get("SWEEP_USER_MAX_QUEUED_POINTS", "20000000"))
+SWEEP_USER_MAX_STORED_BYTES = int(os.environ.get("SWEEP_USER_MAX_STORED_BYTES", str(2 * 1024 ** 3)))
 # The watch for lost sweep chunks (planner.chunk_watch): a worker's claim on the chunk it runs
 # lapses this long after its last renewal (every third of it), and one worker scans this often.
 SWEEP_CLAIM_TTL_S = int(os.environ.get("SWEEP_CLAIM_TTL_S", "20"))

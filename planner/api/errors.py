@@ -106,7 +106,7 @@ def _error_response(exc, context):
     if isinstance(exc, DjangoValidationError):
         exc = as_drf_validation_error(exc)
     if isinstance(exc, InputError):
-        return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        return Response(exc.errors, status=getattr(exc, "status", status.HTTP_400_BAD_REQUEST))
     if isinstance(exc, simcore.ScenarioError):
         if isinstance(exc, simcore.budget.WorkBudgetExceeded):
             metrics.WORK_REFUSED.inc()

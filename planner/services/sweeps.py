@@ -9,12 +9,15 @@ import time
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
+from django.db.models.functions import Length
 from django.utils import timezone
 
 import simcore
 from planner import metrics
 from planner.events import publish_sweep_state
 from planner.models import ClusterPlan, Sweep, SweepChunk, Workload
+from planner.services.errors import QuotaExceeded
 from planner.services.site_results import site_ranking
 from planner.services.sweep_results import sweep_state
 from planner.services.sweep_spec import (
@@ -28,6 +31,8 @@ from planner.services.sweep_spec import (
 )
 from planner.services.sweep_store import pack_columns, pending_chunks, sweep_columns
 from simcore.tools import sweep as engine
+
+UNFINISHED = (Sweep.Status.PENDING, Sweep.Status.RUNNING)
 
 
 def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: dict, name: str = "",
@@ -63,10 +68,29 @@ def check_grid_size(size: int, in_process: bool, field: str):
             f"a Celery worker for up to {cap:,}"]})
 
 
+def check_quotas(owner, size: int) -> None:
+    """A new sweep of ``size`` points within its owner's quotas: the points of their unfinished
+    sweeps at most SWEEP_USER_MAX_QUEUED_POINTS (429: they free themselves as sweeps finish) and
+    their stored results under SWEEP_USER_MAX_STORED_BYTES (409: they delete sweeps to free it)."""
+    unfinished = Sweep.objects.filter(owner=owner, status__in=UNFINISHED, reused_from__isnull=True)
+    queued = unfinished.aggregate(points=Sum("total_points"))["points"] or 0
+    cap = settings.SWEEP_USER_MAX_QUEUED_POINTS
+    if queued + size > cap:
+        raise QuotaExceeded("SWEEP_USER_MAX_QUEUED_POINTS", (
+            f"your unfinished sweeps hold {queued:,} points and this one {size:,}; at most {cap:,} at once: "
+            "submit it when some have finished, or cancel one"), status=429)
+    stored = SweepChunk.objects.filter(sweep__owner=owner).aggregate(size=Sum(Length("data")))["size"] or 0
+    if stored >= settings.SWEEP_USER_MAX_STORED_BYTES:
+        raise QuotaExceeded("SWEEP_USER_MAX_STORED_BYTES", (
+            f"your sweeps store {stored:,} bytes of results; at most {settings.SWEEP_USER_MAX_STORED_BYTES:,}: "
+            "delete sweeps you no longer need"), status=409)
+
+
 def sweep_record(*, owner, plan: ClusterPlan, workload: Workload | None, name: str, base: dict, spec: dict,
                  size: int, chunk_size: int | None = None, site: dict | None = None) -> Sweep:
     """Save a checked sweep (its base documents and normalized spec; a site plan's inputs in
-    ``site``), reusing the results of an identical finished sweep of the same owner."""
+    ``site``), reusing the results of an identical finished sweep of the same owner, and otherwise
+    within the owner's quotas (:func:`check_quotas`)."""
     digest = input_hash(base, {**spec, "site": site} if site else spec)
     chunk_size = chunk_size or settings.SWEEP_CHUNK_POINTS
     sweep = Sweep(owner=owner, name=name, plan=plan, workload=workload, spec=spec, site=site,
@@ -83,8 +107,32 @@ def sweep_record(*, owner, plan: ClusterPlan, workload: Workload | None, name: s
         sweep.goal_result = previous.goal_result
         sweep.site_result = previous.site_result
         sweep.started_at = sweep.finished_at = timezone.now()
+    else:
+        check_quotas(owner, size)
     sweep.save()
     return sweep
+
+
+def sweep_release(*, owner_id: int, window: int | None) -> dict[int, list[int]]:
+    """The owner's share of the workers: the next chunks of their unfinished sweeps, oldest first,
+    to queue now so that at most ``window`` of their chunks are queued or running at once (None:
+    every chunk, for chunks run in the submitting process); each sweep's ``released_chunks`` counts
+    what was released, under the rows' locks. Another user's new sweep so waits behind at most
+    ``window`` chunks of each user before it, not behind whole sweeps. Returns {sweep id: chunks}."""
+    released = {}
+    with transaction.atomic():
+        sweeps = list(Sweep.objects.select_for_update().filter(owner_id=owner_id, status__in=UNFINISHED,
+                                                               reused_from__isnull=True).order_by("created_at", "pk"))
+        free = None if window is None else window - sum(s.released_chunks - s.completed_chunks for s in sweeps)
+        for sweep in sweeps:
+            count = sweep.chunk_count - sweep.released_chunks
+            count = count if free is None else min(count, free)
+            if count <= 0:
+                continue
+            released[sweep.pk] = list(range(sweep.released_chunks, sweep.released_chunks + count))
+            Sweep.objects.filter(pk=sweep.pk).update(released_chunks=sweep.released_chunks + count)
+            free = None if free is None else free - count
+    return released
 
 
 def sweep_run_chunk(*, sweep_id: int, index: int) -> bool:

@@ -170,6 +170,26 @@ def test_worker_completes_a_sweep_matching_direct_evaluation(api, settings, work
     assert_complete_and_exact(sweep)
 
 
+def test_another_users_small_sweep_waits_behind_a_few_chunks_not_a_whole_sweep(api, settings, workers,
+                                                                             django_user_model):
+    """One user's 61-chunk sweep, then another user's one-chunk sweep: each user has at most
+    SWEEP_CHUNKS_IN_FLIGHT_PER_USER (4) chunks queued or running, the next released as these
+    finish, so the second sweep is done while the first has finished a handful of its chunks
+    (queued whole, it would wait for all 61); the first still completes exactly."""
+    big = submit(api, settings, chunk_points=50)
+    assert (big.chunk_count, big.released_chunks) == (61, 4)
+    other = APIClient()
+    other.force_authenticate(django_user_model.objects.create_user("neighbour", password="pw-neighbour-1234"))
+    small = other.post("/api/sweeps/", {"plan": "ff2-pcie-2zone", "workload": "llama-13b-512",
+                                        "axes": {"workload.gpus": [64, 128]}}, format="json").json()
+    workers()
+    assert wait_for(lambda: Sweep.objects.get(pk=small["id"]).status == "done"), "the small sweep did not finish"
+    small_done = Sweep.objects.get(pk=small["id"]).finished_at
+    assert SweepChunk.objects.filter(sweep=big, created_at__lte=small_done).count() <= 5
+    assert wait_for(lambda: Sweep.objects.get(pk=big.pk).status == "done", timeout=180), stood(big)
+    assert_complete_and_exact(big)
+
+
 def test_a_site_plan_runs_on_the_worker_and_ranks_the_catalogues_builds(api, workers):
     """A 20 MW site and a Llama 3 70B-class goal: its sweep (one chunk per build) runs on the worker
     within a minute, and the finished sweep holds the ranking its stored points give."""
@@ -220,6 +240,7 @@ def test_a_chunk_lost_in_flight_is_queued_again(api, settings, workers, monkeypa
 
     monkeypatch.setattr("planner.services.submission.sweep_enqueue", lambda sweep: None)
     sweep = submit(api, settings, chunk_points=500)
+    Sweep.objects.filter(pk=sweep.pk).update(released_chunks=sweep.chunk_count)  # all of it is the owner's share
     tasks.sweep_enqueue(sweep, [index for index in range(sweep.chunk_count) if index != 3])
     worker = workers()
     assert wait_for(lambda: SweepChunk.objects.filter(sweep=sweep).count() == sweep.chunk_count - 1)
@@ -241,6 +262,8 @@ def test_the_watch_queues_again_only_chunks_missing_from_the_store_the_queue_and
     settings.SWEEP_WATCH_S = 0.4
     sweep = submit(api, settings, chunk_points=500)
     assert sweep.chunk_count == 7
+    Sweep.objects.filter(pk=sweep.pk).update(released_chunks=sweep.chunk_count)
+    sweep.refresh_from_db()
     assert services.sweeps.sweep_run_chunk(sweep_id=sweep.pk, index=0)
     tasks.sweep_enqueue(sweep, [1])
     requeued = []
