@@ -177,7 +177,8 @@ def test_no_multipart_body_stalls_another_users_reads_logged_in_or_not(server):
     for credentials, expected in (({}, 413), ({"Authorization": "Token not-a-token"}, 401),
                                   ({"Authorization": f"Token {owner}"}, 400)):
         slowest_s, (status, _, body) = slowest_read_s(
-            server, reader, lambda: post_whole(server, path, {"Content-Type": content_type, **credentials}, newlines))
+            server, reader, lambda headers={"Content-Type": content_type, **credentials}: post_whole(
+                server, path, headers, newlines))
         assert status == expected, body[:300]
         assert slowest_s < 1.0, f"another user's read waited {slowest_s:.1f} s during a {expected} upload"
     assert json.loads(body)["errors"] == {"file": ["more than 100,000 lines; send it in parts"]}

@@ -32,8 +32,8 @@ class Sweep(models.Model):
     chunk_count = models.PositiveIntegerField()
     completed_chunks = models.PositiveIntegerField(default=0)
     released_chunks = models.PositiveIntegerField(
-        default=0, help_text="How many chunks, the first of the sweep, were queued so far: its owner's share of the workers "
-                             "(SWEEP_CHUNKS_IN_FLIGHT_PER_USER) releases the rest as chunks finish.")
+        default=0, help_text="How many chunks, the first of the sweep, were queued so far: its owner's share of "
+                             "the workers (SWEEP_CHUNKS_IN_FLIGHT_PER_USER) releases the rest as chunks finish.")
     error = models.TextField(blank=True, default="")
     engine_version = models.CharField(max_length=32)
     input_hash = models.CharField(max_length=64, db_index=True)

@@ -115,6 +115,10 @@ STEP_KEYS, STEP_LABELS = tuple(STEP_PARTS), tuple(STEP_PARTS.values())
 COMPUTE_DETAIL = {"sustained_clock": "the sustained clock below full (FLOP-bound work)",
                   "fp8_quantize": "FP8 quantization", "grouped_gemm": "grouped expert GEMMs",
                   "moe_permute": "MoE token shuffles"}
+# What the data-parallel traffic (``training.dp_allreduce_s``, before any overlap) is made of
+# (``training.dp_detail_s``): under ZeRO-3 / FSDP the parameter all-gathers of every micro-batch
+# beside the gradients' reduction; the exposed part of both is the step's ``dp_exposed``.
+DP_DETAIL = {"param_gather": "parameter all-gathers (ZeRO-3 / FSDP)", "grad_reduce": "gradient reduction"}
 # The per-layer detail :func:`simcore.formulas.transformer.layer_times_s` gives, by category.
 _LAYER_DETAIL = ("quantize", "flop", "grouped", "permute")
 # The parts the GPUs spend computing, which the slowest GPU stretches.

@@ -445,10 +445,13 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params,
     fsdp = w["zero_stage"] >= 3
     gathers = 2 + (w["recompute"] == "full")
     per_collective = 1.0 if hfreduce else 0.5
-    dp_s = where(fsdp, m * per_collective * dp_s * (1 + gathers * w["weight_bytes"] / w["grad_bytes"]), dp_s)
+    gather_s = where(fsdp, m * per_collective * dp_s * gathers * w["weight_bytes"] / w["grad_bytes"], 0.0)
+    dp_s = where(fsdp, m * per_collective * dp_s, dp_s) + gather_s
     window_s = where(fsdp, step["compute_s"], where(w["overlap_grad_reduce"], step["backward_window"], 0.0))
     exposed_s = training.exposed_dp_s(dp_s, window_s, hfreduce, params.training)
-    return dp_s, ar, exposed_s, training.beside_collective_s(dp_s - exposed_s, hfreduce, family.overlap_gemm_slowdown)
+    detail = {"param_gather": gather_s, "grad_reduce": dp_s - gather_s}
+    return (dp_s, ar, exposed_s, training.beside_collective_s(dp_s - exposed_s, hfreduce, family.overlap_gemm_slowdown),
+            detail)
 
 
 def _preprocessing_s(w, node, job_nodes):
@@ -519,7 +522,8 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
                                  io.pcie_bw_gbyte_s)
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
-    dp_s, ar, exposed_dp, beside_dp_s = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family)
+    dp_s, ar, exposed_dp, beside_dp_s, dp_detail = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params,
+                                                                  family)
     step["parts"]["comm_sms"] = step["parts"].get("comm_sms", 0.0) + beside_dp_s
     computing = sum(step["parts"].get(key, 0.0) for key in training.COMPUTE_PARTS)
     step["parts"]["stragglers"] = straggler_slowdown(family.rate_spread, job_gpus) * computing
@@ -535,6 +539,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
         **_speed(step, step_s, step_parts, step_bound, feasible, job_gpus, peak_tflops),
         "compute_detail_s": compute_detail(step["detail"], clock, feasible),
         "dp_allreduce_s": dp_s,
+        "dp_detail_s": {key: where(feasible, dp_detail[key], np.nan) for key in training.DP_DETAIL},
         "dp_allreduce_bound": ar.binding,
         "memory": memory,
     }

@@ -359,6 +359,20 @@ def test_a_moe_step_on_gb200_names_what_its_compute_spends(page):
     expect(body).not_to_contain_text("MoE token shuffles")
 
 
+def test_a_zero3_step_names_its_parameter_gathers(page):
+    """Sharding the weights (ZeRO-3 / FSDP) shows what the data-parallel traffic is made of: the
+    parameter all-gathers of every micro-batch beside the gradients' reduction."""
+    page.login()
+    page.goto("/workloads/new/?from=llama-13b-512&plan=ff2-pcie-2zone")
+    expect(page.page.locator("#preview-status")).to_contain_text("Evaluated on")
+    body = page.page.locator("#preview-body")
+    expect(body).not_to_contain_text("parameter all-gathers")
+    page.page.fill("#f-zero_stage", "3")
+    expect(body).to_contain_text("data-parallel traffic: parameter all-gathers (ZeRO-3 / FSDP)", timeout=15_000)
+    expect(body).to_contain_text("data-parallel traffic: gradient reduction")
+    page.shot("workload-fsdp-gathers")
+
+
 def _cheapest_build_sweep_form(page, pareto_x: str, pareto_y: str):
     """The sweep form for 8-64 DGX-A100 nodes against 64-512 GPU jobs, cheapest build first, with a
     Pareto pair (the preset has every part priced: cost goals need complete bills)."""

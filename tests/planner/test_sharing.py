@@ -38,7 +38,8 @@ def test_others_twins_and_sweeps_keep_their_own_copy_when_the_owner_stops_sharin
                                                              ClusterPlan.objects.get(slug="ff2-pcie-2zone").node_count)
     assert other.get(f"/api/twins/{twin['id']}/").json()["plan"] == copy.slug
     assert other.get(f"/api/sweeps/{sweep['id']}/").json()["plan"] == copy.slug
-    assert other.post(f"/api/plans/{copy.slug}/evaluate/", {"workload": "alice-llama"}, format="json").status_code == 200
+    evaluated = other.post(f"/api/plans/{copy.slug}/evaluate/", {"workload": "alice-llama"}, format="json")
+    assert evaluated.status_code == 200
 
     assert owner.patch("/api/workloads/alice-llama/", {"visibility": "private"}, format="json").status_code == 200
     assert other.get("/api/workloads/alice-llama/").status_code == 404

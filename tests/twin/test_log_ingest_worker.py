@@ -43,8 +43,8 @@ def test_a_worker_ingests_a_large_log_after_its_request(client, broker, tmp_path
     assert LogIngest.objects.get(pk=ingest["id"]).log == ""
 
 
-def test_a_log_recorded_by_a_request_that_died_before_queueing_it_is_queued_again(client, broker, tmp_path,
-                                                                                  monkeypatch):  # noqa: F811
+def test_a_log_recorded_by_a_request_that_died_before_queueing_it_is_queued_again(
+        client, broker, tmp_path, monkeypatch):  # noqa: F811
     """The web killed between recording a large log and queueing its task left the twin refusing
     every log (409) for CELERY_TASK_TIME_LIMIT, with nothing to send it: now a worker's watch finds
     the ingest neither queued nor claimed in two scans and queues it again, and it is applied."""

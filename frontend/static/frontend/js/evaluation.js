@@ -220,6 +220,9 @@ const COMPUTE_DETAIL = {
   grouped_gemm: "grouped expert GEMMs", moe_permute: "MoE token shuffles",
 };
 
+// What the data-parallel traffic is made of (simcore.formulas.training.DP_DETAIL), before any overlap.
+const DP_DETAIL = { param_gather: "parameter all-gathers (ZeRO-3 / FSDP)", grad_reduce: "gradient reduction" };
+
 const PLACES = { "scale-up": "scale-up link (NVLink/HCCS)", PCIe: "PCIe through the host", network: "scale-out NICs", none: "not used" };
 
 // Where a training step's time goes: the stacked bar of its parts, the rates, and where each
@@ -238,6 +241,8 @@ export function trainingTables(t, currency) {
     ...Object.entries(t.step_parts_s).filter(([, s]) => s > 0).map(([key, s]) => [`  ${STEP_PARTS[key] ?? key}`, duration(s)]),
     ...Object.entries(t.compute_detail_s ?? {}).filter(([, s]) => s > 0)
       .map(([key, s]) => [`  of the compute: ${COMPUTE_DETAIL[key] ?? key}`, duration(s), "inside the forward, backward and recomputation above"]),
+    ...(t.dp_detail_s?.param_gather > 0 ? Object.entries(t.dp_detail_s) : [])
+      .map(([key, s]) => [`  data-parallel traffic: ${DP_DETAIL[key] ?? key}`, duration(s), "before overlap; what shows is the exposed part above"]),
     ["MFU", percent(t.mfu)], ["HFU (with recomputation)", percent(t.hfu)],
     ["model TFLOPS per GPU", num(t.model_tflops_per_gpu)], ["hardware TFLOPS per GPU", num(t.hardware_tflops_per_gpu)],
     ["tokens per second", num(t.tokens_per_s)],
