@@ -670,3 +670,31 @@ def test_logins_count_against_the_database_while_the_cache_is_down(victim, setti
     assert _page_login(attacker, PASSWORD).status_code == 302  # the victim's own pair is clean
     AccessAttempt.objects.filter(username="someone").update(failures_since_start=settings.LOGIN_ADDRESS_FAILURE_LIMIT)
     assert _page_login(Client(REMOTE_ADDR="203.0.113.77"), PASSWORD).status_code == 429  # the address's ceiling
+
+
+def test_engine_requests_take_a_users_slot_and_a_process_turn(catalog, settings):
+    """A request that runs the engine needs one of its user's HEAVY_REQUESTS_PER_USER slots (429 with
+    Retry-After when all are held, named) and one of the process's HEAVY_REQUESTS_AT_ONCE turns (503
+    with Retry-After after HEAVY_QUEUE_WAIT_S); reads need neither."""
+    from config.limits import process_turns
+
+    user = get_user_model().objects.create_user("heavy", password=PASSWORD)
+    client = APIClient(HTTP_AUTHORIZATION=f"Token {token_issue(user)}")
+    settings.HEAVY_REQUESTS_AT_ONCE, settings.HEAVY_QUEUE_WAIT_S = 1, 0.1
+    assert client.post("/api/plans/ff2-pcie-2zone/evaluate/", {}, format="json").status_code == 200
+    turns = process_turns("heavy", 1)
+    assert turns.acquire(timeout=1)  # another request holds the process's one turn
+    try:
+        busy = client.post("/api/plans/ff2-pcie-2zone/evaluate/", {}, format="json")
+        assert busy.status_code == 503 and busy["Retry-After"] == "1"
+        assert "HEAVY_REQUESTS_AT_ONCE" in busy.json()["detail"]
+        assert client.get("/api/plans/ff2-pcie-2zone/").status_code == 200
+    finally:
+        turns.release()
+    cache.set(f"heavy-requests:{user.pk}", settings.HEAVY_REQUESTS_PER_USER, timeout=60)  # two held elsewhere
+    refused = client.post("/api/plans/ff2-pcie-2zone/evaluate/", {}, format="json")
+    assert refused.status_code == 429 and refused["Retry-After"] == "1"
+    assert refused.json()["detail"].startswith("you have 2 requests running the engine already")
+    cache.set(f"heavy-requests:{user.pk}", 1, timeout=60)
+    assert client.post("/api/plans/ff2-pcie-2zone/evaluate/", {}, format="json").status_code == 200
+    assert cache.get(f"heavy-requests:{user.pk}") == 1  # the slot it held is given back

@@ -13,6 +13,7 @@ from rest_framework.exceptions import APIException
 import simcore
 from config.limits import process_turns
 from config.lockout import busy_response
+from planner.api.authentication import AccessTokenAuthentication
 from planner.models import AccessToken
 from planner.models.tokens import token_key_digest
 
@@ -65,7 +66,7 @@ def caller_id(request) -> int | None:
     if request.user.is_authenticated:
         return request.user.pk
     words = get_authorization_header(request).split()
-    if len(words) != 2 or words[0].lower() not in (b"token", b"bearer"):
+    if len(words) != 2 or words[0].lower() not in AccessTokenAuthentication.KEYWORDS:
         return None
     try:
         digest = token_key_digest(words[1].decode())
@@ -84,15 +85,16 @@ def user_heavy_slot(user_id: int):
     cache.add(key, 0, timeout=600)
     try:
         held = cache.incr(key)
-    except ValueError:  # the cache lost the key (or cannot be reached): count this one alone
-        held = 1
+    except ValueError:  # the cache lost the key (or cannot be reached): this one goes uncounted
+        held = None
     try:
-        yield held <= settings.HEAVY_REQUESTS_PER_USER
+        yield held is None or held <= settings.HEAVY_REQUESTS_PER_USER
     finally:
-        try:
-            cache.decr(key)
-        except ValueError:
-            pass
+        if held is not None:
+            try:
+                cache.decr(key)
+            except ValueError:
+                pass  # the count lapsed meanwhile
 
 
 class HeavyRequestMiddleware:
