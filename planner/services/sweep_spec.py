@@ -114,16 +114,21 @@ def check_sample(base: dict, axes: list[engine.Axis], outputs: list[str]):
     size = engine.grid_size(axes)
     points = np.unique(np.linspace(0, size - 1, min(size, SAMPLE_POINTS)).astype(np.int64))
     numeric = [a for a in axes if not a.categorical]
+    # Every value of every axis passes the engine's field checks: one evaluation per document, its
+    # points walking each axis's values together (the k-th point takes each axis's k-th value, the
+    # shorter axes repeating), so that each value is checked once.
+    longest = max((len(a.values) for a in numeric), default=0)
+    walk = [np.arange(longest) % len(a.values) for a in numeric]
+    paths = {a.path for a in numeric}
     try:
-        for axis in numeric:  # every value of every axis passes the engine's field checks
-            for document, reason in zip(base["documents"], base["invalid"]):
-                if reason:
-                    continue
-                try:
-                    engine.evaluate_points(document, [axis], [np.arange(len(axis.values))], outputs)
-                except simcore.ScenarioError as error:
-                    if error.field == axis.path:
-                        raise
+        for document, reason in zip(base["documents"], base["invalid"]):
+            if reason or not numeric:
+                continue
+            try:
+                engine.evaluate_points(document, numeric, walk, outputs)
+            except simcore.ScenarioError as error:
+                if error.field in paths:
+                    raise
         columns = evaluate_chunk(base, axes, outputs, points)
     except simcore.ScenarioError as error:
         field = f"axes.{error.field}" if any(a.path == error.field for a in axes) else error.field
