@@ -66,7 +66,8 @@ def open_post(stack, path: str, headers: dict) -> socket.socket:
 def test_a_3_gb_declared_body_is_refused_before_any_of_it_is_sent(server):
     before = rss_bytes(server)
     started = time.monotonic()
-    conn = open_post(server, "/api/evaluate/", {"Content-Type": "application/json", "Content-Length": 3_000_000_000})
+    conn = open_post(server, "/api/evaluate/", {"Content-Type": "application/json", "Authorization": "Token x",
+                                                "Content-Length": 3_000_000_000})
     status, headers, body = read_response(conn)
     assert status == 413 and headers["Content-Type"] == "application/problem+json"
     assert json.loads(body)["detail"] == ("request body of 3,000,000,000 bytes; at most 2,097,152 bytes here "
@@ -91,15 +92,18 @@ def send_chunked(conn: socket.socket, total_bytes: int, chunk_bytes: int = 64 * 
 
 
 def test_a_chunked_body_is_refused_as_it_passes_the_limit(server):
-    """Without a declared length the body is counted as it comes: 413 once it passes 2 MiB, and
-    the connection closed, so the client cannot go on to send 200 MB."""
+    """Without a declared length the body is counted as it comes: 413 once it passes 2 MiB (64 KiB
+    without credentials), and the connection closed, so the client cannot go on to send 200 MB."""
     before = rss_bytes(server)
-    conn = open_post(server, "/api/evaluate/", {"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
-    sent = send_chunked(conn, 200_000_000)
-    status, _, body = read_response(conn)
-    assert status == 413
-    assert json.loads(body)["detail"] == "request body; at most 2,097,152 bytes here (API_MAX_BODY_BYTES)"
-    assert sent < 50_000_000  # the server closed the connection long before the 200 MB were sent
+    for credentials, detail in (({"Authorization": "Token x"}, "at most 2,097,152 bytes here (API_MAX_BODY_BYTES)"),
+                                ({}, "at most 65,536 bytes without credentials: sign in or send a token "
+                                     "(ANONYMOUS_MAX_BODY_BYTES)")):
+        conn = open_post(server, "/api/evaluate/", {"Content-Type": "application/json", "Transfer-Encoding": "chunked",
+                                                    **credentials})
+        sent = send_chunked(conn, 200_000_000)
+        status, _, body = read_response(conn)
+        assert status == 413 and json.loads(body)["detail"] == f"request body; {detail}"
+        assert sent < 50_000_000  # the server closed the connection long before the 200 MB were sent
     assert rss_bytes(server) - before < 20_000_000
 
 
@@ -123,6 +127,60 @@ def test_a_kernel_log_upload_has_its_own_larger_limit(server):
     assert status == 413 and json.loads(body)["detail"] == (
         "request body of 3,145,728 bytes; at most 65,536 bytes without credentials: sign in or send a token "
         "(ANONYMOUS_MAX_BODY_BYTES)")
+
+
+def call(stack, method: str, path: str, body=None, token=None):
+    request = urllib.request.Request(stack.url + path, method=method, headers={"Content-Type": "application/json"},
+                                     data=None if body is None else json.dumps(body).encode())
+    if token:
+        request.add_header("Authorization", f"Token {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def open_export(stack, sweep_id: int, token: str, kind: str = "csv") -> socket.socket:
+    path = f"/api/sweeps/{sweep_id}/export/?file={kind}"
+    return open_request(stack, "GET", path, {"Authorization": f"Token {token}"})
+
+
+def test_downloads_go_at_their_clients_pace_one_per_user(server):
+    tokens, sweeps = [], []
+    for username, password in USERS.items():
+        status, issued = call(server, "POST", "/api/auth/token/", {"username": username, "password": password})
+        tokens.append(issued["token"])
+        status, sweep = call(server, "POST", "/api/sweeps/", {"plan": "ff2-pcie-2zone", "workload": "llama-13b-512",
+                                                              "axes": AXES}, tokens[-1])
+        assert status == 201 and sweep["status"] == "done" and sweep["total_points"] == 120_000, sweep
+        sweeps.append(sweep["id"])
+    # The first export loads pyarrow (about 40 MB) and warms the allocator.
+    assert read_response(open_export(server, sweeps[0], tokens[0]))[0] == 200
+    before = rss_bytes(server)
+    opened = [open_export(server, sweep_id, token) for sweep_id, token in zip(sweeps, tokens)]
+    for conn in opened:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    time.sleep(8)  # long enough to build each file and, unheld, to gather it whole
+    held_bytes = rss_bytes(server) - before
+    status, refused = call(server, "GET", f"/api/sweeps/{sweeps[0]}/export/?file=npz", token=tokens[0])
+    assert status == 429 and "being built or sent" in refused["detail"]
+    for conn in opened:
+        status, headers, body = read_response(conn)
+        assert status == 200 and len(body) == int(headers["Content-Length"]) > 40_000_000
+        assert body.count(b"\n") == 120_001
+    assert held_bytes < 40_000_000, f"{held_bytes / 1e6:.0f} MB held for three unread 44 MB downloads"
+    status, _ = call(server, "GET", f"/api/sweeps/{sweeps[0]}/results/?page_size=1", token=tokens[0])
+    assert status == 200
+    # The slot was freed when the first was sent; one abandoned after its first bytes frees it too.
+    abandoned = open_export(server, sweeps[0], tokens[0], "parquet")
+    assert abandoned.recv(100).startswith(b"HTTP/1.1 200")
+    abandoned.close()
+    deadline = time.monotonic() + 10
+    while (status := read_response(open_export(server, sweeps[0], tokens[0], "npz"))[0]) == 429:
+        assert time.monotonic() < deadline, "the abandoned download still holds its slot"
+        time.sleep(0.2)
+    assert status == 200
 
 
 def multipart(fields: dict[str, str], file_bytes: bytes) -> tuple[str, bytes]:
@@ -187,57 +245,3 @@ def test_no_multipart_body_stalls_another_users_reads_logged_in_or_not(server):
         server, reader, lambda: post_whole(server, "/api/auth/token/", {"Content-Type": content_type}, login))
     assert status == 413 and "ANONYMOUS_MAX_BODY_BYTES" in json.loads(body)["detail"] and slowest_s < 1.0
     assert rss_bytes(server) - before < 100_000_000, f"{(rss_bytes(server) - before) / 1e6:.0f} MB kept"
-
-
-def call(stack, method: str, path: str, body=None, token=None):
-    request = urllib.request.Request(stack.url + path, method=method, headers={"Content-Type": "application/json"},
-                                     data=None if body is None else json.dumps(body).encode())
-    if token:
-        request.add_header("Authorization", f"Token {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
-def open_export(stack, sweep_id: int, token: str, kind: str = "csv") -> socket.socket:
-    path = f"/api/sweeps/{sweep_id}/export/?file={kind}"
-    return open_request(stack, "GET", path, {"Authorization": f"Token {token}"})
-
-
-def test_downloads_go_at_their_clients_pace_one_per_user(server):
-    tokens, sweeps = [], []
-    for username, password in USERS.items():
-        status, issued = call(server, "POST", "/api/auth/token/", {"username": username, "password": password})
-        tokens.append(issued["token"])
-        status, sweep = call(server, "POST", "/api/sweeps/", {"plan": "ff2-pcie-2zone", "workload": "llama-13b-512",
-                                                              "axes": AXES}, tokens[-1])
-        assert status == 201 and sweep["status"] == "done" and sweep["total_points"] == 120_000, sweep
-        sweeps.append(sweep["id"])
-    # The first export loads pyarrow (about 40 MB) and warms the allocator.
-    assert read_response(open_export(server, sweeps[0], tokens[0]))[0] == 200
-    before = rss_bytes(server)
-    opened = [open_export(server, sweep_id, token) for sweep_id, token in zip(sweeps, tokens)]
-    for conn in opened:
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-    time.sleep(8)  # long enough to build each file and, unheld, to gather it whole
-    held_bytes = rss_bytes(server) - before
-    status, refused = call(server, "GET", f"/api/sweeps/{sweeps[0]}/export/?file=npz", token=tokens[0])
-    assert status == 429 and "being built or sent" in refused["detail"]
-    for conn in opened:
-        status, headers, body = read_response(conn)
-        assert status == 200 and len(body) == int(headers["Content-Length"]) > 40_000_000
-        assert body.count(b"\n") == 120_001
-    assert held_bytes < 40_000_000, f"{held_bytes / 1e6:.0f} MB held for three unread 44 MB downloads"
-    status, _ = call(server, "GET", f"/api/sweeps/{sweeps[0]}/results/?page_size=1", token=tokens[0])
-    assert status == 200
-    # The slot was freed when the first was sent; one abandoned after its first bytes frees it too.
-    abandoned = open_export(server, sweeps[0], tokens[0], "parquet")
-    assert abandoned.recv(100).startswith(b"HTTP/1.1 200")
-    abandoned.close()
-    deadline = time.monotonic() + 10
-    while (status := read_response(open_export(server, sweeps[0], tokens[0], "npz"))[0]) == 429:
-        assert time.monotonic() < deadline, "the abandoned download still holds its slot"
-        time.sleep(0.2)
-    assert status == 200

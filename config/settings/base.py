@@ -94,7 +94,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
     "config.lockout.LoginReservationMiddleware",
-    "planner.api.limits.HeavyRequestMiddleware",
+    "config.heavy.HeavyRequestMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
@@ -179,7 +179,7 @@ LOGIN_ADDRESS_FAILURE_LIMIT = int(os.environ.get("LOGIN_ADDRESS_FAILURE_LIMIT", 
 # password hash), half its pool by default so that a burst of logins leaves the other half to
 # everyone else; an attempt that finds no turn within LOGIN_QUEUE_WAIT_S answers 503 with Retry-After.
 LOGIN_CHECKS_AT_ONCE = int(os.environ.get("LOGIN_CHECKS_AT_ONCE", str(max(1, DB_POOL_MAX // 2))))
-# Requests that run the engine (planner.api.limits.HeavyRequestMiddleware): at most this many of one
+# Requests that run the engine (config.heavy.HeavyRequestMiddleware): at most this many of one
 # user's at once across processes (429 beyond), and at most this many per process (a quarter of its
 # pool by default; one waiting longer than HEAVY_QUEUE_WAIT_S for a turn answers 503), so that one
 # user's burst neither takes the pool nor the cores from other users' reads.
@@ -349,7 +349,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "planner.api.schema.document_errors"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "planner.api.schema.document_errors",
+                             "planner.api.schema.any_of_for_any"],
     # 3.1: JSON Schema 2020-12, which the scenario document's schema (simcore.document.json_schema) is.
     "OAS_VERSION": "3.1.0",
     "ENUM_NAME_OVERRIDES": {

@@ -1,5 +1,5 @@
 """The OpenAPI schema's error answers: every operation documents the errors it can give, each an
-RFC 9457 problem document (:mod:`planner.api.problems`)."""
+RFC 9457 problem document (:mod:`planner.api.problems`); and nullable fields of any JSON made valid."""
 from planner.api.problems import PROBLEM_MEDIA_TYPE
 
 PROBLEM = {
@@ -27,11 +27,14 @@ ERRORS = {
     "401": "Not signed in: give a token (`Authorization: Token <key>` or `Bearer <key>`) or a session.",
     "403": "Not allowed: the object is not yours, the token is read-only, or the account lacks the permission.",
     "404": "No such object visible to you.",
-    "409": "The object is still referenced by another (a delete), or the same work is already under way (a "
-           "kernel log being ingested into the twin).",
+    "409": "The object is still referenced by another (a delete), the same work is already under way (a "
+           "kernel log being ingested into the twin), another request took the same name at the same moment (a "
+           "create), or your sweeps' stored results have reached their quota (a sweep).",
     "412": "Changed since you read it: the If-Match you sent is not the object's ETag now (nothing is stored).",
     "413": "The upload or the request is larger than the server takes.",
     "429": "Too many requests: retry after the Retry-After header's seconds.",
+    "503": "The server cannot take this now (its turns for engine work are taken, or the task queue is down): "
+           "retry after the Retry-After header's seconds, where it gives one.",
 }
 
 
@@ -45,12 +48,12 @@ def _applies(code: str, path: str, method: str, operation: dict) -> bool:
     if code == "404":
         return "{" in path
     if code == "409":
-        return method == "delete" or path.endswith("/ingest-log/")
+        return method in ("delete", "post") or path.endswith("/ingest-log/")
     if code == "412":
         return method in ("put", "patch") and path.startswith(("/api/plans/{slug}/", "/api/workloads/{slug}/"))
     if code == "413":
         return method in ("post", "put", "patch")
-    return code in ("401", "429")
+    return code in ("401", "429", "503")
 
 
 def document_errors(result, generator, request, public):
@@ -64,4 +67,21 @@ def document_errors(result, generator, request, public):
             for code, description in ERRORS.items():
                 if code not in responses and _applies(code, path, method, operation):
                     responses[code] = {"description": description, "content": reference}
+    return result
+
+
+def any_of_for_any(result, generator, request, public):
+    """A drf-spectacular postprocessing hook: a nullable field of any JSON (``oneOf: [{}, {"type":
+    "null"}]`` as drf-spectacular writes it) takes ``anyOf``, since null matches both of ``oneOf``'s
+    schemas and so none of its values would be valid."""
+    def walk(node):
+        if isinstance(node, dict):
+            if "oneOf" in node and {} in node["oneOf"]:
+                node["anyOf"] = node.pop("oneOf")
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(result)
     return result
