@@ -24,16 +24,18 @@ TRANSIENT = (OSError, OperationalError)  # broker or database connection trouble
     retry_backoff_max=60, max_retries=5, soft_time_limit=540, time_limit=600,
 )
 def run_sweep_chunk(self, sweep_id: int, index: int) -> bool:
-    if runs_in_process():
-        return sweeps.sweep_run_chunk(sweep_id=sweep_id, index=index)
+    in_process = runs_in_process()  # every chunk was queued at once: none to release
     try:
+        if in_process:
+            return sweeps.sweep_run_chunk(sweep_id=sweep_id, index=index)
         with chunk_watch.claimed(sweep_id, index):
             stored = sweeps.sweep_run_chunk(sweep_id=sweep_id, index=index)
     except TRANSIENT:
         raise
     except Exception as error:
         sweeps.sweep_fail(sweep_id=sweep_id, error=f"chunk {index}: {type(error).__name__}: {error}")
-        release_next(sweep_id)
+        if not in_process:
+            release_next(sweep_id)
         raise
     release_next(sweep_id)
     return stored
@@ -69,10 +71,14 @@ def sweep_enqueue(sweep, indices: list[int] | None = None) -> None:
 
 
 def release_next(sweep_id: int) -> None:
-    """After a chunk of ``sweep_id``: queue what its owner's share now lets go."""
+    """After a chunk of ``sweep_id``: queue what its owner's share now lets go. With the broker out
+    of reach the released chunks are left to the watch, which queues them once it is back."""
     sweep = Sweep.objects.filter(pk=sweep_id).only("owner_id").first()
-    if sweep is not None:
-        sweep_enqueue(sweep)
+    try:
+        if sweep is not None:
+            sweep_enqueue(sweep)
+    except QueueUnavailable as error:
+        logger.warning("could not queue the next chunks after sweep %d's: %s", sweep_id, error)
 
 
 @contextmanager
