@@ -1,7 +1,9 @@
-"""The engine as a package: `python -m build engine` makes an sdist and a wheel; the wheel in a
-fresh virtual environment gives the `simcore` command, runs the notebook example and, with the
-sdist, passes the engine's tests away from the checkout; `pip install ./engine .` installs the
-whole project with its catalogue, templates and static files, each file owned by one distribution."""
+"""The engine as a package: `python -m build engine` makes an sdist and a wheel that `twine check
+--strict` passes, the sdist holding the licence, the notice, the README and the engine's tests; the
+wheel in a fresh virtual environment gives the `simcore` command and runs the notebook example,
+and the sdist's own tests pass on it away from the checkout; `pip install ./engine .` installs the
+whole project with its catalogue, templates and static files, each file owned by one distribution,
+and its own distributions pass `twine check --strict` too."""
 import json
 import shutil
 import subprocess
@@ -39,18 +41,40 @@ def _copy(relative: str, to: Path):
         shutil.copy(source, to / relative)
 
 
+# What engine/ links to: the package, the licence and notice, the tests and what they read.
+ENGINE_SOURCES = ("simcore", "engine", "LICENSE", "NOTICE", "tests/__init__.py", "tests/simcore", "tests/data",
+                  "docs/scenario-format.md")
+
+
 @pytest.fixture(scope="module")
-def engine_dist(tmp_path_factory) -> Path:
-    """`python -m build engine` on a copy of the checkout's engine and its package: the folder
+def tools(tmp_path_factory) -> Path:
+    """A virtual environment with build and twine."""
+    bin_dir = _venv(tmp_path_factory.mktemp("tools") / "venv")
+    _pip(bin_dir, "build", "twine")
+    return bin_dir
+
+
+def _build(tools: Path, source: Path, outdir: Path) -> Path:
+    subprocess.run([str(tools / "python"), "-m", "build", str(source), "--outdir", str(outdir)],
+                   check=True, capture_output=True, timeout=900)
+    return outdir
+
+
+def _twine_check(tools: Path, dist: Path) -> str:
+    checked = subprocess.run([str(tools / "twine"), "check", "--strict", *map(str, sorted(dist.iterdir()))],
+                             capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    return checked.stdout
+
+
+@pytest.fixture(scope="module")
+def engine_dist(tmp_path_factory, tools) -> Path:
+    """`python -m build engine` on a copy of the checkout's engine and what it links to: the folder
     holding the sdist and the wheel."""
     work = tmp_path_factory.mktemp("engine-build")
-    for part in ("simcore", "engine"):
+    for part in ENGINE_SOURCES:
         _copy(part, work / "src")
-    tools = _venv(work / "tools")
-    _pip(tools, "build")
-    subprocess.run([str(tools / "python"), "-m", "build", str(work / "src" / "engine"), "--outdir", str(work / "dist")],
-                   check=True, capture_output=True, timeout=600)
-    return work / "dist"
+    return _build(tools, work / "src" / "engine", work / "dist")
 
 
 @pytest.fixture(scope="module")
@@ -61,32 +85,47 @@ def engine_venv(tmp_path_factory, engine_dist):
     return bin_dir
 
 
-def test_the_build_gives_an_sdist_and_a_wheel_of_the_package_and_leaves_one_source(engine_dist):
+def test_the_build_gives_an_sdist_and_a_wheel_of_the_package_and_leaves_one_source(engine_dist, tools):
     sdist, wheel = next(engine_dist.glob("simcore-*.tar.gz")), next(engine_dist.glob("simcore-*.whl"))
     import simcore
 
     assert sdist.name == f"simcore-{simcore.__version__}.tar.gz"
+    top = f"simcore-{simcore.__version__}"
     with tarfile.open(sdist) as archive:
-        assert f"simcore-{simcore.__version__}/simcore/stages/scenario.py" in archive.getnames()
+        names = set(archive.getnames())
+    assert {f"{top}/{name}" for name in ("simcore/stages/scenario.py", "simcore/py.typed", "LICENSE", "NOTICE",
+                                         "README.md", "tests/simcore/test_training.py", "tests/__init__.py",
+                                         "docs/scenario-format.md")} <= names
+    assert not any("__pycache__" in name for name in names)
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-    assert {"simcore/__init__.py", "simcore/formulas/reliability.py", "simcore/tools/references.py"} <= names
-    assert (ROOT / "engine" / "simcore").is_symlink()  # the repository's simcore/, not a copy
-    assert {path.name for path in (ROOT / "engine").iterdir()} <= {"pyproject.toml", "simcore", "build", "dist",
-                                                                   "simcore.egg-info"}
+        metadata = archive.read(f"simcore-{simcore.__version__}.dist-info/METADATA").decode()
+    assert {"simcore/__init__.py", "simcore/formulas/reliability.py", "simcore/tools/references.py",
+            "simcore/py.typed", f"simcore-{simcore.__version__}.dist-info/licenses/LICENSE"} <= names
+    assert "License-Expression: Apache-2.0" in metadata and "Classifier: Typing :: Typed" in metadata
+    assert "Description-Content-Type: text/markdown" in metadata and "simcore validate --known-misses" in metadata
+    assert "PASSED" in _twine_check(tools, engine_dist)
+    for linked in ("simcore", "LICENSE", "NOTICE", "tests/simcore", "docs/scenario-format.md"):
+        assert (ROOT / "engine" / linked).is_symlink(), linked  # the repository's files, not copies
+    assert {path.name for path in (ROOT / "engine").iterdir()} <= {
+        "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE", "NOTICE", "simcore", "tests", "docs", "build",
+        "dist", "simcore.egg-info"}
 
 
 def test_the_engine_tests_pass_on_the_installed_sdist_away_from_the_checkout(tmp_path, engine_dist):
-    """The engine's own tests (and the data and docs they read), copied away from the checkout,
-    run against the sdist installed with its pandas extra in a fresh environment: nothing comes
-    from the repository."""
+    """The sdist's own tests (and the data and docs they read), taken out of it, run against the
+    sdist installed with its pandas extra in a fresh environment: nothing comes from the repository."""
     from importlib.metadata import version
 
+    sdist = next(engine_dist.glob("*.tar.gz"))
     bin_dir = _venv(tmp_path / "venv")
-    _pip(bin_dir, f"simcore[pandas] @ {next(engine_dist.glob('*.tar.gz')).as_uri()}",
+    _pip(bin_dir, f"simcore[pandas] @ {sdist.as_uri()}",
          *(f"{name}=={version(name)}" for name in ("pytest", "hypothesis", "scipy")))
-    for part in ("tests/__init__.py", "tests/simcore", "tests/data", "docs/scenario-format.md"):
-        _copy(part, tmp_path / "away")
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path / "sdist", filter="data")
+    unpacked = next((tmp_path / "sdist").iterdir())
+    for part in ("tests", "docs"):  # not its simcore/, which would come before the installed package
+        shutil.copytree(unpacked / part, tmp_path / "away" / part)
     run = subprocess.run([str(bin_dir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/simcore"],
                          cwd=tmp_path / "away", capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
@@ -115,7 +154,7 @@ def test_the_notebook_example_runs_on_the_installed_engine(engine_venv):
     assert run.stdout.splitlines()[0].split() == ["nodes", "switches", "capex", "step", "(s)", "MFU"]
 
 
-def test_the_project_installs_with_its_data_files_beside_the_engine(tmp_path):
+def test_the_project_installs_with_its_data_files_beside_the_engine(tmp_path, tools):
     source = tmp_path / "src"
     shutil.copytree(ROOT, source, symlinks=True,
                     ignore=shutil.ignore_patterns(".git", ".venv", "var", "test-artifacts", "build", "dist",
@@ -135,3 +174,7 @@ def test_the_project_installs_with_its_data_files_beside_the_engine(tmp_path):
     assert "simcore/stages/scenario.py" in engine
     assert not {name for name in project & engine if not name.startswith("../")}  # no file owned twice
     assert (bin_dir / "simcore").exists()
+    project_dist = _build(tools, source, tmp_path / "dist")
+    assert "PASSED" in _twine_check(tools, project_dist)
+    with zipfile.ZipFile(next(project_dist.glob("*.whl"))) as archive:
+        assert any(name.endswith(".dist-info/licenses/LICENSE") for name in archive.namelist())

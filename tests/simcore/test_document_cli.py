@@ -133,7 +133,8 @@ def test_cli_validate_and_bench():
     validate = run_cli("validate", "--json")
     assert validate.returncode == 0
     report = json.loads(validate.stdout)
-    assert {"cases", "summary", "family_constants"} == set(report)
+    assert {"cases", "summary", "family_constants", "unexpected_failures", "known_misses_now_passing"} == set(report)
+    assert report["unexpected_failures"] == report["known_misses_now_passing"] == []
     assert {(row["family"], row["constant"]) for row in report["family_constants"]} >= {
         ("ampere", "gemm_fraction"), ("hopper", "fp8_gemm_fraction"), ("ascend", "gemm_fraction"),
         ("x86 host", "host_op_us"), ("MoE router", "kernels (fused)")}
@@ -145,6 +146,33 @@ def test_cli_validate_and_bench():
     assert bench.returncode == 0
     assert "points/s" in bench.stdout and "GPU-years/s" in bench.stdout
     assert "layouts: 2,000 points varying TP, PP" in bench.stdout and "by kind of grid" in bench.stdout
+
+
+def test_validate_exits_non_zero_for_a_failure_not_listed_as_a_known_miss(monkeypatch, capsys):
+    """CI can gate on ``simcore validate``: a failing case not among the known misses, or a known
+    miss that now passes (a stale list), exits 1 and is named; ``--known-misses`` says why each is."""
+    from simcore.__main__ import main
+    from simcore.tools import references
+
+    assert main(["validate"]) == 0
+    assert "of 135 cases fail their criterion" in capsys.readouterr().out
+    misses = dict(references.KNOWN_MISSES)
+    monkeypatch.setattr(references, "KNOWN_MISSES", {k: v for k, v in misses.items() if k != "deepseek-v3-h800-2048"})
+    assert main(["validate"]) == 1
+    assert "unexpected failure: deepseek-v3-h800-2048" in capsys.readouterr().out
+    monkeypatch.setattr(references, "KNOWN_MISSES", {**misses, "dgx-3layer-switches": "not a miss"})
+    assert main(["validate", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["known_misses_now_passing"] == ["dgx-3layer-switches"]
+    assert main(["validate", "--known-misses"]) == 0
+    assert "dgx-3layer-switches: not a miss" in capsys.readouterr().out
+
+
+def test_the_command_says_its_name_and_version():
+    import simcore
+
+    version = run_cli("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"simcore {simcore.__version__}"
+    assert run_cli("--help").stdout.startswith("usage: simcore ")
 
 
 def test_numpy_inputs_are_accepted_directly():
