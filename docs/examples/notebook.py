@@ -16,7 +16,10 @@ sizes = list(range(200, 1251, 50))
 scenario = {
     "cluster": {"node_count": sizes, "node": NODE,
                 "fabric": {"switch_radix": 40, "switch_gbit_s": 200, "zones": 2},
-                "prices": {"currency": "REL", "node": 1.0, "switch": 1.5}},
+                # Fire-Flyer's relative units (FF Table III): a PCIe node 9.0, a switch 2.95 with the
+                # cabling included, so the links' parts cost nothing more.
+                "prices": {"currency": "REL", "node": 9.0, "switch": 2.95, "transceiver": 0, "fiber": 0,
+                           "endpoint_cable": 0}},
     "workload": {"kind": "transformer", "layers": 40, "hidden": 5120, "heads": 40, "vocab": 32000, "seq_len": 2048,
                  "global_batch": [n * 8 for n in sizes], "micro_batch": 1, "tp": 1, "pp": 4,
                  "gpus": [n * 8 for n in sizes], "collective": "hfreduce", "zero_stage": 1, "recompute": "full"},
@@ -37,6 +40,7 @@ for nodes, switches, capex, step, mfu in zip(columns["cluster.nodes"], columns["
     print(f"{nodes:>6} {switches:>9} {shown(capex, 1):>8} {shown(step, 2):>9} {shown(mfu, 3):>6}")
 
 assert len(columns["fabric.switches"]) == len(sizes)
+assert all(capex is not None for capex in columns["cost.capex_total"])  # every counted part is priced
 assert columns["fabric.switches"] == sorted(columns["fabric.switches"])  # more nodes never need fewer switches
 assert all(columns["training.feasible"]) and max(columns["training.step_time_s"]) < 2 * min(
     columns["training.step_time_s"])  # weak scaling: the step stays within a factor of two
