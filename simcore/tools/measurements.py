@@ -64,6 +64,10 @@ _BINARY = re.compile(r"(?:^|[\s/])(all_reduce|all_gather|reduce_scatter|alltoall
 _LAUNCHER_PREFIX = re.compile(r"^(?:\s*\d+:\s?|\[\d+,\d+\]<std(?:out|err)>:)")
 _SIZES = re.compile(r"minBytes\s+(\d+)\s+maxBytes\s+(\d+)\s+step:\s*(\d+)\((factor|bytes)\)")
 _FOOTER = "# Avg bus bandwidth"
+# "# Reducing maxBytes to 1073741824 due to memory limitation": the sizes a smaller card could hold.
+_REDUCED = re.compile(r"Reducing maxBytes to\s+(\d+)")
+# "# Out of bounds values : 2 FAILED": the run's own check (-c 1) found results out of bounds.
+_OUT_OF_BOUNDS = re.compile(r"^# Out of bounds values\s*:\s*(\d+)\s+(\w+)")
 
 
 def _error(line: int, message: str) -> ScenarioError:
@@ -108,12 +112,14 @@ def _float(token: str, line: int, what: str, engine_range: bool = True) -> float
     return value
 
 
-def expected_sizes(header_line: str) -> int | None:
-    """How many message sizes a run's "minBytes .. maxBytes .. step: N(factor|bytes)" line asks for."""
+def expected_sizes(header_line: str, reduced_max_bytes: int | None = None) -> int | None:
+    """How many message sizes a run's "minBytes .. maxBytes .. step: N(factor|bytes)" line asks for,
+    up to ``reduced_max_bytes`` where nccl-tests lowered maxBytes to fit the card's memory."""
     match = _SIZES.search(header_line)
     if match is None:
         return None
     low, high, step, kind = int(match.group(1)), int(match.group(2)), int(match.group(3)), match.group(4)
+    high = high if reduced_max_bytes is None else min(high, reduced_max_bytes)
     if low <= 0 or high < low or step < 1 or (kind == "factor" and step < 2):
         return None
     count, size = 0, low
@@ -122,8 +128,8 @@ def expected_sizes(header_line: str) -> int | None:
     return count
 
 
-def _check_complete(rows: list, header: str, footer: bool):
-    expected = expected_sizes(header)
+def _check_complete(rows: list, header: str, footer: bool, reduced_max_bytes: int | None = None):
+    expected = expected_sizes(header, reduced_max_bytes)
     if expected is not None and len(rows) < expected:
         last = int(rows[-1][0]) if rows else 0
         raise ScenarioError("file", f"truncated: {len(rows)} of the {expected} message sizes the run asked for "
@@ -153,17 +159,21 @@ def parse_nccl_tests(text: str) -> NcclRun:
     (``srun -l``, ``mpirun --tag-output``). The columns come from the header line (the first time,
     algbw and busbw are the out-of-place ones); the collective from the binary's name where the
     file shows it (None otherwise: the caller asks); other lines (MPI and NCCL logs) are skipped.
-    A run cut short (fewer sizes than it asked for, or no summary line) is refused as truncated;
-    a result row that does not read raises a field error with its line."""
+    A run cut short (fewer sizes than it asked for, up to the maxBytes nccl-tests reduced it to for a
+    smaller card, or no summary line) is refused as truncated; a result row that does not read, a
+    row counting wrong values and a failed "Out of bounds values" check raise a field error with
+    their line."""
     if text.lstrip().startswith("{"):
         return _parse_nccl_json(text)
-    collective, header, columns, footer = None, "", None, False
+    collective, header, columns, wrong, footer, reduced = None, "", None, [], False, None
     ranks: dict[int, tuple[str, str]] = {}
     rows = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = _LAUNCHER_PREFIX.sub("", raw, count=1).strip()
         if collective is None and (binary := _BINARY.search(line)):
             collective = binary.group(1)
+        if reduced_to := _REDUCED.search(line):
+            reduced = int(reduced_to.group(1))
         if line.startswith("#"):
             names = line.lstrip("#").split()
             if match := _RANK_LINE.match(line):
@@ -173,17 +183,32 @@ def parse_nccl_tests(text: str) -> NcclRun:
             elif names[:2] == ["size", "count"] and {"algbw", "busbw"} <= set(names):
                 time_name = "time" if "time" in names else "cputime"
                 columns = [names.index(name) for name in ("size", time_name, "algbw", "busbw")]
+                wrong = [i for i, name in enumerate(names) if name == "#wrong"]
+            elif (match := _OUT_OF_BOUNDS.match(line)) and (int(match.group(1)) or match.group(2) != "OK"):
+                raise _error(number, f"the run's own check failed ({line.lstrip('# ')}): its results are not a "
+                                     "measurement; run it again")
             footer = footer or line.startswith(_FOOTER)
             continue
         tokens = line.split()
         if not tokens or not tokens[0].isdigit():
             continue
         rows.append(_result_row(tokens, columns, number))
+        _check_values(tokens, wrong, number)
         if len(rows) > MAX_ROWS:
             raise _error(number, f"more than {MAX_ROWS} result rows")
     run = _run(collective, ranks, rows, header)
-    _check_complete(rows, header, footer)
+    _check_complete(rows, header, footer, reduced)
     return run
+
+
+def _check_values(tokens: list[str], wrong_columns: list[int], number: int) -> None:
+    """A row whose ``#wrong`` columns (nccl-tests' check of the results, ``-c 1``) count wrong
+    values is no measurement: the collective corrupted its data. ``N/A``: the run did not check."""
+    for index in wrong_columns:
+        if index < len(tokens) and tokens[index].isdigit() and int(tokens[index]):
+            place = "out-of-place" if index == wrong_columns[0] else "in-place"
+            raise _error(number, f"{tokens[index]} wrong values in the {place} result of {tokens[0]} B (nccl-tests' "
+                                 "check): the collective corrupted its data, so the run is not a measurement")
 
 
 def _result_row(tokens: list[str], columns: list[int] | None, number: int) -> tuple[float, ...]:

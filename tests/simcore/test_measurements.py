@@ -190,3 +190,33 @@ def test_a_truncated_run_is_reported_as_such():
         m.parse_nccl_tests(_json_report(plain)[:5000])
     with pytest.raises(ScenarioError, match="truncated: no 'Avg bus bandwidth' line"):
         m.parse_nccl_tests(_json_report(plain, summary=False))
+
+
+def test_a_run_on_a_smaller_card_is_read_up_to_the_max_bytes_it_reduced_to():
+    """nccl-tests lowers maxBytes to what the card's memory holds and says so; the run is complete
+    at that size, and cut short below it is still truncated."""
+    lines = EIGHT.splitlines()
+    last = next(i for i, text in enumerate(lines) if text.strip().startswith("67108864 "))
+    footer = [text for text in lines if text.startswith(("# Out of bounds", "# Avg bus"))]
+    reduced = "\n".join(lines[:last + 1] + ["#", "# Reducing maxBytes to 67108864 due to memory limitation"] + footer)
+    run = m.parse_nccl_tests(reduced)
+    assert run.size_bytes[-1] == 67108864 and len(run.size_bytes) == 24
+    with pytest.raises(ScenarioError, match=r"truncated: 23 of the 24 message sizes"):
+        m.parse_nccl_tests("\n".join(lines[:last] + ["# Reducing maxBytes to 67108864 due to memory limitation"]
+                                     + footer))
+
+
+def test_a_run_whose_own_check_failed_is_no_measurement():
+    """A row counting wrong values (the collective corrupted its data) and a failed out-of-bounds
+    check are refused naming their line; N/A (no check run) reads."""
+    lines = EIGHT.splitlines()
+    row = next(i for i, text in enumerate(lines) if text.strip().startswith("1048576 "))
+    corrupt = lines[:row] + [lines[row][:lines[row].rindex(" 0")] + " 3"] + lines[row + 1:]
+    with pytest.raises(ScenarioError, match=rf"line {row + 1}: 3 wrong values in the in-place result of 1048576 B"):
+        m.parse_nccl_tests("\n".join(corrupt))
+    failed = [text.replace("0 OK", "2 FAILED") if text.startswith("# Out of bounds") else text for text in lines]
+    with pytest.raises(ScenarioError, match=r"the run's own check failed \(Out of bounds values : 2 FAILED\)"):
+        m.parse_nccl_tests("\n".join(failed))
+    unchecked = [text.replace("      0 ", "    N/A ").replace("      0", "    N/A") if text.strip()[:1].isdigit()
+                 else text for text in lines]
+    assert len(m.parse_nccl_tests("\n".join(unchecked)).size_bytes) == len(m.parse_nccl_tests(EIGHT).size_bytes)
