@@ -1,12 +1,19 @@
 """Reading a node's kernel log: each NVIDIA driver Xid line with the time the log gives it.
 
-Three layouts are read, line by line (a log may mix them):
+These layouts are read, line by line (a log may mix them):
 
 * ``dmesg``: ``[ 12345.678901] NVRM: Xid ...``, seconds since boot; the upload's boot time (or the
   kernel's ``boot_time``) turns them into times;
 * ``dmesg -T``: ``[Tue Dec  1 10:42:07 2026] NVRM: Xid ...``, the host's local time;
 * ``journalctl -k``: ``Dec 01 10:42:07 host kernel: NVRM: Xid ...`` (no year: the upload's year,
-  else the boot time's) or ``-o short-iso``: ``2026-12-01T10:42:07+0000 host kernel: ...``.
+  else the boot time's; ``-o short-precise`` adds microseconds), ``-o short-iso`` (and
+  ``short-iso-precise``): ``2026-12-01T10:42:07+0000 host kernel: ...``, ``-o short-full``:
+  ``Tue 2026-12-01 10:42:07 CET host kernel: ...``, ``-o short-monotonic`` (seconds since boot, as
+  dmesg) and ``-o short-unix`` (seconds since the epoch);
+* ``dmesg -x`` (and ``-T -x``): the facility and level (``kern  :warn  : ``) before dmesg's time.
+
+An Xid line whose time is in none of these layouts is listed as not read, never applied without
+its time (its fault could then neither be placed nor recognised when the log is sent again).
 
 Times without a zone are the log's ``timezone`` (UTC unless the upload names one).
 """
@@ -22,7 +29,16 @@ XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0
 _UPTIME = re.compile(r"^\[\s*(?P<s>\d+\.\d+)\]")
 _DMESG_T = re.compile(r"^\[(?P<t>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})\]")
 _ISO = re.compile(r"^(?P<t>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s")
-_SYSLOG = re.compile(r"^(?P<t>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2})\s")
+_SYSLOG = re.compile(r"^(?P<t>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2})(?P<f>\.\d{1,6})?\s")
+# journalctl -o short-full: "Tue 2026-12-01 10:42:07 CET host kernel: ..." (a zone abbreviation or offset).
+_FULL = re.compile(r"^[A-Z][a-z]{2} (?P<t>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?) "
+                   r"(?P<z>[A-Z]{1,5}|[+-]\d{4})\s")
+# journalctl -o short-unix: "1764585727.123456 host kernel: ...", seconds since the epoch.
+_UNIX = re.compile(r"^(?P<s>\d{9,11}\.\d+)\s")
+# dmesg -x: "kern  :warn  : [ 12345.678901] NVRM: ...", the facility and level before the time.
+_DMESG_X = re.compile(r"^[a-z]+\s*:\s*[a-z]+\s*:\s")
+LAYOUTS = ("dmesg, dmesg -T and dmesg -x; journalctl -k -o short, short-precise, short-full, short-iso, "
+           "short-iso-precise, short-monotonic and short-unix")
 
 
 class LogSizeError(ValueError):
@@ -67,7 +83,10 @@ class XidLine:
 
 
 def line_time(line: str, *, boot_time: datetime | None, year: int | None, zone: tzinfo) -> datetime | None:
-    """The UTC time a kernel-log line carries (None when it carries none)."""
+    """The UTC time a kernel-log line carries in one of :data:`LAYOUTS` (None when it carries none
+    this reads). A short-full zone abbreviation other than UTC or GMT names no one zone, so its
+    times are read in the upload's ``timezone``."""
+    line = _DMESG_X.sub("", line, count=1)
     if match := _UPTIME.match(line):
         if boot_time is None:
             raise LogTimeError("boot_time", "the log's times are seconds since boot (dmesg): give the boot time "
@@ -77,10 +96,21 @@ def line_time(line: str, *, boot_time: datetime | None, year: int | None, zone: 
         return _utc(datetime.strptime(" ".join(match["t"].split()), "%a %b %d %H:%M:%S %Y"), zone)
     if match := _ISO.match(line):
         return _utc(datetime.fromisoformat(match["t"].replace(",", ".")), zone)
+    if match := _FULL.match(line):
+        moment = datetime.fromisoformat(match["t"])
+        offset = match["z"]
+        if offset in ("UTC", "GMT", "Z"):
+            return moment.replace(tzinfo=timezone.utc)
+        if offset[0] in "+-":
+            return _utc(datetime.fromisoformat(f"{match['t']}{offset}"), zone)
+        return _utc(moment, zone)
+    if match := _UNIX.match(line):
+        return datetime.fromtimestamp(float(match["s"]), timezone.utc)
     if match := _SYSLOG.match(line):
         if year is None:
             raise LogTimeError("year", "journald's short times have no year: give the year (or the boot time)")
-        return _utc(datetime.strptime(f"{year} {' '.join(match['t'].split())}", "%Y %b %d %H:%M:%S"), zone)
+        moment = datetime.strptime(f"{year} {' '.join(match['t'].split())}", "%Y %b %d %H:%M:%S")
+        return _utc(moment + timedelta(seconds=float(match["f"] or 0)), zone)
     return None
 
 
@@ -113,6 +143,9 @@ def read_lines(lines: list[str], *, first_number: int, boot_time: datetime | Non
             raise
         except (ValueError, OverflowError) as error:  # a date no calendar has (month 13, 30 February)
             unread.append({"line": number, "reason": f"its time does not read as a date: {error}"})
+            continue
+        if logged_at is None:
+            unread.append({"line": number, "reason": f"its time is in no layout this reads ({LAYOUTS})"})
             continue
         found.append(XidLine(number, match["bus"], int(match["xid"]), logged_at, line.strip()))
     return found, unread

@@ -26,11 +26,40 @@ def _line(xid, bus="07:00", text="Ch 00000010"):
      datetime(2026, 11, 30, 10, 42, 7, tzinfo=timezone.utc)),
     (f"2026-11-30T10:42:07+0100 gpu-node-07 kernel: {_line(79)}", {},
      datetime(2026, 11, 30, 9, 42, 7, tzinfo=timezone.utc)),
-    (_line(79), {}, None),
+    # journalctl -k -o short-precise, short-iso-precise, short-full (UTC, an offset, an abbreviation read
+    # in the upload's zone), short-monotonic and short-unix; dmesg -x and dmesg -T -x.
+    (f"Nov 30 10:42:07.250000 gpu-node-07 kernel: {_line(79)}", {"year": 2026},
+     datetime(2026, 11, 30, 10, 42, 7, 250000, timezone.utc)),
+    (f"2026-11-30T10:42:07.250000+0000 gpu-node-07 kernel: {_line(79)}", {},
+     datetime(2026, 11, 30, 10, 42, 7, 250000, timezone.utc)),
+    (f"Mon 2026-11-30 10:42:07 UTC gpu-node-07 kernel: {_line(79)}", {"zone": ZoneInfo("Asia/Shanghai")},
+     datetime(2026, 11, 30, 10, 42, 7, tzinfo=timezone.utc)),
+    (f"Mon 2026-11-30 10:42:07 +0100 gpu-node-07 kernel: {_line(79)}", {},
+     datetime(2026, 11, 30, 9, 42, 7, tzinfo=timezone.utc)),
+    (f"Mon 2026-11-30 10:42:07 CET gpu-node-07 kernel: {_line(79)}", {"zone": ZoneInfo("Europe/Berlin")},
+     datetime(2026, 11, 30, 9, 42, 7, tzinfo=timezone.utc)),
+    (f"[ 3600.250000] gpu-node-07 kernel: {_line(79)}", {"boot_time": BOOT},
+     datetime(2026, 11, 30, 9, 0, 0, 250000, timezone.utc)),
+    (f"1796035327.250000 gpu-node-07 kernel: {_line(79)}", {},
+     datetime(2026, 11, 30, 10, 42, 7, 250000, timezone.utc)),
+    (f"kern  :warn  : [ 3600.250000] {_line(79)}", {"boot_time": BOOT},
+     datetime(2026, 11, 30, 9, 0, 0, 250000, timezone.utc)),
+    (f"kern  :err   : [Mon Nov 30 10:42:07 2026] {_line(79)}", {},
+     datetime(2026, 11, 30, 10, 42, 7, tzinfo=timezone.utc)),
 ])
 def test_each_layout_keeps_its_time(stamped, kwargs, expected):
     (line,), unread = kernel_log.xid_lines(stamped, **kwargs)
     assert (line.xid, line.logged_at, unread) == (79, expected, [])
+
+
+def test_an_xid_line_whose_time_does_not_read_is_listed_not_applied():
+    """A layout this does not read (dmesg -t, which prints no time; an unknown one) is listed with
+    its line and the layouts read, never applied without a time (which nothing could place or
+    recognise when the log is sent again)."""
+    found, unread = kernel_log.xid_lines(f"{_line(79)}\n12/01/2026 10:42:07 {_line(48)}")
+    assert found == [] and [entry["line"] for entry in unread] == [1, 2]
+    assert unread[0]["reason"].startswith("its time is in no layout this reads (dmesg, dmesg -T and dmesg -x; "
+                                          "journalctl -k -o short, short-precise, short-full")
 
 
 @pytest.mark.parametrize("stamped, field", [(f"[ 3600.25] {_line(79)}", "boot_time"),
@@ -99,6 +128,30 @@ def test_a_logged_burst_is_one_interruption_at_its_logged_time(catalog, owner_cl
     zoneless = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 2, "log": log, "timezone": "Mars/Base"},
                                  format="json")
     assert zoneless.status_code == 400 and "IANA" in zoneless.json()["timezone"][0]
+
+
+@pytest.mark.parametrize("stamp", [
+    "Nov 30 10:42:{s:02d}.123456 gpu-node-07 kernel:",  # journalctl -k -o short-precise
+    "Mon 2026-11-30 10:42:{s:02d} UTC gpu-node-07 kernel:",  # -o short-full
+    "kern  :err   : [Mon Nov 30 10:42:{s:02d} 2026]",  # dmesg -T -x
+])
+def test_each_layout_is_read_with_its_times_and_sent_again_applies_nothing(catalog, owner_client, stamp):  # noqa: F811
+    """Five faults a minute apart in journalctl's precise and full layouts and in dmesg -x: five
+    ingested events at their logged times (these layouts once gave every time null, eleven faults for
+    five, and applied them all again when sent again); sent again, all five are already ingested."""
+    twin = create(owner_client)
+    bus = twin.pci_bus_ids[0][5:12]
+    log = "\n".join(f"{stamp.format(s=second)} {_line(79, bus, 'GPU has fallen off the bus')}".replace(
+        "10:42:", f"10:{42 + minute}:") for minute in range(5) for second in (7, 8))
+    url = f"/api/twins/{twin.pk}/ingest-log/"
+    body = {"node": 1, "log": log, "year": 2026}
+    first = owner_client.post(url, body, format="json").json()
+    assert (first["xid_lines"], first["applied"], first["faults"], first["malformed"]) == (10, 10, 5, []), first
+    assert [e["logged_at"][11:19] for e in first["events"] if e["kind"] == "ingested"] == [
+        f"10:{42 + minute}:07" for minute in range(5)]
+    again = owner_client.post(url, body, format="json").json()
+    assert (again["faults"], again["already_ingested"]) == (5, 5)
+    assert not [e for e in again["events"] if e["kind"] == "ingested"]
 
 
 def test_a_10k_line_log_is_ingested_in_a_bounded_number_of_queries_and_one_at_a_time(

@@ -233,11 +233,12 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
 
     @extend_schema(request=KernelLogSerializer,
                    responses={201: bodies.IngestLogResultSerializer, 202: bodies.LogIngestSerializer},
-                   description="A node's whole kernel log (dmesg, dmesg -T or journalctl -k output), as JSON "
-                               "{node, log} or a multipart upload (node, file), in one transaction: its 'NVRM: Xid' "
-                               "lines at the times the log gives them, the Xids of one fault (within 30 s) one "
-                               "ingested event, read with NVIDIA's Xid catalogue; other lines are skipped and "
-                               "counted, and Xid lines that cannot be applied are listed with their line numbers. "
+                   description="A node's whole kernel log (dmesg, dmesg -T or -x; journalctl -k in any short "
+                               "layout), as JSON {node, log} or a multipart upload (node, file), in one "
+                               "transaction: its 'NVRM: Xid' lines at the times the log gives them, the Xids of "
+                               "one fault (within 30 s) one ingested event, read with NVIDIA's Xid catalogue; "
+                               "other lines are skipped and counted, and Xid lines that cannot be applied (a time "
+                               "in no layout read among them) are listed with their line numbers. "
                                "A log of more than TWIN_INGEST_INLINE_MAX_LINES lines (10,000 by default) is "
                                "ingested by a task: the answer is 202 with the ingest, whose lines read and result "
                                "are at its Location. One log into a twin at a time: another sent meanwhile answers "
