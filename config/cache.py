@@ -25,10 +25,10 @@ class FailSoftRedisCache(RedisCache):
     """Django's Redis cache, shared by every process: request throttles count across all web
     processes, and an evaluation memoized by one process is found by the others.
 
-    While Redis is unreachable, get, set, add, delete, clear, incr and decr (what throttles, the
-    evaluation memo, the engine-request slots and the tests use) answer as an empty cache instead
-    of failing each request: throttles and slots then let requests through and evaluations are
-    computed afresh.
+    While Redis is unreachable, get, set, add, delete and clear (what throttles, the evaluation
+    memo and the tests use) answer as an empty cache instead of failing each request: throttles
+    then let requests through and evaluations are computed afresh. incr and decr raise Redis's
+    error, for callers that count elsewhere while the cache is down (the login lockout).
     """
 
     def get(self, key, default=None, version=None):
@@ -37,14 +37,6 @@ class FailSoftRedisCache(RedisCache):
         except RedisError as error:
             _unreachable(error)
             return default
-
-    def incr(self, key, delta=1, version=None):
-        """As an empty cache while Redis is unreachable: the key is missing (ValueError)."""
-        try:
-            return super().incr(key, delta, version)
-        except RedisError as error:
-            _unreachable(error)
-            raise ValueError(f"Key '{key}' not found (the cache is unreachable)") from None
 
     set = _soft(RedisCache.set)
     add = _soft(RedisCache.add, False)

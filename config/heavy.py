@@ -5,6 +5,7 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
+from redis.exceptions import RedisError
 from rest_framework.authentication import get_authorization_header
 
 from config.limits import process_turns
@@ -45,7 +46,7 @@ def user_heavy_slot(user_id: int):
     cache.add(key, 0, timeout=600)
     try:
         held = cache.incr(key)
-    except ValueError:  # the cache lost the key (or cannot be reached): this one goes uncounted
+    except (ValueError, RedisError):  # the cache lost the key, or cannot be reached: this one goes uncounted
         held = None
     try:
         yield held is None or held <= settings.HEAVY_REQUESTS_PER_USER
@@ -53,8 +54,8 @@ def user_heavy_slot(user_id: int):
         if held is not None:
             try:
                 cache.decr(key)
-            except ValueError:
-                pass  # the count lapsed meanwhile
+            except (ValueError, RedisError):
+                pass  # the count lapsed meanwhile, or the cache went down
 
 
 class HeavyRequestMiddleware:

@@ -58,13 +58,18 @@ def sweep_enqueue(sweep, indices: list[int] | None = None) -> None:
     share of the workers lets go now (``planner.services.sweeps.sweep_release``; every chunk when
     they run in this process, as the embedded default runs them).
 
-    Raises :class:`QueueUnavailable` when the broker is unreachable; chunks queued before that
-    are harmless (a chunk of a sweep that no longer exists is skipped, and a stored one is never
-    stored twice), and released chunks that were not queued are the watch's to find."""
+    Raises :class:`QueueUnavailable` when the broker is unreachable, even when the owner's share
+    lets nothing go now (a sweep is not accepted while its chunks could not be queued); chunks
+    queued before that are harmless (a chunk of a sweep that no longer exists is skipped, and a
+    stored one is never stored twice), and released chunks that were not queued are the watch's to
+    find."""
     window = None if runs_in_process() else settings.SWEEP_CHUNKS_IN_FLIGHT_PER_USER
     with queueing(QueueUnavailable):
         chunks = sweeps.sweep_release(owner_id=sweep.owner_id, window=window) if indices is None else {
             sweep.pk: indices}
+        if not chunks and window is not None:  # nothing to queue now: the queue must still be there
+            with current_app.connection_for_write() as connection:
+                connection.ensure_connection(max_retries=1)
         for sweep_id, released in chunks.items():
             for index in released:
                 run_sweep_chunk.apply_async(args=(sweep_id, index), queue="sim")
