@@ -204,6 +204,29 @@ def value_kind(path: str) -> str:
     return "flag" if output.unit == FLAG_UNIT else "count" if output.unit in COUNT_UNITS else "number"
 
 
+def _whole(value):
+    """A count as an integer where it is a whole float (lists element by element; None stays)."""
+    if type(value) is list:
+        return [_whole(item) for item in value]
+    return int(value) if type(value) is float and value.is_integer() else value
+
+
+def counts_as_integers(result: dict) -> dict:
+    """A JSON-ready result document with every registered count (:data:`COUNT_UNITS`: GPUs, nodes,
+    switches, racks ...) written as integers, as a file or a table gives them, where the engine's
+    arrays hold them as floats. Changed in place, and returned."""
+    for output in OUTPUTS:
+        if not output.path or output.unit not in COUNT_UNITS:
+            continue
+        *parents, leaf = output.path.split(".")
+        section = result
+        for key in parents:
+            section = section.get(key) if type(section) is dict else None
+        if type(section) is dict and leaf in section:
+            section[leaf] = _whole(section[leaf])
+    return result
+
+
 SI_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 SI_UNITS = frozenset({"W", "B", "Wh", "FLOP", "FLOPS"})
 

@@ -20,6 +20,7 @@ from simcore.formulas.devices import FAMILIES
 from simcore.formulas.node import node_io, scaleup_domain_gpus
 from simcore.formulas.power import PowerParams
 from simcore.formulas.training import TrainingParams
+from simcore.outputs import counts_as_integers
 from simcore.stages import cluster, failures, job
 from simcore.version import ENGINE_VERSION
 
@@ -71,7 +72,7 @@ def evaluate(document, params: EngineParams | None = None, *, work_budget_s: flo
     budget.check("(document)", budget.answer_s(points), work_budget_s,
                  f"{points:,} scenario points; fewer, or submit a sweep")
     result = evaluate_parsed(parsed, params or EngineParams(), work_budget_s=work_budget_s)
-    return to_json(result)
+    return counts_as_integers(to_json(result))
 
 
 def evaluate_parsed(p: dict, params: EngineParams, *, work_budget_s: float | None = None) -> dict:

@@ -218,3 +218,14 @@ def test_a_reader_that_stops_early_gets_no_traceback(ff_cluster):
     process.stdout.close()
     stderr = process.stderr.read()
     assert process.wait(timeout=120) == 1 and "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
+def test_counts_come_out_as_integers():
+    """GPUs, nodes, switches and racks are whole things: the result writes them as integers (they
+    came out as 200.0), one point or many; other figures stay numbers."""
+    one = evaluate(document(gpus=64))
+    assert [type(value) for value in (one["cluster"]["nodes"], one["cluster"]["gpus"], one["fabric"]["switches"],
+                                      one["racks"]["count"])] == [int] * 4
+    assert type(one["training"]["step_time_s"]) is float
+    many = evaluate(with_change("cluster.node_count", [100, 200]))
+    assert many["cluster"]["nodes"] == [100, 200] and all(type(n) is int for n in many["cluster"]["nodes"])
