@@ -350,7 +350,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "planner.api.schema.document_errors",
-                             "planner.api.schema.any_of_for_any"],
+                             "planner.api.schema.any_of_for_any", "planner.api.schema.nullable_as_3_1"],
     # 3.1: JSON Schema 2020-12, which the scenario document's schema (simcore.document.json_schema) is.
     "OAS_VERSION": "3.1.0",
     "ENUM_NAME_OVERRIDES": {

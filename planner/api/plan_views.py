@@ -139,7 +139,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         return Workload.objects.visible_slug(self.request.user, slug, field="workload")
 
     @extend_schema(
-        tags=PLAN_TAG, request=api.EvaluateRequestSerializer, examples=[EVALUATE_EXAMPLE],
+        tags=PLAN_TAG, request=api.EvaluateSerializer, examples=[EVALUATE_EXAMPLE],
         responses={200: bodies.EvaluationSerializer,
                    400: OpenApiResponse(description="bad options or an impossible plan")},
         description="Evaluate the plan, optionally training a workload: cost, power, performance, collectives, "
@@ -152,7 +152,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         """A POST that stores nothing: anyone who can read the plan may evaluate it, read-only
         tokens included."""
         plan = self.get_object()
-        body = api.EvaluateRequestSerializer(data=request.data)
+        body = api.EvaluateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         workload = self._workload(body.validated_data.get("workload"))
         return evaluation_response(request, plan, workload, body.validated_data.get("options"))
@@ -276,12 +276,12 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         book = price_services.plan_quote(plan=plan, owner=request.user, **item.validated_data)
         return Response(api.PriceBookSerializer(PriceBook.objects.prefetch_related("items").get(pk=book.pk)).data)
 
-    @extend_schema(tags=PLAN_TAG, request=api.CloneRequestSerializer, responses={201: api.ClusterPlanSerializer},
+    @extend_schema(tags=PLAN_TAG, request=api.CloneSerializer, responses={201: api.ClusterPlanSerializer},
                    description="Copy a visible plan (for example a preset) into a private plan you own.")
     @action(detail=True, methods=["post"], permission_classes=[TokenScopePermission, IsAuthenticated])
     def clone(self, request, slug=None):
         plan = self.get_object()
-        body = api.CloneRequestSerializer(data=request.data)
+        body = api.CloneSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         copy = services.plan_clone(plan=plan, owner=request.user, slug=body.validated_data["slug"],
                                    name=body.validated_data.get("name"))

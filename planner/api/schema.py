@@ -85,3 +85,24 @@ def any_of_for_any(result, generator, request, public):
                 walk(value)
     walk(result)
     return result
+
+
+def nullable_as_3_1(result, generator, request, public):
+    """A drf-spectacular postprocessing hook: OpenAPI 3.0's ``nullable: true`` (which DRF's own
+    pagination schema writes) as 3.1 says it, null among the types (or ``anyOf`` with null where the
+    schema has no one type), since a 3.1 document has no ``nullable``."""
+    def walk(node):
+        if isinstance(node, dict):
+            if node.pop("nullable", False):
+                if isinstance(node.get("type"), str):
+                    node["type"] = [node["type"], "null"]
+                else:
+                    inner = {key: node.pop(key) for key in list(node) if key not in ("description", "title")}
+                    node["anyOf"] = [inner, {"type": "null"}]
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+    walk(result)
+    return result

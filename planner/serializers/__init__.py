@@ -15,9 +15,9 @@ from .catalog import (
 )
 from .outputs import OutputSerializer
 from .plans import (
-    CloneRequestSerializer,
+    CloneSerializer,
     ClusterPlanSerializer,
-    EvaluateRequestSerializer,
+    EvaluateSerializer,
     OwnedEntrySerializer,
     PlanPreviewSerializer,
     WorkloadPreviewSerializer,
@@ -27,8 +27,8 @@ from .tokens import AccessTokenListSerializer, AccessTokenSerializer
 
 __all__ = [
     "AcceleratorSerializer", "AccessTokenListSerializer", "AccessTokenSerializer", "CPUSerializer",
-    "CleanModelSerializer", "CloneRequestSerializer", "ClusterPlanSerializer", "ComputeNodeTypeSerializer",
-    "EvaluateRequestSerializer", "LinkPartSerializer", "NICSerializer", "OutputSerializer", "OwnedEntrySerializer",
+    "CleanModelSerializer", "CloneSerializer", "ClusterPlanSerializer", "ComputeNodeTypeSerializer",
+    "EvaluateSerializer", "LinkPartSerializer", "NICSerializer", "OutputSerializer", "OwnedEntrySerializer",
     "PlanPreviewSerializer", "PriceBookCopySerializer", "PriceBookSerializer", "PriceItemSerializer", "SlugReference",
     "StorageNodeTypeSerializer", "SwitchSerializer", "WorkloadPreviewSerializer", "WorkloadSerializer",
     "as_drf_validation_error", "full_clean_or_raise", "slug_ref",

@@ -83,12 +83,12 @@ class WorkloadPreviewSerializer(WorkloadSerializer):
         exclude = ["id", "slug", "name", "description", "visibility"]
 
 
-class EvaluateRequestSerializer(serializers.Serializer):
+class EvaluateSerializer(serializers.Serializer):
     workload = serializers.SlugField(required=False, allow_null=True, help_text="A workload's slug.")
     options = serializers.DictField(required=False, help_text="Engine options (see the scenario format).")
 
 
-class CloneRequestSerializer(serializers.Serializer):
+class CloneSerializer(serializers.Serializer):
     slug = serializers.SlugField(max_length=100)
     name = serializers.CharField(max_length=200, required=False)
 

@@ -1,6 +1,8 @@
 """Every operation's bodies are described, and real answers match their descriptions: no request or
 response body in /api/schema/ is a bare object, and the engine's result, evaluations, comparisons,
 bills, profiles, sweep rows, twin state and measurements validate against the served schema."""
+import json
+
 import jsonschema
 import pytest
 import yaml
@@ -27,6 +29,17 @@ def _bare(schema: dict, served: dict) -> bool:
     schema = _resolve(schema, served)
     return schema.get("type") == "object" and not any(k in schema for k in ("properties", "additionalProperties",
                                                                             "oneOf", "anyOf", "allOf"))
+
+
+def test_the_document_speaks_openapi_3_1_and_names_its_schemas_once(served):
+    """No 3.0 ``nullable`` in a 3.1 document (null among the types instead), no ``oneOf`` that null or
+    anything satisfies twice (a nullable field of any JSON), and no schema named twice "Request"."""
+    text = json.dumps(served)
+    assert served["openapi"].startswith("3.1") and '"nullable"' not in text
+    assert served["components"]["schemas"]["PaginatedCPUList"]["properties"]["next"]["type"] == ["string", "null"]
+    assert '"oneOf": [{}' not in text
+    assert not [name for name in served["components"]["schemas"] if name.endswith("RequestRequest")]
+    assert {"EvaluateRequest", "CloneRequest"} <= set(served["components"]["schemas"])
 
 
 def test_no_operation_has_a_bare_object_body(served):
