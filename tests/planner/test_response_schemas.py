@@ -40,6 +40,8 @@ def test_the_document_speaks_openapi_3_1_and_names_its_schemas_once(served):
     assert '"oneOf": [{}' not in text
     assert not [name for name in served["components"]["schemas"] if name.endswith("RequestRequest")]
     assert {"EvaluateRequest", "CloneRequest"} <= set(served["components"]["schemas"])
+    ingest = served["paths"]["/api/twins/{id}/ingests/{ingest_id}/"]["get"]["parameters"]
+    assert {p["name"]: p["schema"]["type"] for p in ingest} == {"id": "integer", "ingest_id": "integer"}
 
 
 def test_no_operation_has_a_bare_object_body(served):

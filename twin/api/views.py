@@ -285,6 +285,8 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         return Response([log_ingests.log_ingest_json(row) for row in rows])
 
     @extend_schema(responses={200: bodies.LogIngestSerializer},
+                   parameters=[OpenApiParameter("ingest_id", int, OpenApiParameter.PATH,
+                                                description="The ingest's id, as the twin's ingests list it.")],
                    description="One kernel log's ingest: lines read so far, then its result (or why it failed).")
     @action(detail=True, methods=["get"], url_path=r"ingests/(?P<ingest_id>[0-9]+)")
     def ingest_status(self, request, pk=None, ingest_id=None):
