@@ -102,7 +102,7 @@ class MeasurementChangeSerializer(serializers.Serializer):
                                     400: OpenApiResponse(description="a field error; a file error names its line")},
                          description="Upload nccl-tests output or a GEMM CSV against your plan or a node type. "
                                      "It is read, compared and stored in one step, or refused whole."),
-    partial_update=extend_schema(tags=TAG, request=MeasurementChangeSerializer,
+    partial_update=extend_schema(tags=TAG, request={"application/json": MeasurementChangeSerializer},
                                  responses=MeasurementDetailSerializer,
                                  description="Rename, annotate, or mark as an override of the engine's constants."),
     destroy=extend_schema(tags=TAG),

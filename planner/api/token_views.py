@@ -2,6 +2,7 @@
 from django.contrib.auth import authenticate, get_user_model, user_logged_in
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -9,6 +10,7 @@ from rest_framework.views import APIView
 
 from planner import serializers as api
 from planner.api import bodies
+from planner.api.parsers import BoundedJSONParser
 from planner.api.permissions import TokenScopePermission
 from planner.models import AccessToken
 from planner.services.accounts import token_issue
@@ -57,6 +59,7 @@ class ObtainTokenView(APIView):
 
     permission_classes = [AllowAny]
     authentication_classes = []
+    parser_classes = [BoundedJSONParser, FormParser, MultiPartParser]  # a form from curl -d, or a page's form
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "login"
 

@@ -9,6 +9,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -16,6 +17,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from planner.api.downloads import download
 from planner.api.errors import Conflict
 from planner.api.limits import one_at_a_time
+from planner.api.parsers import BoundedJSONParser
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, Visibility
 from planner.serializers.base import ModelSerializer, NumberField
@@ -243,7 +245,8 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
                                "ingested by a task: the answer is 202 with the ingest, whose lines read and result "
                                "are at its Location. One log into a twin at a time: another sent meanwhile answers "
                                "409.")
-    @action(detail=True, methods=["post"], url_path="ingest-log")
+    @action(detail=True, methods=["post"], url_path="ingest-log",
+            parser_classes=[BoundedJSONParser, MultiPartParser])  # {node, log} as JSON, or a file
     def ingest_log(self, request, pk=None):
         twin = self.get_object()
         upload = KernelLogSerializer(data=request.data)
