@@ -4,11 +4,10 @@ from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
 from redis.exceptions import RedisError
 from rest_framework.authentication import get_authorization_header
 
-from config.limits import process_turns
+from config.limits import turn
 from config.lockout import busy_response
 from planner.api.authentication import AccessTokenAuthentication
 from planner.models import AccessToken
@@ -79,13 +78,8 @@ class HeavyRequestMiddleware:
                 return busy_response(request, "Too many requests at once", (
                     f"you have {settings.HEAVY_REQUESTS_PER_USER} requests running the engine already "
                     "(HEAVY_REQUESTS_PER_USER): send the next when one has answered"), status=429)
-            turns = process_turns("heavy", settings.HEAVY_REQUESTS_AT_ONCE)
-            if not turns.acquire(timeout=settings.HEAVY_QUEUE_WAIT_S):
-                return busy_response(request, "Server busy", "many requests are running the engine here at once "
-                                                             "(HEAVY_REQUESTS_AT_ONCE): try again in a second")
-            try:
-                return self.get_response(request)
-            finally:
-                if not connection.in_atomic_block:  # (a test's transaction keeps its connection)
-                    connection.close()  # back to the pool before the turn is
-                turns.release()
+            with turn("heavy", settings.HEAVY_REQUESTS_AT_ONCE, settings.HEAVY_QUEUE_WAIT_S) as taken:
+                if taken:
+                    return self.get_response(request)
+            return busy_response(request, "Server busy", "many requests are running the engine here at once "
+                                                         "(HEAVY_REQUESTS_AT_ONCE): try again in a second")

@@ -1,8 +1,10 @@
 """Request limits that act before a view reads anything."""
 import re
 import threading
+from contextlib import contextmanager
 
 from django.conf import settings
+from django.db import connection
 from django.http import JsonResponse
 
 # Kernel logs come large: a day of a node's dmesg runs to 100,000 lines (about 9 MB).
@@ -71,3 +73,20 @@ def process_turns(name: str, count: int) -> threading.BoundedSemaphore:
     """This process's ``count`` turns at the work ``name`` (logins checked, engine requests run)."""
     with _turns_lock:
         return _turns.setdefault((name, count), threading.BoundedSemaphore(count))
+
+
+@contextmanager
+def turn(name: str, count: int, wait_s: float):
+    """Hold one of this process's ``count`` turns at ``name`` for the block, waiting at most
+    ``wait_s`` for it: yields whether one came. The block's database connection goes back to the
+    pool before its turn does, so that the turns bound the connections they take."""
+    turns = process_turns(name, count)
+    if not turns.acquire(timeout=wait_s):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        if not connection.in_atomic_block:  # (a test's transaction keeps its connection)
+            connection.close()
+        turns.release()

@@ -22,7 +22,6 @@ from django.conf import settings
 from django.contrib.auth.signals import user_login_failed
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
-from django.db import connection
 from django.db.models import Max, Sum
 from django.dispatch import receiver
 from django.http import JsonResponse
@@ -30,7 +29,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from config.limits import process_turns
+from config.limits import turn
 
 LOCKOUT_MESSAGE = ("Too many failed logins from this address: try again in {minutes:g} minutes, or ask staff to "
                    "unlock it.")
@@ -164,15 +163,8 @@ class LoginReservationMiddleware:
     def __call__(self, request):
         if request.method != "POST" or request.path not in LOGIN_PATHS:
             return self._answer(request)
-        turns = process_turns("login", settings.LOGIN_CHECKS_AT_ONCE)
-        if not turns.acquire(timeout=settings.LOGIN_QUEUE_WAIT_S):
-            return busy_response(request)
-        try:
-            return self._answer(request)
-        finally:
-            if not connection.in_atomic_block:  # (a test's transaction keeps its connection)
-                connection.close()  # back to the pool before the turn is
-            turns.release()
+        with turn("login", settings.LOGIN_CHECKS_AT_ONCE, settings.LOGIN_QUEUE_WAIT_S) as taken:
+            return self._answer(request) if taken else busy_response(request)
 
     def _answer(self, request):
         response = self.get_response(request)

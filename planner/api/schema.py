@@ -70,20 +70,24 @@ def document_errors(result, generator, request, public):
     return result
 
 
+def _schemas(node):
+    """Every object in the document, each before what it holds (so a change made to one is walked)."""
+    if isinstance(node, dict):
+        yield node
+        for value in list(node.values()):
+            yield from _schemas(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _schemas(value)
+
+
 def any_of_for_any(result, generator, request, public):
     """A drf-spectacular postprocessing hook: a nullable field of any JSON (``oneOf: [{}, {"type":
     "null"}]`` as drf-spectacular writes it) takes ``anyOf``, since null matches both of ``oneOf``'s
     schemas and so none of its values would be valid."""
-    def walk(node):
-        if isinstance(node, dict):
-            if "oneOf" in node and {} in node["oneOf"]:
-                node["anyOf"] = node.pop("oneOf")
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-    walk(result)
+    for node in _schemas(result):
+        if "oneOf" in node and {} in node["oneOf"]:
+            node["anyOf"] = node.pop("oneOf")
     return result
 
 
@@ -91,18 +95,12 @@ def nullable_as_3_1(result, generator, request, public):
     """A drf-spectacular postprocessing hook: OpenAPI 3.0's ``nullable: true`` (which DRF's own
     pagination schema writes) as 3.1 says it, null among the types (or ``anyOf`` with null where the
     schema has no one type), since a 3.1 document has no ``nullable``."""
-    def walk(node):
-        if isinstance(node, dict):
-            if node.pop("nullable", False):
-                if isinstance(node.get("type"), str):
-                    node["type"] = [node["type"], "null"]
-                else:
-                    inner = {key: node.pop(key) for key in list(node) if key not in ("description", "title")}
-                    node["anyOf"] = [inner, {"type": "null"}]
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-    walk(result)
+    for node in _schemas(result):
+        if not node.pop("nullable", False):
+            continue
+        if isinstance(node.get("type"), str):
+            node["type"] = [node["type"], "null"]
+        else:
+            inner = {key: node.pop(key) for key in list(node) if key not in ("description", "title")}
+            node["anyOf"] = [inner, {"type": "null"}]
     return result
