@@ -283,8 +283,8 @@ class SweepRowSerializer(serializers.Serializer):
 
 class SweepResultsSerializer(serializers.Serializer):
     count = serializers.IntegerField(help_text="points that pass the filters")
-    page = serializers.IntegerField()
-    page_size = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True, help_text="the next page, or null on the last")
+    previous = serializers.URLField(allow_null=True, help_text="the page before, or null on the first")
     stored_points = serializers.IntegerField()
     results = SweepRowSerializer(many=True)
 

@@ -2,6 +2,7 @@
 from (the failure and restart profiles, the output registry)."""
 from django.conf import settings
 from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework.generics import ListAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -58,13 +59,15 @@ class ReliabilityProfilesView(APIView):
         return Response(simcore.formulas.reliability.describe_profiles())
 
 
-class OutputsView(APIView):
+@extend_schema(tags=["evaluate"])
+class OutputsView(ListAPIView):
     """The output registry: every metric the product names (comparisons, sweeps, the CLI table, the
-    pages), with its path into an evaluation's result, label, unit and which way is better."""
+    pages), with its path into an evaluation's result, label, unit and which way is better; paged as
+    every list is."""
 
     permission_classes = [IsAuthenticated]
+    serializer_class = api.OutputSerializer
+    filter_backends = []  # a registry in the engine, in its own order
 
-    @extend_schema(tags=["evaluate"], responses={200: api.OutputSerializer(many=True)})
-    def get(self, request):
-        rows = [{**o.describe(), "compare": o.compare, "sweep": o.sweep} for o in simcore.outputs.OUTPUTS]
-        return Response(api.OutputSerializer(rows, many=True).data)
+    def get_queryset(self):
+        return [{**o.describe(), "compare": o.compare, "sweep": o.sweep} for o in simcore.outputs.OUTPUTS]

@@ -58,7 +58,8 @@ def _applies(code: str, path: str, method: str, operation: dict) -> bool:
 
 def document_errors(result, generator, request, public):
     """A drf-spectacular postprocessing hook: adds the error answers each operation can give, with
-    the Problem schema, where the view did not document them itself."""
+    the Problem schema, where the view did not document them itself, and the Problem schema to the
+    error answers a view described in words only."""
     result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM
     reference = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
     for path, methods in result.get("paths", {}).items():
@@ -67,6 +68,9 @@ def document_errors(result, generator, request, public):
             for code, description in ERRORS.items():
                 if code not in responses and _applies(code, path, method, operation):
                     responses[code] = {"description": description, "content": reference}
+            for code, response in responses.items():
+                if code[0] in "45" and "content" not in response:
+                    response["content"] = reference
     return result
 
 

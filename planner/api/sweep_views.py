@@ -11,6 +11,7 @@ from rest_framework.throttling import ScopedRateThrottle
 
 from planner.api import bodies
 from planner.api.downloads import download
+from planner.api.pagination import PlannerPagination
 from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, PriceBook, Sweep, Workload
 from planner.serializers.base import ModelSerializer, NumberField
@@ -195,21 +196,22 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
             OpenApiParameter("valid", bool, description="only valid (true) or invalid (false) points"),
             OpenApiParameter("feasible", bool, description="only points meeting the goal's constraints"),
             OpenApiParameter("order_by", str, description="an output or axis:<path>; prefix - for descending"),
-            OpenApiParameter("page", int), OpenApiParameter("page_size", int, description="at most 500"),
+            OpenApiParameter("page", int), OpenApiParameter("page_size", int, description="1 to 500; 50 unless given"),
         ],
         responses={200: bodies.SweepResultsSerializer},
     )
     @action(detail=True, methods=["get"])
     def results(self, request, pk=None):
         sweep = self.get_object()
-        page, size = self._page(request)
+        paginator = PlannerPagination()
+        page, size = paginator.page_number(request), paginator.get_page_size(request)
         unfiltered = not any(request.query_params.get(k) for k in ("valid", "feasible", "order_by"))
         if unfiltered:  # read only the chunks that hold this page
             first = (page - 1) * size
             columns = sweep_columns(sweep, range(first, first + size))
             stored = sweep.results_sweep.chunks.aggregate(n=Sum(F("stop") - F("start")))["n"] or 0
             chosen = np.flatnonzero((columns["point"] >= first) & (columns["point"] < first + size))
-            return Response({"count": stored, "page": page, "page_size": size, "stored_points": stored,
+            return Response({**paginator.links(request, page, size, stored), "stored_points": stored,
                              "results": sweep_rows(columns, chosen)})
         feasible = bool_param(request, "feasible")
         if feasible and not sweep.goal_result:
@@ -223,7 +225,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         chosen = columns["point"][selection[(page - 1) * size: page * size]]
         page_columns = sweep_columns(sweep, only=np.sort(chosen))
         rows = sweep_rows(page_columns, np.searchsorted(page_columns["point"], chosen))
-        return Response({"count": int(selection.size), "page": page, "page_size": size,
+        return Response({**paginator.links(request, page, size, int(selection.size)),
                          "stored_points": int(columns["point"].size), "results": rows})
 
     @extend_schema(
@@ -242,17 +244,6 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         if not 1 <= count <= MAX_CHART_SAMPLE:
             raise serializers.ValidationError({"points": [f"between 1 and {MAX_CHART_SAMPLE:,}"]})
         return Response(sweep_sample(sweep, count))
-
-    @staticmethod
-    def _page(request):
-        try:
-            page = int(request.query_params.get("page", 1))
-            size = int(request.query_params.get("page_size", 100))
-        except ValueError:
-            raise serializers.ValidationError({"page": ["page and page_size must be whole numbers"]}) from None
-        if page < 1 or not 1 <= size <= 500:
-            raise serializers.ValidationError({"page_size": ["page >= 1 and 1 <= page_size <= 500"]})
-        return page, size
 
     @extend_schema(parameters=[OpenApiParameter("file", str, enum=list(EXPORT_TYPES), required=True,
                                                 description="csv for a spreadsheet, parquet for pandas, Polars "

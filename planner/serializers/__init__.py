@@ -23,10 +23,10 @@ from .plans import (
     WorkloadPreviewSerializer,
     WorkloadSerializer,
 )
-from .tokens import AccessTokenListSerializer, AccessTokenSerializer
+from .tokens import AccessTokenSerializer, ListedAccessTokenSerializer
 
 __all__ = [
-    "AcceleratorSerializer", "AccessTokenListSerializer", "AccessTokenSerializer", "CPUSerializer",
+    "AcceleratorSerializer", "ListedAccessTokenSerializer", "AccessTokenSerializer", "CPUSerializer",
     "CleanModelSerializer", "CloneSerializer", "ClusterPlanSerializer", "ComputeNodeTypeSerializer",
     "EvaluateSerializer", "LinkPartSerializer", "NICSerializer", "OutputSerializer", "OwnedEntrySerializer",
     "PlanPreviewSerializer", "PriceBookCopySerializer", "PriceBookSerializer", "PriceItemSerializer", "SlugReference",

@@ -5,7 +5,7 @@ from planner.models import AccessToken
 from planner.serializers.base import ModelSerializer
 
 
-class AccessTokenListSerializer(ModelSerializer):
+class ListedAccessTokenSerializer(ModelSerializer):
     """A token as listed: never its key, only the key's first characters."""
 
     class Meta:

@@ -411,7 +411,8 @@ def test_tokens_endpoint(catalog, reader_client, user):
     created = reader_client.post("/api/tokens/", {"name": "nightly", "read_only": True}, format="json")
     assert created.status_code == 201 and len(created.json()["key"]) == 40
     listed = reader_client.get("/api/tokens/").json()
-    assert [t["name"] for t in listed] == ["nightly"] and "key" not in listed[0]
+    assert listed["count"] == 1 and listed["next"] is None
+    assert [t["name"] for t in listed["results"]] == ["nightly"] and "key" not in listed["results"][0]
     unnamed = reader_client.post("/api/tokens/", {"read_only": True}, format="json")
     assert unnamed.status_code == 400 and "required" in unnamed.json()["name"][0]
     duplicate = reader_client.post("/api/tokens/", {"name": "nightly"}, format="json")

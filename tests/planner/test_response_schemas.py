@@ -34,8 +34,9 @@ def _bare(schema: dict, served: dict) -> bool:
 def test_the_document_speaks_openapi_3_1_and_names_its_schemas_once(served):
     """No 3.0 ``nullable`` in a 3.1 document (null among the types instead), no ``oneOf`` that null or
     anything satisfies twice (a nullable field of any JSON), no schema named twice "Request", integer
-    ids, and request bodies declared as JSON alone but where a form or a file is the point (a client
-    generated from a body declared three ways sent multipart)."""
+    ids, and each request body declared one way, as JSON but where a file is the point (a client
+    generated from a body declared three ways sent multipart; openapi-python-client 0.29.1 generates
+    code that cannot import for an operation declaring two)."""
     text = json.dumps(served)
     assert served["openapi"].startswith("3.1") and '"nullable"' not in text
     assert served["components"]["schemas"]["PaginatedCPUList"]["properties"]["next"]["type"] == ["string", "null"]
@@ -45,12 +46,49 @@ def test_the_document_speaks_openapi_3_1_and_names_its_schemas_once(served):
     forms = {path: sorted(operation["requestBody"]["content"]) for path, methods in served["paths"].items()
              for operation in methods.values() if "requestBody" in operation
              and set(operation["requestBody"]["content"]) != {"application/json"}}
-    assert forms == {"/api/auth/token/": ["application/json", "application/x-www-form-urlencoded",
-                                          "multipart/form-data"],
-                     "/api/twins/{id}/ingest-log/": ["application/json", "multipart/form-data"],
-                     "/api/measurements/": ["multipart/form-data"]}  # JSON but where a form or file is the point
+    assert forms == {"/api/twins/{id}/ingest-log/": ["multipart/form-data"],
+                     "/api/measurements/": ["multipart/form-data"]}  # JSON but where a file is the point
     ingest = served["paths"]["/api/twins/{id}/ingests/{ingest_id}/"]["get"]["parameters"]
     assert {p["name"]: p["schema"]["type"] for p in ingest} == {"id": "integer", "ingest_id": "integer"}
+
+
+def test_every_list_has_one_shape_and_honours_page_size(served, reader_client, catalog):
+    """A list answers {count, next, previous, results} and takes page and page_size (no bare arrays,
+    no shape of its own; a sweep's sample is a spread of ``points`` over the grid, not a page); each
+    list that needs no object in its path gives one row for page_size=1 and refuses 501 naming
+    page_size."""
+    lists = []
+    for path, methods in served["paths"].items():
+        ok = methods.get("get", {}).get("responses", {}).get("200", {}).get("content", {}).get("application/json")
+        if not ok:
+            continue
+        schema = _resolve(ok["schema"], served)
+        assert schema.get("type") != "array", path
+        if "results" in schema.get("properties", {}) and not path.endswith("/sample/"):  # a chart's spread
+            assert {"count", "next", "previous", "results"} <= set(schema["properties"]), path
+            assert {"page", "page_size"} <= {p["name"] for p in methods["get"]["parameters"]}, path
+            lists.append(path)
+    assert len(lists) == 18
+    reader_client.post("/api/tokens/", {"name": "one"}, format="json")
+    reader_client.post("/api/tokens/", {"name": "two"}, format="json")
+    paged = []
+    for path in (p for p in lists if "{" not in p):
+        page = reader_client.get(path, {"page_size": 1}).json()
+        assert len(page["results"]) == min(1, page["count"]), path
+        assert (page["next"] is None) == (page["count"] <= 1), path
+        paged += [path] if page["count"] > 1 else []
+        assert reader_client.get(path, {"page_size": 501}).json()["errors"] == {
+            "page_size": ["a whole number from 1 to 500"]}, path
+    assert {"/api/tokens/", "/api/outputs/", "/api/plans/", "/api/catalog/accelerators/"} <= set(paged)
+
+
+def test_every_error_answer_is_a_problem_document(served):
+    untyped = [f"{method} {path} {code}" for path, methods in served["paths"].items()
+               for method, operation in methods.items() if method in BODY_METHODS
+               for code, response in operation["responses"].items() if code[0] in "45"
+               and response.get("content", {}).get("application/problem+json", {}).get("schema") !=
+               {"$ref": "#/components/schemas/Problem"}]
+    assert untyped == []
 
 
 def test_no_operation_has_a_bare_object_body(served):

@@ -212,7 +212,8 @@ def test_results_pagination_and_ordering(catalog, reader_client, eager_celery):
     sweep = create(reader_client).json()
     page = reader_client.get(f"/api/sweeps/{sweep['id']}/results/",
                              {"valid": "true", "order_by": "-training.mfu", "page": 2, "page_size": 10}).json()
-    assert page["page"] == 2 and len(page["results"]) == 10
+    assert len(page["results"]) == 10 and "page=3" in page["next"] and "page=" not in page["previous"]
+    assert "page_size=10" in page["previous"] and "order_by=-training.mfu" in page["next"]
     mfus = [r["outputs"]["training.mfu"] for r in page["results"]]
     assert mfus == sorted(mfus, reverse=True)
     assert reader_client.get(f"/api/sweeps/{sweep['id']}/results/", {"page_size": 501}).status_code == 400

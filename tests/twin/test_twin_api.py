@@ -118,18 +118,22 @@ def test_controls_through_the_api(catalog, owner_client):
         "target.job": ["xid-43 happens on a job: give job (0-0)"]}
     far = owner_client.post(f"{url}inject/", {"category": "ib-link", "part": 99_999}, format="json")
     assert far.json()["errors"] == {"target.part": ["must be a link index below 3280"]}
-    events = owner_client.get(f"{url}events/", {"kind": "injected"}).json()["events"]
+    events = owner_client.get(f"{url}events/", {"kind": "injected"}).json()["results"]
     assert [e["category"] for e in events] == ["xid-79"]
-    everything = owner_client.get(f"{url}events/").json()["events"]
-    later = owner_client.get(f"{url}events/", {"since_seq": everything[0]["seq"], "limit": 2}).json()["events"]
-    assert [e["seq"] for e in later] == [e["seq"] for e in everything[1:3]]
-    assert owner_client.get(f"{url}events/", {"node": 2}).json()["events"]
-    assert set(owner_client.get(f"{url}events/", {"limit": 0, "node": "x"}).json()["errors"]) == {"limit", "node"}
+    everything = owner_client.get(f"{url}events/").json()
+    assert everything["count"] == len(everything["results"]) == 2 and everything["next"] is None
+    first = owner_client.get(f"{url}events/", {"page_size": 1}).json()
+    assert first["results"] == everything["results"][:1] and "page=2" in first["next"]
+    later = owner_client.get(f"{url}events/", {"since_seq": everything["results"][0]["seq"]}).json()
+    assert later["results"] == everything["results"][1:] and later["count"] == 1
+    assert owner_client.get(f"{url}events/", {"node": 2}).json()["results"]
+    assert set(owner_client.get(f"{url}events/", {"page_size": 0, "node": "x"}).json()["errors"]) == {"node"}
+    assert set(owner_client.get(f"{url}events/", {"page_size": 501}).json()["errors"]) == {"page_size"}
     exported = owner_client.get(f"{url}events/export/")
     assert exported.status_code == 200 and exported["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(b"".join(exported.streaming_content).decode())))
-    assert [int(r["seq"]) for r in rows] == [e["seq"] for e in everything]
-    assert [r["category"] for r in rows] == [e["category"] for e in everything]
+    assert [int(r["seq"]) for r in rows] == [e["seq"] for e in everything["results"]]
+    assert [r["category"] for r in rows] == [e["category"] for e in everything["results"]]
     only = b"".join(owner_client.get(f"{url}events/export/", {"kind": "injected"}).streaming_content).decode()
     assert [r["category"] for r in csv.DictReader(io.StringIO(only))] == ["xid-79"]
 

@@ -233,7 +233,7 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         rows = ingestion.twin_ingest(twin=twin, payload=request.data)
         return Response({"events": [persistence.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=KernelLogSerializer,
+    @extend_schema(request={"multipart/form-data": KernelLogSerializer},
                    responses={201: bodies.IngestLogResultSerializer, 202: bodies.LogIngestSerializer},
                    description="A node's whole kernel log (dmesg, dmesg -T or -x; journalctl -k in any short "
                                "layout), as JSON {node, log} or a multipart upload (node, file), in one "
@@ -281,11 +281,11 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         return Response({"events": [persistence.event_json(r) for r in rows]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: bodies.LogIngestSerializer(many=True)},
-                   description="The twin's kernel logs ingested by a task, newest first (at most 100).")
-    @action(detail=True, methods=["get"], pagination_class=None)  # at most 100, a plain list
+                   description="The twin's kernel logs ingested by a task, newest first, a page at a time.")
+    @action(detail=True, methods=["get"], filter_backends=[])
     def ingests(self, request, pk=None):
-        rows = LogIngest.objects.filter(twin=self.get_object()).defer("log")[:100]
-        return Response([log_ingests.log_ingest_json(row) for row in rows])
+        rows = self.paginate_queryset(LogIngest.objects.filter(twin=self.get_object()).defer("log").order_by("-pk"))
+        return self.get_paginated_response([log_ingests.log_ingest_json(row) for row in rows])
 
     @extend_schema(responses={200: bodies.LogIngestSerializer},
                    parameters=[OpenApiParameter("ingest_id", int, OpenApiParameter.PATH,
@@ -306,11 +306,13 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     @extend_schema(parameters=[
         OpenApiParameter("kind", str), OpenApiParameter("category", str),
         OpenApiParameter("since_seq", int, description="only events after this sequence number"),
-        OpenApiParameter("node", int), OpenApiParameter("limit", int, description="at most 1000")],
-        responses={200: bodies.EventsSerializer})
-    @action(detail=True, methods=["get"])
+        OpenApiParameter("node", int)],
+        responses={200: bodies.EventSerializer(many=True)},
+        description="The twin's events, oldest first, a page at a time; poll with since_seq, the last seq seen.")
+    @action(detail=True, methods=["get"], filter_backends=[])
     def events(self, request, pk=None):
-        return Response({"events": [persistence.event_json(e) for e in self._event_filter(request).qs]})
+        rows = self.paginate_queryset(self._event_filter(request).qs)
+        return self.get_paginated_response([persistence.event_json(e) for e in rows])
 
     def _event_filter(self, request) -> TwinEventFilterSet:
         """The twin's events under the request's filters, or a field error naming a bad one."""

@@ -18,9 +18,9 @@ export function comparePage(comparison, charts) {
 
 export function tokensPage({ list, form, created, errors }) {
   const refresh = async () => {
-    const response = await api("/api/tokens/");
+    const response = await api("/api/tokens/?page_size=500");
     if (!response.ok) { errors.textContent = errorLines(response.data).join(" "); return; }
-    list.replaceChildren(...response.data.map((token) => el("tr", {},
+    list.replaceChildren(...response.data.results.map((token) => el("tr", {},
       el("th", { scope: "row" }, token.name), el("td", {}, token.read_only ? "read-only" : "full access"),
       el("td", {}, new Date(token.created_at).toLocaleString()),
       el("td", {}, token.last_used_at ? new Date(token.last_used_at).toLocaleString() : "never"),
