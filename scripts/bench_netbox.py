@@ -1,5 +1,6 @@
 """Benchmark: the NetBox import files of every preset plan, with their sizes and the time to build
-them (wiring, rows and the ZIP archive), through the service the API serves them from. Uses
+them (the rack layout's evaluation, wiring, rows and the ZIP archive), through the service the API
+serves them from. Uses
 DATABASE_URL when set, else the embedded SQLite file:
   .venv/bin/python scripts/bench_netbox.py
 """
@@ -21,9 +22,10 @@ def main() -> None:
         files = netbox.plan_netbox(plan=plan, u_heights=heights)
         archive = netbox.netbox_zip(files, plan.slug)
         elapsed = time.perf_counter() - start
-        counts = {name: len(files[name]) - 1 for name in ("devices", "interfaces", "cables")}
-        print(f"{plan.slug:28s} {counts['devices']:7,} devices {counts['interfaces']:9,} interface rows "
-              f"{counts['cables']:8,} cables  {elapsed * 1000:7.0f} ms  ZIP {len(archive) / 1e6:5.2f} MB")
+        counts = {name: len(files[name]) - 1 for name in ("racks", "devices", "cables", "inventory-items")}
+        print(f"{plan.slug:28s} {counts['racks']:6,} racks {counts['devices']:7,} devices {counts['cables']:8,} "
+              f"cables {counts['inventory-items']:8,} modules {elapsed * 1000:7.0f} ms  "
+              f"ZIP {len(archive) / 1e6:5.2f} MB")
 
 
 if __name__ == "__main__":

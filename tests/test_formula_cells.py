@@ -35,12 +35,12 @@ def test_a_price_basis_written_as_a_formula_is_text_in_the_bill_csv_and_xlsx(cat
 
 
 def test_a_vendor_written_as_a_formula_is_text_in_the_netbox_files(catalog, reader_client):
-    Switch.objects.filter(slug="qm8700").update(vendor="@SUM(1+1)*cmd|' /C calc'!A0")
+    Switch.objects.filter(slug="qm8700").update(vendor="@SUM:1+1*cmd|' /C calc'!A0")
     archive = zipfile.ZipFile(io.BytesIO(reader_client.get(f"/api/plans/{FF}/netbox/", {
         "u_height.ff-pcie-a100": "4", "u_height.ff-3fs-storage": "2"}).content))
     manufacturers = archive.read(f"{FF}-netbox/1-manufacturers.csv").decode()
-    assert "'@SUM(1+1)*cmd|' /C calc'!A0" in csv_cells(manufacturers)
-    devices = csv_cells(archive.read(f"{FF}-netbox/5-devices.csv").decode())
+    assert "'@SUM:1+1*cmd|' /C calc'!A0" in csv_cells(manufacturers)
+    devices = csv_cells(archive.read(f"{FF}-netbox/6-devices.csv").decode())
     assert not [cell for cell in devices if cell.startswith(("=", "+", "-", "@"))]
 
 

@@ -231,14 +231,18 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
                                                                   "into the same NetBox: the manufacturers, roles "
                                                                   "and device types their files created are left "
                                                                   "out"),
+                    OpenApiParameter("existing_manufacturers", str,
+                                     description="comma-separated names of manufacturers the NetBox "
+                                                 "has already (NVIDIA from the device-type library, say): left "
+                                                 "out of the manufacturers file and named as you spell them"),
                     OpenApiParameter("u_height.{part}", int, description="the rack height (U) of a part the "
                                                                          "catalogue has none for, by its slug")],
         responses={(200, "application/zip"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.STR,
                    (200, "application/yaml"): OpenApiTypes.STR},
         description="The plan's built fabric as NetBox bulk-import files (manufacturers, device roles, site, "
-                    "device types with their interface templates as YAML, devices, interfaces, cables; import "
-                    "them in that order), everything 'planned'. Device, interface and cable counts equal the bill "
-                    "of materials.",
+                    "racks, device types with their interface templates as YAML, devices placed in the racks, "
+                    "cables, optical modules as inventory items; import them in that order), everything "
+                    "'planned'. Device and cable counts equal the bill of materials.",
     )
     @action(detail=True, methods=["get"])
     def netbox(self, request, slug=None):
@@ -249,8 +253,11 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
             raise serializers.ValidationError({"file": [f"must be one of {', '.join(netbox.FILES)}"]})
         existing = [ClusterPlan.objects.visible_slug(request.user, slug.strip(), field="existing")
                     for slug in request.query_params.get("existing", "").split(",") if slug.strip()]
+        present = [name.strip() for name in request.query_params.get("existing_manufacturers", "").split(",")
+                   if name.strip()]
         files = netbox.plan_netbox(plan=plan, u_heights=_u_heights(request.query_params), existing=existing,
-                                   heights_needed=name in (None, "device-types"),
+                                   existing_manufacturers=present,
+                                   heights_needed=name in (None, "racks", "device-types", "devices"),
                                    work_budget_s=settings.API_WORK_BUDGET_S)
         if name is None:
             response = HttpResponse(netbox.netbox_zip(files, plan.slug), content_type="application/zip")

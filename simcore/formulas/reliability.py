@@ -125,14 +125,15 @@ XID_CLASSES = {
 HANG_XIDS = (43,)
 
 # FF's fabric as the engine counts it (topology.fat_tree of the ff2-pcie-2zone preset: 1,600
-# endpoint links and 1,680 switch-to-switch links), the denominator of Table VIII's link rate.
-FF_LINKS = 3_280
+# endpoint links and 1,600 switch-to-switch links, 1,520 leaf-spine and 80 inter-zone), the
+# denominator of Table VIII's link rate.
+FF_LINKS = 3_200
 IB_DAYS = 347  # 2023-04-19 .. 2024-03-31
 LINK_SWAP_H = 2.0
 FF_PLATFORM_CATEGORIES = [
     FailureCategory(
         "ib-link", "IB link flash cut", "link", 213 / (FF_LINKS * IB_DAYS * 24), True, "part-swap", LINK_SWAP_H,
-        "FF Table VIII: 213 IB link failures in 347 days over FF's 3,280 links", detection=HANG,
+        "FF Table VIII: 213 IB link failures in 347 days over FF's 3,200 links", detection=HANG,
     ),
     FailureCategory(
         "switch", "switch failure", "switch", 0.05 / HOURS_PER_YEAR, True, "part-swap", 8.0,

@@ -14,7 +14,11 @@ oversubscription of r (down:up) gives down = floor(k r / (1 + r)).
   add pods without recabling the core: cores = core_pods x up x (k/2) / k. FF: 1,600 access points
   -> 4 pods -> 40 core + 80 spine + 80 leaf = 200; DGX-A100, 10,000 -> 25 pods, core for 32
   -> 320 + 500 + 500 = 1,320.
-* Zones: Z fabrics each holding ceil(E/Z) endpoints, joined by ``interzone_switches``.
+* Zones: Z fabrics each holding ceil(E/Z) endpoints, joined by ``interzone_switches``, whose
+  ports are dealt round-robin over each zone's top-tier switches. A top switch gives them its free
+  ports; where it has too few (FF's zones are full 800-port trees, and FF III does not say where
+  the inter-zone links land) it gives them ports its tree links would take, and those tree links
+  are not built: no switch has more links than ports (:func:`ports_given_up`).
 * Planes: P independent fabrics, one NIC port per node per plane, each holding ceil(E/P).
 * Rails: endpoints split into R rails at the leaf level (GPU i of every node on rail i); leaves
   are rounded up per rail; spines are shared.
@@ -154,7 +158,12 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
     capacity = where(three, capacity_3, capacity_2) * fabrics
     leaf_spine_links = leaves * up
     spine_core_links = where(three, spines_3 * half, 0)  # a spine's other k/2 ports go up
-    iz_links = izs * (k if interzone_links_per_switch is None else interzone_links_per_switch)
+    iz_links = where(zones > 1, izs * (k if interzone_links_per_switch is None else interzone_links_per_switch), 0)
+    top = where(three, core, spines)
+    if np.any(np.ceil(np.ceil(iz_links / np.maximum(zones, 1)) / np.maximum(top, 1)) > k):
+        raise ScenarioError("fabric.interzone_switches", "more inter-zone ports than the zones' top switches have")
+    given_up = ports_given_up(k, top, where(three, spine_core_links, leaf_spine_links),
+                              iz_links, zones) * planes
     return FabricCounts(
         endpoints=e,
         leaf_switches=leaves * fabrics,
@@ -162,11 +171,31 @@ def fat_tree(endpoints, radix, *, layers=2, zones=1, planes=1, rails=1, oversubs
         core_switches=core * fabrics,
         interzone_switches=where(zones > 1, izs, 0) * planes,
         endpoint_links=e,
-        leaf_spine_links=leaf_spine_links * fabrics,
-        spine_core_links=spine_core_links * fabrics,
-        interzone_links=where(zones > 1, iz_links, 0) * planes,
+        leaf_spine_links=leaf_spine_links * fabrics - where(three, 0, given_up),
+        spine_core_links=spine_core_links * fabrics - where(three, given_up, 0),
+        interzone_links=iz_links * planes,
         capacity_endpoints=capacity,
     )
+
+
+def ports_given_up(radix, top_switches, tree_links, interzone_links, zones):
+    """Tree links not built, over a plane's zones, because their top-tier port went to an inter-zone
+    link. A zone's ``tree_links`` to its ``top_switches`` and its share of the plane's
+    ``interzone_links`` (one more to the first ``links mod zones`` zones) are each dealt round-robin
+    from the first top switch, so switch s holds t + [s < t mod T] tree and m + [s < m mod T]
+    inter-zone links; whatever passes the radix is given up."""
+    k, top = np.asarray(radix, float), np.maximum(top_switches, 1)
+    t, r1 = np.divmod(tree_links, top)
+
+    def zone(n):
+        m, r2 = np.divmod(n, top)
+        both, one = np.minimum(r1, r2), np.abs(r1 - r2)
+        over = [np.maximum(t + m + extra - k, 0) for extra in (2, 1, 0)]
+        return both * over[0] + one * over[1] + (top - both - one) * over[2]
+
+    z = np.maximum(zones, 1)
+    per_zone, more = np.divmod(interzone_links, z)
+    return where(interzone_links > 0, more * zone(per_zone + 1) + (z - more) * zone(per_zone), 0)
 
 
 def max_endpoints(radix, layers, planes=1, oversubscription=1.0):
@@ -242,10 +271,11 @@ def fat_tree_wiring(endpoints: int, radix: int, *, layers=2, zones=1, planes=1, 
     lower, lower_port, upper, upper_port = _tree_links(ids, fabrics, layers, k, down, leaves, spines, cores)
     if iz:
         top_tier, top_count = (2, cores) if layers == 3 else (1, spines)
-        taken = np.bincount(upper, minlength=fabrics * ids.in_fabric)  # ports the tree already uses
-        extra = _interzone_links(ids, iz, k, planes, zones, top_tier, top_count, taken)
-        lower, lower_port, upper, upper_port = (np.concatenate([a, b]) for a, b in
-                                                zip((lower, lower_port, upper, upper_port), extra))
+        top, slot, iz_switch, iz_port = _interzone_links(ids, iz, k, planes, zones, top_tier, top_count)
+        built, top_port = _ports_for_interzone(k, upper, upper_port, top, slot, fabrics * ids.in_fabric)
+        lower, lower_port, upper, upper_port = (np.concatenate([a[built], b]) for a, b in
+                                                zip((lower, lower_port, upper, upper_port),
+                                                    (top, top_port, iz_switch, iz_port)))
     tiers = np.concatenate([np.tile(np.repeat(np.arange(3), per_tier), fabrics), np.full(iz, 3)])
     fabric_of = np.concatenate([np.repeat(np.arange(fabrics), ids.in_fabric), np.arange(iz) // max(iz // planes, 1)])
     index_of = np.concatenate([np.tile(np.concatenate([np.arange(n) for n in per_tier]), fabrics),
@@ -299,13 +329,28 @@ def _tree_links(ids: _SwitchIds, fabrics: int, layers, k: int, down: int, leaves
     return tuple(np.concatenate([part[i] for part in links]) for i in range(4))
 
 
-def _interzone_links(ids: _SwitchIds, iz: int, k: int, planes, zones, top_tier: int, top_count: int, taken):
+def _ports_for_interzone(k: int, upper, upper_port, top, slot, switches: int):
+    """Which tree links are built, and the top-tier port of each inter-zone link: a top switch's
+    free ports first (those past its tree links), then ports of tree links it gives up. Switch s
+    gives up d_s tree links at its ports (start_s + i) mod t_s, i < d_s, start_s the links given up
+    by the switches before it, so that the lower switches losing an uplink differ (round-robin puts
+    each lower switch's uplinks on one port number of every upper switch)."""
+    taken = np.bincount(upper, minlength=switches)  # t_s: ports the tree would use, 0 to t_s - 1
+    free = np.maximum(k - taken, 0)
+    dropped = np.maximum(np.bincount(top, minlength=switches) - free, 0)
+    start = np.cumsum(dropped) - dropped
+    span = np.maximum(taken, 1)
+    built = (upper_port - start[upper]) % span[upper] >= dropped[upper]
+    given = slot - free[top]
+    return built, np.where(given < 0, taken[top] + slot, (start[top] + given) % span[top])
+
+
+def _interzone_links(ids: _SwitchIds, iz: int, k: int, planes, zones, top_tier: int, top_count: int):
     """The inter-zone switches' links: each plane's switches give their ports in turn to the zones'
-    top-tier switches, round-robin, on the ports those have free."""
+    top-tier switches, round-robin: (top switch, its inter-zone slot, inter-zone switch, its port)."""
     per_plane = iz // planes
     g = np.arange(iz * k)  # port g % k of inter-zone switch g // k
     p, local = np.divmod(g, per_plane * k)  # its plane, and its place among the plane's ports
     z, top = local % zones, (local // zones) % top_count
     slot = local // (zones * top_count)
-    top_ids = ids(z * planes + p, top_tier, top)
-    return top_ids, taken[top_ids] + slot, ids.in_fabric * (int(zones) * int(planes)) + g // k, g % k
+    return ids(z * planes + p, top_tier, top), slot, ids.in_fabric * (int(zones) * int(planes)) + g // k, g % k

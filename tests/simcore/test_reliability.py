@@ -113,7 +113,7 @@ def test_scenario_reliability_for_a_job():
     # A production job: platform faults on its 512 GPUs, 64 nodes, 64 NICs and its share of the
     # fabric's links and switches; the software Xids (job-caused) and Xid 45 (a consequence) do not stop it.
     share = 64 / 1240
-    links = (1240 + 360) + 1680
+    links = (1240 + 360) + 1520 + 80  # endpoint, leaf-spine (each leaf gives one to the zones) and inter-zone
     units = {"gpu": 512, "node": 64, "nic": 64, "link": links * share, "switch": 122 * share}
     expected = sum(c.rate_per_unit_hour * units[c.unit] for c in fire_flyer_categories()
                    if c.interrupts_job and c.cause != JOB)

@@ -114,13 +114,16 @@ def test_twin_port_modules_serve_two_link_ends_in_the_count_the_bill_and_the_pow
     single = evaluate({"cluster": FF_2ZONE})
     twin = evaluate({"cluster": {**FF_2ZONE, "fabric": {**FF_2ZONE["fabric"], "transceiver_ports": 2}}})
     link_ends = 2 * single["fabric"]["switch_links"]
-    assert single["fabric"]["transceivers"] == link_ends
-    assert twin["fabric"]["transceivers"] == link_ends / 2
+    assert single["fabric"]["transceivers"] == link_ends == 3200
+    # FF's full zones: each of the 80 leaves gives one of its 20 uplinks to the inter-zone links (19 used,
+    # 10 twin modules), the 40 spines use all 40 ports (20 each), the 2 inter-zone switches 40 (20 each).
+    assert twin["fabric"]["transceivers"] == 80 * 10 + 40 * 20 + 2 * 20 == 1640
     priced = {**FF_2ZONE, "prices": {**FF_2ZONE["prices"], "transceiver": 1.0}}
     twin_priced = {**priced, "fabric": {**priced["fabric"], "transceiver_ports": 2}}
-    assert evaluate({"cluster": twin_priced})["cost"]["transceivers"] == link_ends / 2
-    # Estimated at 8 W per 400 Gb/s: a twin-port module carries 2 x 200 Gb/s here, as much as two single ones.
-    assert twin["power"]["optics_w"] == pytest.approx(single["power"]["optics_w"])
+    assert evaluate({"cluster": twin_priced})["cost"]["transceivers"] == 1640
+    # Estimated at 8 W per 400 Gb/s: a twin-port module carries 2 x 200 Gb/s here (8 W), a single one 4 W; the
+    # endpoint cables draw the same in both.
+    assert twin["power"]["optics_w"] == pytest.approx(single["power"]["optics_w"] + 1640 * 8 - 3200 * 4)
 
 
 def test_optics_power_from_the_parts_figures_or_estimated_per_gbit_s():

@@ -24,7 +24,7 @@ def test_existing_twins_get_their_plans_fabric_and_keep_their_profile(catalog):
     executor.migrate(AFTER)
     new = executor.loader.project_state(AFTER).apps.get_model("twin", "Twin")
     first, second = new.objects.get(pk=fire_flyer), new.objects.get(pk=per_node)
-    assert first.fabric == {"nics_per_node": 1, "links": 3280, "leaves": 80, "switches": 122}
+    assert first.fabric == {"nics_per_node": 1, "links": 3200, "leaves": 80, "switches": 122}
     assert (first.failure_profile, second.failure_profile) == ("fire-flyer", "per-node-rate")
     assert first.exclude_after == second.exclude_after == 0
     executor.loader.build_graph()

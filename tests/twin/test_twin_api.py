@@ -55,7 +55,7 @@ def test_a_year_of_the_fire_flyer_twin_has_the_published_xid_mix_and_ettr(catalo
     software Xids (job-caused) never stop it, and its ETTR is the closed form's."""
     twin = create(owner_client)
     job = twin.jobs[0]
-    assert job["fault_factor"] == 0 and twin.fabric == {"nics_per_node": 1, "links": 3280, "leaves": 80,
+    assert job["fault_factor"] == 0 and twin.fabric == {"nics_per_node": 1, "links": 3200, "leaves": 80,
                                                         "switches": 122,
                                                         "domain_nodes": 1}
     for _ in range(365):
@@ -71,12 +71,12 @@ def test_a_year_of_the_fire_flyer_twin_has_the_published_xid_mix_and_ettr(catalo
     merged_exp = np.append(expected[:2], expected[2:].sum()) * scale
     assert stats.chisquare(merged_obs, merged_exp * merged_obs.sum() / merged_exp.sum()).pvalue > 0.01
     assert merged_obs.sum() == pytest.approx(merged_exp.sum(), rel=0.03)
-    assert counts.get("ib-link", 0) == pytest.approx(213 / 347 * 365 * 3280 / 3280, rel=0.25)
+    assert counts.get("ib-link", 0) == pytest.approx(213 / 347 * 365 * 3200 / 3200, rel=0.25)
     # The closed form over the job's own parts: its GPUs, nodes and NIC links, and its share of the
     # fabric's other links and switches.
     share = job["nodes"] / twin.node_count
     units = unit_counts(job["nodes"] * 8, job["nodes"], nic=job["nodes"], switch=122 * share,
-                        link=job["nodes"] + (3280 - twin.node_count) * share)
+                        link=job["nodes"] + (3200 - twin.node_count) * share)
     rate = interruption_rate_per_hour(fire_flyer_categories(), units) / 3600
     closed = float(ettr_closed_form(job["interval_s"], job["checkpoint_s"], job["restart_s"], rate))
     twin.refresh_from_db()
@@ -117,7 +117,7 @@ def test_controls_through_the_api(catalog, owner_client):
     assert owner_client.post(f"{url}inject/", {"category": "xid-43"}, format="json").json()["errors"] == {
         "target.job": ["xid-43 happens on a job: give job (0-0)"]}
     far = owner_client.post(f"{url}inject/", {"category": "ib-link", "part": 99_999}, format="json")
-    assert far.json()["errors"] == {"target.part": ["must be a link index below 3280"]}
+    assert far.json()["errors"] == {"target.part": ["must be a link index below 3200"]}
     events = owner_client.get(f"{url}events/", {"kind": "injected"}).json()["results"]
     assert [e["category"] for e in events] == ["xid-79"]
     everything = owner_client.get(f"{url}events/").json()

@@ -15,10 +15,12 @@ class Command(BaseCommand):
         parser.add_argument("plan", help="plan slug")
         parser.add_argument("output", type=Path, help="the ZIP file to write")
         parser.add_argument("--existing", default="", help="comma-separated slugs of plans already imported")
+        parser.add_argument("--existing-manufacturers", default="",
+                            help="comma-separated names of manufacturers the NetBox already has")
         parser.add_argument("--u-height", action="append", default=[], metavar="PART=U",
                             help="the rack height of a part the catalogue has none for (repeatable)")
 
-    def handle(self, *args, plan, output, existing, u_height, **options):
+    def handle(self, *args, plan, output, existing, existing_manufacturers, u_height, **options):
         slugs = [plan] + [s.strip() for s in existing.split(",") if s.strip()]
         found = {p.slug: p for p in ClusterPlan.objects.filter(slug__in=slugs)}
         missing = [s for s in slugs if s not in found]
@@ -29,8 +31,11 @@ class Command(BaseCommand):
         except ValueError:
             raise CommandError("--u-height takes PART=U, U a whole number of rack units") from None
         try:
-            files = netbox.plan_netbox(plan=found[plan], u_heights=heights, existing=[found[s] for s in slugs[1:]])
+            files = netbox.plan_netbox(plan=found[plan], u_heights=heights, existing=[found[s] for s in slugs[1:]],
+                                       existing_manufacturers=[m.strip() for m in existing_manufacturers.split(",")
+                                                               if m.strip()])
         except InputError as error:
             raise CommandError(str(error)) from None
         output.write_bytes(netbox.netbox_zip(files, plan))
-        self.stdout.write(f"{output}: {len(files['devices']) - 1:,} devices, {len(files['cables']) - 1:,} cables")
+        self.stdout.write(f"{output}: {len(files['racks']) - 1:,} racks, {len(files['devices']) - 1:,} devices, "
+                          f"{len(files['cables']) - 1:,} cables, {len(files['inventory-items']) - 1:,} modules")
