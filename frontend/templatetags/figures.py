@@ -36,6 +36,14 @@ def signed_percent(fraction):
 
 
 @register.filter
+def chance(fraction):
+    """A probability in whole percent ("95%"), the precision a band taken as uniform supports."""
+    if fraction is None or not math.isfinite(fraction):
+        return "–"
+    return f"{fraction * 100:.0f}%"
+
+
+@register.filter
 def money(value, currency=""):
     """An amount with thousands separators and no trailing zeros, then its currency: "515,000 USD",
     "0.21 REL"."""

@@ -90,6 +90,11 @@ class SiteGoalSerializer(serializers.Serializer):
                                                          "the deadline; per_dollar: the lowest cost per token")
     deadline = serializers.DateField(required=False, allow_null=True, help_text="by_date: the day the tokens are "
                                                                                 "due; per_dollar: optional")
+    confidence = NumberField(min_value=0.01, max_value=0.99, required=False, allow_null=True,
+                             help_text="plan at this share of each build's error band (0.5: its middle, 0.95: "
+                                       "all but its worst 5%), the band taken as uniform; null: the engine's "
+                                       "figures. Each build's chance of meeting the deadline and the budget is "
+                                       "given either way.")
 
 
 class SitePlanCreateSerializer(serializers.Serializer):
@@ -182,7 +187,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         sweep = site_submit(
             owner=request.user, name=data.get("name", ""), workload=workload, price_book=book,
             budget=data.get("budget"), builds=site_builds(request.user, data.get("builds")),
-            goal={"objective": goal["objective"], "deadline": goal.get("deadline"), "tokens": goal.get("tokens")},
+            goal={key: goal.get(key) for key in ("objective", "deadline", "tokens", "confidence")},
             facility=site_facility(**facility))
         return Response(SweepSerializer(sweep).data, status=status.HTTP_201_CREATED)
 

@@ -26,7 +26,8 @@ def _number(value) -> float | None:
 
 def site_limits(site: dict) -> site_engine.Site:
     return site_engine.Site(facility_w=site["facility_w"], floor_racks=site["floor_racks"], goal=site["goal"],
-                            deadline_days=site["deadline_days"], budget=site["budget"])
+                            deadline_days=site["deadline_days"], budget=site["budget"],
+                            confidence=site.get("confidence"))
 
 
 def site_ranking(sweep: Sweep) -> dict:
@@ -37,16 +38,20 @@ def site_ranking(sweep: Sweep) -> dict:
     axes, _, _ = sweep_axes(sweep)
     index = dict(zip((a.path for a in axes), np.unravel_index(columns["point"], grid_shape(axes))))
     values = {a.path: a.values[index[a.path]] for a in axes}
+    bands = {family: step_time_band(family, sweep.workload) for family in set(site["families"])}
+    for key in ("low_error", "high_error"):  # each point's band: its build's family's
+        columns[f"band.{key}"] = np.array([bands[f][key] for f in site["families"]])[index["site.build"]]
     ranking = site_engine.rank_builds(columns, index["site.build"], values["cluster.fabric.layers"],
                                       site_limits(site))
-    bands = {family: step_time_band(family, sweep.workload) for family in set(site["families"])}
     costs = {ownership: site_engine.objective(columns, "by_date", ownership) for ownership in site_engine.OWNERSHIPS}
     rows = []
     for entry in ranking:
         build, at = entry["build"], entry["point"]
         row = {"build": site["builds"][build], "name": site["build_names"][build], "family": site["families"][build],
                "layers": entry["layers"], "ownership": entry["ownership"], "objective": entry["objective"],
-               "binding": entry["binding"], "point": None if at is None else int(columns["point"][at])}
+               "binding": entry["binding"], "point": None if at is None else int(columns["point"][at]),
+               "deadline_probability": entry["deadline_probability"],
+               "budget_probability": entry["budget_probability"]}
         if at is not None:
             row.update({"dp": int(values[DATA_PARALLEL_AXIS][at]), "tp": int(values["workload.tp"][at]),
                         "pp": int(values["workload.pp"][at]),
@@ -64,4 +69,5 @@ def site_ranking(sweep: Sweep) -> dict:
     on_front = set(front.tolist())
     for i, row in enumerate(ranked):
         row["pareto"] = i in on_front
-    return {"builds": rows, "feasible": len(ranked), "points": int(columns["point"].size)}
+    return {"builds": rows, "feasible": len(ranked), "points": int(columns["point"].size),
+            "confidence": site.get("confidence")}

@@ -117,9 +117,11 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
                      builds: list[ClusterPlan], workload: Workload, name: str = "", in_process: bool = False) -> Sweep:
     """Check a site-first request and record its sweep (queued by
     :func:`planner.services.submission.site_submit`). ``facility``: as :func:`site_facility` gives
-    it; ``goal``: objective (by_date or per_dollar), deadline (a date, or None) and tokens (to train,
-    or None: the workload's own). ``in_process``: the chunks will run in the request (no worker), which
-    bounds the grid as :func:`planner.services.sweeps.check_grid_size` says."""
+    it; ``goal``: objective (by_date or per_dollar), deadline (a date, or None), tokens (to train,
+    or None: the workload's own) and confidence (the share of each build's band to plan at, or None:
+    the engine's figures; :mod:`simcore.tools.site`). ``in_process``: the chunks will run in the
+    request (no worker), which bounds the grid as :func:`planner.services.sweeps.check_grid_size`
+    says."""
     tokens = goal.get("tokens") or workload.tokens_to_train
     if tokens is None:
         raise SiteInputError({"goal.tokens": [f"{workload.slug} gives no tokens_to_train: give the tokens to train"]})
@@ -142,7 +144,8 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
             "goal": None}
     site = {**facility, "budget": budget, "currency": price_book.currency, "price_book": price_book.slug,
             "goal": goal["objective"], "deadline": goal["deadline"].isoformat() if goal.get("deadline") else None,
-            "deadline_days": deadline_days, "workload": workload.slug, "tokens": float(tokens),
+            "deadline_days": deadline_days, "confidence": goal.get("confidence"), "workload": workload.slug,
+            "tokens": float(tokens),
             "builds": [p.slug for p in builds], "build_names": [p.name for p in builds],
             "families": [p.node_type.accelerator.family for p in builds]}
     return sweep_record(owner=owner, plan=builds[0], workload=workload, name=name or "site plan", base=base,

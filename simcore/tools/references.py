@@ -811,12 +811,25 @@ def error_bands(rows: list[dict], leave_out: str | None = None) -> dict[str, dic
                    "keys": [key for key, _ in found]} for name, found in groups.items()}
 
 
+# The confidences a site is planned at, checked on held-back runs (held_back_coverage).
+CONFIDENCES = (0.5, 0.8, 0.95)
+
+
+def _within_quantiles(errors: list[float], low: float, high: float) -> dict[str, int]:
+    """How many runs' real step times (predicted / (1 + e)) are at or under the c-quantile of the
+    band (low, high) taken as uniform over the times it allows, as the site ranking plans
+    (``simcore.tools.site.at_confidence``), for each of CONFIDENCES."""
+    fastest, slowest = 1 / (1 + high), 1 / (1 + low)
+    return {f"{c:g}": sum(1 / (1 + e) <= fastest + c * (slowest - fastest) for e in errors) for c in CONFIDENCES}
+
+
 def held_back_coverage(rows: list[dict]) -> list[dict]:
     """Each step-time group checked on the band a prediction falls back to when the group has no
     case: a family and kind on every other training run's band (``step_time``), a parallel scheme
     on its family and kind's band without the scheme's runs. Each check: the band built without
-    the group, and how many of the group's own cases fall inside it. A scheme that is all its family
-    and kind's runs has nothing to fall back on and is not listed."""
+    the group, how many of the group's own cases fall inside it, and how many come in at or under
+    its 50%, 80% and 95% points (``within``: a site planned at c should see at least that share). A
+    scheme that is all its family and kind's runs has nothing to fall back on and is not listed."""
     checks = []
     for group in sorted(g for g in error_bands(rows) if g.startswith("step_time:")):
         fallback = group.rsplit(":", 1)[0] if group.count(":") == 3 else "step_time"
@@ -826,7 +839,8 @@ def held_back_coverage(rows: list[dict]) -> list[dict]:
         errors = [band_error(r) for r in rows if group in band_groups(r) and not r["calibration"]]
         inside = sum(without["low"] <= e <= without["high"] for e in errors) if without else 0
         checks.append({"group": group, "fallback": fallback, "cases": len(errors), "inside": inside,
-                       "band": None if without is None else (without["low"], without["high"])})
+                       "band": None if without is None else (without["low"], without["high"]),
+                       "within": _within_quantiles(errors, without["low"], without["high"]) if without else None})
     return checks
 
 

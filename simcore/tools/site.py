@@ -24,6 +24,16 @@ energy, the engine's ``cost_per_million_tokens``; rented: ``rent_cost_per_millio
 A build's binding limit is the one that stops it doing better: among its valid points whose
 objective beats its best point's, the limit that rejects the most. A build with no point meeting
 every limit names the limit no valid point meets, else the one rejecting the most of them.
+
+Risk: a point's time to train has the error band of its family and workload's step time (the
+columns ``band.low_error`` and ``band.high_error``: predicted / published - 1 of the validation
+record's runs like it), so the time the job really takes lies between days / (1 + high) and days /
+(1 + low); its owned cost between the build's price at its low and at its high (the price book's
+estimates), plus the energy. Where in its band a run will land, the record does not say: the
+chance of meeting the deadline (or the budget) is the share of the band at or under it, the band
+taken as uniform (:func:`share_within`). Planning at a confidence c (``Site.confidence``) holds each
+point to its band's c-quantile (:func:`at_confidence`) instead of the engine's figure: at 95% a
+build meets the deadline only if 95% of its band does.
 """
 from dataclasses import dataclass
 
@@ -44,13 +54,45 @@ SITE_OUTPUTS = ("training.time_to_train_days", "training.step_time_s", "training
 
 @dataclass(frozen=True)
 class Site:
-    """A facility, a budget and a goal (the units in the names; None: no such limit)."""
+    """A facility, a budget and a goal (the units in the names; None: no such limit), and the
+    confidence to plan at (a share of the band; None: the engine's figures)."""
 
     facility_w: float
     floor_racks: int
     goal: str
     deadline_days: float | None = None
     budget: float | None = None
+    confidence: float | None = None
+
+
+def at_confidence(low, high, confidence: float):
+    """The value a uniform band from ``low`` to ``high`` stays at or under with this confidence."""
+    return low + confidence * (high - low)
+
+
+def share_within(low, high, limit):
+    """The share of a uniform band from ``low`` to ``high`` at or under ``limit`` (a band of no
+    width: 1 if it is at or under, else 0; NaN stays NaN)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.clip((limit - low) / (high - low), 0.0, 1.0)
+    return np.where(high > low, share, np.where(np.isnan(high), np.nan, (high <= limit) * 1.0))
+
+
+def bands(columns: dict, ownership: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each point's time to train (days) and cost as (low, high): the step time's band, the price
+    book's for an owned build's price (a rented one is priced as quoted)."""
+    days = columns["training.time_to_train_days"]
+    low_error = columns.get("band.low_error", np.zeros_like(days))
+    high_error = columns.get("band.high_error", np.zeros_like(days))
+    cost = columns["training.buy_and_run_cost"] if ownership == "owned" else columns["training.rent_cost_to_train"]
+    if ownership == "owned":
+        capex = columns["cost.capex_total"]
+        low, high = (columns.get(f"cost.capex_{end}", capex) for end in ("low", "high"))
+        low, high = np.where(np.isfinite(low), low, capex), np.where(np.isfinite(high), high, capex)
+        costs = (cost - capex + low, cost - capex + high)
+    else:
+        costs = (cost, cost)
+    return {"days": (days / (1 + high_error), days / (1 + low_error)), "cost": costs}
 
 
 def objective(columns: dict, goal: str, ownership: str) -> np.ndarray:
@@ -62,18 +104,33 @@ def objective(columns: dict, goal: str, ownership: str) -> np.ndarray:
 
 
 def limit_masks(columns: dict, site: Site, ownership: str) -> dict[str, np.ndarray]:
-    """Each limit of the site as a mask of the points that meet it (NaN never meets one)."""
+    """Each limit of the site as a mask of the points that meet it (NaN never meets one): the time
+    and the cost the engine gives, or, planning at a confidence, their bands' quantiles."""
     cost = columns["training.buy_and_run_cost"] if ownership == "owned" else columns["training.rent_cost_to_train"]
+    days = columns["training.time_to_train_days"]
+    if site.confidence is not None:
+        found = bands(columns, ownership)
+        days, cost = (at_confidence(*found[key], site.confidence) for key in ("days", "cost"))
     with np.errstate(invalid="ignore"):
         masks = {"power": columns["power.facility_w"] <= site.facility_w,
                  "floor": columns["racks.total_count"] <= site.floor_racks,
                  "rack_power": columns["racks.within_power_limit"] > 0,
                  "priced": np.isfinite(cost),
                  "budget": cost <= (np.inf if site.budget is None else site.budget),
-                 "deadline": columns["training.time_to_train_days"] <= (
-                     np.inf if site.deadline_days is None else site.deadline_days)}
-    masks["deadline"] &= np.isfinite(columns["training.time_to_train_days"])
+                 "deadline": days <= (np.inf if site.deadline_days is None else site.deadline_days)}
+    masks["deadline"] &= np.isfinite(days)
     return masks
+
+
+def chances(columns: dict, site: Site, ownership: str, at: int) -> dict[str, float | None]:
+    """A point's chance of meeting the deadline and the budget (:func:`share_within`; None: no such
+    limit, or no figure)."""
+    found = bands(columns, ownership)
+    shares = {}
+    for key, band, limit in (("deadline", found["days"], site.deadline_days), ("budget", found["cost"], site.budget)):
+        share = float(share_within(band[0][at], band[1][at], limit)) if limit is not None else np.nan
+        shares[f"{key}_probability"] = share if np.isfinite(share) else None
+    return shares
 
 
 def _binding(valid: np.ndarray, masks: dict, better: np.ndarray | None, reasons: np.ndarray) -> dict:
@@ -120,5 +177,7 @@ def rank_builds(columns: dict, build: np.ndarray, layers: np.ndarray, site: Site
                         better = valid & mine & ~feasible & (value < value[best])
                 ranked.append({"build": int(combo), "layers": int(layer), "ownership": ownership, "point": best,
                                "objective": None if best is None else float(value[best]),
-                               "binding": _binding(valid & mine, masks, better, columns["invalid_reason"][mine])})
+                               "binding": _binding(valid & mine, masks, better, columns["invalid_reason"][mine]),
+                               **(chances(columns, site, ownership, best) if best is not None else
+                                  {"deadline_probability": None, "budget_probability": None})})
     return sorted(ranked, key=lambda r: (r["point"] is None, r["objective"] if r["objective"] is not None else 0.0))

@@ -597,6 +597,38 @@ def test_a_site_plan_from_the_form_ranks_the_builds_and_charts_them(page):
     page.shot("site-plan")
 
 
+def _site_ranking_at(page, confidence: str) -> list[tuple[str, float]]:
+    """Plan the form's default site over three builds at a confidence; each ranked row's build and
+    its chance of meeting the deadline (percent)."""
+    page.goto("/sites/new/")
+    for box in page.page.locator("input[name=builds]").all():
+        if box.get_attribute("value") not in ("llama3-h100-16k", "dgx-h200-1024", "gb200-nvl72-1152"):
+            box.uncheck()
+    page.page.select_option("#site-confidence", confidence)
+    page.page.click("#site-form button[type=submit]")
+    page.page.wait_for_url(re.compile(r"/sweeps/\d+/$"))
+    expect(page.page.locator("#site-ranking")).to_be_visible(timeout=90_000)
+    rows = page.page.locator("#site-ranking tbody tr:not(.fail)")
+    return [(row.locator("th").inner_text(), float(row.locator(".chance").inner_text().split("%")[0]))
+            for row in rows.all()]
+
+
+def test_a_site_planned_at_95_percent_confidence_ranks_as_the_bands_say(page):
+    """The same site at 50% and at 95% confidence: at 95% every ranked build has at least a 95% chance
+    of meeting the deadline (the share of its band under it), at 50% some have less, and the
+    rankings differ."""
+    page.login()
+    middle = _site_ranking_at(page, "0.5")
+    expect(page.page.locator("main")).to_contain_text("planned at 50% confidence")
+    page.shot("site-plan-50")
+    safe = _site_ranking_at(page, "0.95")
+    expect(page.page.locator("main")).to_contain_text("planned at 95% confidence")
+    page.shot("site-plan-95")
+    assert middle and safe and all(chance >= 50 for _, chance in middle)
+    assert all(chance >= 95 for _, chance in safe) and any(chance < 95 for _, chance in middle)
+    assert [name for name, _ in middle] != [name for name, _ in safe]
+
+
 def test_a_headline_outside_its_own_band_is_flagged_not_shown_bare(page):
     """A ZeRO-3 run on the Fire-Flyer plan: every published Ampere ZeRO-3 run came in slower than the
     engine predicts, so the step time and MFU tiles carry the range runs like it came in at."""

@@ -876,6 +876,9 @@ def test_bands_held_back_from_a_group_are_checked_on_it():
         assert check["fallback"] == ("step_time" if not scheme else f"step_time:{family}:{kind}")
         assert check["band"] == (min(without), max(without))
         assert (check["cases"], check["inside"]) == (len(own), sum(min(without) <= e <= max(without) for e in own))
+        fastest, slowest = 1 / (1 + max(without)), 1 / (1 + min(without))  # the band's step times, per predicted
+        assert check["within"] == {level: sum(1 / (1 + e) <= fastest + c * (slowest - fastest) for e in own)
+                                   for level, c in (("0.5", 0.5), ("0.8", 0.8), ("0.95", 0.95))}
     assert (checks["step_time:ampere:dense:zero3"]["cases"], checks["step_time:ampere:dense:zero3"]["inside"]) == (6, 0)
     assert error_bands(rows, leave_out="step_time:hopper:dense")["step_time"]["cases"] == (
         error_bands(rows)["step_time"]["cases"] - checks["step_time:hopper:dense"]["cases"])

@@ -154,6 +154,31 @@ def test_each_build_names_what_binds_it_and_carries_its_time_band(catalog, reade
     assert unpriced == {(slug, "rented") for slug in ("dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer")}
 
 
+def test_planning_at_95_percent_confidence_keeps_only_builds_95_percent_of_whose_band_makes_the_date(
+        catalog, reader_client):
+    """At 50% a ranked build's band is at least half under the deadline, at 95% at least 95% of it;
+    each build's chance is the share of its band (days_low to days_high, uniform) under the deadline,
+    and the 95% plan gives up the cheap builds that make the date only on the band's better half."""
+    answers = {c: plan_site(reader_client, goal__confidence=c).json() for c in (0.5, 0.95)}
+    deadline = answers[0.5]["site"]["deadline_days"]
+    for confidence, answer in answers.items():
+        assert answer["site"]["confidence"] == answer["site_result"]["confidence"] == confidence
+        ranked = [b for b in answer["site_result"]["builds"] if b["point"] is not None]
+        assert ranked
+        for row in ranked:
+            low, high = row["time_band"]["days_low"], row["time_band"]["days_high"]
+            assert row["deadline_probability"] == pytest.approx(min(max((deadline - low) / (high - low), 0), 1))
+            assert row["deadline_probability"] >= confidence
+    first = {c: (a["site_result"]["builds"][0]["build"], a["site_result"]["builds"][0]["point"])
+             for c, a in answers.items()}
+    risky = [b for b in answers[0.5]["site_result"]["builds"] if b["point"] is not None
+             and b["deadline_probability"] < 0.95]
+    assert risky and first[0.5] != first[0.95]
+    assert answers[0.95]["site_result"]["builds"][0]["cost"] > answers[0.5]["site_result"]["builds"][0]["cost"]
+    assert plan_site(reader_client, goal__confidence=1.5).json()["errors"] == {
+        "goal": {"confidence": ["Ensure this value is less than or equal to 0.99."]}}
+
+
 def test_the_site_power_binds_when_the_goal_needs_more_than_the_site_can_feed(catalog, reader_client):
     """Tokens due in 120 days need thousands of GPUs: a 2 MW site cannot feed them, so no build makes
     the date, and what binds is the deadline (no valid point meets it within the site's power)."""

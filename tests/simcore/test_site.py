@@ -1,8 +1,9 @@
 """The site ranking on columns written by hand: each build's best point under the limits, the
 order, and the limit named as binding."""
 import numpy as np
+import pytest
 
-from simcore.tools.site import Site, rank_builds
+from simcore.tools.site import Site, at_confidence, rank_builds, share_within
 
 
 def columns(**given):
@@ -59,3 +60,44 @@ def test_invalid_points_say_why_and_rack_power_is_a_limit():
     assert result[(0, "rented")]["binding"] == {"limit": "valid",
                                                "reason": "no size or layout is valid: needs liquid cooling"}
     assert result[(1, "rented")]["binding"]["limit"] == "rack_power"
+
+
+def test_the_chance_of_meeting_a_limit_is_the_bands_share_under_it():
+    """A band of 80 to 120 days: 100 days is half of it, 90 a quarter; at or past either end, all
+    or none; a band of no width is met or not; at 95% confidence the band is held to 118 days."""
+    low, high = np.array([80.0, 80.0, 80.0, 80.0, 100.0]), np.array([120.0, 120.0, 120.0, 120.0, 100.0])
+    limits = np.array([100.0, 90.0, 130.0, 70.0, 100.0])
+    assert share_within(low, high, limits).tolist() == [0.5, 0.25, 1.0, 0.0, 1.0]
+    assert np.isnan(share_within(np.array([np.nan]), np.array([np.nan]), 5.0)).all()
+    assert at_confidence(80.0, 120.0, 0.95) == pytest.approx(118.0)
+    assert at_confidence(80.0, 120.0, 0.5) == pytest.approx(100.0)
+
+
+def test_planning_at_a_higher_confidence_needs_a_faster_point_and_each_build_has_its_chance():
+    """Every point's time band runs from its days / 1.25 to days / 0.8 (errors of -20% to +25%). With
+    a 6-day deadline the engine's figures take build 0's 5-day point (its band 4 to 6.25 days: 8/9 of
+    it under 6); at 50% confidence too (its middle, 5.125 days); at 95% only its 2-day point (the
+    5-day point's 95% is 6.14 days), which costs more."""
+    cols = columns(**{"band.low_error": np.full(5, -0.2), "band.high_error": np.full(5, 0.25)})
+    site = {"facility_w": 9e6, "floor_racks": 100, "goal": "by_date", "deadline_days": 6}
+    figures = ranked(Site(**site), cols)[(0, "rented")]
+    assert figures["point"] == 1 and figures["deadline_probability"] == pytest.approx((6 - 4) / (6.25 - 4))
+    assert figures["budget_probability"] is None  # no budget
+    assert ranked(Site(**site, confidence=0.5), cols)[(0, "rented")]["point"] == 1
+    safe = ranked(Site(**site, confidence=0.95), cols)[(0, "rented")]
+    assert safe["point"] == 2 and safe["deadline_probability"] == 1.0  # 1.6 to 2.5 days
+    assert safe["binding"]["limit"] == "deadline"  # the cheaper points fail the deadline at 95%
+    budgeted = ranked(Site(**site, budget=2.2), cols)[(0, "rented")]
+    assert budgeted["budget_probability"] == 1.0  # a rented cost is quoted: no band
+
+
+def test_an_owned_builds_cost_band_is_its_prices_band_plus_the_energy():
+    """Owned: the build's price at its low and at its high (the price book's estimates) plus the run's
+    energy; a budget inside that band is met with the share of it under the budget."""
+    cols = columns(**{"training.buy_and_run_cost": np.array([11.0, 12.0, 13.0, 12.0, 14.0]),
+                      "cost.capex_total": np.full(5, 10.0), "cost.capex_low": np.full(5, 8.0),
+                      "cost.capex_high": np.full(5, 14.0)})
+    owned = ranked(Site(facility_w=9e6, floor_racks=100, goal="by_date", deadline_days=6, budget=12.0),
+                   cols)[(0, "owned")]
+    assert owned["point"] == 1  # 12 at its headline: 10 for the build, 2 of energy
+    assert owned["budget_probability"] == pytest.approx((12 - 10) / (16 - 10))  # 10 to 16
