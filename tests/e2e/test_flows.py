@@ -627,6 +627,11 @@ def test_a_site_planned_at_95_percent_confidence_ranks_as_the_bands_say(page):
     assert middle and safe and all(chance >= 50 for _, chance in middle)
     assert all(chance >= 95 for _, chance in safe) and any(chance < 95 for _, chance in middle)
     assert [name for name, _ in middle] != [name for name, _ in safe]
+    bars = page.page.locator("#site-chart line.error-bar")  # each build's time band, and owned, its price band
+    expect(bars.first).to_be_attached()
+    assert bars.count() > len(safe)
+    page.page.uncheck("#site-chart-bands")
+    expect(bars).to_have_count(0)
 
 
 def test_a_headline_outside_its_own_band_is_flagged_not_shown_bare(page):

@@ -163,10 +163,11 @@ export const lineChart = responsive(({ series, xLabel, yLabel, xLog = false, yLo
   return [svg, legend(series.map((s, i) => ({ name: s.name, colour: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length], marker: true })))];
 });
 
-// points: [{x, y, c?, label, highlight?, rejected?}]; colour by c (a numeric or categorical value); a rejected
-// point (failing a goal constraint) is drawn hollow grey.
-export const scatterChart = responsive(({ points, xLabel, yLabel, cLabel, xLog = false, yLog = false, title, onPick }, W) => {
-  const { svg, px, py } = frame(W, { title, xLabel, yLabel, xLog, yLog, xs: points.map((p) => p.x), ys: points.map((p) => p.y) });
+// points: [{x, y, c?, label, highlight?, rejected?, xBand?, yBand?}]; colour by c (a numeric or categorical value); a
+// rejected point (failing a goal constraint) is drawn hollow grey; a point's bands ([low, high]) as error bars.
+export const scatterChart = responsive(({ points, xLabel, yLabel, cLabel, xLog = false, yLog = false, title, onPick, bandsLabel }, W) => {
+  const { svg, px, py } = frame(W, { title, xLabel, yLabel, xLog, yLog, xs: points.flatMap((p) => [p.x, ...(p.xBand || [])]),
+    ys: points.flatMap((p) => [p.y, ...(p.yBand || [])]) });
   const cs = points.map((p) => p.c).filter((c) => c !== undefined && c !== null);
   const categorical = cs.some((c) => typeof c !== "number");
   const categories = categorical ? [...new Set(cs.map(String))] : [];
@@ -178,6 +179,13 @@ export const scatterChart = responsive(({ points, xLabel, yLabel, cLabel, xLog =
     const r = Math.round(0 + t * 253), g = Math.round(32 + t * 199), b = Math.round(77 + t * (56 - 77));
     return `rgb(${r},${g},${b})`;
   };
+  const bars = svgEl("g", { class: "error-bars" });
+  for (const p of points) {
+    if (!Number.isFinite(p.x) || !Number.isFinite(p.y)) continue;
+    if (p.xBand && p.xBand.every(Number.isFinite)) bars.append(svgEl("line", { x1: px(p.xBand[0]), x2: px(p.xBand[1]), y1: py(p.y), y2: py(p.y), class: "error-bar" }));
+    if (p.yBand && p.yBand.every(Number.isFinite)) bars.append(svgEl("line", { x1: px(p.x), x2: px(p.x), y1: py(p.yBand[0]), y2: py(p.yBand[1]), class: "error-bar" }));
+  }
+  svg.append(bars);
   const layer = svgEl("g", { class: "points" });
   const ordinary = points.filter((p) => !p.highlight), front = points.filter((p) => p.highlight);
   for (const p of ordinary.concat(front)) {
@@ -198,6 +206,7 @@ export const scatterChart = responsive(({ points, xLabel, yLabel, cLabel, xLog =
       fill: "none", stroke: "#000", "stroke-width": 1.5, "stroke-dasharray": "4 3" }), layer);
   }
   const items = [];
+  if (bars.childElementCount) items.push({ name: bandsLabel || "error bars: each point's band", colour: "#555", marker: false });
   if (front.length) items.push({ name: `Pareto front (${front.length} point${front.length === 1 ? "" : "s"}, black squares)`, colour: "#000", dash: "4 3", marker: true });
   const rejected = points.filter((p) => p.rejected && !p.highlight).length;
   if (rejected) items.push({ name: `rejected by a constraint (${rejected}, hollow grey; hover for the reason)`, colour: "#888", marker: true });

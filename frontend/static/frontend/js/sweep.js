@@ -154,15 +154,21 @@ function chart(rows, controls, goal, names) {
 function siteChart() {
   const data = document.getElementById("site-builds");
   if (!data) return;
+  const bands = document.getElementById("site-chart-bands");
   const points = JSON.parse(data.textContent).filter((b) => b.point !== null).map((b) => ({
     point: b.point, x: b.time_to_train_days, y: b.cost, c: b.facility_w / 1e6, highlight: b.pareto,
-    label: `${b.name}, ${b.layers} layers, ${b.ownership}: ${num(b.gpus)} GPUs, ${num(b.time_to_train_days)} days, cost ${num(b.cost)}` }));
+    xBand: bands.checked ? [b.time_band.days_low, b.time_band.days_high] : null,
+    yBand: bands.checked && b.ownership === "owned" ? [b.cost - b.capex + b.capex_low, b.cost - b.capex + b.capex_high] : null,
+    label: `${b.name}, ${b.layers} layers, ${b.ownership}: ${num(b.gpus)} GPUs, ${num(b.time_to_train_days)} days `
+      + `(typically ${num(b.time_band.days_low)} to ${num(b.time_band.days_high)}), cost ${num(b.cost)}` }));
   scatterChart(document.getElementById("site-chart"), { points, xLabel: "time to train (days)", yLabel: "cost",
-    cLabel: "facility power (MW)", title: "Each build's best point: time to train against cost" });
+    cLabel: "facility power (MW)", title: "Each build's best point: time to train against cost",
+    bandsLabel: "error bars: the time's band and, owned, the price's band" });
 }
 
 export function sweepPage(id) {
   siteChart();
+  document.getElementById("site-chart-bands")?.addEventListener("change", siteChart);
   const bar = document.getElementById("sweep-progress"), percent = document.getElementById("sweep-percent");
   const status = document.getElementById("sweep-status"), error = document.getElementById("sweep-error");
   const cancel = document.getElementById("sweep-cancel");
