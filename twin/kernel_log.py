@@ -202,7 +202,9 @@ RECOVERY_ACTION = re.compile(r"recovery action changed from 0x[0-9a-fA-F]+ \([^)
 RECOVERY_CATEGORIES = {"Drain and Reset": "xid-95", "GPU Reset Required": "xid-95", "Node Reboot Required": "xid-48"}
 # A fault's Xids, on any of the node's GPUs, from its first one: NVIDIA gives no general window; its
 # catalogue's one (CHECK_NVLINK_FAILURE_FLOW: a link down "within that last 30 seconds" makes an NVLink
-# Xid "a by-product of the other conditions") is the window here.
+# Xid "a by-product of the other conditions") is the window here. Within it each GPU with a fault Xid
+# of its own is a fault of its own (an application's Xid 13 on one GPU is not another GPU's double-bit
+# error); sympathetic Xids on the others follow the hardest of them.
 BURST_WINDOW_S = 30.0
 # The FF categories by how hard their repair is (job restart < GPU reset < node reboot < replacement).
 REPAIR_ORDER = ("job-restart", "gpu-reset", "node-reboot", "replace")
@@ -247,9 +249,10 @@ class Burst:
 
 
 def bursts(lines: list[XidLine], window_s: float = BURST_WINDOW_S) -> list[Burst]:
-    """Known Xid lines grouped into faults (lines without a time stand alone), each with its category:
-    the hardest repair among its faults (its sympathetic Xids when it has none), raised to the
-    repair an Xid 154 in it requires."""
+    """Known Xid lines grouped into faults (lines without a time stand alone): the lines within the
+    window of a first one, split by the GPUs with a fault Xid (:func:`_by_gpu`), each with its
+    category: the hardest repair among its faults (its sympathetic Xids when it has none), raised to
+    the repair an Xid 154 in it requires."""
     groups: list[list[XidLine]] = []
     for line in lines:
         last = groups[-1] if groups else None
@@ -259,7 +262,22 @@ def bursts(lines: list[XidLine], window_s: float = BURST_WINDOW_S) -> list[Burst
             last.append(line)
         else:
             groups.append([line])
-    return [_burst(group) for group in groups]
+    return [_burst(part) for group in groups for part in _by_gpu(group)]
+
+
+def _by_gpu(group: list[XidLine]) -> list[list[XidLine]]:
+    """One window's lines as faults: the lines of each GPU (PCI bus) with a fault Xid, in the order
+    of their first line, the other GPUs' (sympathetic or ignored) lines with the hardest of them; all
+    together when no GPU has one."""
+    faulted = list(dict.fromkeys(line.bus for line in group if XID_CATALOGUE[line.xid][1] == FAULT))
+    if len(faulted) < 2:
+        return [group]
+    parts = {bus: [line for line in group if line.bus == bus] for bus in faulted}
+    hardest = max(faulted, key=lambda bus: max(HARDNESS[XID_CATALOGUE[line.xid][2]] for line in parts[bus]
+                                               if XID_CATALOGUE[line.xid][1] == FAULT))
+    parts[hardest] = sorted(parts[hardest] + [line for line in group if line.bus not in parts],
+                            key=lambda line: line.number)
+    return list(parts.values())
 
 
 def _burst(group: list[XidLine]) -> Burst:

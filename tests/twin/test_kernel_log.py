@@ -76,10 +76,12 @@ def _bursts(*entries):
 
 
 def test_the_xids_of_one_fault_are_one_burst_taking_its_hardest_repair():
-    # An application fault: Xid 13 three times, the channel's 43, and a page fault on another GPU.
+    # An application fault: Xid 13 twice and the channel's 43 on one GPU; a page fault on another GPU
+    # is that GPU's own fault.
     app = _bursts((100.0, 13, "07:00", "Graphics Exception"), (100.1, 13, "07:00", "ESR 0x504648"),
                   (100.2, 43, "07:00", "Ch 00000010"), (101.0, 31, "0f:00", "MMU Fault"))
-    assert [(len(b.lines), b.category) for b in app] == [(4, "xid-13")]
+    assert [(len(b.lines), b.category, b.primary.bus) for b in app] == [(3, "xid-13", "0000:07:00"),
+                                                                        (1, "xid-31", "0000:0f:00")]
     # A double-bit ECC error with its cleanup (45) and the driver's recovery guidance (154).
     ecc = _bursts((500.0, 48, "07:00", "DBE"), (500.5, 45, "07:00", "Ch 00000008"),
                   (501.0, 154, "07:00", "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)"))
@@ -88,6 +90,15 @@ def test_the_xids_of_one_fault_are_one_burst_taking_its_hardest_repair():
     raised = _bursts((900.0, 31, "07:00", "MMU Fault"),
                      (900.2, 154, "07:00", "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"))
     assert [b.category for b in raised] == ["xid-95"]
+
+
+def test_each_gpus_fault_is_its_own_and_sympathetic_xids_follow_the_hardest():
+    """A job's Xid 13 on one GPU beside a double-bit error on another within the window: two faults,
+    each on the GPU its line names; the cleanup (45) on a third GPU follows the hardest, the 48."""
+    found = _bursts((10.0, 13, "07:00", "Graphics Exception"), (10.2, 48, "0f:00", "DBE"),
+                    (10.4, 45, "47:00", "Ch 00000008"), (10.6, 45, "0f:00", "Ch 00000009"))
+    assert [(b.category, b.primary.bus, sorted(line.xid for line in b.lines)) for b in found] == [
+        ("xid-13", "0000:07:00", [13]), ("xid-48", "0000:0f:00", [45, 45, 48])]
 
 
 def test_faults_apart_in_time_or_alone_stay_apart_and_needless_ones_do_nothing():
@@ -117,12 +128,16 @@ def test_a_logged_burst_is_one_interruption_at_its_logged_time(catalog, owner_cl
     response = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 2, "log": log}, format="json")
     assert response.status_code == 201, response.json()
     report = response.json()
-    assert (report["xid_lines"], report["applied"], report["faults"], report["noted"]) == (6, 6, 3, 1)
+    assert (report["xid_lines"], report["applied"], report["faults"], report["noted"]) == (6, 6, 4, 1)
     ingested = [e for e in report["events"] if e["kind"] == "ingested"]
-    assert [(e["category"], e["logged_at"]) for e in ingested] == [("xid-13", "2026-11-30T10:42:07+00:00"),
-                                                                   ("xid-74", "2026-11-30T12:00:00+00:00")]
+    # The job's own faults (13, 31) concern the job, not a GPU: each its own event, its message naming
+    # the GPU's bus; the NVLink fault is on the GPU its line names (node 2's fourth: GPU 19).
+    assert [(e["category"], e["gpu"], e["logged_at"]) for e in ingested] == [
+        ("xid-13", None, "2026-11-30T10:42:07+00:00"), ("xid-31", None, "2026-11-30T10:42:09+00:00"),
+        ("xid-74", 19, "2026-11-30T12:00:00+00:00")]
+    assert buses[0] in ingested[0]["message"] and buses[1] in ingested[1]["message"]
     assert "Xid 43 (GPU stopped processing)" in ingested[0]["message"]
-    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() - before == 2
+    assert TwinEvent.objects.filter(twin=twin, kind="ingested").count() - before == 3
     stored = TwinEvent.objects.filter(twin=twin, kind="ingested").order_by("seq").last()
     assert stored.logged_at == datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
     zoneless = owner_client.post(f"/api/twins/{twin.pk}/ingest-log/", {"node": 2, "log": log, "timezone": "Mars/Base"},

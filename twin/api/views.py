@@ -236,9 +236,11 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
     @extend_schema(request={"multipart/form-data": KernelLogSerializer},
                    responses={201: bodies.IngestLogResultSerializer, 202: bodies.LogIngestSerializer},
                    description="A node's whole kernel log (dmesg, dmesg -T or -x; journalctl -k in any short "
-                               "layout), as JSON {node, log} or a multipart upload (node, file), in one "
+                               "layout), as a multipart upload (node and file, or node and log; JSON {node, log} "
+                               "is also read, though the schema declares one body per operation), in one "
                                "transaction: its 'NVRM: Xid' lines at the times the log gives them, the Xids of "
-                               "one fault (within 30 s) one ingested event, read with NVIDIA's Xid catalogue; "
+                               "one fault (within 30 s, one per GPU with a fault Xid) one ingested event, read "
+                               "with NVIDIA's Xid catalogue; "
                                "other lines are skipped and counted, and Xid lines that cannot be applied (a time "
                                "in no layout read among them) are listed with their line numbers. "
                                "A log of more than TWIN_INGEST_INLINE_MAX_LINES lines (10,000 by default) is "
