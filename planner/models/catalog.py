@@ -9,6 +9,7 @@ Validation lives in ``clean()`` (plus field validators) and runs from the admin,
 the seed loader alike.
 """
 import math
+import re
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -206,6 +207,9 @@ class LinkPart(CatalogEntry):
     power_w = positive_float("Typical power per cable end or module.", null=True)
 
 
+PCI_ADDRESS = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+
+
 class ComputeNodeType(CatalogEntry):
     """A server model: accelerators, CPUs, memory, NICs and how they are wired."""
 
@@ -263,10 +267,18 @@ class ComputeNodeType(CatalogEntry):
     cooling = models.CharField(max_length=8, choices=Cooling.choices, default=Cooling.AIR)
     nvlink_sharp = models.BooleanField(
         default=False, help_text="The NVLink switches reduce in the network (NVLink SHARP: NVSwitch 3 and later).")
+    gpu_pci_bus_ids = models.JSONField(
+        default=list, blank=True,
+        help_text="Each GPU's PCI address (domain:bus:device.function) in nvidia-smi's order, as the node's kernel "
+                  "log names it in Xid lines, where published (the source in the notes); empty: none published.")
 
     def clean(self):
         errors = {}
         n = self.accelerators_per_node or 0
+        buses = self.gpu_pci_bus_ids or []
+        if buses and (not isinstance(buses, list) or len(buses) != n or len(set(buses)) != n
+                      or not all(isinstance(b, str) and PCI_ADDRESS.fullmatch(b) for b in buses)):
+            errors["gpu_pci_bus_ids"] = f"{n} distinct PCI addresses (dddd:bb:dd.f, lower case), one per GPU"
         if self.scaleup_domain_gpus is not None and n:
             if self.nvlink_topology != NVLinkTopology.ALL_TO_ALL:
                 errors["scaleup_domain_gpus"] = "needs an all-to-all scale-up fabric"

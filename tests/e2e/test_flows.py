@@ -634,6 +634,21 @@ def test_a_site_planned_at_95_percent_confidence_ranks_as_the_bands_say(page):
     expect(bars).to_have_count(0)
 
 
+def test_a_job_that_cannot_run_on_a_build_leaves_the_builds_own_report(page):
+    """1,152 GPUs of Llama-3-70B-class on the 1,024-GPU DGX H200 plan: the page says why the job
+    cannot run and still shows the build's bill, its total and its power."""
+    page.login()
+    page.goto("/plans/dgx-h200-1024/?workload=llama3-70b-class-1152")
+    notice = page.page.locator("#job-infeasible")
+    expect(notice).to_contain_text("cannot run on this build")
+    expect(notice).to_contain_text("workload 'llama3-70b-class-1152'")
+    expect(page.page.locator("#bom-total")).not_to_have_text("not priced")
+    expect(page.page.locator("#bom tbody tr").first).to_be_visible()
+    expect(page.page.locator(".tile[data-path='power.facility_w']")).to_be_visible()
+    expect(page.page.locator(".tile[data-path='training.step_time_s']")).to_have_count(0)
+    page.shot("job-cannot-run")
+
+
 def test_a_headline_outside_its_own_band_is_flagged_not_shown_bare(page):
     """A ZeRO-3 run on the Fire-Flyer plan: every published Ampere ZeRO-3 run came in slower than the
     engine predicts, so the step time and MFU tiles carry the range runs like it came in at."""

@@ -111,6 +111,8 @@ def test_a_changed_file_updates_only_its_entry(catalog, tmp_path):
         ("switches", "qm8700", {"port_speed_gbit_s": -200}, "less than or equal to the minimum"),
         ("nics", "cx6-hdr-ib", {"colour": "blue"}, "Additional properties"),
         ("compute-node-types", "dgx-a100", {"accelerator": "no-such-gpu"}, "does not exist"),
+        ("compute-node-types", "dgx-a100", {"gpu_pci_bus_ids": ["0000:07:00.0", "0000:0f:00.0"]}, "8 distinct PCI"),
+        ("compute-node-types", "dgx-h100", {"gpu_pci_bus_ids": ["0000:1B:00.0"]}, "does not match"),
         ("accelerators", "a100-sxm4-40gb", {"scaleup_bw_gbyte_s": None}, "required when"),
     ],
 )

@@ -200,3 +200,48 @@ def test_a_line_whose_date_no_calendar_has_is_listed_not_a_server_error():
     assert [entry["line"] for entry in unread] == [1, 2, 3]
     assert "month must be in 1..12" in unread[0]["reason"] and "day is out of range" in unread[1]["reason"]
     assert [line.number for line in found] == [4]
+
+
+# A DGX H100's GPUs in nvidia-smi's order (the catalogue's dgx-h100 entry, its sources in its notes).
+DGX_H100_BUSES = ["1b", "43", "52", "61", "9d", "c3", "d1", "df"]
+# A day of one DGX H100's dmesg -T, written in the driver's own form: a hardware fault on each of its
+# eight GPUs hours apart, a sympathetic cleanup (Xid 45) on a peer beside the first, and the kernel's
+# other lines between them.
+DGX_H100_DAY = [
+    (0, "1b", 79, "GPU has fallen off the bus."), (0, "43", 45, "Ch 00000008, errorString CTX SWITCH TIMEOUT"),
+    (3, "43", 48, "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at "
+                  "partition 1, subpartition 0."),
+    (6, "52", 94, "Contained: SM (0x1). RST: No, D-RST: No"),
+    (9, "61", 119, "Timeout after 6s of waiting for RPC response from GPU0 GSP! Expected function 76 (GSP_RM_CONTROL)"),
+    (12, "9d", 74, "NVLink: fatal error detected on link 7(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)"),
+    (15, "c3", 64, "Row Remapper Error: failed to remap row, remapper is full"),
+    (18, "d1", 62, "Internal micro-controller halt (SEC2 0x1)"),
+    (21, "df", 95, "Uncontained: FBHUB. RST: Yes, D-RST: No"),
+]
+
+
+def test_a_day_of_dgx_h100_kernel_logs_puts_every_fault_on_the_gpu_its_line_names(catalog, owner_client):  # noqa: F811
+    """A twin of a DGX H100 plan maps Xid lines by the DGX H100's GPU addresses (not the DGX A100's),
+    so each of the day's eight faults lands on the GPU its line names, the peer's cleanup with none."""
+    owner_client.post("/api/plans/llama3-h100-16k/clone/", {"slug": "h100-twin-plan"}, format="json")
+    owner_client.patch("/api/plans/h100-twin-plan/", {"node_count": 16}, format="json")
+    response = owner_client.post("/api/twins/", {"plan": "h100-twin-plan", "seed": 1}, format="json")
+    assert response.status_code == 201, response.json()
+    twin_id = response.json()["id"]
+    assert response.json()["pci_bus_ids"] == [f"0000:{bus}:00.0" for bus in DGX_H100_BUSES]
+    lines = []
+    for hour, bus, xid, text in DGX_H100_DAY:
+        stamp = f"[Mon Nov 30 {hour:02d}:17:{5 + 2 * (xid == 45):02d} 2026]"  # the cleanup 2 s after the fault
+        lines += [f"{stamp} {LINE.format(bus=f'{bus}:00', xid=xid, text=text).replace('pid=4242', 'pid=91532')}",
+                  f"{stamp} nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 44 egress non-posted "
+                  "PRIV error", f"{stamp} mlx5_core 0000:18:00.0: mlx5_fw_tracer_handle_traces:739: FW trace"]
+    response = owner_client.post(f"/api/twins/{twin_id}/ingest-log/", {"node": 3, "log": "\n".join(lines)},
+                                 format="json")
+    assert response.status_code == 201, response.json()
+    report = response.json()
+    assert (report["xid_lines"], report["applied"], report["faults"], report["malformed"]) == (9, 9, 8, [])
+    ingested = [e for e in report["events"] if e["kind"] == "ingested"]
+    assert [e["gpu"] for e in ingested] == [3 * 8 + i for i in range(8)]  # node 3's GPUs 0 to 7, in order
+    assert [e["category"] for e in ingested] == ["faulty-gpu", "gpu-hbm3", "gpu-hbm3", "gpu-system-processor",
+                                                 "faulty-gpu", "gpu-hbm3", "gpu-system-processor", "gpu-hbm3"]
+    assert "Xid 45" in ingested[0]["message"]  # the cleanup on 43:00 follows the fall off the bus on 1b:00

@@ -15,6 +15,8 @@ from twin.services.errors import TwinInputError
 
 MAX_SPEED = 10_000_000.0  # about four simulated months per wall second
 MAX_JOBS = 64
+# A node type with no published GPU addresses (its catalogue entry's gpu_pci_bus_ids) maps Xid lines
+# by the DGX A100's, unless the twin is given its own.
 DEFAULT_PCI_BUS_IDS = [f"0000:{bus:02x}:00.0" for bus in (0x07, 0x0f, 0x47, 0x4e, 0x87, 0x90, 0xb7, 0xbd)]
 JOB_FIELDS = ("name", "nodes", "work_s", "interval_s", "checkpoint_s", "restart_s")
 OPTIONAL_JOB_FIELDS = {"fault_factor": 0.0, "nodes_per_domain": 0}
@@ -163,7 +165,7 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
     if plan.node_count * gpus_per_node > settings.TWIN_MAX_GPUS:
         raise TwinInputError({"plan": [f"{plan.node_count * gpus_per_node:,} GPUs; a twin holds at most "
                                        f"{settings.TWIN_MAX_GPUS:,} (TWIN_MAX_GPUS)"]})
-    buses = pci_bus_ids or DEFAULT_PCI_BUS_IDS[:gpus_per_node]
+    buses = pci_bus_ids or plan.node_type.gpu_pci_bus_ids or DEFAULT_PCI_BUS_IDS[:gpus_per_node]
     if len(buses) != gpus_per_node or len({pci_bus(b) for b in buses}) != gpus_per_node:
         raise TwinInputError({"pci_bus_ids": [f"give {gpus_per_node} distinct PCI bus ids, one per GPU"]})
     if jobs is not None and spare_nodes is not None:

@@ -7,10 +7,15 @@ export async function planPage({ plan, form, output, status, compareWorkload }) 
     const workload = form.workload.value || null;
     compareWorkload.value = workload ?? "";  // "Compare with" takes the same workload
     status.textContent = "Evaluating…";
-    const [evaluation, bom] = await Promise.all([
+    let [evaluation, bom] = await Promise.all([
       api(`/api/plans/${plan.slug}/evaluate/`, { method: "POST", body: { workload } }),
       api(`/api/plans/${plan.slug}/bom/`),
     ]);
+    let jobReasons = null;  // a job that cannot run here: the build's own report, the job's reasons in place of its figures
+    if (!evaluation.ok && workload && evaluation.data?.feasible === false) {
+      const alone = await api(`/api/plans/${plan.slug}/evaluate/`, { method: "POST", body: { workload: null } });
+      if (alone.ok) [evaluation, jobReasons] = [alone, errorLines(evaluation.data)];
+    }
     if (!evaluation.ok) {
       status.textContent = "";
       output.replaceChildren(el("div", { class: "error", role: "alert" }, el("p", {}, "This plan cannot be evaluated:"),
@@ -18,7 +23,14 @@ export async function planPage({ plan, form, output, status, compareWorkload }) 
       return;
     }
     report(output, plan, evaluation.data, bom.ok ? bom.data : null);
-    status.textContent = `Evaluated with engine ${evaluation.data.engine_version}${workload ? ` and workload ${workload}` : ""}.`;
+    if (jobReasons) {
+      output.prepend(el("div", { class: "warn", role: "alert", id: "job-infeasible" },
+        el("p", {}, `The workload ${workload} cannot run on this build, so the report has no training figures; `
+          + "the build's bill, power, racks and reliability follow:"),
+        el("ul", {}, jobReasons.map((line) => el("li", {}, line)))));
+    }
+    status.textContent = `Evaluated with engine ${evaluation.data.engine_version}${workload ? ` and workload ${workload}` : ""}`
+      + `${jobReasons ? " (which cannot run here)" : ""}.`;
     const url = new URL(location.href);
     if (workload) url.searchParams.set("workload", workload); else url.searchParams.delete("workload");
     history.replaceState(null, "", url);
