@@ -23,7 +23,7 @@ export async function api(path, { method = "GET", body, ifMatch } = {}) {
 // An error's lines: each bad field's "field: reason" (the problem document's errors), an impossible
 // plan's reasons, else its detail (every API error is an RFC 9457 problem document).
 // Field -> reasons, a nested section's fields named by their dotted path (facility.power_mw).
-function fieldLines(errors, prefix) {
+export function fieldLines(errors, prefix) {
   return Object.entries(errors).flatMap(([field, reasons]) => {
     const name = `${prefix}${field}`;
     if (reasons && typeof reasons === "object" && !Array.isArray(reasons)) return fieldLines(reasons, `${name}.`);

@@ -1,6 +1,6 @@
 // Forms that mirror an API object: fill from it, collect it back (numbers as numbers, empty as
 // null, checkboxes as true/false) and show the API's 400 field errors beside their fields.
-import { el, errorLines } from "./api.js";
+import { el, errorLines, fieldLines } from "./api.js";
 
 export function namedControls(form) {
   return [...form.elements].filter((c) => c.name);
@@ -74,6 +74,33 @@ export function showErrors(form, controls, formErrors, shown) {
   } else if (data) unplaced.push(...errorLines(data));
   formErrors.hidden = !unplaced.length;
   formErrors.textContent = unplaced.join(" ");
+}
+
+// A refused request's field errors, all at once, each beside the control its path names (the last
+// part of a nested path: facility.power_mw is the control power_mw), marked invalid and led by its
+// label; what names no control (or is no field error) stays in the summary. The first is focused.
+export function placeErrors(form, summary, data) {
+  form.querySelectorAll(".placed-error").forEach((p) => p.remove());
+  form.querySelectorAll("[aria-invalid]").forEach((c) => c.removeAttribute("aria-invalid"));
+  const lines = data?.errors ? fieldLines(data.errors, "") : errorLines(data);
+  const unplaced = [];
+  let first = null;
+  for (const line of lines) {
+    const [path, ...rest] = line.split(": ");
+    const control = data?.errors ? form.elements[path.split(".").at(-1)] : null;
+    const target = control instanceof RadioNodeList ? control[0] : control;
+    if (!target || !rest.length) { unplaced.push(line); continue; }
+    const label = form.querySelector(`label[for="${target.id}"]`)?.textContent.trim() ?? path;
+    target.setAttribute("aria-invalid", "true");
+    const slot = el("p", { class: "field-error placed-error", role: "alert" }, `${label}: ${rest.join(": ")}`);
+    (target.closest(".field") ?? target).after(slot);
+    first ??= target;
+  }
+  summary.hidden = false;
+  summary.replaceChildren(el("p", {}, unplaced.length ? "Not submitted:" : "Not submitted: fix the marked fields."),
+    ...(unplaced.length ? [el("ul", {}, unplaced.map((line) => el("li", {}, line)))] : []));
+  (first ?? summary).scrollIntoView({ block: "center" });
+  first?.focus();
 }
 
 // Evaluate the form unsaved after each edit (debounced; only the newest answer is shown).

@@ -1,5 +1,6 @@
 // Sweeps: the submission form, then live progress over a websocket and an interactive chart.
-import { api, el, errorLines, socket } from "./api.js";
+import { api, el, socket } from "./api.js";
+import { placeErrors } from "./form.js";
 import { scatterChart } from "./charts.js";
 import { num } from "./format.js";
 
@@ -59,9 +60,12 @@ export function sweepForm(form, errors) {
     }
     const response = await api("/api/sweeps/", { method: "POST", body });
     if (response.ok) { location.assign(`/sweeps/${response.data.id}/`); return; }
-    errors.hidden = false;
-    errors.replaceChildren(el("p", {}, response.status === 429 ? "Too many sweeps submitted; wait a moment." : "The sweep was not submitted:"),
-      el("ul", {}, errorLines(response.data).map((line) => el("li", {}, line))));
+    if (response.status === 429) {
+      errors.hidden = false;
+      errors.replaceChildren(el("p", {}, "Too many sweeps submitted; wait a moment."));
+      return;
+    }
+    placeErrors(form, errors, response.data);
   });
 }
 
@@ -80,9 +84,12 @@ export function siteForm(form, errors) {
     };
     const response = await api("/api/sweeps/site/", { method: "POST", body });
     if (response.ok) { location.assign(`/sweeps/${response.data.id}/`); return; }
-    errors.hidden = false;
-    errors.replaceChildren(el("p", {}, response.status === 429 ? "Too many plans submitted; wait a moment." : "The site plan was not submitted:"),
-      el("ul", {}, errorLines(response.data).map((line) => el("li", {}, line))));
+    if (response.status === 429) {
+      errors.hidden = false;
+      errors.replaceChildren(el("p", {}, "Too many plans submitted; wait a moment."));
+      return;
+    }
+    placeErrors(form, errors, response.data);
   });
 }
 
