@@ -134,6 +134,10 @@ def test_controls_through_the_api(catalog, owner_client):
     rows = list(csv.DictReader(io.StringIO(b"".join(exported.streaming_content).decode())))
     assert [int(r["seq"]) for r in rows] == [e["seq"] for e in everything["results"]]
     assert [r["category"] for r in rows] == [e["category"] for e in everything["results"]]
+    TwinEvent.objects.create(twin=twin, seq=10_000, sim_time_s=86_400.123456789012, kind="ingested", message="x")
+    late = list(csv.DictReader(io.StringIO(b"".join(owner_client.get(f"{url}events/export/").streaming_content)
+                                           .decode())))[-1]
+    assert late["time_s"] == "86400.123"  # to the millisecond, not the float's 17 digits
     only = b"".join(owner_client.get(f"{url}events/export/", {"kind": "injected"}).streaming_content).decode()
     assert [r["category"] for r in csv.DictReader(io.StringIO(only))] == ["xid-79"]
 
