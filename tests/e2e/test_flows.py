@@ -75,6 +75,9 @@ def test_login_is_required_and_every_page_renders(page):
     expect(bars.first).to_be_visible()
     fills = [bars.nth(i).get_attribute("fill") for i in range(bars.count())]
     assert len(fills) >= 9 and len(set(fills)) == len(fills)
+    # Each part in units people read (ms, µs), never a power of ten.
+    legend = page.page.locator("#step-breakdown .legend").inner_text()
+    assert "e-" not in legend and re.search(r"optimizer: [1-9][\d.,]* (µs|ms|s|min) \(", legend), legend
     # A prediction whose validation group misses says so beside it, linked to those cases.
     page.goto("/plans/deepseek-h800-8plane/?workload=deepseek-v3-2048")
     note = page.page.locator("#trust-note")

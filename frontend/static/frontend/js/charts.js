@@ -264,10 +264,10 @@ export const stackedBar = responsive(({ parts, unit = "s", title, format = num }
     const width = (p.value / total) * (W - left - right);
     const rect = svgEl("rect", { x, y: 8, width: Math.max(width, 0.5), height: 32, fill: STACK_PALETTE[i % STACK_PALETTE.length],
       class: `bar pattern-${i % 4}`, "data-part": p.name });
-    rect.append(svgEl("title", {}, `${p.name}: ${format(p.value)} ${unit} (${num(100 * p.value / total, 2)}%)`));
+    rect.append(svgEl("title", {}, `${p.name}: ${format(p.value)}${unit ? ` ${unit}` : ""} (${num(100 * p.value / total, 2)}%)`));
     svg.append(rect);
     x += width;
   });
-  return [svg, legend(shown.map((p, i) => ({ name: `${p.name}: ${format(p.value)} ${unit} (${num(100 * p.value / total, 2)}%)`,
+  return [svg, legend(shown.map((p, i) => ({ name: `${p.name}: ${format(p.value)}${unit ? ` ${unit}` : ""} (${num(100 * p.value / total, 2)}%)`,
     colour: STACK_PALETTE[i % STACK_PALETTE.length], marker: true })))];
 });

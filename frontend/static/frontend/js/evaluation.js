@@ -234,7 +234,7 @@ export function trainingTables(t, currency) {
   }
   const fig = el("figure", { class: "chart-box wide", id: "step-breakdown" });
   stackedBar(fig, { parts: Object.entries(t.step_parts_s).map(([key, value]) => ({ name: STEP_PARTS[key] ?? key, value })),
-    title: `Where the ${duration(t.step_time_s)} step goes`, format: (v) => num(v, 3) });
+    title: `Where the ${duration(t.step_time_s)} step goes`, format: duration, unit: "" });
   fig.prepend(el("figcaption", {}, `Where the step time goes (${duration(t.step_time_s)}; largest part: ${t.step_bound})`));
   const rows = [
     ["GPUs in the job", num(t.gpus)], ["step time", duration(t.step_time_s)], ["largest part", t.step_bound],
