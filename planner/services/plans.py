@@ -230,19 +230,23 @@ def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, 
             infeasible[plan.slug] = error.reasons
             evaluations.append(None)
             bands.append({})
+    currencies = {plan.price_book.currency for plan in plans}
+    currency = next(iter(currencies)) if len(currencies) == 1 else None
     metrics = []
     for output in outputs.selected("compare"):
         values = [None if r is None else output.read(r) for r in evaluations]
         if all(v is None for v in values):
             continue
         first = values[0]
+        described = output.describe()
+        if currency:  # a price's unit named: "TFLOPS/currency" in USD is TFLOPS/USD
+            described["unit"] = described["unit"].replace("currency", currency)
         metrics.append({
-            **output.describe(), "values": values,
+            **described, "values": values,
             "ratio_to_first": [None if v is None or not first else v / first for v in values],
             "delta_to_first": [None if v is None or first is None else v - first for v in values],
             "bands": [found.get(output.path) for found in bands],
         })
-    currencies = {plan.price_book.currency for plan in plans}
     unpriced = {plan.slug: [] if r is None else list(r["cost"]["unpriced"]) for plan, r in zip(plans, evaluations)}
     placements = {group: [None if r is None or "placement" not in r.get("training", {}) else
                           r["training"]["placement"][group] for r in evaluations] for group in ("tp", "cp", "ep", "pp")}
@@ -252,7 +256,7 @@ def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, 
         "plans": [plan.slug for plan in plans],
         "workload": workload.slug if workload else None,
         "engine_version": simcore.ENGINE_VERSION,
-        "currency": next(iter(currencies)) if len(currencies) == 1 else None,
+        "currency": currency,
         "metrics": metrics,
         "placements": placements if any(v is not None for v in placements["tp"]) else {},
         "bases": bases,

@@ -94,6 +94,7 @@ def test_table_ii_through_the_api(catalog, reader_client):
     assert metrics["gemm_mean_tflops"]["ratio_to_first"][1] == pytest.approx(0.83, rel=0.03)
     assert metrics["node_price"]["ratio_to_first"][1] == pytest.approx(0.60, rel=0.03)
     assert metrics["gemm_per_node_price"]["ratio_to_first"][1] == pytest.approx(1.38, rel=0.03)
+    assert metrics["gemm_per_node_price"]["unit"] == "TFLOPS/REL"  # the books' currency, FF's relative units
     assert metrics["node_power_w"]["values"] == [4200, 2500]
     assert metrics["gemm_tf32_tflops"]["values"][1] == pytest.approx(107, rel=0.05)
     assert metrics["gemm_fp16_tflops"]["values"][1] == pytest.approx(220, rel=0.05)
