@@ -12,12 +12,14 @@ register = template.Library()
 
 @register.filter
 def figure(value, unit=""):
-    """Fractions as percentages, other numbers as :func:`simcore.outputs.display` writes them (one
-    format in pages, tables and the command line)."""
+    """Fractions as percentages, watts with their SI prefix ("1.63 MW"), other numbers as
+    :func:`simcore.outputs.display` writes them (one format in pages, tables and the command line)."""
     if value is None or isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return "–" if value is None or isinstance(value, int | float) else value
     if unit == "fraction":
         return f"{value * 100:.2f}%"
+    if unit == "W":
+        return display(value, "W")
     return display(value)
 
 

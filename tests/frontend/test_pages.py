@@ -25,6 +25,9 @@ def test_fire_flyer_comparison_lines_up_switches_and_prices(catalog, signed_in):
     cells = [re.sub(r"<[^>]+>", "", c).split()[0] for c in re.findall(r'<td class="num">(.*?)</td>', row, re.S)]
     assert cells == ["1,320", "122", "200"]  # FF Table III and the three-layer variant
     assert "×0.0924" in row  # 122 / 1,320
+    power = re.search(r'data-metric="facility_power_w">(.*?)</tr>', response.content.decode(), re.S).group(1)
+    cells = re.findall(r'<td class="num">(.*?)</td>', power, re.S)
+    assert "(W)" not in power and len(cells) == 3 and all(re.search(r"\d MW", c) for c in cells)  # MW, not watts
 
 
 def test_compare_accepts_picked_plans_and_reports_bad_choices(catalog, signed_in):
