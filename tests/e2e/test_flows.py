@@ -661,6 +661,17 @@ def test_a_job_that_cannot_run_on_a_build_leaves_the_builds_own_report(page):
     page.shot("job-cannot-run")
 
 
+def test_a_missing_figure_says_why(page):
+    """The DGX H200 preset checkpoints asynchronously and names no storage write bandwidth: the optimal
+    interval, which must outlast the write, is "unknown" with that reason beside Young's and Daly's."""
+    page.login()
+    page.goto("/plans/dgx-h200-1024/?workload=llama-13b-512")
+    row = page.page.locator("tr", has_text="optimal checkpoint interval")
+    expect(row).to_contain_text("unknown")
+    expect(row).to_contain_text("whose time is unknown")
+    expect(row).to_contain_text("Young ")
+
+
 def test_a_headline_outside_its_own_band_is_flagged_not_shown_bare(page):
     """A ZeRO-3 run on the Fire-Flyer plan: every published Ampere ZeRO-3 run came in slower than the
     engine predicts, so the step time and MFU tiles carry the range runs like it came in at."""

@@ -369,8 +369,11 @@ function reliabilitySection(result, curves) {
         r.checkpoint_peer_copy_s != null ? `copy to a peer's memory ${duration(r.checkpoint_peer_copy_s)}` : null].filter(Boolean).join("; ")] : null,
     r.restart_time_s !== undefined ? ["restart", duration(r.restart_time_s),
       `${r.restart_profile}; after a crash ${duration(r.restart_by_kind_s["platform-crash"])}, after a hang ${duration(r.restart_by_kind_s["platform-hang"])}`] : null,
-    r.optimal_interval_s !== undefined ? ["optimal checkpoint interval", duration(r.optimal_interval_s),
-      `Young ${duration(r.young_interval_s)}, Daly ${duration(r.daly_interval_s)}`] : null,
+    r.optimal_interval_s !== undefined ? ["optimal checkpoint interval",
+      r.optimal_interval_s === null ? "unknown" : duration(r.optimal_interval_s),
+      (r.optimal_interval_s === null && r.checkpoint_write_time_s === null
+        ? `an asynchronous checkpoint's interval must outlast its write, whose time is unknown (${r.checkpoint_bound}); ` : "")
+      + `Young ${duration(r.young_interval_s)}, Daly ${duration(r.daly_interval_s)}`] : null,
     r.link_flap_stall_fraction > 0 ? ["stalled by link flaps the transport rides out", percent(r.link_flap_stall_fraction, 3)] : null,
     r.ettr !== undefined ? ["ETTR at the plan's interval", percent(r.ettr, 2)] : null,
     r.spare_nodes !== undefined ? ["spare nodes (99%)", num(r.spare_nodes)] : null,
