@@ -128,6 +128,9 @@ function goalSummary(container, goal, rows, names) {
   container.replaceChildren(el("ul", { class: "notes" }, items.map((t) => el("li", {}, t))));
 }
 
+// A site plan's sweep charts every point's time to train against buying and running the build.
+const SITE_CHART = { x: "training.time_to_train_days", y: "training.buy_and_run_cost" };
+
 // The chart's names for axes and outputs: label and unit (sweep-names, from the page), else the path.
 const NAMES = () => JSON.parse(document.getElementById("sweep-names").textContent);
 const nameOf = (names, key) => names[key] ?? key.replace(/^axis:/, "");
@@ -151,7 +154,7 @@ function chart(rows, controls, goal, names) {
   const figure = document.getElementById("sweep-chart");
   scatterChart(figure, { points, xLabel: nameOf(names, controls.x.value), yLabel: nameOf(names, controls.y.value),
     cLabel: nameOf(names, controls.c.value), xLog: controls.xlog.checked, yLog: controls.ylog.checked,
-    title: `${controls.y.value} against ${controls.x.value}`,
+    title: `${nameOf(names, controls.y.value)} against ${nameOf(names, controls.x.value)}`,
     onPick: (p) => { document.getElementById("picked").textContent = p.label; } });
   return { front, valid: valid.length, rejected: points.filter((p) => p.rejected).length };
 }
@@ -161,14 +164,18 @@ function chart(rows, controls, goal, names) {
 function siteChart() {
   const data = document.getElementById("site-builds");
   if (!data) return;
-  const bands = document.getElementById("site-chart-bands");
+  const bands = document.getElementById("site-chart-bands"), figure = document.getElementById("site-chart");
   const points = JSON.parse(data.textContent).filter((b) => b.point !== null).map((b) => ({
     point: b.point, x: b.time_to_train_days, y: b.cost, c: b.facility_w / 1e6, highlight: b.pareto,
     xBand: bands.checked ? [b.time_band.days_low, b.time_band.days_high] : null,
     yBand: bands.checked && b.ownership === "owned" ? [b.cost - b.capex + b.capex_low, b.cost - b.capex + b.capex_high] : null,
     label: `${b.name}, ${b.layers} layers, ${b.ownership}: ${num(b.gpus)} GPUs, ${num(b.time_to_train_days)} days `
       + `(typically ${num(b.time_band.days_low)} to ${num(b.time_band.days_high)}), cost ${num(b.cost)}` }));
-  scatterChart(document.getElementById("site-chart"), { points, xLabel: "time to train (days)", yLabel: "cost",
+  if (!points.length) {  // no axes to draw empty: say why
+    figure.replaceChildren(el("p", { class: "muted" }, "No build meets every limit of the site: no best point to chart."));
+    return;
+  }
+  scatterChart(figure, { points, xLabel: "time to train (days)", yLabel: `cost (${figure.dataset.currency})`,
     cLabel: "facility power (MW)", title: "Each build's best point: time to train against cost",
     bandsLabel: "error bars: the time's band and, owned, the price's band" });
 }
@@ -198,10 +205,14 @@ export function sweepPage(id) {
     const option = (n) => el("option", { value: n }, `${n.startsWith("axis:") ? "axis: " : ""}${nameOf(labels, n)}`);
     for (const select of [controls.x, controls.y]) select.replaceChildren(...numeric.map(option));
     controls.c.append(...names.map(option));
-    const pareto = sweep.goal_result?.pareto?.[0];
-    controls.x.value = pareto?.x ?? numeric[0];
-    controls.y.value = pareto?.y ?? (numeric.find((n) => n === "cost.capex_total") || numeric[1] || numeric[0]);
-    if (Object.keys(rows[0].axes).length > 1) controls.c.value = `axis:${Object.keys(rows[0].axes)[1]}`;
+    // The page's question: a goal's Pareto pair; a site plan's time to train against its cost; else the
+    // first axis against the capital cost.
+    const pareto = sweep.goal_result?.pareto?.[0], site = sweep.site ? SITE_CHART : null;
+    controls.x.value = pareto?.x ?? (site && numeric.includes(site.x) ? site.x : numeric[0]);
+    controls.y.value = pareto?.y ?? (site && numeric.includes(site.y) ? site.y
+      : numeric.find((n) => n === "cost.capex_total") || numeric[1] || numeric[0]);
+    if (site && "site.build" in rows[0].axes) controls.c.value = "axis:site.build";
+    else if (Object.keys(rows[0].axes).length > 1) controls.c.value = `axis:${Object.keys(rows[0].axes)[1]}`;
     const draw = () => {
       const stored = storedFront(sweep.goal_result, controls);
       for (const [axis, select, dir] of [["x", controls.x, controls.xdir], ["y", controls.y, controls.ydir]]) {
