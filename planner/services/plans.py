@@ -279,3 +279,24 @@ def plan_clone(*, plan: ClusterPlan, owner, slug: str, name: str | None = None) 
     copy.full_clean()
     copy.save()
     return copy
+
+
+def node_counts_around(plan: ClusterPlan, workload: Workload | None = None) -> str:
+    """A sweep's node counts around the plan's own (the sweep form's values): nine in steps of whole
+    scale-up domains (an NVL72 rack's 18 trays) of about an eighth of it, from no fewer than the
+    workload's GPUs need to no more than the plan's fabric holds (its switches' radix, depth,
+    planes and zones: :func:`simcore.formulas.topology.max_endpoints`), so that every point is a
+    build the plan's parts allow."""
+    node = plan.node_type
+    domain = max((node.scaleup_domain_gpus or 0) // node.accelerators_per_node, node.nodes_per_rack or 0, 1)
+    step = domain * max(1, round(plan.node_count / 8 / domain))
+    needed = -(-(workload.gpus or 0) // node.accelerators_per_node) if workload else 0
+    start = max(domain, plan.node_count - 4 * step, -(-needed // domain) * domain)
+    endpoints = float(simcore.formulas.topology.max_endpoints(plan.switch.radix, plan.fabric_layers, plan.planes,
+                                                                plan.oversubscription)) * plan.zones
+    (_, nics, node_storage_nics, storage_nodes, storage_nics), layout = plan.fabric_arguments()
+    shared = layout["storage_network"] == "shared"  # storage on the computation fabric takes its ports too
+    most = (endpoints - (storage_nodes * storage_nics if shared else 0)) // max(
+        nics + (node_storage_nics if shared else 0), 1)
+    stop = max(start, min(start + 8 * step, int(most // domain) * domain))
+    return f"{start}..{start + (stop - start) // step * step} step {step}"

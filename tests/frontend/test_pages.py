@@ -205,7 +205,7 @@ def test_a_site_plan_shows_its_ranked_builds_with_what_binds_them(catalog, signe
     body = text(page)
     first = sweep["site_result"]["builds"][0]
     assert "A 20.0 MW site of 400 racks of at most 130 kW each, liquid cooled, in a hall of class hyperscale" in body
-    assert (f"1 {first['name']}: {first['layers']} layers, {first['ownership']} Pareto {first['gpus']:,.0f} "
+    assert (f"1 {first['name']} : {first['layers']} layers, {first['ownership']} Pareto {first['gpus']:,.0f} "
             f"({first['node_count']:,.0f}) {first['tp']} × {first['pp']} × {first['dp']} "
             f"{first['time_to_train_days']:.1f} {first['time_band']['days_low']:.1f} to "
             f"{first['time_band']['days_high']:.1f} ") in body
@@ -237,3 +237,19 @@ def test_a_quote_from_a_bill_never_edits_the_shared_book(catalog, client, editor
     assert '<option value="switch:qm9700" selected>' in page
     plain = client.get("/catalog/price-books/usd-2026/").content.decode()  # the catalogue page itself
     assert "Change a price in this shared book" in plain
+
+
+def test_a_sweep_around_a_plan_keeps_its_workload_and_sweeps_sizes_it_can_build(catalog, signed_in, eager_celery):
+    """From the GB200 NVL72 plan's page with the 1,152-GPU workload: the workload is chosen and the node
+    counts run in whole NVL72 racks (18 trays) from the workload's 288 trays to what the fabric holds,
+    so every point the form proposes evaluates (the old default, 200 to 1,240 nodes, left 25 of 27
+    points invalid)."""
+    page = signed_in.get("/sweeps/?plan=gb200-nvl72-1152&workload=llama3-70b-class-1152").content.decode()
+    assert '<option value="llama3-70b-class-1152" selected>' in page
+    values = re.search(r'name="axis-values" value="([^"]+)"', page).group(1)
+    assert values == "288..504 step 36"  # 512 trays' 2,048 NICs fill the two-layer 64-port fabric
+    sweep = signed_in.post("/api/sweeps/", {"plan": "gb200-nvl72-1152", "workload": "llama3-70b-class-1152",
+                                            "axes": {"cluster.node_count": {"start": 288, "stop": 504, "step": 36}}},
+                           content_type="application/json").json()
+    results = signed_in.get(f"/api/sweeps/{sweep['id']}/results/", {"page_size": 50}).json()
+    assert results["count"] == 7 and all(row["valid"] for row in results["results"])

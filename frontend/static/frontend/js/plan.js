@@ -34,6 +34,12 @@ export async function planPage({ plan, form, output, status, compareWorkload }) 
     const url = new URL(location.href);
     if (workload) url.searchParams.set("workload", workload); else url.searchParams.delete("workload");
     history.replaceState(null, "", url);
+    const around = document.getElementById("sweep-around");  // a sweep around the plan keeps its workload
+    if (around) {
+      const target = new URL(around.href);
+      if (workload) target.searchParams.set("workload", workload); else target.searchParams.delete("workload");
+      around.href = target.toString();
+    }
   };
   form.addEventListener("change", run);
   form.addEventListener("submit", (event) => { event.preventDefault(); run(); });
