@@ -342,17 +342,20 @@ def workload_editor(request, slug=None):
 
 
 def _preview_plan(request, plans, start) -> str:
-    """The plan a workload is first previewed on: ``?plan=`` if visible; else your most recently
-    changed plan; else the smallest preset that holds the workload's GPUs; else the Fire-Flyer 2 preset."""
+    """The plan a workload is first previewed on: ``?plan=`` if visible; else, for a workload with a
+    GPU count, the smallest plan that holds its GPUs (yours first among equals); else your most
+    recently changed plan; else the Fire-Flyer 2 preset (a plan too small for the job would only
+    preview its refusal)."""
     slugs = {plan.slug for plan in plans}
     if request.GET.get("plan") in slugs:
         return request.GET["plan"]
-    own = [plan for plan in plans if plan.owner_id == request.user.id]
-    if own:
-        return max(own, key=lambda plan: plan.updated_at).slug
     gpus = getattr(start, "gpus", None)
-    holding = sorted((plan for plan in plans if gpus and plan.gpu_count >= gpus), key=lambda plan: plan.gpu_count)
-    return holding[0].slug if holding else "ff2-pcie-2zone"
+    holding = sorted((plan for plan in plans if gpus and plan.gpu_count >= gpus),
+                     key=lambda plan: (plan.gpu_count, plan.owner_id != request.user.id))
+    if holding:
+        return holding[0].slug
+    own = [plan for plan in plans if plan.owner_id == request.user.id]
+    return max(own, key=lambda plan: plan.updated_at).slug if own else "ff2-pcie-2zone"
 
 
 def _scaleup_link(plan) -> str:

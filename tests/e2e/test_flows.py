@@ -668,6 +668,20 @@ def test_a_job_that_cannot_run_on_a_build_leaves_the_builds_own_report(page):
     page.shot("job-cannot-run")
 
 
+def test_the_workload_editor_previews_on_a_plan_that_holds_the_job_and_says_why_one_cannot(page):
+    """A 1,152-GPU workload previews first on the smallest plan that holds it (not the last plan made);
+    on a plan too small, the preview says why instead of asking to fix fields none of which is wrong."""
+    page.login()
+    page.goto("/workloads/new/?from=llama3-70b-class-1152")
+    plan = page.page.locator("#f-plan").input_value()
+    assert plan in ("gb200-nvl72-1152", "hgx-b200-1152"), plan  # 1,152 GPUs: the smallest that hold it
+    expect(page.page.locator("#preview-body #step-breakdown")).to_be_visible()
+    page.page.select_option("#f-plan", "dgx-h200-1024")
+    body = page.page.locator("#preview-body")
+    expect(body).to_contain_text("No evaluation: ")
+    expect(body).not_to_contain_text("Fix the highlighted fields")
+
+
 def test_a_missing_figure_says_why(page):
     """The DGX H200 preset checkpoints asynchronously and names no storage write bandwidth: the optimal
     interval, which must outlast the write, is "unknown" with that reason beside Young's and Daly's."""

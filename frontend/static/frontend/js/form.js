@@ -127,7 +127,9 @@ export function showPreview(response, { form, controls, formErrors, status, body
     setTimeout(retry, 2000);
   } else {
     showErrors(form, controls, formErrors, response.data);
-    body.replaceChildren(el("p", { class: "muted" }, "Fix the highlighted fields to see the evaluation."));
+    const marked = controls.some((control) => control.getAttribute("aria-invalid") === "true");
+    body.replaceChildren(el("p", { class: "muted" }, marked ? "Fix the highlighted fields to see the evaluation."
+      : `No evaluation: ${errorLines(response.data).join(" ")}`));
     status.textContent = failed(response.data);
   }
 }
