@@ -159,7 +159,10 @@ def test_the_workload_preview_starts_on_a_plan_that_holds_it(catalog, signed_in,
     assert previewed("/workloads/new/?plan=gb200-nvl72-1152") == "gb200-nvl72-1152"
     signed_in.post("/api/plans/ff2-pcie-3layer/clone/", {"slug": "mine", "name": "Mine"},
                    content_type="application/json")
-    assert previewed("/workloads/new/?from=llama3-70b-class-1152") == "mine"  # your own, most recent, first
+    # Your own plan, made last, is 10,000 GPUs: a 1,152-GPU job still starts on the smallest that holds it;
+    # a workload with no GPU count starts on your most recent plan.
+    assert previewed("/workloads/new/?from=llama3-70b-class-1152") == chosen.slug
+    assert previewed("/workloads/new/") == "mine"
 
 
 def test_the_plan_list_counts_gpus_and_nodes_with_thousands_separators(catalog, signed_in):
