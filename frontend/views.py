@@ -488,7 +488,7 @@ def _sweep_names(sweep) -> dict[str, str]:
 def twin_list(request):
     return render(request, "frontend/twins.html", {
         "twins": Twin.objects.select_related("plan", "owner").visible_to(request.user).order_by("-created_at"),
-        "plans": _visible_plans(request.user),
+        "plans": _visible_plans(request.user), "workloads": _visible_workloads(request.user),
         "plan": request.GET.get("plan", ""),
     })
 

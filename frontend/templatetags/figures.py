@@ -38,6 +38,21 @@ def signed_percent(fraction):
 
 
 @register.filter
+def duration(seconds):
+    """A time in the unit people read it in, as the pages' script writes it: "850 ms", "42 s",
+    "9.0 min", "3.2 h", "12.5 days"."""
+    if seconds is None or isinstance(seconds, bool) or not math.isfinite(seconds):
+        return "–"
+    for limit, scale, unit in ((1e-3, 1e6, "µs"), (1, 1e3, "ms"), (120, 1, "s")):
+        if abs(seconds) < limit and (seconds or unit == "s"):
+            return f"{display(seconds * scale)} {unit}"
+    for limit, scale, unit in ((7200, 60, "min"), (172800, 3600, "h")):
+        if seconds < limit:
+            return f"{seconds / scale:.1f} {unit}"
+    return f"{seconds / 86400:.1f} days"
+
+
+@register.filter
 def chance(fraction):
     """A probability in whole percent ("95%"), the precision a band taken as uniform supports."""
     if fraction is None or not math.isfinite(fraction):

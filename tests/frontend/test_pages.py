@@ -256,3 +256,19 @@ def test_a_sweep_around_a_plan_keeps_its_workload_and_sweeps_sizes_it_can_build(
                            content_type="application/json").json()
     results = signed_in.get(f"/api/sweeps/{sweep['id']}/results/", {"page_size": 50}).json()
     assert results["count"] == 7 and all(row["valid"] for row in results["results"])
+
+
+def test_a_twin_page_says_what_its_job_is(catalog, signed_in):
+    """A twin's page states each job: a workload's, sized by the engine, or the default year of work,
+    named as such; the new-twin form offers the workload."""
+    assert '<select id="t-workload" name="workload">' in signed_in.get("/twins/").content.decode()
+    trained = signed_in.post("/api/twins/", {"plan": "dgx-h200-1024", "workload": "llama-13b-512", "tokens": 2e12},
+                             content_type="application/json").json()
+    page = text(signed_in.get(f"/twins/{trained['id']}/"))
+    days = trained["jobs"][0]["work_s"] / 86400
+    assert f"Job 0, llama-13b-512: 64 nodes, {days:.1f} days of work (failure-free)" in page
+    assert "the default job" not in page
+    plain = signed_in.post("/api/twins/", {"plan": "dgx-h200-1024"}, content_type="application/json").json()
+    assert "365.0 days of work (failure-free)" in text(signed_in.get(f"/twins/{plain['id']}/"))
+    assert "(the default job: a year's work on all but the spare nodes, no workload" in text(
+        signed_in.get(f"/twins/{plain['id']}/"))

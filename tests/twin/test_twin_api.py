@@ -625,3 +625,29 @@ def test_deleting_a_twin_while_the_driver_saves_a_tick_waits_for_it(catalog, use
     saving.join()
     assert response.status_code == 204
     assert not Twin.objects.filter(pk=twin.pk).exists() and not TwinSample.objects.filter(twin_id=twin.pk).exists()
+
+
+def test_a_twins_job_trains_a_workload_at_the_engines_rate(catalog, owner_client):
+    """A twin of the DGX H200 preset training Llama-13B: its job takes the workload's 512 GPUs (64
+    nodes), works the workload's tokens over the engine's tokens per second, and checkpoints with the
+    engine's stall; without a workload the job is a year of work on all but the spares."""
+    from planner.models import ClusterPlan, Workload
+    from planner.services.plans import plan_evaluate
+
+    twin = owner_client.post("/api/twins/", {"plan": "dgx-h200-1024", "workload": "llama-13b-512",
+                                             "tokens": 2e11}, format="json")
+    assert twin.status_code == 201, twin.json()
+    (job,) = twin.json()["jobs"]
+    result = plan_evaluate(plan=ClusterPlan.objects.get(slug="dgx-h200-1024"),
+                           workload=Workload.objects.get(slug="llama-13b-512"))["result"]
+    assert (job["name"], job["nodes"]) == ("llama-13b-512", 64)
+    assert job["work_s"] == pytest.approx(2e11 / result["training"]["tokens_per_s"])
+    assert job["checkpoint_s"] == pytest.approx(result["reliability"]["checkpoint_time_s"])
+    plain = owner_client.post("/api/twins/", {"plan": "dgx-h200-1024"}, format="json").json()["jobs"][0]
+    assert plain["work_s"] == 365 * 86400 and plain["nodes"] > 64
+    too_big = owner_client.post("/api/twins/", {"plan": "dgx-h200-1024", "workload": "llama3-70b-class-1152"},
+                                format="json")
+    assert too_big.status_code == 400 and "workload" in too_big.json()["errors"]
+    both = owner_client.post("/api/twins/", {"plan": "dgx-h200-1024", "workload": "llama-13b-512",
+                                             "jobs": [plain]}, format="json")
+    assert both.status_code == 400 and "workload" in both.json()["errors"]

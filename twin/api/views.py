@@ -19,7 +19,7 @@ from planner.api.errors import Conflict
 from planner.api.limits import one_at_a_time
 from planner.api.parsers import BoundedJSONParser
 from planner.api.permissions import TokenScopePermission
-from planner.models import ClusterPlan, Visibility
+from planner.models import ClusterPlan, Visibility, Workload
 from planner.serializers.base import ModelSerializer, NumberField
 from simcore.tools.twin import MAX_EXCLUDE_AFTER
 from twin import kernel_log
@@ -62,6 +62,11 @@ class TwinCreateSerializer(serializers.Serializer):
                                                        "excluded until the next weekly validation; 0: never")
     pci_bus_ids = serializers.ListField(child=serializers.CharField(), required=False,
                                         help_text="PCI bus id of each GPU of a node, in GPU index order")
+    workload = serializers.SlugField(required=False, help_text="size the job to train this workload: its GPUs' "
+                                                               "nodes, its tokens at the engine's training rate, "
+                                                               "the engine's checkpoint stall and interval")
+    tokens = NumberField(min_value=1.0, max_value=1e18, required=False,
+                         help_text="tokens the workload's job trains; default: its tokens_to_train")
 
 
 class InjectSerializer(serializers.Serializer):
@@ -180,10 +185,13 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         request_body.is_valid(raise_exception=True)
         data = request_body.validated_data
         plan = ClusterPlan.objects.visible_slug(request.user, data["plan"], field="plan")
+        workload = (Workload.objects.visible_slug(request.user, data["workload"], field="workload")
+                    if data.get("workload") else None)
         twin = creation.twin_create(owner=request.user, plan=plan, name=data.get("name", ""), seed=data["seed"],
                                     speed=data["speed"], jobs=data.get("jobs"), pci_bus_ids=data.get("pci_bus_ids"),
                                     exclude_after=data["exclude_after"], spare_nodes=data.get("spare_nodes"),
-                                    visibility=data["visibility"], work_budget_s=settings.API_WORK_BUDGET_S)
+                                    workload=workload, tokens=data.get("tokens"), visibility=data["visibility"],
+                                    work_budget_s=settings.API_WORK_BUDGET_S)
         return Response(TwinSerializer(twin).data, status=status.HTTP_201_CREATED)
 
     def _status(self, new_status):

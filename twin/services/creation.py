@@ -101,6 +101,36 @@ def default_jobs(plan, result: dict | None = None, spare_nodes: int | None = Non
              else float(restart_s), "fault_factor": 0.0, "nodes_per_domain": per_domain}]
 
 
+def workload_job(plan, workload, tokens: float | None, spare_nodes: int | None = None) -> dict:
+    """The default job sized to train ``workload`` (``tokens``, or its tokens_to_train): its nodes the
+    workload's GPUs need, its work the tokens over the engine's training rate (tokens per second
+    with no interruption), its checkpoint stall and interval the engine's for it (or the default
+    job's where the plan gives none)."""
+    tokens = tokens or workload.tokens_to_train
+    if not tokens:
+        raise TwinInputError({"tokens": [f"{workload.slug} gives no tokens_to_train: give the tokens to train"]})
+    try:
+        result = engine_service.evaluate(scenario_document(plan, workload))
+    except simcore.ScenarioError as error:
+        raise TwinInputError({error.field: [error.reason]}) from error
+    training = result.get("training") or {}
+    if not training.get("feasible"):
+        raise TwinInputError({"workload": [f"{workload.slug} cannot run on {plan.slug}: "
+                                           f"{training.get('infeasible_reason', 'no training result')}"]})
+    job = default_jobs(plan, result, spare_nodes)[0]
+    gpn = plan.node_type.accelerators_per_node
+    nodes = -(-int(training["gpus"]) // gpn)
+    if nodes > job["nodes"]:
+        raise TwinInputError({"workload": [f"{workload.slug} needs {nodes} nodes; the twin's job can have at most "
+                                           f"{job['nodes']} (the rest are the spare pool: lower spare_nodes)"]})
+    rel = result["reliability"]
+    checkpoint_s = rel.get("checkpoint_time_s")
+    interval_s = rel.get("checkpoint_interval_s") or job["interval_s"]
+    return {**job, "name": workload.slug, "nodes": nodes, "work_s": float(tokens) / float(training["tokens_per_s"]),
+            "checkpoint_s": float(checkpoint_s) if checkpoint_s else job["checkpoint_s"],
+            "interval_s": float(interval_s)}
+
+
 def _jobs(specs: list[dict]) -> list[engine.Job]:
     if not isinstance(specs, list) or not specs:
         raise TwinInputError({"jobs": ["give at least one job"]})
@@ -152,10 +182,12 @@ def pci_bus(bus: str) -> str:
 
 @transaction.atomic
 def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 3600.0, jobs=None,
-                pci_bus_ids=None, exclude_after: int = 3, spare_nodes: int | None = None,
-                visibility: str = Visibility.PRIVATE, work_budget_s: float | None = None) -> Twin:
-    """A new twin of the plan, paused at time zero; ``work_budget_s`` (web requests) bounds the
-    engine work of building it (simcore.budget)."""
+                pci_bus_ids=None, exclude_after: int = 3, spare_nodes: int | None = None, workload=None,
+                tokens: float | None = None, visibility: str = Visibility.PRIVATE,
+                work_budget_s: float | None = None) -> Twin:
+    """A new twin of the plan, paused at time zero; its job ``jobs``, else one training ``workload``
+    (:func:`workload_job`), else a year's work on all but the spares (:func:`default_jobs`);
+    ``work_budget_s`` (web requests) bounds the engine work of building it (simcore.budget)."""
     check_speed(speed)
     if (isinstance(exclude_after, bool) or not isinstance(exclude_after, int)
             or not 0 <= exclude_after <= engine.MAX_EXCLUDE_AFTER):
@@ -170,6 +202,8 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
         raise TwinInputError({"pci_bus_ids": [f"give {gpus_per_node} distinct PCI bus ids, one per GPU"]})
     if jobs is not None and spare_nodes is not None:
         raise TwinInputError({"spare_nodes": ["sizes the default job's spare pool: give it or jobs, not both"]})
+    if jobs is not None and workload is not None:
+        raise TwinInputError({"workload": ["sizes the default job: give it or jobs, not both"]})
     if jobs is not None and (not isinstance(jobs, list) or len(jobs) > MAX_JOBS):
         raise TwinInputError({"jobs": [f"a list of at most {MAX_JOBS} jobs"]})
     try:
@@ -184,7 +218,8 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
                 link_flap_share=plan.link_flap_share, link_flap_s=plan.link_flap_s,
                 fabric=plan_fabric(plan, result),
                 exclude_after=exclude_after,
-                jobs=jobs if jobs is not None else default_jobs(plan, result, spare_nodes),
+                jobs=jobs if jobs is not None else [workload_job(plan, workload, tokens, spare_nodes)] if workload
+                else default_jobs(plan, result, spare_nodes),
                 pci_bus_ids=[pci_bus(b) for b in buses])
     sim = simulator(twin)
     twin.state = sim.to_bytes()
