@@ -691,6 +691,12 @@ def test_a_missing_figure_says_why(page):
     expect(row).to_contain_text("unknown")
     expect(row).to_contain_text("whose time is unknown")
     expect(row).to_contain_text("Young ")
+    trained = page.page.locator("tr", has_text="time to train").first  # unknown, with why and the failure-free time
+    expect(trained).to_contain_text("unknown")
+    expect(trained).to_contain_text("its ETTR is unknown")
+    expect(trained).to_contain_text("failure-free ")
+    page.goto("/plans/llama3-h100-16k/?workload=llama3-405b-like")  # known: with the step time's band
+    expect(page.page.locator("tr", has_text="time to train").first).to_contain_text("(the step time's band)")
 
 
 def test_a_headline_outside_its_own_band_is_flagged_not_shown_bare(page):

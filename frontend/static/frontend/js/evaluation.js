@@ -227,7 +227,21 @@ const PLACES = { "scale-up": "scale-up link (NVLink/HCCS)", PCIe: "PCIe through 
 
 // Where a training step's time goes: the stacked bar of its parts, the rates, and where each
 // parallel group's traffic runs.
-export function trainingTables(t, currency) {
+// The time to train with the step time's band (a time that scales with the step shares it), or, where
+// the run's interruptions are unknown, "unknown" with why and the failure-free time.
+function timeToTrain(t, band, reliability) {
+  if (t.time_to_train_days === undefined) return null;
+  if (t.time_to_train_days === null) {
+    const why = reliability?.ettr === null ? "its ETTR is unknown (the checkpoint's cost is unknown)" : "its interruptions are unknown";
+    return ["time to train", "unknown", `${why}; failure-free ${num(t.time_to_train_ideal_days)} days`];
+  }
+  const days = t.time_to_train_days;
+  return ["time to train", `${num(days)} days`, band
+    ? `typically ${num(days / (1 + band.high_error))} to ${num(days / (1 + band.low_error))} days (the step time's band)`
+    : `failure-free ${num(t.time_to_train_ideal_days)} days`];
+}
+
+export function trainingTables(t, currency, stepBand = null, reliability = null) {
   if (!t.feasible) {
     return [table("Training the workload", [["feasible", "no", t.infeasible_reason],
       ["memory per GPU", `${num(t.memory.per_gpu_gib)} of ${num(t.memory.allocatable_gib)} GiB allocatable`, `mostly ${t.memory.dominant_term}`]])];
@@ -248,7 +262,7 @@ export function trainingTables(t, currency) {
     ["tokens per second", num(t.tokens_per_s)],
     t.params !== undefined ? ["parameters", si(t.params), `${si(t.active_params)} active per token`] : null,
     ["memory per GPU", `${num(t.memory.per_gpu_gib)} of ${num(t.memory.allocatable_gib)} GiB allocatable`, `mostly ${t.memory.dominant_term}`],
-    t.time_to_train_days !== undefined && t.time_to_train_days !== null ? ["time to train", `${num(t.time_to_train_days)} days`] : null,
+    timeToTrain(t, stepBand, reliability),
     t.time_to_train_days !== undefined && t.time_to_train_days !== null
       ? ["cost to train, owning: the job's share of capital", t.cost_to_train === null ? "unknown" : money(t.cost_to_train, currency),
         "the job's GPUs' share of the capital over its years, plus the run's energy"] : null,
@@ -272,7 +286,7 @@ export function trainingTables(t, currency) {
   return out;
 }
 
-function performanceSection(result, curves) {
+function performanceSection(result, curves, bands) {
   const c = result.compute, t = result.training;
   const section = el("section", {}, el("h2", {}, "Performance"), table("Compute", [
     ["TF32 GEMM per GPU", c.gemm_tf32_tflops === null ? "–" : `${num(c.gemm_tf32_tflops)} TFLOPS`],
@@ -281,7 +295,7 @@ function performanceSection(result, curves) {
     ["sustained clock (power cap)", percent(c.sustained_clock_factor)],
     ["cluster FP16 GEMM", `${num(c.cluster_fp16_pflops)} PFLOPS`],
   ]));
-  if (t) section.append(...trainingTables(t, result.cost.currency));
+  if (t) section.append(...trainingTables(t, result.cost.currency, bands?.["training.step_time_s"], result.reliability));
   if (curves?.scaling) {
     const fig = el("figure", { class: "chart-box", id: "scaling-chart" });
     section.append(fig);
@@ -433,7 +447,7 @@ export function report(container, plan, evaluation, bom) {
     constraintsList(result) ?? "",
     el("div", { class: "grid2" }, costSection(result, bom), powerSection(result, plan)),
     bomSection(bom, plan),
-    el("div", { class: "grid2" }, performanceSection(result, curves), collectivesSection(result, curves, plan)),
+    el("div", { class: "grid2" }, performanceSection(result, curves, evaluation.bands), collectivesSection(result, curves, plan)),
     reliabilitySection(result, curves),
     topologySection(plan, result),
   );
