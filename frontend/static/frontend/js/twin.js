@@ -129,14 +129,14 @@ export function twinPage(id) {
       ["lost", `${num(m.lost_gpu_hours)} GPU-h`], ["interruptions", num(m.interruptions)],
       ["leaf switches down", num(m.leaf_switches_down ?? 0)]];
     const started = document.getElementById("twin-status").textContent !== "created";
-    for (const job of m.jobs) {
-      if (!started) { tiles.push([`${job.name} (${count(job.nodes, "node")})`, "not started: press Start"]); continue; }
-      tiles.push([`${job.name} (${count(job.nodes, "node")})`, `${job.state}, ${percent(job.progress)} done, ` +
-        `ETTR ${percent(job.ettr)} (closed form ${percent(job.ettr_closed_form)}), ${num(job.interruptions)} interruptions, ` +
-        `goodput ${num(job.goodput_gpu_hours)} GPU-h` +
-        (job.forecast_remaining_s !== null ? `, ${duration(job.forecast_remaining_s)} to go` : "")]);
-    }
-    document.getElementById("twin-metrics").replaceChildren(...tiles.map(([k, v]) => el("div", { class: "tile" }, el("dt", {}, k), el("dd", {}, v))));
+    // A job's tile takes a whole row: its progress in bold, the rest in a line under it.
+    const jobTiles = m.jobs.map((job) => el("div", { class: "tile job" }, el("dt", {}, `job ${job.name} (${count(job.nodes, "node")})`),
+      el("dd", {}, started ? `${job.state}, ${percent(job.progress)} done` : "not started: press Start",
+        started ? el("span", { class: "tile-detail" }, `ETTR ${percent(job.ettr)} (closed form ${percent(job.ettr_closed_form)}), `
+          + `${num(job.interruptions)} interruptions, goodput ${num(job.goodput_gpu_hours)} GPU-h`
+          + (job.forecast_remaining_s !== null ? `, ${duration(job.forecast_remaining_s)} to go` : "")) : "")));
+    document.getElementById("twin-metrics").replaceChildren(
+      ...tiles.map(([k, v]) => el("div", { class: "tile" }, el("dt", {}, k), el("dd", {}, v))), ...jobTiles);
     legend();
   };
 
