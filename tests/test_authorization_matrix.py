@@ -85,6 +85,8 @@ SHARED_MATRIX = [
     ("get", "/api/twins/{shared_twin}/events/", None, (401, 200, 200, 200, 200)),
     ("post", "/api/twins/{shared_twin}/inject/", {"category": "xid-74", "gpu": 0}, (401, 403, 403, 201, 201)),
     ("post", "/api/twins/{shared_twin}/pause/", None, (401, 403, 403, 200, 200)),
+    ("post", "/api/twins/{shared_twin}/pci-bus-ids/", {"pci_bus_ids": [f"0000:{b}:00.0" for b in range(10, 18)]},
+     (401, 403, 403, 200, 200)),
     ("delete", "/api/twins/{shared_twin}/", None, (401, 403, 403, 204, 204)),
 ]
 

@@ -521,7 +521,11 @@ def test_twin_shows_an_injected_xid_74_to_every_viewer(page, open_tab):
     csv_text = page.page.evaluate(f"fetch('{href}').then((r) => r.text())")
     assert csv_text.splitlines()[0].startswith("seq,") and "xid-79" in csv_text and "xid-74" in csv_text
     page.shot("twin-log")
-
+    # The owner edits the GPU addresses Xid lines are mapped by, in the page (after the log above).
+    buses = page.page.locator("#twin-buses input[name=pci_bus_ids]")
+    buses.fill(", ".join(f"0000:{b}:00.0" for b in ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")))
+    page.page.click("#twin-buses button[type=submit]")
+    expect(page.page.locator("#buses-status")).to_have_text("Saved: Xid lines are mapped by these addresses.")
 
 def test_a_measurement_uploads_shows_measured_against_predicted_and_overrides(page):
     page.login()

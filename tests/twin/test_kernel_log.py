@@ -245,3 +245,10 @@ def test_a_day_of_dgx_h100_kernel_logs_puts_every_fault_on_the_gpu_its_line_name
     assert [e["category"] for e in ingested] == ["faulty-gpu", "gpu-hbm3", "gpu-hbm3", "gpu-system-processor",
                                                  "faulty-gpu", "gpu-hbm3", "gpu-system-processor", "gpu-hbm3"]
     assert "Xid 45" in ingested[0]["message"]  # the cleanup on 43:00 follows the fall off the bus on 1b:00
+    # Nodes whose GPUs sit elsewhere: the owner sets the map, and a bad one is refused naming the field.
+    url = f"/api/twins/{twin_id}/pci-bus-ids/"
+    assert owner_client.post(url, {"pci_bus_ids": ["0000:18:00.0"] * 8}, format="json").json()["errors"] == {
+        "pci_bus_ids": ["give 8 distinct PCI bus ids (dddd:bb:dd.f), one per GPU"]}
+    hgx = [f"0000:{bus}:00" for bus in ("18", "2A", "3a", "5d", "9a", "ab", "ba", "db")]
+    changed = owner_client.post(url, {"pci_bus_ids": hgx}, format="json")
+    assert changed.status_code == 200 and changed.json()["pci_bus_ids"][1] == "0000:2a:00.0"

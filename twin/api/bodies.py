@@ -11,6 +11,11 @@ class SpeedSerializer(serializers.Serializer):
     speed = NumberField(help_text="simulated seconds per wall-clock second")
 
 
+class PciBusIdsSerializer(serializers.Serializer):
+    pci_bus_ids = serializers.ListField(child=serializers.CharField(), help_text="each GPU's PCI address "
+                                                                                 "(dddd:bb:dd.f) in nvidia-smi order")
+
+
 class DrainSerializer(serializers.Serializer):
     node = serializers.IntegerField(min_value=0)
     drained = serializers.BooleanField(default=True, help_text="true takes the node out of service, false back")

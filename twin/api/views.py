@@ -223,6 +223,15 @@ class TwinViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Destr
         controls.twin_set_speed(twin=twin, speed=body(request).get("speed"))
         return Response(TwinSerializer(twin).data)
 
+    @extend_schema(request=bodies.PciBusIdsSerializer, responses={200: TwinSerializer},
+                   description="The GPU addresses kernel-log Xid lines are mapped by, in your nodes' nvidia-smi "
+                               "order (the owner's; 400 naming pci_bus_ids unless one distinct address per GPU).")
+    @action(detail=True, methods=["post"], url_path="pci-bus-ids")
+    def pci_bus_ids(self, request, pk=None):
+        twin = self.get_object()
+        controls.twin_set_pci_bus_ids(twin=twin, pci_bus_ids=body(request).get("pci_bus_ids"))
+        return Response(TwinSerializer(twin).data)
+
     @extend_schema(request=InjectSerializer, responses={201: bodies.EventsSerializer})
     @action(detail=True, methods=["post"])
     def inject(self, request, pk=None):

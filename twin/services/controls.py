@@ -7,7 +7,7 @@ from planner import metrics
 from simcore.formulas import reliability
 from simcore.tools import twin as engine
 from twin.models import Twin, TwinEvent
-from twin.services.creation import check_speed, simulator
+from twin.services.creation import check_speed, checked_pci_bus_ids, simulator
 from twin.services.errors import TwinInputError
 from twin.services.persistence import component_states, publish, save_change
 
@@ -44,6 +44,13 @@ def twin_delete(*, twin: Twin) -> None:
     with transaction.atomic():
         for locked in Twin.objects.select_for_update().filter(pk=twin.pk):
             locked.delete()
+
+
+def twin_set_pci_bus_ids(*, twin: Twin, pci_bus_ids) -> Twin:
+    """Set the GPU addresses a twin maps kernel-log Xid lines by (its nodes' ``nvidia-smi`` order)."""
+    twin.pci_bus_ids = checked_pci_bus_ids(pci_bus_ids, twin.gpus_per_node)
+    twin.save(update_fields=["pci_bus_ids", "updated_at"])
+    return twin
 
 
 def twin_set_speed(*, twin: Twin, speed) -> Twin:

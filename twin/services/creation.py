@@ -7,6 +7,7 @@ from django.db import transaction
 import simcore
 from planner.adapters import scenario_document
 from planner.models import Visibility
+from planner.models.catalog import PCI_ADDRESS
 from planner.services import engine as engine_service
 from simcore.formulas import reliability
 from simcore.tools import twin as engine
@@ -180,6 +181,19 @@ def pci_bus(bus: str) -> str:
     return text if "." in text else f"{text}.0"
 
 
+def checked_pci_bus_ids(buses, gpus_per_node: int) -> list[str]:
+    """A node's GPU addresses in GPU order, normalised, or a field error: one distinct PCI address
+    (dddd:bb:dd[.f]) per GPU."""
+    if not isinstance(buses, list) or not all(isinstance(b, str) for b in buses):
+        raise TwinInputError({"pci_bus_ids": ["a list of PCI addresses, one per GPU"]})
+    normal = [pci_bus(b) for b in buses]
+    bad = [b for b in normal if not PCI_ADDRESS.fullmatch(b)]
+    if bad or len(normal) != gpus_per_node or len(set(normal)) != gpus_per_node:
+        raise TwinInputError({"pci_bus_ids": [f"give {gpus_per_node} distinct PCI bus ids (dddd:bb:dd.f), one per GPU"
+                                              + (f"; not addresses: {', '.join(bad)}" if bad else "")]})
+    return normal
+
+
 @transaction.atomic
 def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 3600.0, jobs=None,
                 pci_bus_ids=None, exclude_after: int = 3, spare_nodes: int | None = None, workload=None,
@@ -197,9 +211,8 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
     if plan.node_count * gpus_per_node > settings.TWIN_MAX_GPUS:
         raise TwinInputError({"plan": [f"{plan.node_count * gpus_per_node:,} GPUs; a twin holds at most "
                                        f"{settings.TWIN_MAX_GPUS:,} (TWIN_MAX_GPUS)"]})
-    buses = pci_bus_ids or plan.node_type.gpu_pci_bus_ids or DEFAULT_PCI_BUS_IDS[:gpus_per_node]
-    if len(buses) != gpus_per_node or len({pci_bus(b) for b in buses}) != gpus_per_node:
-        raise TwinInputError({"pci_bus_ids": [f"give {gpus_per_node} distinct PCI bus ids, one per GPU"]})
+    buses = checked_pci_bus_ids(pci_bus_ids or plan.node_type.gpu_pci_bus_ids or DEFAULT_PCI_BUS_IDS[:gpus_per_node],
+                                gpus_per_node)
     if jobs is not None and spare_nodes is not None:
         raise TwinInputError({"spare_nodes": ["sizes the default job's spare pool: give it or jobs, not both"]})
     if jobs is not None and workload is not None:
@@ -220,7 +233,7 @@ def twin_create(*, owner, plan, name: str = "", seed: int = 0, speed: float = 36
                 exclude_after=exclude_after,
                 jobs=jobs if jobs is not None else [workload_job(plan, workload, tokens, spare_nodes)] if workload
                 else default_jobs(plan, result, spare_nodes),
-                pci_bus_ids=[pci_bus(b) for b in buses])
+                pci_bus_ids=buses)
     sim = simulator(twin)
     twin.state = sim.to_bytes()
     twin.metrics = sim.metrics()

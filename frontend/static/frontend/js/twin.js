@@ -182,6 +182,13 @@ export function twinPage(id) {
     const body = action === "speed" ? { speed: Number(controls.elements.speed.value) } : undefined;
     report(await api(`/api/twins/${id}/${action}/`, { method: "POST", body }));
   });
+  const buses = document.getElementById("twin-buses");
+  buses?.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const list = buses.elements.pci_bus_ids.value.split(/[\s,]+/).filter(Boolean);
+    const saved = report(await api(`/api/twins/${id}/pci-bus-ids/`, { method: "POST", body: { pci_bus_ids: list } }));
+    document.getElementById("buses-status").textContent = saved ? "Saved: Xid lines are mapped by these addresses." : "";
+  });
   const inject = document.getElementById("twin-inject");
   inject?.addEventListener("submit", async (event) => {
     event.preventDefault();
