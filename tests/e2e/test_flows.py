@@ -137,7 +137,7 @@ def test_fire_flyer_comparison_shows_122_against_1320_switches(page):
     expect(ep.nth(0)).to_have_text("network")
     expect(ep.nth(1)).to_have_text("scale-up")
     expect(page.page.locator("#comparison tr[data-metric=racks] td").nth(1)).to_contain_text("16")
-    expect(page.page.locator("#comparison tr[data-metric=node_max_power_w] td").nth(0)).to_contain_text("14,300")
+    expect(page.page.locator("#comparison tr[data-metric=node_max_power_w] td").nth(0)).to_contain_text("14.3 kW")
     expect(page.page.locator("#comparison tr[data-basis=node_max_power] td")).to_have_text(
         ["vendor maximum", "vendor maximum"])
     expect(page.page.locator("#comparison tr[data-basis=pue] td").nth(1)).to_contain_text("hyperscale hall")
