@@ -83,7 +83,7 @@ def test_compare_from_a_plan_keeps_its_workload_and_downloads_the_table(page):
     units = [row[1] for row in rows]
     assert len(rows) == len(shown) > 20
     for row, cells, unit in zip(rows, shown, units):  # every value as the page formats it
-        assert [figure(value, "fraction" if unit == "fraction" else "") for value in row[2:4]] == cells, row[0]
+        assert [figure(value, unit if unit in ("fraction", "W") else "") for value in row[2:4]] == cells, row[0]
     with page.page.expect_download() as download:
         page.page.click("#compare-downloads >> text=CSV")
     csv_rows = Path(download.value.path()).read_text().splitlines()
