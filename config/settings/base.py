@@ -182,9 +182,9 @@ LOGIN_CHECKS_AT_ONCE = int(os.environ.get("LOGIN_CHECKS_AT_ONCE", str(max(1, DB_
 # Requests that run the engine (config.heavy.HeavyRequestMiddleware): at most this many of one
 # user's at once across processes (429 beyond), and at most this many per process (a quarter of its
 # pool by default; one waiting longer than HEAVY_QUEUE_WAIT_S for a turn answers 503), so that one
-# user's burst neither takes the pool nor the cores from other users' reads. Three: a plan page runs
-# two (its evaluation and its bill) and its user may ask for a download while they run.
-HEAVY_REQUESTS_PER_USER = int(os.environ.get("HEAVY_REQUESTS_PER_USER", "3"))
+# user's burst neither takes the pool nor the cores from other users' reads. A plan page runs its
+# evaluation and then its bill, one at a time, so that its user's download has a slot meanwhile.
+HEAVY_REQUESTS_PER_USER = int(os.environ.get("HEAVY_REQUESTS_PER_USER", "2"))
 HEAVY_REQUESTS_AT_ONCE = int(os.environ.get("HEAVY_REQUESTS_AT_ONCE", str(max(1, DB_POOL_MAX // 4))))
 HEAVY_QUEUE_WAIT_S = float(os.environ.get("HEAVY_QUEUE_WAIT_S", "5"))
 LOGIN_QUEUE_WAIT_S = float(os.environ.get("LOGIN_QUEUE_WAIT_S", "2"))

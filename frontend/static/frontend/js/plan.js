@@ -7,10 +7,10 @@ export async function planPage({ plan, form, output, status, compareWorkload }) 
     const workload = form.workload.value || null;
     compareWorkload.value = workload ?? "";  // "Compare with" takes the same workload
     status.textContent = "Evaluating…";
-    let [evaluation, bom] = await Promise.all([
-      api(`/api/plans/${plan.slug}/evaluate/`, { method: "POST", body: { workload } }),
-      api(`/api/plans/${plan.slug}/bom/`),
-    ]);
+    // One engine request at a time (the evaluation, then the bill): a user has HEAVY_REQUESTS_PER_USER
+    // of them, and a download asked for meanwhile needs one.
+    let evaluation = await api(`/api/plans/${plan.slug}/evaluate/`, { method: "POST", body: { workload } });
+    const bom = await api(`/api/plans/${plan.slug}/bom/`);
     let jobReasons = null;  // a job that cannot run here: the build's own report, the job's reasons in place of its figures
     if (!evaluation.ok && workload && evaluation.data?.feasible === false) {
       const alone = await api(`/api/plans/${plan.slug}/evaluate/`, { method: "POST", body: { workload: null } });
