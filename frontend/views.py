@@ -423,14 +423,14 @@ def sweep_list(request):
     """Your sweeps, and a form for a new one: axes from the scenario fields, an optional goal; from a
     plan's page, its workload chosen and its node count swept around its own."""
     numeric_axes = [path for path, kind, _, _ in field_docs() if kind.startswith(("integer", "number"))]
-    plans = _visible_plans(request.user)
+    plans, workloads = _visible_plans(request.user), _visible_workloads(request.user)
     chosen = next((p for p in plans if p.slug == request.GET.get("plan")), None)
+    workload = next((w for w in workloads if w.slug == request.GET.get("workload")), None)
     return render(request, "frontend/sweeps.html", {
         "sweeps": Sweep.objects.filter(owner=request.user).select_related("plan", "workload").order_by("-created_at"),
-        "plans": plans, "workloads": _visible_workloads(request.user),
+        "plans": plans, "workloads": workloads,
         "plan": request.GET.get("plan", ""), "workload": request.GET.get("workload", ""),
-        "node_counts": plan_services.node_counts_around(chosen, _visible_workloads(request.user).filter(
-            slug=request.GET.get("workload", "")).first()) if chosen else "200..1240 step 40",
+        "node_counts": plan_services.node_counts_around(chosen, workload) if chosen else "200..1240 step 40",
         "axis_paths": [*CATEGORICAL_AXES, *numeric_axes], "metrics": outputs.selected("sweep"),
     })
 

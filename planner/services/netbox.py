@@ -35,6 +35,7 @@ import csv
 import io
 import re
 import zipfile
+from collections import defaultdict
 
 import numpy as np
 import yaml
@@ -42,6 +43,7 @@ import yaml
 from planner.models import ClusterPlan
 from planner.services.cells import CSV_LINE_END, csv_row
 from planner.services.errors import InputError
+from planner.services.plans import plan_evaluate
 from simcore import budget
 from simcore.formulas.topology import SWITCH_TIERS
 from simcore.stages import cluster
@@ -267,8 +269,6 @@ def _racks(plan: ClusterPlan, groups: list, heights: dict[str, int]) -> tuple[di
     """Each device's (rack, position, face) and the racks, in the engine's layout
     (:func:`simcore.formulas.power.rack_layout`, ``switch_racks``) within each rack's height:
     ``groups`` are (part, kind, device names) for the nodes, the storage nodes and the switches."""
-    from planner.services.plans import plan_evaluate
-
     racks = plan_evaluate(plan=plan)["result"]["racks"]
     rack_units, site = int(racks["units"]), plan.slug
     extra = plan.node_type.rack_extra_units or 0
@@ -288,8 +288,18 @@ def _racks(plan: ClusterPlan, groups: list, heights: dict[str, int]) -> tuple[di
     return places, names, rack_units
 
 
+def _check_heights(parts, u_heights: dict[str, int]):
+    """Refuse, naming ``u_height.<part slug>``, a part whose rack height neither the catalogue nor the
+    caller gives."""
+    unknown = [part.slug for part in parts if not _u_height(part, u_heights)]
+    if unknown:
+        raise InputError({f"u_height.{slug}": ["the catalogue has no rack height for this part and NetBox's device "
+                                               "type import needs one: give it in rack units"] for slug in unknown})
+
+
 def _plan_files(plan: ClusterPlan, u_heights: dict[str, int], heights_needed: bool = True) -> dict[str, list]:
-    """Every file's records."""
+    """Every file's records; without ``heights_needed`` (a caller serving none of the racks, device
+    types and devices, or a plan already imported) no rack is laid out and no device placed."""
     counts, layout = plan.fabric_arguments()
     node_count, _, _, storage_nodes, _ = counts
     main, plane = cluster.fabric_wiring(*counts, **layout)
@@ -316,15 +326,15 @@ def _plan_files(plan: ClusterPlan, u_heights: dict[str, int], heights_needed: bo
     templates = {part.name: [{"name": name, "type": kind} for device, name, kind in main_ends + plane_ends
                              if device == members[0]] for part, _, members in types if part is not None and members}
     templates[switch.name] = [{"name": f"p{port + 1}", "type": port_type} for port in range(switch.radix)]
-    unknown = [part.slug for part in parts if not _u_height(part, u_heights)]
-    if unknown and heights_needed:
-        raise InputError({f"u_height.{slug}": ["the catalogue has no rack height for this part and NetBox's device "
-                                               "type import needs one: give it in rack units"] for slug in unknown})
-    heights = {part.slug: _u_height(part, u_heights) or 1 for part in parts}
+    if heights_needed:
+        _check_heights(parts, u_heights)
     switches = [(name, f"{SWITCH_TIERS[tier]}-switch") for wiring, names, _ in fabrics
                 for name, tier in zip(names, wiring.switch_tier)]
-    places, racks, rack_units = _racks(plan, [(node_type, "compute", nodes), (storage_type, "storage", storage),
-                                              (switch, "fabric", [name for name, _ in switches])], heights)
+    places, racks, rack_units = defaultdict(lambda: ["", "", ""]), [], None  # no heights: nothing placed
+    if heights_needed:  # the racks' files are served: the engine's layout at the parts' heights
+        places, racks, rack_units = _racks(plan, [(node_type, "compute", nodes), (storage_type, "storage", storage),
+                                                  (switch, "fabric", [name for name, _ in switches])],
+                                           {part.slug: _u_height(part, u_heights) for part in parts})
     devices = [["name", "role", "manufacturer", "device_type", "site", "rack", "position", "face", "status"]]
     for part, role, members in (*types, *((switch, role, [name]) for name, role in switches)):
         devices += [[name, role, manufacturer_name(part.vendor), part.name, site, *places[name], "planned"]

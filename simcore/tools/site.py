@@ -103,13 +103,14 @@ def objective(columns: dict, goal: str, ownership: str) -> np.ndarray:
                    else "training.rent_cost_per_million_tokens"]
 
 
-def limit_masks(columns: dict, site: Site, ownership: str) -> dict[str, np.ndarray]:
+def limit_masks(columns: dict, site: Site, ownership: str, found: dict | None = None) -> dict[str, np.ndarray]:
     """Each limit of the site as a mask of the points that meet it (NaN never meets one): the time
-    and the cost the engine gives, or, planning at a confidence, their bands' quantiles."""
+    and the cost the engine gives, or, planning at a confidence, their bands' quantiles (``found``:
+    :func:`bands`, when the caller has them)."""
     cost = columns["training.buy_and_run_cost"] if ownership == "owned" else columns["training.rent_cost_to_train"]
     days = columns["training.time_to_train_days"]
     if site.confidence is not None:
-        found = bands(columns, ownership)
+        found = found or bands(columns, ownership)
         days, cost = (at_confidence(*found[key], site.confidence) for key in ("days", "cost"))
     with np.errstate(invalid="ignore"):
         masks = {"power": columns["power.facility_w"] <= site.facility_w,
@@ -122,10 +123,9 @@ def limit_masks(columns: dict, site: Site, ownership: str) -> dict[str, np.ndarr
     return masks
 
 
-def chances(columns: dict, site: Site, ownership: str, at: int) -> dict[str, float | None]:
-    """A point's chance of meeting the deadline and the budget (:func:`share_within`; None: no such
-    limit, or no figure)."""
-    found = bands(columns, ownership)
+def chances(found: dict, site: Site, at: int) -> dict[str, float | None]:
+    """A point's chance of meeting the deadline and the budget, from the points' :func:`bands`
+    (:func:`share_within`; None: no such limit, or no figure)."""
     shares = {}
     for key, band, limit in (("deadline", found["days"], site.deadline_days), ("budget", found["cost"], site.budget)):
         share = float(share_within(band[0][at], band[1][at], limit)) if limit is not None else np.nan
@@ -160,7 +160,8 @@ def rank_builds(columns: dict, build: np.ndarray, layers: np.ndarray, site: Site
     valid = columns["valid"].astype(bool)
     ranked = []
     for ownership in OWNERSHIPS:
-        masks = limit_masks(columns, site, ownership)
+        found = bands(columns, ownership)
+        masks = limit_masks(columns, site, ownership, found)
         feasible = valid.copy()
         for ok in masks.values():
             feasible &= ok
@@ -178,6 +179,6 @@ def rank_builds(columns: dict, build: np.ndarray, layers: np.ndarray, site: Site
                 ranked.append({"build": int(combo), "layers": int(layer), "ownership": ownership, "point": best,
                                "objective": None if best is None else float(value[best]),
                                "binding": _binding(valid & mine, masks, better, columns["invalid_reason"][mine]),
-                               **(chances(columns, site, ownership, best) if best is not None else
+                               **(chances(found, site, best) if best is not None else
                                   {"deadline_probability": None, "budget_probability": None})})
     return sorted(ranked, key=lambda r: (r["point"] is None, r["objective"] if r["objective"] is not None else 0.0))
