@@ -65,7 +65,7 @@ UNIT_SUFFIXES = (("_gbyte_s", "GB/s"), ("_gbit_s", "Gbit/s"), ("_tflops", "TFLOP
                  ("_tb", "TB"), ("_per_kwh", "per kWh"), ("_w", "W"), ("_m", "m"), ("rack_units", "U"))
 # The specs an architect compares parts by, shown as columns of each catalogue list.
 KEY_SPECS = {
-    "accelerators": ["peak_fp16_tflops", "peak_fp8_tflops", "memory_gb", "memory_bandwidth_gbyte_s", "tdp_w",
+    "accelerators": ["peak_fp16_tflops", "peak_fp8_tflops", "peak_fp4_tflops", "memory_gb", "memory_bandwidth_gbyte_s", "tdp_w",
                      "scaleup_link"],
     "cpus": ["cores", "memory_bandwidth_gbyte_s", "pcie_gen", "tdp_w"],
     "nics": ["line_rate_gbit_s", "ports", "protocol", "power_w"],

@@ -32,6 +32,7 @@ def node_document(node) -> dict:
             "peak_tf32_tflops": acc.peak_tf32_tflops,
             "peak_fp16_tflops": acc.peak_fp16_tflops,
             "peak_fp8_tflops": acc.peak_fp8_tflops,
+            "peak_fp4_tflops": acc.peak_fp4_tflops,
             "memory_gib": acc.memory_gib,
             "tdp_w": acc.tdp_w,
             "full_clock_power_w": acc.full_clock_power_w,

@@ -10,6 +10,7 @@ class Confidence(models.TextChoices):
     MEASURED = "measured", "Published measurement"
     ESTIMATE = "estimate", "Estimate (basis in notes)"
     UNVERIFIED = "unverified", "Unverified"
+    ANNOUNCED = "announced", "Announced, not shipping (vendor's stated figures)"
 
 
 class FormFactor(models.TextChoices):
@@ -24,6 +25,8 @@ class ScaleUpLink(models.TextChoices):
     NVLINK3 = "nvlink3", "NVLink 3"
     NVLINK4 = "nvlink4", "NVLink 4"
     NVLINK5 = "nvlink5", "NVLink 5"
+    NVLINK6 = "nvlink6", "NVLink 6"
+    XGMI = "xgmi", "AMD Infinity Fabric (xGMI)"
     HCCS = "hccs", "Huawei HCCS"
     UB = "ub", "Huawei Unified Bus (CloudMatrix)"
 

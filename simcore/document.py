@@ -119,6 +119,8 @@ SPEC: dict[str, Any] = {
                 "peak_tf32_tflops": opt(nullable=True, unit="TFLOPS"),
                 "peak_fp16_tflops": Num(unit="TFLOPS", doc="dense FP16/BF16 peak"),
                 "peak_fp8_tflops": opt(nullable=True, unit="TFLOPS"),
+                "peak_fp4_tflops": opt(nullable=True, unit="TFLOPS",
+                                       doc="dense NVFP4 peak; null: the part has no FP4 tensor cores"),
                 "memory_gib": opt(nullable=True, unit="GiB",
                                   doc="HBM as the device reports it (nvidia-smi's total MiB / 1024: 79.65 on an "
                                       "\"80GB\" H100); null: unknown, no fit check"),
@@ -355,6 +357,8 @@ SPEC: dict[str, Any] = {
                                      "full clock, replacing the accelerator family's; null: the family's"),
             "fp8_gemm_fraction": opt(nullable=True, scalar=True, at_most=1.0,
                                      doc="measured: the same share of the FP8 peak; null: the family's"),
+            "fp4_gemm_fraction": opt(nullable=True, scalar=True, at_most=1.0,
+                                     doc="measured: the same share of the NVFP4 peak; null: the family's"),
             "scaleup_fraction": opt(nullable=True, scalar=True, at_most=1.0,
                                     doc="measured: ring-collective bus bandwidth inside the scale-up domain over the "
                                         "per-GPU one-way scale-up bandwidth (nccl-tests); null: the family's"),
@@ -480,9 +484,15 @@ SPEC: dict[str, Any] = {
                                           doc="recompute MLA's query and key/value up-projections in backward, "
                                               "keeping only the latents (Megatron-Core's mla_up_proj; "
                                               "DeepSeek-V3 3.2.3)"),
-            "precision": Choice(("tf32", "fp16", "bf16", "fp8"), "bf16", label="GEMM precision",
-                                labels=("TF32", "FP16", "BF16", "FP8 GEMMs (BF16 elsewhere)"),
-                                doc="GEMM precision (fp8: bf16 elsewhere)"),
+            "precision": Choice(("tf32", "fp16", "bf16", "fp8", "nvfp4"), "bf16", label="GEMM precision",
+                                labels=("TF32", "FP16", "BF16", "FP8 GEMMs (BF16 elsewhere)",
+                                        "NVFP4 GEMMs (BF16 elsewhere; Blackwell and later)"),
+                                doc="GEMM precision (fp8, nvfp4: bf16 elsewhere; nvfp4 is NVIDIA's recipe, "
+                                    "16-element blocks with E4M3 scales, needs an FP4 peak)"),
+            "nvfp4_bf16_layers": opt("non_negative", 0, integer=True, label="layers kept in BF16",
+                                     doc="with nvfp4: transformer layers whose linear layers stay in BF16 "
+                                         "(NVIDIA's NVFP4 recipe keeps the last few; their GEMMs run at the "
+                                         "BF16 rate and quantize nothing)"),
             "fp8_recipe": Choice(FP8_RECIPES, "delayed", label="FP8 recipe",
                                  labels=("Delayed scaling (per tensor, from past amaxes)",
                                          "Current scaling (per tensor)", "Blockwise (1 x 128 and 128 x 128)",

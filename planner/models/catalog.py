@@ -97,6 +97,8 @@ class Accelerator(CatalogEntry):
     peak_tf32_tflops = positive_float("Dense TF32 peak.", null=True)
     peak_fp16_tflops = positive_float("Dense FP16/BF16 peak.")
     peak_fp8_tflops = positive_float("Dense FP8 peak.", null=True)
+    peak_fp4_tflops = positive_float("Dense FP4 (NVFP4) peak for training GEMMs; empty: no FP4 tensor cores.",
+                                     null=True)
     memory_gb = positive_float("Device memory (HBM) size as the datasheet states it.", null=True)
     memory_gib = positive_float(
         "HBM as the device reports it (nvidia-smi's total MiB / 1024), GiB: what the training model's "
@@ -128,10 +130,10 @@ class Accelerator(CatalogEntry):
             and self.full_clock_power_w < self.tdp_w
         ):
             errors["full_clock_power_w"] = "cannot be below the TDP (the cap would never bind)"
-        peaks = [self.peak_tf32_tflops, self.peak_fp16_tflops, self.peak_fp8_tflops]
+        peaks = [self.peak_tf32_tflops, self.peak_fp16_tflops, self.peak_fp8_tflops, self.peak_fp4_tflops]
         known = [p for p in peaks if p is not None]
         if known != sorted(known):
-            errors["peak_fp16_tflops"] = "peaks must not fall with lower precision (TF32 <= FP16 <= FP8)"
+            errors["peak_fp16_tflops"] = "peaks must not fall with lower precision (TF32 <= FP16 <= FP8 <= FP4)"
         if errors:
             raise ValidationError(errors)
 

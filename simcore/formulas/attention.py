@@ -79,9 +79,14 @@ BASIS = {
                                "deepseek-ai/FlashMLA README: B200 prefill 1,460 TFLOPS forward, 1,000 backward; "
                                "Hopper's shapes by width and length scaled to these best points"),
     "ascend": ("estimate", "no 910B fused-attention sweep found: Ampere's FlashAttention-2 shares"),
+    "rubin": ("estimate", "no Rubin part has shipped to measure: Blackwell's tables"),
+    "cdna3": ("estimate", "no MI300X fused-attention sweep found: Ampere's FlashAttention-2 shares (ROCm builds "
+                          "FlashAttention-2 on Composable Kernel)"),
+    "cdna4": ("estimate", "no MI355X fused-attention sweep found: Ampere's FlashAttention-2 shares"),
 }
 # The kernels each family has tables for, and the table each (family, kernel) reads.
-FAMILY_TABLES = {"hopper": "hopper", "blackwell": "blackwell", "ampere": "ampere", "ascend": "ampere"}
+FAMILY_TABLES = {"hopper": "hopper", "blackwell": "blackwell", "ampere": "ampere", "ascend": "ampere",
+                 "rubin": "blackwell", "cdna3": "ampere", "cdna4": "ampere"}
 TABLE_KERNELS = {"hopper": ("flash2", "flash3", "cudnn"), "blackwell": ("cudnn", "flash4"), "ampere": ("flash2",)}
 # What a workload that names no kernel runs: Transformer Engine's fused attention (cuDNN) on Hopper
 # and later, FlashAttention-2 before.

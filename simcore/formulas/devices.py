@@ -29,6 +29,8 @@ family's flagship part, never from a training run:
   ``fp8_grouped_gemm_fraction``: the large-GEMM share of the grouped GEMM a MoE layer runs over its
   rank's experts, measured apart from dense GEMMs because its kernels reach far less (NaN: not
   measured, the dense share; :func:`simcore.formulas.transformer.grouped_gemm_fraction`);
+* ``fp4_gemm_fraction``: the best large dense GEMM's share of the NVFP4 peak (NaN: not measured,
+  NVFP4 refused on the family);
 * ``conv_fraction``: the convolutions of a CNN's training step reach this share of the peak (used
   for workloads described by FLOPs per sample when no measured forward time is given);
 * ``reference_sm_count`` and ``reference_hbm_gbyte_s``: the flagship's datasheet values, used when
@@ -37,13 +39,13 @@ family's flagship part, never from a training run:
 ``confidence`` follows the catalogue's flags: measured (a primary microbenchmark of the part),
 secondary (reported by others), estimate (no measurement found: basis given).
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from simcore.formulas.attention import BASIS, DEFAULT_KERNEL, FAMILY_TABLES, attention_shares, kernel_row
 from simcore.formulas.compute import full_clock_power_from, sustained_clock_factor
 from simcore.formulas.host import constant_rows as host_constant_rows
 
-CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "hbm_fraction", "scaleup_fraction",
+CONSTANT_NAMES = ("gemm_fraction", "fp8_gemm_fraction", "fp4_gemm_fraction", "hbm_fraction", "scaleup_fraction",
                   "nvls_allreduce_gain", "conv_fraction", "rate_spread", "overlap_gemm_slowdown",
                   "full_clock_power_w", "grouped_gemm_fraction", "grouped_gemm_fraction_eight",
                   "fp8_grouped_gemm_fraction")
@@ -67,6 +69,7 @@ class DeviceFamily:
     grouped_gemm_fraction: float = float("nan")
     grouped_gemm_fraction_eight: float = float("nan")
     fp8_grouped_gemm_fraction: float = float("nan")
+    fp4_gemm_fraction: float = float("nan")
     # FP8 tensor cores read operands column-wise (Blackwell; Transformer Engine's "Handling transposes"),
     # and scale per 32-element block (MXFP8): Hopper needs a transposed copy and has no MXFP8.
     fp8_columnwise: bool = False
@@ -108,6 +111,36 @@ B200_STREAM_TBYTE_S, B200_HBM_TBYTE_S = 6.46, 7.67
 B200_GROUPED_BF16_ONE, B200_GROUPED_BF16_EIGHT, GB200_GROUPED_MXFP8 = 860.0, 712.0, 2672.0
 TORCHAO_MOE = "pytorch/ao torchao/prototype/moe_training/README.md (commit 36027d8)"
 BEKMAN = "S. Bekman, ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS' table"
+# FP4 GEMM on a B200 (deepseek-ai/DeepGEMM PR #348, 2026-06, CUDA 12.9): 5,702 TFLOPS at 8192^3 (cuBLAS 13.3:
+# 5,239) of the 9,000 dense FP4 peak. Block-scaled E2M1 (MXFP4, 32-element blocks): the same FP4 tensor cores
+# and peak NVFP4 (16-element blocks) runs on.
+B200_FP4_BEST_TFLOPS, B200_FP4_PEAK_TFLOPS = 5702.0, 9000.0
+# AMD MI300X, Azure/AI-benchmarking-guide's ND MI300X v5 results: hipBLASLt FP8 GEMM 1,159 TFLOPS at 8192^3
+# (2,614.9 dense peak), STREAM triad 4.09 TB/s (5.3 peak), RCCL all_reduce 317 GB/s bus bandwidth at 8 GB over
+# 7 xGMI links x 64 GB/s one way (ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on MI300X").
+MI300X_FP8_TFLOPS, MI300X_FP8_PEAK = 1159.0, 2614.9
+MI300X_TRIAD_TBYTE_S, MI300X_HBM_TBYTE_S = 4.09, 5.3
+MI300X_RING_BUSBW, MI300X_XGMI_ONE_WAY = 317.0, 7 * 64.0
+# Max achievable BF16 matmul on an MI300X, 708 of 1,307.4 TFLOPS (AMD's TraceLens example roofline file, from
+# AMD's "max achievable FLOPS" ROCm blog).
+MI300X_BF16_TFLOPS, MI300X_BF16_PEAK = 708.0, 1307.4
+CDNA3_BASIS = {
+    "gemm_fraction": ("secondary", "AMD TraceLens example roofline (from AMD's ROCm blog on max achievable "
+                                   "FLOPS): MI300X BF16 matmul 708 of 1,307.4 TFLOPS"),
+    "fp8_gemm_fraction": ("measured", f"{AZURE}, ND MI300X v5 results: hipBLASLt FP8 GEMM 1,159 TFLOPS at "
+                                      "8192^3 of 2,614.9"),
+    "hbm_fraction": ("measured", f"{AZURE}, ND MI300X v5 results: STREAM triad 4.09 TB/s (5.3 peak)"),
+    "scaleup_fraction": ("measured", f"{AZURE}, ND MI300X v5 results: RCCL all_reduce bus bandwidth 317 GB/s at "
+                                     "8 GB over 7 xGMI links x 64 GB/s one way (ROCm blog, 'Understanding RCCL "
+                                     "Bandwidth and xGMI Performance on MI300X')"),
+    "overlap_gemm_slowdown": ("estimate", "no AMD measurement found: the A100/H100 mean of Lee et al., "
+                                          "arXiv:2507.03114"),
+}
+
+
+def _borrowed(basis: dict, whose: str, why: str) -> dict:
+    """Another family's constants taken as estimates, each saying whose and why."""
+    return {name: ("estimate", f"{why}: {whose}'s ({source})") for name, (_, source) in basis.items()}
 
 FAMILIES = {
     "ampere": DeviceFamily(
@@ -162,6 +195,7 @@ FAMILIES = {
         full_clock_power_w=full_clock_power_from(B200_SUSTAINED_SHARE, B200_SUSTAINED_W),
         grouped_gemm_fraction=B200_GROUPED_BF16_ONE / 2250, grouped_gemm_fraction_eight=B200_GROUPED_BF16_EIGHT / 2250,
         fp8_grouped_gemm_fraction=GB200_GROUPED_MXFP8 / 5000,
+        fp4_gemm_fraction=B200_FP4_BEST_TFLOPS / B200_FP4_PEAK_TFLOPS,
         dispatcher_gbyte_s={"hierarchical": ((8, 726.0, 740.0), (32, 400.0, 190.0)),
                             "hybridep": ((36, 714.66, 657.72),)},
         basis={
@@ -175,6 +209,9 @@ FAMILIES = {
                                                 "714.66 and 657.72 GB/s with 32 blocks (its chart, images/image6.png)"),
             "gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 1745.0 of 2250 TFLOPS BF16"),
             "fp8_gemm_fraction": ("measured", f"{BEKMAN}: B200 SXM 3432.5 of 4500 TFLOPS FP8"),
+            "fp4_gemm_fraction": ("secondary", "deepseek-ai/DeepGEMM PR #348 (2026-06): block-scaled FP4 GEMM "
+                                               "5,702 TFLOPS at 8192^3 on a B200 (cuBLAS 5,239) of the 9,000 dense "
+                                               "FP4 peak; MXFP4, on the tensor cores and peak NVFP4 runs on"),
             "hbm_fraction": ("secondary", "pytorch/ao PR #4002: MXFP8 cast kernels on a B200 at 1,000 W reach up "
                                           "to 6.46 TB/s of the 7,680-bit bus's 7.67 TB/s peak (no STREAM run found)"),
             "scaleup_fraction": ("secondary", "S. Bekman, ml-engineering network/README.md: 8 x B200 all_reduce "
@@ -208,6 +245,30 @@ FAMILIES = {
         },
     ),
 }
+_BLACKWELL = FAMILIES["blackwell"]
+_RUBIN_SHARES = ("gemm_fraction", "fp8_gemm_fraction", "fp4_gemm_fraction", "hbm_fraction", "scaleup_fraction",
+                 "nvls_allreduce_gain", "rate_spread", "overlap_gemm_slowdown", "grouped_gemm_fraction",
+                 "grouped_gemm_fraction_eight", "fp8_grouped_gemm_fraction")
+# Rubin as announced (GTC 2025, CES 2026): nothing measured, so Blackwell's shares stand for it, each an
+# estimate saying so; not its clock model (Rubin's power and clocks are unpublished: the TDP never caps) nor
+# its dispatchers' rates (measured on NVLink 5: Rubin's run at its link's rate).
+FAMILIES["rubin"] = replace(
+    _BLACKWELL, key="rubin", name="NVIDIA Rubin (announced)", full_clock_power_w=float("nan"), dispatcher_gbyte_s={},
+    reference_hbm_gbyte_s=22000.0,
+    basis=_borrowed({name: _BLACKWELL.basis[name] for name in _RUBIN_SHARES}, "Blackwell",
+                    "no Rubin part has shipped to measure (announced H2 2026)"))
+FAMILIES["cdna3"] = DeviceFamily(
+    key="cdna3", name="AMD CDNA 3 (MI300X, MI325X)", vendor="AMD",
+    gemm_fraction=MI300X_BF16_TFLOPS / MI300X_BF16_PEAK, fp8_gemm_fraction=MI300X_FP8_TFLOPS / MI300X_FP8_PEAK,
+    hbm_fraction=MI300X_TRIAD_TBYTE_S / MI300X_HBM_TBYTE_S, scaleup_fraction=MI300X_RING_BUSBW / MI300X_XGMI_ONE_WAY,
+    conv_fraction=float("nan"), reference_sm_count=304, reference_hbm_gbyte_s=MI300X_HBM_TBYTE_S * 1000,
+    overlap_gemm_slowdown=OVERLAP_SLOWDOWN, basis=CDNA3_BASIS)
+# CDNA 4 (MI350X, MI355X): no GEMM, HBM or RCCL microbenchmark found; CDNA 3's shares, each an estimate. Its
+# FP4 is MXFP4, not NVFP4: NVFP4 is refused.
+FAMILIES["cdna4"] = replace(
+    FAMILIES["cdna3"], key="cdna4", name="AMD CDNA 4 (MI350X, MI355X)", reference_sm_count=256,
+    reference_hbm_gbyte_s=8000.0,
+    basis=_borrowed(CDNA3_BASIS, "CDNA 3 (MI300X)", "no CDNA 4 microbenchmark found"))
 FAMILY_KEYS = tuple(FAMILIES)
 
 

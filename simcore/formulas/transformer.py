@@ -471,6 +471,21 @@ def fp8_cast_bytes(recipe: str, native_columnwise) -> np.ndarray:
     return 2.0 + amax_pass + copies * (1.0 + FP8_SCALE_BYTES[recipe])
 
 
+# NVFP4 (NVIDIA's recipe, arXiv:2509.25149): 4-bit E2M1 elements (half a byte) with one E4M3 scale per
+# 16-element block, and one FP32 scale per tensor.
+NVFP4_OPERAND_BYTES = 0.5 + 1 / 16
+
+
+def nvfp4_cast_bytes() -> float:
+    """Bytes moved per element to quantize a tensor for NVFP4 GEMMs: the 16-bit tensor read for its
+    amax (the per-tensor scale must be known before any block is cast: 2), read again (2) and written
+    row-wise and, transposed, column-wise (FP4 tensor cores read both operands along K), each copy
+    half a byte with its block scales. The random Hadamard transform on the weight gradient's
+    operands and stochastic rounding of the gradients run inside the cast kernel (Transformer Engine's
+    fused kernels) and move no more bytes."""
+    return 2.0 + 2.0 + 2.0 * NVFP4_OPERAND_BYTES
+
+
 def fp8_cast_s(shapes, layout: Layout, device: Device):
     """(forward, backward) HBM time of the FP8 casts around GEMMs of ``shapes`` (m, n, k, batch):
     each GEMM's input (m x k) forward and its output gradient (m x n) backward, where the GEMMs run

@@ -45,11 +45,11 @@ def hardware(acc, calibration, params) -> Hardware:
     family = calibrated_family(params.families[acc["family"]], calibration)
     full_clock_w = compute.full_clock_w(acc, family.full_clock_power_w)
     clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
-    gemm = {name: compute.gemm_tflops(acc[key], acc["tdp_w"], full_clock_w,
-                                      family.fp8_gemm_fraction if name == "fp8" else family.gemm_fraction,
+    shares = {"fp8": family.fp8_gemm_fraction, "fp4": family.fp4_gemm_fraction}
+    gemm = {name: compute.gemm_tflops(acc[key], acc["tdp_w"], full_clock_w, shares.get(name, family.gemm_fraction),
                                       params.compute)
             for name, key in (("tf32", "peak_tf32_tflops"), ("fp16", "peak_fp16_tflops"),
-                              ("fp8", "peak_fp8_tflops"))}
+                              ("fp8", "peak_fp8_tflops"), ("fp4", "peak_fp4_tflops"))}
     return Hardware(family, clock, full_clock_w, gemm)
 
 
@@ -59,6 +59,7 @@ def compute_section(hw: Hardware, gpus) -> dict:
         "gemm_tf32_tflops": hw.gemm_tflops["tf32"],
         "gemm_fp16_tflops": hw.gemm_tflops["fp16"],
         "gemm_fp8_tflops": hw.gemm_tflops["fp8"],
+        "gemm_fp4_tflops": hw.gemm_tflops["fp4"],
         "cluster_fp16_pflops": hw.gemm_tflops["fp16"] * gpus / 1000,
     }
 

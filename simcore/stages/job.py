@@ -18,7 +18,8 @@ from simcore.formulas.reliability import SECONDS_PER_DAY
 from simcore.stages.cluster import constraint
 
 PRECISION_PEAK = {"tf32": "peak_tf32_tflops", "fp16": "peak_fp16_tflops", "bf16": "peak_fp16_tflops",
-                  "fp8": "peak_fp8_tflops"}
+                  "fp8": "peak_fp8_tflops", "nvfp4": "peak_fp4_tflops"}
+LOW_PRECISIONS = ("fp8", "nvfp4")  # GEMMs that quantize their operands (BF16 elsewhere)
 INFEASIBLE_REASONS = (
     "",
     "the job needs more GPUs than the cluster has",
@@ -256,16 +257,23 @@ def comm_sm_share(w, node):
     return where(np.isnan(sms), 0.0, np.minimum(w["comm_sms"] / sms, 1.0))
 
 
-def device_at(acc, family, clock, precision, attention_kernel="default") -> tuple[transformer.Device, np.ndarray]:
+def device_at(acc, family, clock, precision, attention_kernel="default",
+              bf16_share=0.0) -> tuple[transformer.Device, np.ndarray]:
     """The accelerator at the workload's GEMM precision (clock-derated peaks, the family's shares,
-    the fused attention kernel's measured rates) and that precision's peak in TFLOPS."""
+    the fused attention kernel's measured rates) and that precision's peak in TFLOPS. With NVFP4,
+    ``bf16_share`` of the layers run their GEMMs in BF16 (:func:`nvfp4_gemm_fraction`)."""
     peak_tflops = acc[PRECISION_PEAK[precision]]
     if np.isnan(peak_tflops).any():
-        raise ScenarioError("workload.precision", f"the accelerator has no {precision} peak in the catalogue")
-    gemm_fraction = family.fp8_gemm_fraction if precision == "fp8" else family.gemm_fraction
+        needs = " (NVFP4 needs FP4 tensor cores with 16-element block scales: NVIDIA Blackwell and later)" \
+            if precision == "nvfp4" else ""
+        raise ScenarioError("workload.precision", f"the accelerator has no {precision} peak in the catalogue{needs}")
+    gemm_fraction = {"fp8": family.fp8_gemm_fraction, "nvfp4": family.fp4_gemm_fraction}.get(precision,
+                                                                                            family.gemm_fraction)
     if np.isnan(gemm_fraction):
         raise ScenarioError("workload.precision", f"no measured {precision} GEMM share for the {family.name} family")
-    attention_peak = acc["peak_fp16_tflops"] if precision == "fp8" else peak_tflops
+    if precision == "nvfp4":
+        gemm_fraction = nvfp4_gemm_fraction(family, peak_tflops / acc["peak_fp16_tflops"], bf16_share)
+    attention_peak = acc["peak_fp16_tflops"] if precision in LOW_PRECISIONS else peak_tflops
     attention_row = attention.kernel_row(family.key, attention_kernel)
     if attention_row is None:
         raise ScenarioError("workload.attention_kernel",
@@ -277,16 +285,28 @@ def device_at(acc, family, clock, precision, attention_kernel="default") -> tupl
         sm_count=where(np.isnan(acc["sm_count"]), family.reference_sm_count, acc["sm_count"]),
         gemm_fraction=np.asarray(gemm_fraction), attention_gemm_fraction=np.asarray(family.gemm_fraction),
         attention_kernel=np.asarray(attention_row),
-        gemm_operand_bytes=np.asarray({"tf32": 4.0, "fp8": 1.0}.get(precision, 2.0)),
+        gemm_operand_bytes=np.asarray({"tf32": 4.0, "fp8": 1.0, "nvfp4": transformer.NVFP4_OPERAND_BYTES}
+                                      .get(precision, 2.0)),
         hbm_bytes_s=hbm * 1e9 * family.hbm_fraction, **grouped_shares(family, precision))
     return device, peak_tflops
 
 
+def nvfp4_gemm_fraction(family, fp4_over_bf16_peak, bf16_share):
+    """The share of the NVFP4 peak a layer stack's GEMMs reach when ``bf16_share`` of its layers stay
+    in BF16 (NVIDIA's NVFP4 recipe): the time of a FLOP is (1 - s) / (P4 f4) + s / (P16 f16), which
+    over the NVFP4 peak P4 is the share 1 / ((1 - s) / f4 + s (P4 / P16) / f16)."""
+    return 1.0 / ((1.0 - bf16_share) / family.fp4_gemm_fraction
+                  + bf16_share * fp4_over_bf16_peak / family.gemm_fraction)
+
+
 def grouped_shares(family, precision) -> dict:
     """The family's measured grouped-GEMM shares at the precision: the FP8 one for FP8 (one figure,
-    whatever the groups), the BF16 ones by group count otherwise (NaN: the dense share)."""
-    if precision == "fp8":
-        return {"grouped_gemm_fraction": np.asarray(family.fp8_grouped_gemm_fraction),
+    whatever the groups), for NVFP4 that figure times the NVFP4 over the FP8 dense share (no NVFP4
+    grouped GEMM measured: its kernels taken to lose to dense what FP8's do), the BF16 ones by group
+    count otherwise (NaN: the dense share)."""
+    if precision in LOW_PRECISIONS:
+        ratio = family.fp4_gemm_fraction / family.fp8_gemm_fraction if precision == "nvfp4" else 1.0
+        return {"grouped_gemm_fraction": np.asarray(family.fp8_grouped_gemm_fraction * ratio),
                 "grouped_eight_ratio": np.asarray(1.0)}
     if precision == "tf32":
         return {"grouped_gemm_fraction": np.asarray(np.nan), "grouped_eight_ratio": np.asarray(1.0)}
@@ -318,7 +338,7 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts,
                                 micro_batch=w["micro_batch"], recompute=recompute,
                                 flash=np.asarray(w["flash_attention"]),
                                 act_bytes=np.asarray(4.0 if w["precision"] == "tf32" else 2.0),
-                                fused=np.asarray(w["fused_kernels"]), fp8=np.asarray(w["precision"] == "fp8"),
+                                fused=np.asarray(w["fused_kernels"]), fp8=np.asarray(w["precision"] in LOW_PRECISIONS),
                                 recompute_norms=np.asarray(w["recompute_norms"]),
                                 recompute_up_proj=np.asarray(w["recompute_mla_up_proj"]),
                                 fp8_cache=np.asarray(w["fp8_cached_activations"]),
@@ -368,8 +388,11 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts,
 
 
 def fp8_cast_bytes(w, family):
-    """Bytes moved per element the workload's FP8 recipe quantizes (none without FP8 GEMMs); MXFP8
+    """Bytes moved per element the workload's FP8 recipe quantizes (none without FP8 GEMMs; NVFP4's
+    cast, :func:`simcore.formulas.transformer.nvfp4_cast_bytes`, on the layers not kept in BF16); MXFP8
     needs tensor cores that scale per 32-element block (Blackwell)."""
+    if w["precision"] == "nvfp4":
+        return np.asarray(transformer.nvfp4_cast_bytes() * (1.0 - nvfp4_bf16_share(w)))
     if w["precision"] != "fp8":
         return np.asarray(0.0)
     if w["fp8_recipe"] == "mxfp8" and not family.fp8_columnwise:
@@ -384,7 +407,13 @@ def tp_overlap(w, family):
     if not w["tp_comm_overlap"]:
         return None
     on = w["sequence_parallel"] & (w["tp"] > 1)
-    return overlap.userbuffers(on, family.key, w["precision"] == "fp8", w["hidden"], w["tp"], w["tp_overlap_sms"])
+    return overlap.userbuffers(on, family.key, w["precision"] in LOW_PRECISIONS, w["hidden"], w["tp"],
+                               w["tp_overlap_sms"])
+
+
+def nvfp4_bf16_share(w):
+    """The share of a transformer's layers whose GEMMs stay in BF16 under NVFP4 (0: every one in NVFP4)."""
+    return np.minimum(w["nvfp4_bf16_layers"] / np.maximum(w["layers"], 1), 1.0)
 
 
 def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
@@ -515,7 +544,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
     stage_layer_counts = training.stage_layers(w["layers"], w["pp"], w["first_stage_layers"], w["last_stage_layers"])
     reason = layout_checks(w, job_gpus, nodes, g, nccl_unit, dp, micro_batches, stage_layer_counts)
     m = np.maximum(np.floor(micro_batches), 1)
-    device, peak_tflops = device_at(acc, family, clock, w["precision"], w["attention_kernel"])
+    device, peak_tflops = device_at(acc, family, clock, w["precision"], w["attention_kernel"], nvfp4_bf16_share(w))
     links, placement = parallel_links(node, io, family, w, g, dp, job_gpus, nodes * g, params.collectives)
     if w["kind"] == "transformer":
         step = _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts, host_side(w, node),

@@ -46,8 +46,9 @@ from simcore.stages import job
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 FIT_MIN_BYTES = 64 * 2**20
 GEMM_COLUMNS = ("m", "n", "k", "dtype", "tflops")
-GEMM_DTYPES = ("fp16", "bf16", "tf32", "fp8")
-FIT_BY_DTYPE = {"fp16": "gemm_fraction", "bf16": "gemm_fraction", "fp8": "fp8_gemm_fraction"}
+GEMM_DTYPES = ("fp16", "bf16", "tf32", "fp8", "nvfp4")
+FIT_BY_DTYPE = {"fp16": "gemm_fraction", "bf16": "gemm_fraction", "fp8": "fp8_gemm_fraction",
+                "nvfp4": "fp4_gemm_fraction"}
 MAX_ROWS = 10_000
 # cuBLAS takes GEMM dimensions as 32-bit signed integers (cublasGemmEx's int m, n, k): no benchmark
 # row can be larger, and the engine's FLOP count stays finite.

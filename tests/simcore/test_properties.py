@@ -82,8 +82,8 @@ def test_outputs_are_finite_and_efficiencies_bounded(nodes, k, layers, gpus, lib
     workload = {**LLAMA_13B, "gpus": min(gpus, nodes * 8 // 64 * 64) or 64, "collective": library,
                 "recompute": recompute}
     result = evaluate_parsed(parse({"cluster": cluster, "workload": workload}), EngineParams())
-    # The A100 has no FP8 peak; a basis is a label.
-    unknown_by_design = {"gemm_fp8_tflops", "node_max_basis", "pue_basis", "optics_basis"}
+    # The A100 has no FP8 or FP4 peak; a basis is a label.
+    unknown_by_design = {"gemm_fp8_tflops", "gemm_fp4_tflops", "node_max_basis", "pue_basis", "optics_basis"}
     for section in ("compute", "power", "fabric"):
         for key, value in result[section].items():
             if key not in unknown_by_design:

@@ -292,6 +292,7 @@ function performanceSection(result, curves, bands) {
     ["TF32 GEMM per GPU", c.gemm_tf32_tflops === null ? "–" : `${num(c.gemm_tf32_tflops)} TFLOPS`],
     ["FP16 GEMM per GPU", `${num(c.gemm_fp16_tflops)} TFLOPS`],
     c.gemm_fp8_tflops !== null ? ["FP8 GEMM per GPU", `${num(c.gemm_fp8_tflops)} TFLOPS`] : null,
+    c.gemm_fp4_tflops != null ? ["NVFP4 GEMM per GPU", `${num(c.gemm_fp4_tflops)} TFLOPS`] : null,
     ["sustained clock (power cap)", percent(c.sustained_clock_factor)],
     ["cluster FP16 GEMM", `${num(c.cluster_fp16_pflops)} PFLOPS`],
   ]));
