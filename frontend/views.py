@@ -366,11 +366,18 @@ def _scaleup_link(plan) -> str:
 
 def _comparable(plan, others):
     """Plans to compare ``plan`` with, the likeliest first: its accelerator family's, then by how
-    near their GPU count is to its own (so a plan's first choice is its nearest sibling, not the
-    first preset)."""
-    family = plan.node_type.accelerator.family
-    return sorted(others, key=lambda other: (other.node_type.accelerator.family != family,
-                                             abs(math.log(other.gpu_count / plan.gpu_count)), other.slug))
+    near their GPU count is to its own, then their GPU's memory (the generation within a family:
+    a GB200 rack's first choice is the B200 server, a GB300's the B300), so a plan's first choice is
+    its nearest sibling, not the first preset."""
+    accelerator = plan.node_type.accelerator
+
+    def memory_apart(other):
+        sizes = (accelerator.memory_gb, other.node_type.accelerator.memory_gb)
+        return abs(math.log(sizes[1] / sizes[0])) if None not in sizes else 0.0
+
+    return sorted(others, key=lambda other: (other.node_type.accelerator.family != accelerator.family,
+                                             abs(math.log(other.gpu_count / plan.gpu_count)), memory_apart(other),
+                                             other.slug))
 
 
 @login_required

@@ -178,6 +178,7 @@ def test_compare_with_offers_the_nearest_sibling_first(catalog, signed_in):
         return re.search(r'<select name="with"><option value="([^"]+)"', page).group(1)
 
     assert first_choice("gb200-nvl72-1152") == "hgx-b200-1152"  # Blackwell, 1,152 GPUs each
+    assert first_choice("gb300-nvl72-1152") == "dgx-b300-1152"  # and Blackwell Ultra's 288 GB beside its own
     assert first_choice("ff2-pcie-2zone") == "ff2-pcie-3layer"
 
 

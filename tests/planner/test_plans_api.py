@@ -318,7 +318,7 @@ def test_the_builder_is_offered_the_parts_that_fit_first_with_the_reason_for_the
     assert "RoCE (Ethernet) but the nodes' NIC is InfiniBand" in answer["switch"][-1]["reason"]
     assert [row["slug"] for row in answer["endpoint_cable"] if row["fits"]] == [
         "hdr-aoc-200g", "hdr-dac-200g", "hdr-sr4-transceiver-200g"]  # cables, or a module at the NIC
-    assert [row["slug"] for row in answer["fiber"] if row["fits"]] == ["mmf-fiber-cable"]
+    assert [row["slug"] for row in answer["fiber"] if row["fits"]] == ["mmf-fiber-cable", "smf-fiber-cable"]
     ndr = reader_client.get("/api/catalog/matching-parts/?node_type=deepseek-h800").json()
     assert ndr["switch"][0]["fits"]  # no 400G cable: a module at the NIC, single or twin-port (two NICs a cage)
     assert [row["slug"] for row in ndr["endpoint_cable"] if row["fits"]] == [

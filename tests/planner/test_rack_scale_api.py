@@ -170,7 +170,7 @@ def test_gemm_per_price_compares_nodes_of_different_gpu_counts_fairly(catalog, r
 
 
 def test_every_preset_has_a_total_with_its_band_and_racks_that_fit_their_height(catalog, reader_client):
-    """12 of 12 presets: a bill with a total, its band holding it, estimated lines marked; and no
+    """16 of 16 presets: a bill with a total, its band holding it, estimated lines marked; and no
     rack holding more U than it has, at the plan's own racks and over a grid of site rack limits."""
     import numpy as np
 
@@ -178,7 +178,7 @@ def test_every_preset_has_a_total_with_its_band_and_racks_that_fit_their_height(
     from planner.models import ClusterPlan
 
     presets = ClusterPlan.objects.filter(owner__isnull=True).select_related("node_type")
-    assert presets.count() == 12
+    assert presets.count() == 16
     for plan in presets:
         bom = reader_client.get(f"/api/plans/{plan.slug}/bom/").json()
         assert bom["unpriced"] == [] and bom["total_low"] <= bom["total"] <= bom["total_high"], plan.slug

@@ -130,7 +130,7 @@ def test_each_build_names_what_binds_it_and_carries_its_time_band(catalog, reade
     assert response.status_code == 201, response.json()
     result = response.json()["site_result"]
     builds = result["builds"]
-    assert len(builds) == 12 * 2 * 2 and result["feasible"] == sum(b["point"] is not None for b in builds)
+    assert len(builds) == 16 * 2 * 2 and result["feasible"] == sum(b["point"] is not None for b in builds)
     first = builds[0]
     assert first["point"] is not None and first["time_to_train_days"] <= response.json()["site"]["deadline_days"]
     assert [b["cost"] for b in builds[:result["feasible"]]] == sorted(b["cost"] for b in builds[:result["feasible"]])
@@ -143,15 +143,16 @@ def test_each_build_names_what_binds_it_and_carries_its_time_band(catalog, reade
     assert all(b["binding"]["limit"] in (*LIMITS, "valid", None) for b in builds)
     assert any(b["pareto"] for b in builds[:result["feasible"]])
     # Every build is priced owned in the current book, and rented wherever it has a GPU-hour rate (Ascend's
-    # estimated from the H100's): owned and rented rows rank side by side. Only the A100 builds, which no
-    # dated rate rents, name their prices as what binds them, rented.
+    # estimated from the H100's): owned and rented rows rank side by side. Only the builds no dated rate rents
+    # (the A100s, GB300, MI355X and Rubin) name their prices as what binds them, rented.
     ranked = builds[:result["feasible"]]
     assert {b["ownership"] for b in ranked} == {"owned", "rented"}
     owned = [b for b in ranked if b["ownership"] == "owned"]
     assert owned and all(b["capex_low"] <= b["capex"] <= b["capex_high"] and b["capex_low"] < b["capex_high"]
                          for b in owned)  # every owned build a total with its band
     unpriced = {(b["build"], b["ownership"]) for b in builds if b["binding"]["limit"] == "priced"}
-    assert unpriced == {(slug, "rented") for slug in ("dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer")}
+    assert unpriced == {(slug, "rented") for slug in ("dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer",
+                                                      "gb300-nvl72-1152", "mi355x-1152", "vera-rubin-nvl144-1152")}
 
 
 def test_planning_at_95_percent_confidence_keeps_only_builds_95_percent_of_whose_band_makes_the_date(
