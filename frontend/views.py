@@ -43,6 +43,8 @@ from twin.services.creation import twin_categories
 FIRE_FLYER_COMPARISON = ["dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer"]
 BLACKWELL_COMPARISON = ["hgx-b200-1152", "gb200-nvl72-1152"]
 SUPERNODE_COMPARISON = ["ascend-910b-single-rail", "cloudmatrix384-x26"]
+# What a buyer shortlists in late 2026: rack-scale Blackwell Ultra, its 8-GPU server, AMD and an Ascend supernode.
+CURRENT_COMPARISON = ["gb300-nvl72-1152", "dgx-b300-1152", "mi355x-1152", "cloudmatrix384-x26"]
 CATALOG_TABLES = {table.name: table for table in TABLES if not table.preset}
 # The plan builder's own fields, in the order an architect decides them; each engine field the plan
 # stores joins the group its declaration names (simcore.document.SPEC), in declaration order.
@@ -65,8 +67,8 @@ UNIT_SUFFIXES = (("_gbyte_s", "GB/s"), ("_gbit_s", "Gbit/s"), ("_tflops", "TFLOP
                  ("_tb", "TB"), ("_per_kwh", "per kWh"), ("_w", "W"), ("_m", "m"), ("rack_units", "U"))
 # The specs an architect compares parts by, shown as columns of each catalogue list.
 KEY_SPECS = {
-    "accelerators": ["peak_fp16_tflops", "peak_fp8_tflops", "peak_fp4_tflops", "memory_gb", "memory_bandwidth_gbyte_s", "tdp_w",
-                     "scaleup_link"],
+    "accelerators": ["peak_fp16_tflops", "peak_fp8_tflops", "peak_fp4_tflops", "memory_gb", "memory_bandwidth_gbyte_s",
+                     "tdp_w", "scaleup_link"],
     "cpus": ["cores", "memory_bandwidth_gbyte_s", "pcie_gen", "tdp_w"],
     "nics": ["line_rate_gbit_s", "ports", "protocol", "power_w"],
     "switches": ["radix", "port_speed_gbit_s", "protocol", "power_w", "rack_units"],
@@ -404,7 +406,8 @@ def compare(request):
     plans = list(_visible_plans(request.user))
     context = {"plans": plans, "workloads": _visible_workloads(request.user), "slots": (slugs + [""] * 4)[:4],
                "workload": request.GET.get("workload", ""), "fire_flyer_ids": ",".join(FIRE_FLYER_COMPARISON),
-               "blackwell_ids": ",".join(BLACKWELL_COMPARISON), "supernode_ids": ",".join(SUPERNODE_COMPARISON)}
+               "blackwell_ids": ",".join(BLACKWELL_COMPARISON), "supernode_ids": ",".join(SUPERNODE_COMPARISON),
+               "current_ids": ",".join(CURRENT_COMPARISON)}
     if slugs:
         found = {plan.slug: plan for plan in plans if plan.slug in slugs}
         workload = None

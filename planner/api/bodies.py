@@ -129,6 +129,13 @@ class BandSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class AnnouncedPartSerializer(serializers.Serializer):
+    part = serializers.CharField(help_text="its role in the plan: compute node, accelerator, CPU, NIC or switch")
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    source = serializers.CharField(help_text="the announcements its figures come from, with their dates")
+
+
 @extend_schema_field(BandSerializer)  # with allow_null, the schema says "or null"
 class NullableBandField(serializers.JSONField):
     """A plan's band for a compared metric (:class:`BandSerializer`), or null where it has none."""
@@ -144,6 +151,9 @@ class EvaluationSerializer(serializers.Serializer):
     curves = CurvesSerializer()
     trust = TrustSerializer(allow_null=True, help_text="with a workload: the validation record of its kind of "
                                                        "training run on the plan's GPU family")
+    announced = AnnouncedPartSerializer(many=True, help_text="the plan's parts known only from a vendor's "
+                                                              "announcement (confidence 'announced'): their figures "
+                                                              "are not a shipping part's")
     bands = serializers.DictField(child=BandSerializer(), help_text="output path (training.step_time_s, "
                                                                     "training.mfu, power.facility_w, cost.capex_total)"
                                                                     " -> its error band from the validation record")
@@ -228,6 +238,8 @@ class ComparisonSerializer(serializers.Serializer):
     placements = serializers.DictField(child=serializers.ListField(child=serializers.CharField(allow_null=True)),
                                        help_text="tp, cp, ep, pp -> where each plan runs that traffic")
     bases = ComparedBasisSerializer(many=True, help_text="where each plan's PUE and maximum node power come from")
+    announced = serializers.DictField(child=AnnouncedPartSerializer(many=True),
+                                      help_text="plan -> its parts known only from a vendor's announcement")
     infeasible = serializers.DictField(child=serializers.ListField(child=serializers.CharField()),
                                        help_text="plan -> why it could not be evaluated")
     unpriced = serializers.DictField(child=serializers.ListField(child=serializers.CharField()),

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from planner.choices import LinkPartKind
+from planner.choices import Confidence, LinkPartKind
 from planner.models.catalog import (
     ComputeNodeType,
     LinkPart,
@@ -121,6 +121,15 @@ class ClusterPlan(OwnedEntry, declared_base("DeclaredPlanFields", PLAN_SECTIONS,
     @property
     def gpu_count(self) -> int:
         return self.node_count * self.node_type.accelerators_per_node
+
+    def announced_parts(self) -> list[dict]:
+        """The plan's parts whose figures are a vendor's announcement, not a shipping part's (confidence
+        "announced"): each page that shows the plan's figures says so, with the part's source."""
+        node = self.node_type
+        parts = (("compute node", node), ("accelerator", node.accelerator), ("CPU", node.cpu),
+                 ("NIC", node.compute_nic), ("switch", self.switch))
+        return [{"part": role, "slug": part.slug, "name": part.name, "source": part.source}
+                for role, part in parts if part is not None and part.confidence == Confidence.ANNOUNCED]
 
     def clean(self):
         errors: dict[str, str] = {}

@@ -63,6 +63,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "result": result,
         "curves": engine.curves(document, result),
         "trust": engine.training_trust(plan.node_type.accelerator.family, workload) if workload else None,
+        "announced": plan.announced_parts(),
         "bands": engine.prediction_bands(plan.node_type.accelerator.family, workload, result),
     }
 
@@ -260,6 +261,7 @@ def plan_compare(*, plans: list[ClusterPlan], workload: Workload | None = None, 
         "metrics": metrics,
         "placements": placements if any(v is not None for v in placements["tp"]) else {},
         "bases": bases,
+        "announced": {plan.slug: plan.announced_parts() for plan in plans if plan.announced_parts()},
         "infeasible": infeasible,
         "unpriced": unpriced,
         "cost_comparable": len(currencies) == 1 and not any(unpriced.values()),

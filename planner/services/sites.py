@@ -147,6 +147,7 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
             "deadline_days": deadline_days, "confidence": goal.get("confidence"), "workload": workload.slug,
             "tokens": float(tokens),
             "builds": [p.slug for p in builds], "build_names": [p.name for p in builds],
-            "families": [p.node_type.accelerator.family for p in builds]}
+            "families": [p.node_type.accelerator.family for p in builds],
+            "announced": [bool(p.announced_parts()) for p in builds]}
     return sweep_record(owner=owner, plan=builds[0], workload=workload, name=name or "site plan", base=base,
                         spec=spec, size=size, chunk_size=size // len(builds), site=site)

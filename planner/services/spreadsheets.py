@@ -102,7 +102,8 @@ def comparison_csv(comparison: dict) -> str:
 def comparison_xlsx(comparison: dict) -> bytes:
     """:func:`comparison_table`; where each plan's PUE and maximum node power come from; each banded
     prediction's error band from the validation record; where the plans train a workload, where
-    each parallel group runs; and why a plan could not be evaluated."""
+    each parallel group runs; the parts known only from an announcement; and why a plan could not be
+    evaluated."""
     plans = comparison["plans"]
     book = _workbook()
     header, *rows = comparison_table(comparison)
@@ -116,6 +117,10 @@ def comparison_xlsx(comparison: dict) -> bytes:
     if comparison["placements"]:
         _sheet(book, "Placement", ["parallel group", *plans],
                [[group.upper(), *where] for group, where in comparison["placements"].items()])
+    if comparison["announced"]:
+        _sheet(book, "Announced parts", ["plan", "part", "name", "source"],
+               [[slug, part["part"], part["name"], part["source"]] for slug, parts in comparison["announced"].items()
+                for part in parts])
     if comparison["infeasible"]:
         _sheet(book, "Not evaluated", ["plan", "reasons"],
                [[slug, "; ".join(reasons)] for slug, reasons in comparison["infeasible"].items()])

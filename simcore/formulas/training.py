@@ -113,7 +113,7 @@ STEP_KEYS, STEP_LABELS = tuple(STEP_PARTS), tuple(STEP_PARTS.values())
 # What of the compute parts (forward, backward, recomputation) named kernels take, per step on the
 # slowest stage (``training.compute_detail_s``): parts of those parts, not added to the step again.
 COMPUTE_DETAIL = {"sustained_clock": "the sustained clock below full (FLOP-bound work)",
-                  "fp8_quantize": "FP8 quantization", "grouped_gemm": "grouped expert GEMMs",
+                  "fp8_quantize": "FP8 and NVFP4 quantization", "grouped_gemm": "grouped expert GEMMs",
                   "moe_permute": "MoE token shuffles"}
 # What the data-parallel traffic (``training.dp_allreduce_s``, before any overlap) is made of
 # (``training.dp_detail_s``): under ZeRO-3 / FSDP the parameter all-gathers of every micro-batch

@@ -30,6 +30,14 @@ export function trustNote(trust) {
     el("a", { href: `/validation/${anchor}` }, "See the validation record."));
 }
 
+// Parts known only from a vendor's announcement: every figure they give is announced, not measured.
+export function announcedNote(parts) {
+  if (!parts?.length) return null;
+  return el("p", { class: "trust warn", id: "announced-note" }, el("strong", {}, "Announced, not shipping: "),
+    parts.map((p, i) => [i ? "; " : "", `${p.part} ${p.name} (${p.source})`]),
+    ". Its figures are the vendor's announcement and analysts' estimates; no part has been measured.");
+}
+
 // Each headline prediction's error band from the validation record: where published runs like it
 // came in, and on how many (marked where no run of this family and kind is validated); the total
 // price's band from the price book's estimates.
@@ -216,7 +224,7 @@ const STEP_PARTS = {
 // What named kernels take of the compute parts (simcore.formulas.training.COMPUTE_DETAIL): parts of
 // the forward, backward and recomputation above, not added again.
 const COMPUTE_DETAIL = {
-  sustained_clock: "the sustained clock below full (FLOP-bound work)", fp8_quantize: "FP8 quantization",
+  sustained_clock: "the sustained clock below full (FLOP-bound work)", fp8_quantize: "FP8 and NVFP4 quantization",
   grouped_gemm: "grouped expert GEMMs", moe_permute: "MoE token shuffles",
 };
 
@@ -443,7 +451,8 @@ function topologySection(plan, result) {
 export function report(container, plan, evaluation, bom) {
   const { result, curves } = evaluation;
   container.replaceChildren(
-    headline(result, evaluation.bands), trustNote(evaluation.trust) ?? "", bandsList(evaluation.bands) ?? "",
+    headline(result, evaluation.bands), announcedNote(evaluation.announced) ?? "", trustNote(evaluation.trust) ?? "",
+    bandsList(evaluation.bands) ?? "",
     overridesList(evaluation.overrides) ?? "",
     constraintsList(result) ?? "",
     el("div", { class: "grid2" }, costSection(result, bom), powerSection(result, plan)),
