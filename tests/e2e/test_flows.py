@@ -629,6 +629,32 @@ def test_a_site_plan_from_the_form_ranks_the_builds_and_charts_them(page):
     page.shot("site-plan")
 
 
+def test_a_site_plan_over_the_default_builds_weighs_the_generation_bought_now(page):
+    """The site form offers every shared preset, the generation bought in late 2026 among them; planned
+    over all of them, the ranking carries GB300 NVL72, HGX B300, MI355X and Vera Rubin, the announced
+    one badged as such, and its plan page says which of its parts are only announced."""
+    page.login()
+    page.goto("/sites/new/")
+    current = ("gb300-nvl72-1152", "dgx-b300-1152", "mi355x-1152", "vera-rubin-nvl144-1152")
+    for slug in current:
+        expect(page.page.locator(f"input[name=builds][value={slug}]")).to_be_checked()
+    page.page.click("#site-form button[type=submit]")
+    page.page.wait_for_url(re.compile(r"/sweeps/\d+/$"))
+    expect(page.page.locator("#site-ranking")).to_be_visible(timeout=120_000)
+    rows = page.page.locator("#site-ranking tbody tr")
+    for slug in current:
+        expect(rows.filter(has=page.page.locator(f"th a[href='/plans/{slug}/']")).first).to_be_visible()
+    rubin = rows.filter(has=page.page.locator("th a[href='/plans/vera-rubin-nvl144-1152/']"))
+    expect(rubin.locator(".badge-announced")).to_have_count(rubin.count())
+    expect(rows.filter(has=page.page.locator("th a[href='/plans/gb300-nvl72-1152/']")).locator(
+        ".badge-announced")).to_have_count(0)
+    page.shot("site-current-generation")
+    page.goto("/plans/vera-rubin-nvl144-1152/?workload=llama3-70b-class-1152")
+    expect(page.page.locator("#announced-note")).to_contain_text("Announced, not shipping")
+    expect(page.page.locator("#announced-note")).to_contain_text("NVIDIA Rubin GPU")
+    page.shot("plan-announced")
+
+
 def _site_ranking_at(page, confidence: str) -> list[tuple[str, float]]:
     """Plan the form's default site over three builds at a confidence; each ranked row's build and
     its chance of meeting the deadline (percent)."""

@@ -273,3 +273,14 @@ def test_a_twin_page_says_what_its_job_is(catalog, signed_in):
     assert "365.0 days of work (failure-free)" in text(signed_in.get(f"/twins/{plain['id']}/"))
     assert "(the default job: a year's work on all but the spare nodes, no workload" in text(
         signed_in.get(f"/twins/{plain['id']}/"))
+
+
+def test_the_comparison_offers_the_generation_bought_now_and_names_announced_parts(catalog, signed_in):
+    page = signed_in.get("/compare/").content.decode()
+    assert "?ids=gb300-nvl72-1152,dgx-b300-1152,mi355x-1152,cloudmatrix384-x26&amp;workload=llama3-70b-class-1152" \
+        in page
+    shown = signed_in.get("/compare/", {"ids": "gb300-nvl72-1152,vera-rubin-nvl144-1152"}).content.decode()
+    note = shown[shown.index('id="announced-parts"'):]
+    note = note[:note.index("</div>")]
+    assert "<code>vera-rubin-nvl144-1152</code>" in note and "accelerator NVIDIA Rubin GPU" in note
+    assert "gb300-nvl72-1152" not in note
