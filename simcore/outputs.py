@@ -254,6 +254,42 @@ def display(value, unit: str = "", *, money: bool = False) -> str:
     return f"{text} {unit}".strip() if unit else text
 
 
+def percent(fraction, digits: int = 1) -> str:
+    """A fraction as a percentage ("31.4%"; format.js's ``percent``)."""
+    if fraction is None or isinstance(fraction, bool) or not math.isfinite(fraction):
+        return "–"
+    return f"{fraction * 100:.{digits}f}%"
+
+
+def duration(seconds) -> str:
+    """A time in the unit people read it in (format.js's ``duration``): "294 µs", "850 ms", "42 s",
+    "9.0 min", "3.2 h", "12.5 days"."""
+    if seconds is None or isinstance(seconds, bool) or not math.isfinite(seconds):
+        return "–"
+    for limit, scale, unit in ((1e-3, 1e6, "µs"), (1, 1e3, "ms"), (120, 1, "s")):
+        if abs(seconds) < limit and (seconds or unit == "s"):
+            return f"{display(seconds * scale)} {unit}"
+    for limit, scale, unit in ((7200, 60, "min"), (172800, 3600, "h")):
+        if seconds < limit:
+            return f"{seconds / scale:.1f} {unit}"
+    return f"{seconds / 86400:.1f} days"
+
+
+def display_output(value, unit: str, currency: str = "") -> str:
+    """A registered output's value with its unit as pages write it, for the command line and reports:
+    fractions as percentages, times in readable units, prices in the book's currency, rates per day
+    in words, the rest as :func:`display`."""
+    if unit == "fraction":
+        return percent(value)
+    if unit == "s":
+        return duration(value)
+    if unit == "currency":
+        return display(value, currency or "price", money=True)
+    if unit == "1/day":
+        return f"{display(value)} a day"
+    return display(value, unit)
+
+
 def better_way(path: str) -> str:
     """Which way a registered output is better (``HIGHER``, ``LOWER``; ``NEITHER`` for an
     unregistered path or one with no better way)."""

@@ -5,7 +5,7 @@ from decimal import Decimal
 
 from django import template
 
-from simcore.outputs import display
+from simcore.outputs import display, duration, percent
 
 register = template.Library()
 
@@ -17,7 +17,7 @@ def figure(value, unit=""):
     if value is None or isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return "–" if value is None or isinstance(value, int | float) else value
     if unit == "fraction":
-        return f"{value * 100:.2f}%"
+        return percent(value)
     if unit == "W":
         return display(value, "W")
     return display(value)
@@ -37,19 +37,7 @@ def signed_percent(fraction):
     return f"{'+' if fraction >= 0 else '−'}{abs(fraction) * 100:.1f}%"
 
 
-@register.filter
-def duration(seconds):
-    """A time in the unit people read it in, as the pages' script writes it: "850 ms", "42 s",
-    "9.0 min", "3.2 h", "12.5 days"."""
-    if seconds is None or isinstance(seconds, bool) or not math.isfinite(seconds):
-        return "–"
-    for limit, scale, unit in ((1e-3, 1e6, "µs"), (1, 1e3, "ms"), (120, 1, "s")):
-        if abs(seconds) < limit and (seconds or unit == "s"):
-            return f"{display(seconds * scale)} {unit}"
-    for limit, scale, unit in ((7200, 60, "min"), (172800, 3600, "h")):
-        if seconds < limit:
-            return f"{seconds / scale:.1f} {unit}"
-    return f"{seconds / 86400:.1f} days"
+register.filter(duration)
 
 
 @register.filter

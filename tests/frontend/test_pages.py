@@ -102,7 +102,7 @@ def test_builder_offers_the_catalogue_and_starts_from_a_plan(catalog, signed_in)
 def test_figures_read_as_their_units():
     assert figure(1320.0) == "1,320"
     assert figure(11519.9) == "11,520"
-    assert figure(0.4640501, "fraction") == "46.41%"
+    assert figure(0.4640501, "fraction") == "46.4%"
     assert figure(9.233174) == "9.233"
     assert figure(None) == "–" and figure(float("nan")) == "–"
     assert ratio(122 / 1320) == "×0.0924" and ratio(None) == "–"

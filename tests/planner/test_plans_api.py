@@ -2,6 +2,7 @@
 permissions and bad input."""
 import csv
 import io
+import re
 
 import numpy as np
 import pytest
@@ -426,6 +427,10 @@ def test_commands_evaluate_and_compare(catalog, capsys):
     call_command("evaluate_plan", FF, "--workload", "llama-13b-512")
     table = capsys.readouterr().out
     assert "switches" in table and "122" in table and "training step" in table
+    # The pages' formatter: fractions as percentages, readable times, each training figure's band beside it.
+    mfu = next(line for line in table.splitlines() if line.strip().startswith("MFU"))
+    assert re.search(r"MFU\s+\d+\.\d%  \(runs like it: \d+\.\d% to \d+\.\d%, \d+ published\)", mfu), mfu
+    assert " fraction" not in table and "1/day" not in table and " a day" in table
     call_command("evaluate_plan", FF, "--format", "csv")
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("part,part_kind,slug,quantity") and lines[-1].startswith("fibre")  # no total row
@@ -435,6 +440,7 @@ def test_commands_evaluate_and_compare(catalog, capsys):
     out = capsys.readouterr().out
     assert "switches, computation fabric" in out and "1,320" in out and "122" in out
     assert "10,000" in out and "e+" not in out and "5.60 MW" in out  # one number format: separators, SI prefixes
+    assert " fraction" not in out and "%" in out
     from django.core.management.base import CommandError
 
     with pytest.raises(CommandError, match="cannot run"):

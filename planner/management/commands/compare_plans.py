@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from planner.models import ClusterPlan, Workload
 from planner.services.plans import compare_choice_problems, plan_compare
-from simcore.outputs import SI_UNITS, display
+from simcore.outputs import display_output
 
 
 class Command(BaseCommand):
@@ -30,17 +30,21 @@ class Command(BaseCommand):
         if format == "json":
             self.stdout.write(json.dumps(comparison, indent=2))
             return
-        width = max(22, *(len(s) for s in plans))
         currency = comparison["currency"] or "price"
-        self.stdout.write(f"{'metric':38}" + "".join(f"{s:>{width + 2}}" for s in plans))
-        for metric in comparison["metrics"]:
-            money = metric["unit"] == "currency"
-            unit = currency if money else metric["unit"]
-            cells = []
-            for value, ratio in zip(metric["values"], metric["ratio_to_first"]):
-                text = display(value, unit if money or unit in SI_UNITS else "", money=money)
-                text += "" if value is None or ratio is None or ratio == 1 else f" ({ratio:.2f}x)"
-                cells.append(f"{text:>{width + 2}}")
-            self.stdout.write(f"{metric['label'] + ' [' + unit + ']':38}" + "".join(cells))
+        rows = []
+        for metric in comparison["metrics"]:  # a price's unit already names the currency ("TFLOPS/USD")
+            unit = "currency" if metric["unit"] == comparison["currency"] else metric["unit"]
+            cells = [display_output(value, unit, currency)
+                     + ("" if value is None or ratio is None or ratio == 1 else f" ({ratio:.2f}x)")
+                     for value, ratio in zip(metric["values"], metric["ratio_to_first"])]
+            rows.append((metric["label"], cells))
+        label_width = max(len(label) for label, _ in [("metric", None), *rows])
+        width = max(len(text) for text in [*plans, *(cell for _, cells in rows for cell in cells)])
+        self.stdout.write(f"{'metric':{label_width}}" + "".join(f"  {s:>{width}}" for s in plans))
+        for label, cells in rows:
+            self.stdout.write(f"{label:{label_width}}" + "".join(f"  {cell:>{width}}" for cell in cells))
+        for slug, parts in comparison["announced"].items():
+            self.stdout.write(f"{slug} is announced, not shipping: "
+                              + "; ".join(f"{p['part']} {p['name']}" for p in parts))
         for slug, reasons in comparison["infeasible"].items():
             self.stdout.write(f"{slug} cannot run: {'; '.join(reasons)}")

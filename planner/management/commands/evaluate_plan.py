@@ -37,15 +37,26 @@ class Command(BaseCommand):
         elif format == "csv":
             self.stdout.write(bom_csv(plan_bom(plan=plan_row, result=evaluation["result"])), ending="")
         else:
-            result = evaluation["result"]
-            self.stdout.write(f"{plan_row.name} (engine {evaluation['engine_version']})")
-            currency = result["cost"]["currency"]
-            for output in outputs.selected("table"):
-                value = output.read(result)
-                if value is None:
-                    continue
-                money = output.unit == "currency"
-                text = outputs.display(value, currency if money else output.unit, money=money)
-                self.stdout.write(f"  {output.label:28} {text:>20}")
-            for constraint in result["constraints"]:
-                self.stdout.write(f"  note: {constraint['message']}")
+            self.write_table(plan_row.name, evaluation)
+
+    def write_table(self, name: str, evaluation: dict):
+        """The headline figures as the pages write them, each training band beside its figure, the
+        announced parts and the constraints' notes."""
+        result = evaluation["result"]
+        self.stdout.write(f"{name} (engine {evaluation['engine_version']})")
+        currency = result["cost"]["currency"]
+        rows = [(output, output.read(result)) for output in outputs.selected("table")]
+        rows = [(output, value) for output, value in rows if value is not None]
+        width = max(len(output.label) for output, _ in rows)
+        for output, value in rows:
+            text = outputs.display_output(value, output.unit, currency)
+            band = evaluation["bands"].get(output.path)
+            if band is not None and band["group"] != "price book":
+                low, high = (outputs.display_output(band[key], output.unit, currency)
+                             for key in ("actual_low", "actual_high"))
+                text += f"  (runs like it: {low} to {high}, {band['cases']} published)"
+            self.stdout.write(f"  {output.label:{width}}  {text}")
+        for part in evaluation["announced"]:
+            self.stdout.write(f"  announced, not shipping: {part['part']} {part['name']} ({part['source']})")
+        for constraint in result["constraints"]:
+            self.stdout.write(f"  note: {constraint['message']}")
