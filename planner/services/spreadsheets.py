@@ -35,6 +35,18 @@ def _sheet(book, title: str, header: list[str], rows: list[list]):
     return sheet
 
 
+# The pages' number formats as Excel writes them (simcore.outputs.display_output): fractions as percentages
+# with one decimal, other figures with thousands separators; the cells stay numbers.
+FRACTION_FORMAT, NUMBER_FORMAT = "0.0%", "#,##0.####"
+
+
+def _formatted(sheet, units: list[str], columns):
+    """Each metric row's value cells (``columns``, 1-based) in the format its unit reads in."""
+    for row, unit in enumerate(units, start=2):
+        for column in columns:
+            sheet.cell(row=row, column=column).number_format = FRACTION_FORMAT if unit == "fraction" else NUMBER_FORMAT
+
+
 def _bytes(book) -> bytes:
     out = io.BytesIO()
     book.save(out)
@@ -107,7 +119,8 @@ def comparison_xlsx(comparison: dict) -> bytes:
     plans = comparison["plans"]
     book = _workbook()
     header, *rows = comparison_table(comparison)
-    _sheet(book, "Comparison", header, rows)
+    _formatted(_sheet(book, "Comparison", header, rows), [metric["unit"] for metric in comparison["metrics"]],
+               columns=range(3, 3 + len(plans)))
     _sheet(book, "Bases", ["figure", *plans], [[basis["label"], *basis["values"]] for basis in comparison["bases"]])
     banded = [(metric, plan, band) for metric in comparison["metrics"]
               for plan, band in zip(plans, metric["bands"]) if band is not None]

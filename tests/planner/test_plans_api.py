@@ -906,7 +906,11 @@ def test_the_comparison_and_its_workbook_carry_each_plans_bands(catalog, reader_
     assert [b["validated"] for b in step["bands"]] == [True, False]
     assert next(m for m in comparison["metrics"] if m["key"] == "gpus")["bands"] == [None, None]
     workbook = reader_client.get(f"/api/plans/compare/?ids={ids}&workload=llama-13b-512&format=xlsx").content
-    rows = list(load_workbook(io.BytesIO(workbook))["Error bands"].iter_rows(values_only=True))
+    book = load_workbook(io.BytesIO(workbook))
+    units = {row[0].value: (row[1].value, row[2]) for row in book["Comparison"].iter_rows(min_row=2)}
+    assert units["MFU"][0] == "fraction" and units["MFU"][1].number_format == "0.0%"  # as the page writes it
+    assert isinstance(units["MFU"][1].value, float) and units["switches"][1].number_format == "#,##0.####"
+    rows = list(book["Error bands"].iter_rows(values_only=True))
     assert rows[0][:5] == ("metric", "plan", "prediction", "lowest error", "highest error")
     mine = {(row[0], row[1]): row for row in rows[1:]}
     for plan, band in zip(ids.split(","), step["bands"]):
