@@ -20,7 +20,9 @@ PAGES = ["/", "/catalog/", "/catalog/?table=compute-node-types", "/catalog/accel
          "/plans/ascend-910b-single-rail/", "/plans/new/", "/plans/new/?from=dgx-a100-3layer", "/workloads/",
          "/workloads/new/", "/compare/?ids=dgx-a100-3layer,ff2-pcie-2zone,ff2-pcie-3layer&workload=llama-13b-512",
          "/compare/?ids=hgx-b200-1152,gb200-nvl72-1152&workload=llama3-70b-class-1152", "/sweeps/", "/twins/",
-         "/validation/", "/reliability/", "/tokens/", "/sites/new/"]
+         "/validation/", "/reliability/", "/tokens/", "/sites/new/", "/catalog/accelerators/rubin/",
+         "/plans/vera-rubin-nvl144-1152/?workload=llama3-70b-class-1152",
+         "/compare/?ids=gb300-nvl72-1152,dgx-b300-1152,mi355x-1152,cloudmatrix384-x26&workload=llama3-70b-class-1152"]
 
 
 def _api(page, method: str, path: str, body: dict) -> dict:
