@@ -160,3 +160,31 @@ def test_the_blackwell_comparison_shows_capex_and_cost_per_token_once_every_part
             expect(cells.nth(i)).to_have_text(re.compile(r"^\d[\d,.]*"))
     expect(page.page.locator("figure[data-metric=capex_total] svg.chart")).to_be_visible()
     page.shot("blackwell-priced")
+
+
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_the_plan_and_workload_forms_show_every_field_error_at_once_beside_its_field(page, width):
+    """Two bad fields at once in each form: both marked, each message in the slot under its own label,
+    inside the window at both widths (screenshots of each). The checks across fields (a fabric too small
+    for the nodes, heads that key/value heads do not divide) follow once every field reads."""
+    page.login()
+    page.page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/plans/new/?from=ff2-pcie-2zone")
+    expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
+    page.page.fill("#f-node_count", "0")
+    page.page.fill("#f-rack_power_limit_w", "-1")
+    for field in ("node_count", "rack_power_limit_w"):
+        expect(page.page.locator(f"#f-{field}")).to_have_attribute("aria-invalid", "true")
+        expect(page.page.locator(f"#e-{field}")).to_be_visible()
+    page.shot(f"{width}-plan-form-errors")
+    page.goto("/workloads/new/?from=llama-13b-512")
+    page.page.select_option("#f-plan", "ff2-pcie-2zone")
+    expect(page.page.locator("#preview-body #step-breakdown")).to_contain_text("backward")
+    page.page.fill("#f-layers", "0")
+    page.page.fill("#f-micro_batch", "0")
+    for field in ("layers", "micro_batch"):
+        expect(page.page.locator(f"#f-{field}")).to_have_attribute("aria-invalid", "true")
+        expect(page.page.locator(f"#e-{field}")).to_be_visible()
+    page.shot(f"{width}-workload-form-errors")
+    found = page.page.evaluate(LAYOUT)
+    assert not found["clipped"] + found["overlaps"], found
