@@ -122,6 +122,14 @@ def test_a_sweep_chart_names_its_axes_with_units_and_draws_rejected_points_apart
     assert rejected.count() > 0 and chart.locator("circle:not(.rejected)").count() > 0
     expect(page.page.locator("#sweep-chart ul.legend")).to_contain_text("rejected by a constraint")
     page.shot("sweep-rejected")
+    # A goal's metric is what its chart shows first, against the first axis.
+    timed = _api(page, "POST", "/api/sweeps/", {"plan": "dgx-a100-3layer", "workload": "llama-13b-512",
+                                                "axes": {"workload.gpus": [128, 256, 512]},
+                                                "goal": {"minimize": "training.step_time_s"}})
+    page.goto(f"/sweeps/{timed['id']}/")
+    expect(page.page.locator("#sweep-percent")).to_have_text("100%", timeout=90_000)
+    expect(page.page.locator("#chart-controls select[name=y]")).to_have_value("training.step_time_s")
+    expect(page.page.locator("#chart-controls select[name=x]")).to_have_value("axis:workload.gpus")
 
 
 def test_the_blackwell_comparison_shows_capex_and_cost_per_token_once_every_part_has_a_price(page):

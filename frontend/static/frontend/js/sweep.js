@@ -206,11 +206,13 @@ export function sweepPage(id) {
     for (const select of [controls.x, controls.y]) select.replaceChildren(...numeric.map(option));
     controls.c.append(...names.map(option));
     // The page's question: a goal's Pareto pair; a site plan's time to train against its cost; else the
-    // first axis against the capital cost.
+    // first axis against what the goal optimizes, or the capital cost.
     const pareto = sweep.goal_result?.pareto?.[0], site = sweep.site ? SITE_CHART : null;
+    const optimized = sweep.spec?.goal?.minimize ?? sweep.spec?.goal?.maximize;
     controls.x.value = pareto?.x ?? (site && numeric.includes(site.x) ? site.x : numeric[0]);
     controls.y.value = pareto?.y ?? (site && numeric.includes(site.y) ? site.y
-      : numeric.find((n) => n === "cost.capex_total") || numeric[1] || numeric[0]);
+      : numeric.find((n) => n === optimized) || numeric.find((n) => n === "cost.capex_total") || numeric[1]
+        || numeric[0]);
     if (site && "site.build" in rows[0].axes) controls.c.value = "axis:site.build";
     else if (Object.keys(rows[0].axes).length > 1) controls.c.value = `axis:${Object.keys(rows[0].axes)[1]}`;
     const draw = () => {
