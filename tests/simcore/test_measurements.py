@@ -65,6 +65,18 @@ def test_a_gemm_fit_uses_the_compute_bound_16_bit_rows_and_is_the_median_ratio()
     assert "fp8_gemm_fraction" not in result["fitted"]
 
 
+def test_nvfp4_gemm_rows_fit_the_fp4_share_and_are_refused_on_a_part_without_fp4():
+    from simcore.tools.references import DGX_B200_NODE
+
+    b200 = {**DGX_B200_NODE, "accelerator": {**DGX_B200_NODE["accelerator"], "peak_fp4_tflops": 9000}}
+    result = m.compare_gemm(b200, m.parse_gemm_csv("m,n,k,dtype,tflops\n8192,8192,8192,nvfp4,5702\n"))
+    fit = result["fitted"]["fp4_gemm_fraction"]
+    assert fit["rows"] == 1 and fit["value"] == pytest.approx(fit["family_value"] * 5702 / result["rows"][0][
+        "predicted_tflops"])
+    with pytest.raises(ScenarioError, match="nvfp4 rows: the accelerator has no nvfp4 peak"):
+        m.compare_gemm(DGX_B200_NODE, m.parse_gemm_csv("m,n,k,dtype,tflops\n8192,8192,8192,nvfp4,5702\n"))
+
+
 def test_the_collective_report_the_training_and_the_nccl_tests_comparison_see_one_scale_up_bandwidth():
     # Azure ND_A100_v4's 231.6 GB/s bus bandwidth on 8 x A100 is the Ampere family's scale-up share.
     cluster = {"node_count": 1, "node": DGX_A100_NODE, "fabric": {"switch_radix": 40, "switch_gbit_s": 200}}
