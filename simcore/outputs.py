@@ -164,6 +164,8 @@ OUTPUTS: list[Output] = [
            LOWER, workload=True),
     Output("moe_permute_s", "training.compute_detail_s.moe_permute", "of the compute: MoE token shuffles", "s",
            LOWER, workload=True),
+    Output("moe_router_s", "training.compute_detail_s.moe_router", "of the compute: MoE router kernels", "s",
+           LOWER, workload=True),
     Output("time_to_train_days", "training.time_to_train_days", "time to train", "days", LOWER, workload=True,
       chart=True, table=True, sweep=True),
     Output("cost_to_train", "training.cost_to_train", "cost to train: the job's share of capital, plus energy",

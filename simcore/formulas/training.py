@@ -114,13 +114,13 @@ STEP_KEYS, STEP_LABELS = tuple(STEP_PARTS), tuple(STEP_PARTS.values())
 # slowest stage (``training.compute_detail_s``): parts of those parts, not added to the step again.
 COMPUTE_DETAIL = {"sustained_clock": "the sustained clock below full (FLOP-bound work)",
                   "fp8_quantize": "FP8 and NVFP4 quantization", "grouped_gemm": "grouped expert GEMMs",
-                  "moe_permute": "MoE token shuffles"}
+                  "moe_permute": "MoE token shuffles", "moe_router": "MoE router kernels"}
 # What the data-parallel traffic (``training.dp_allreduce_s``, before any overlap) is made of
 # (``training.dp_detail_s``): under ZeRO-3 / FSDP the parameter all-gathers of every micro-batch
 # beside the gradients' reduction; the exposed part of both is the step's ``dp_exposed``.
 DP_DETAIL = {"param_gather": "parameter all-gathers (ZeRO-3 / FSDP)", "grad_reduce": "gradient reduction"}
 # The per-layer detail :func:`simcore.formulas.transformer.layer_times_s` gives, by category.
-_LAYER_DETAIL = ("quantize", "flop", "grouped", "permute")
+_LAYER_DETAIL = ("quantize", "flop", "grouped", "permute", "router")
 # The parts the GPUs spend computing, which the slowest GPU stretches.
 COMPUTE_PARTS = ("forward", "backward", "recomputation", "optimizer", "pipeline_bubble", "comm_sms")
 
@@ -488,7 +488,7 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     (per micro-batch, a list of the stages: first, middle, last; NaN for a stage the pipeline does not have),
     ``backward_s`` (the last micro-batch's backward on that stage: the window for gradient
     reduction), ``compute_s`` and ``detail`` (per step on that stage: FP8 quantization, FLOP-bound
-    work, grouped expert GEMMs and token shuffles inside the compute parts, by
+    work, grouped expert GEMMs, token shuffles and router kernels inside the compute parts, by
     :data:`_LAYER_DETAIL`). DualPipe overlaps the pipeline sends with compute as well as the
     all-to-all (``dispatch.overlap``).
     """

@@ -372,6 +372,7 @@ class Layout:
     rope_fused: np.ndarray = True  # rotary embedding in one kernel per tensor (Transformer Engine's fused_rope)
     cross_entropy_fused: np.ndarray = True  # the loss in one fused kernel (Transformer Engine's)
     dispatcher_permutes: np.ndarray = False  # the MoE dispatcher permutes inside its kernels (DeepEP, HybridEP)
+    router_fused: np.ndarray = False  # the MoE router's score, top-k and aux-loss steps fused (moe_router_fusion)
 
 
 def _tokens(model: Model, layout: Layout):
@@ -519,8 +520,8 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
     on average. Zero when no scenario point has experts."""
     zero = np.zeros(())
     if not np.asarray(model.experts > 0).any():
-        return zero, zero, zero, zero, zero, {key: zero for key in ("grouped_f", "grouped_b", "permute", "gemm_f",
-                                                                    "gemm_b")}
+        return zero, zero, zero, zero, zero, {key: zero for key in ("grouped_f", "grouped_b", "permute", "router_f",
+                                                                    "router_b", "gemm_f", "gemm_b")}
     h = model.hidden
     pairs = moe_dispatch_tokens(layout, tokens) * layout.etp * model.top_k * model.imbalance
     local_experts = np.maximum(model.experts / layout.ep, 1.0)
@@ -543,12 +544,38 @@ def moe_mlp_times_s(model: Model, layout: Layout, device: Device, tokens, per_el
     expert_act = (pairs * e_width + tokens * model.shared_experts * s_width) * per_element
     cast_f, cast_b = fp8_cast_s(shapes[:4], layout, device)
     permute = moe_permute_s(model, layout, tokens, pairs, per_element)
+    router_f, router_b = moe_router_s(model, layout, tokens, device)
     moe = model.experts > 0
     detail = {"grouped_f": passes[0][0] + passes[1][0], "grouped_b": passes[0][1] + passes[1][1],
-              "permute": permute, "gemm_f": forward, "gemm_b": backward}
-    return (*(where(moe, value, 0.0) for value in (forward + expert_act * act_f + permute,
-                                                   backward + expert_act * act_b + permute, wgrad, cast_f, cast_b)),
+              "permute": permute, "router_f": router_f, "router_b": router_b, "gemm_f": forward, "gemm_b": backward}
+    return (*(where(moe, value, 0.0) for value in (forward + expert_act * act_f + permute + router_f,
+                                                   backward + expert_act * act_b + permute + router_b, wgrad,
+                                                   cast_f, cast_b)),
             {key: where(moe, value, 0.0) for key, value in detail.items()})
+
+
+# Bytes the MoE router's steps after its gating GEMM move per routed token and expert, forward and
+# backward, its scores in FP32 (moe_router_dtype fp32), read from Megatron-Core's TopKRouter
+# (megatron/core/transformer/moe/router.py and moe_utils.topk_softmax_with_capacity, commit 005742ff).
+# Unfused, each step is its own kernel over the [tokens, experts] scores: the score function, the expert
+# bias, group-limited top-k (group scores, their top-k, the mask), top-k, the probabilities and the
+# routing map scattered into zeroed [tokens, experts] tensors, then again for the auxiliary loss (its
+# scores, normalised, top-k, map, the loss's sums): about 22 passes of 4 bytes forward, 8 backward
+# (the scatters' and score functions' gradients). Fused (Transformer Engine's fused router kernels), one
+# kernel reads the logits and writes the probabilities and the map, one the aux-loss scores, and their
+# backward reads two tensors and writes one each.
+ROUTER_BYTES_UNFUSED = (88.0, 32.0)
+ROUTER_BYTES_FUSED = (4.0 + 4.0 + 1.0 + 4.0 + 4.0, 2 * 12.0)
+
+
+def moe_router_s(model: Model, layout: Layout, tokens, device: Device):
+    """(forward, backward) HBM time of a MoE layer's router kernels after its gating GEMM (the GEMM is
+    among the layer's GEMMs): :data:`ROUTER_BYTES_UNFUSED` or, with the router fused,
+    :data:`ROUTER_BYTES_FUSED` per routed token and expert."""
+    elements = moe_dispatch_tokens(layout, tokens) * np.maximum(model.experts, 1.0)
+    forward, backward = (where(layout.router_fused, fused, unfused) * elements / device.hbm_bytes_s
+                         for fused, unfused in zip(ROUTER_BYTES_FUSED, ROUTER_BYTES_UNFUSED))
+    return forward, backward
 
 
 def moe_permute_s(model: Model, layout: Layout, tokens, pairs, per_element):
@@ -641,7 +668,7 @@ def layer_times_s(model: Model, layout: Layout, device: Device) -> dict:
 def _layer_detail(attention_flop, mlp, attention_cast, mlp_cast, moe_cast, moe_detail) -> dict:
     """A layer's named kernels by category, dense and MoE apart, forward and backward
     (:func:`layer_times_s`'s ``detail``): FP8 quantization, FLOP-bound work (the weight GEMMs and the
-    attention core), the grouped expert GEMMs and the token shuffles."""
+    attention core), the grouped expert GEMMs, the token shuffles and the router's kernels."""
     return {
         "quantize_dense_f": attention_cast[0] + mlp_cast[0], "quantize_dense_b": attention_cast[1] + mlp_cast[1],
         "quantize_moe_f": attention_cast[0] + moe_cast[0], "quantize_moe_b": attention_cast[1] + moe_cast[1],
@@ -649,6 +676,7 @@ def _layer_detail(attention_flop, mlp, attention_cast, mlp_cast, moe_cast, moe_d
         "flop_moe_f": attention_flop[0] + moe_detail["gemm_f"], "flop_moe_b": attention_flop[1] + moe_detail["gemm_b"],
         "grouped_f": moe_detail["grouped_f"], "grouped_b": moe_detail["grouped_b"],
         "permute_f": moe_detail["permute"], "permute_b": moe_detail["permute"],
+        "router_f": moe_detail["router_f"], "router_b": moe_detail["router_b"],
     }
 
 

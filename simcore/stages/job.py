@@ -345,7 +345,8 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts,
                                 fp8_cast_bytes=fp8_cast_bytes(w, family),
                                 ub=tp_overlap(w, family), rope_fused=np.asarray(w["rope_fusion"]),
                                 cross_entropy_fused=np.asarray(w["cross_entropy_fusion"]),
-                                dispatcher_permutes=np.asarray(w["moe_dispatcher"] != "alltoall"))
+                                dispatcher_permutes=np.asarray(w["moe_dispatcher"] != "alltoall"),
+                                router_fused=np.asarray(w["moe_router_fusion"]))
     counts = transformer.parameter_counts(model)
     scale = where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
     total_params, expert_params = counts["total"] * scale, counts["experts"] * scale
@@ -589,10 +590,11 @@ def compute_detail(detail: dict, clock, feasible) -> dict:
     """What named kernels take of the step's compute parts (:data:`training.COMPUTE_DETAIL`): the time
     the sustained clock adds to the FLOP-bound work (its time at the sustained clock x (1 - clock):
     kernels bound by HBM count as FLOP-bound, so an upper bound), the FP8 quantizations, the grouped
-    expert GEMMs and the MoE token shuffles (NaN where the job cannot run)."""
+    expert GEMMs, the MoE token shuffles and router kernels (NaN where the job cannot run)."""
     zero = np.zeros(())
     values = {"sustained_clock": detail["flop"] * (1 - clock), "fp8_quantize": detail.get("quantize", zero),
-              "grouped_gemm": detail.get("grouped", zero), "moe_permute": detail.get("permute", zero)}
+              "grouped_gemm": detail.get("grouped", zero), "moe_permute": detail.get("permute", zero),
+              "moe_router": detail.get("router", zero)}
     return {key: where(feasible, values[key], np.nan) for key in training.COMPUTE_DETAIL}
 
 

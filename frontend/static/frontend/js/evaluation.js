@@ -225,7 +225,7 @@ const STEP_PARTS = {
 // the forward, backward and recomputation above, not added again.
 const COMPUTE_DETAIL = {
   sustained_clock: "the sustained clock below full (FLOP-bound work)", fp8_quantize: "FP8 and NVFP4 quantization",
-  grouped_gemm: "grouped expert GEMMs", moe_permute: "MoE token shuffles",
+  grouped_gemm: "grouped expert GEMMs", moe_permute: "MoE token shuffles", moe_router: "MoE router kernels",
 };
 
 // What the data-parallel traffic is made of (simcore.formulas.training.DP_DETAIL), before any overlap.
