@@ -713,7 +713,8 @@ def test_the_workload_editor_previews_on_a_plan_that_holds_the_job_and_says_why_
     page.login()
     page.goto("/workloads/new/?from=llama3-70b-class-1152")
     plan = page.page.locator("#f-plan").input_value()
-    assert plan in ("gb200-nvl72-1152", "hgx-b200-1152"), plan  # 1,152 GPUs: the smallest that hold it
+    assert plan in ("dgx-b300-1152", "gb200-nvl72-1152", "gb300-nvl72-1152", "hgx-b200-1152", "mi355x-1152",
+                    "vera-rubin-nvl144-1152"), plan  # 1,152 GPUs: the smallest that hold it
     expect(page.page.locator("#preview-body #step-breakdown")).to_be_visible()
     page.page.select_option("#f-plan", "dgx-h200-1024")
     body = page.page.locator("#preview-body")

@@ -199,14 +199,14 @@ def test_a_site_plan_runs_on_the_worker_and_ranks_the_catalogues_builds(api, wor
     response = api.post("/api/sweeps/site/", SITE, format="json")
     assert response.status_code == 201, response.json()
     sweep = Sweep.objects.get(pk=response.json()["id"])
-    assert sweep.status == "pending" and sweep.chunk_count == len(sweep.site["builds"]) == 12
+    assert sweep.status == "pending" and sweep.chunk_count == len(sweep.site["builds"]) == 16
 
     workers()
     assert wait_for(lambda: Sweep.objects.get(pk=sweep.pk).status == "done", timeout=60), stood(sweep)
     sweep.refresh_from_db()
     assert sweep.site_result == site_ranking(sweep)
     builds = sweep.site_result["builds"]
-    assert len(builds) == 48 and builds[0]["point"] is not None and builds[0]["time_band"]["cases"] > 0
+    assert len(builds) == 64 and builds[0]["point"] is not None and builds[0]["time_band"]["cases"] > 0
 
 
 def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(api, settings, workers):
