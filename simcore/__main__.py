@@ -1,5 +1,5 @@
-"""Command line: ``simcore evaluate FILE|-``, ``validate``, ``fields`` and ``bench`` (also run as
-``python -m simcore``)."""
+"""Command line: ``simcore evaluate FILE|-``, ``validate``, ``fields``, ``bench`` and ``trace FILE``
+(also run as ``python -m simcore``)."""
 import argparse
 import json
 import os
@@ -26,6 +26,12 @@ def main(argv=None) -> int:
     bench_cmd = commands.add_parser("bench", help="print throughput figures")
     bench_cmd.add_argument("--points", type=int, default=1_000_000)
     bench_cmd.add_argument("--replicas", type=int, default=1_000)
+    trace_cmd = commands.add_parser("trace", help="split a profiler trace (Chrome-trace JSON, gzip or not) on its "
+                                                  "timeline: where each rank's span goes")
+    trace_cmd.add_argument("file", help="path to the trace")
+    trace_cmd.add_argument("--window-us", type=float, nargs=2, metavar=("START", "END"),
+                           help="keep the GPU events inside this range of the trace's own clock (microseconds)")
+    trace_cmd.add_argument("--json", action="store_true", help="print the split as JSON")
     args = parser.parse_args(argv)
     try:
         return _run(args)
@@ -39,6 +45,8 @@ def _run(args) -> int:
         return _evaluate(args.file)
     if args.command == "validate":
         return _known_misses() if args.known_misses else _validate(args.json)
+    if args.command == "trace":
+        return _trace(args.file, args.window_us, args.json)
     if args.command == "fields":
         from simcore.document import fields_markdown
 
@@ -71,6 +79,37 @@ def _evaluate(path: str) -> int:
         return 2
     json.dump(result, sys.stdout, indent=2)
     print()
+    return 0
+
+
+def _trace(path: str, window_us, as_json: bool) -> int:
+    """A trace's split per rank (:func:`simcore.tools.trace.timeline`) and its heaviest kernels."""
+    from simcore.tools.trace import PART_LABELS, PARTS, read_trace, timeline
+
+    try:
+        read = read_trace(path)
+        split = timeline(read, tuple(window_us) if window_us else None)
+    except OSError as error:
+        print(f"error: cannot read {path}: {error.strerror}", file=sys.stderr)
+        return 2
+    except ScenarioError as error:
+        print(f"error: {error.field}: {error.reason}", file=sys.stderr)
+        return 2
+    if as_json:
+        json.dump({**split, "devices": read.devices, "distributed": read.distributed}, sys.stdout, indent=2)
+        print()
+        return 0
+    device = read.devices[0].get("name", "") if read.devices else ""
+    print(f"{path}: {read.start_us.size:,} GPU events, {device} {read.distributed or ''}".rstrip())
+    for index, rank in enumerate(split["ranks"]):
+        span = split["span_us"][index]
+        print(f"rank {rank}: {span / 1e3:.2f} ms traced")
+        for name, values in split["parts_us"].items():
+            print(f"  {PART_LABELS[name]:24} {values[index] / 1e3:9.2f} ms  {values[index] / span:6.1%}")
+        print(f"  {'communication under compute':24} {split['overlapped_communication_us'][index] / 1e3:9.2f} ms")
+    print("heaviest kernels:")
+    for name, (part, count, total_us) in list(read.kernel_names.items())[:12]:
+        print(f"  {total_us / 1e3:8.2f} ms {count:>6} x  {PARTS[part]:14} {name[:90]}")
     return 0
 
 

@@ -1,0 +1,239 @@
+"""A training step as a profiler saw it: Chrome-trace JSON (the PyTorch profiler's Kineto output,
+which Holistic Trace Analysis and Perfetto read), streamed and bounded, its GPU kernels classified
+by name and laid on the timeline per rank and stream.
+
+Where the step's time goes is computed on the timeline, not by adding kernel durations: a stretch
+of time counts once, to the first of ``PARTS`` active in it on any of the rank's streams (GEMM, then
+attention, FP8 casts and layout, other compute, then communication: communication counts only
+where no compute runs, as the exposed part), so the parts add up to the traced span; communication
+under compute is the overlap. Each kernel class's busy time (its union over streams) is given
+apart.
+
+Kineto writes one process per GPU (``pid``: the device), one thread per CUDA stream (``tid``), and
+events of category ``kernel``, ``gpu_memcpy`` and ``gpu_memset`` for the GPU's work, with times in
+microseconds. The reader streams the JSON (ijson's C parser), keeps five numbers per GPU event and
+refuses a file past ``MAX_EVENTS`` GPU events or ``MAX_BYTES`` read (a gzip too: decompressed): the
+memory it holds grows with the GPU events (40 bytes each), not with the file (CPU events, which
+make most of a trace, are parsed and dropped one by one).
+"""
+import gzip
+import io
+import re
+from array import array
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.errors import ScenarioError
+
+# The step's parts as the timeline assigns them, in the order a stretch of time is given to them.
+PARTS = ("gemm", "attention", "quantize", "other_compute", "communication", "memory")
+PART_LABELS = {"gemm": "GEMMs", "attention": "attention", "quantize": "FP8 casts and layout",
+               "other_compute": "other compute", "communication": "exposed communication",
+               "memory": "copies and sets", "idle": "idle (no GPU work)"}
+COMPUTE = ("gemm", "attention", "quantize", "other_compute")
+# Kernel names to classes, the first pattern that matches deciding: collectives and expert dispatch
+# (NCCL, DeepEP's ep:: kernels, c10d), fused attention (FlashAttention, cuDNN's fmha), casts and
+# transposes around FP8 GEMMs, then GEMMs (cuBLAS, CUTLASS, nvjet, DeepGEMM, Triton matmuls).
+KERNEL_CLASSES = (
+    ("communication", re.compile(r"nccl|::ep::|deep_?ep|all_?to_?all|all_?reduce|all_?gather|reduce_?scatter|"
+                                 r"sendrecv|c10d|userbuffers", re.I)),
+    ("attention", re.compile(r"flash|fmha|attn|attention|sdpa", re.I)),
+    ("quantize", re.compile(r"cast|quantiz|transpose|amax|fp8_scale", re.I)),
+    ("gemm", re.compile(r"gemm|cutlass|xmma|nvjet|cublas|wgmma|matmul|mma_", re.I)),
+)
+GPU_CATEGORIES = {"kernel": None, "gpu_memcpy": "memory", "gpu_memset": "memory"}
+MAX_EVENTS = 20_000_000  # GPU events kept: 0.8 GB of arrays
+MAX_BYTES = 8 * 2**30  # bytes of JSON read (decompressed)
+MAX_NAMES = 200_000  # distinct kernel names remembered for classification
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The GPU events of a trace: each event's rank (the trace's rank when it names one, else its
+    device), stream, start and duration (microseconds), and part (an index into ``PARTS``)."""
+
+    rank: np.ndarray
+    stream: np.ndarray
+    start_us: np.ndarray
+    dur_us: np.ndarray
+    part: np.ndarray
+    devices: list
+    distributed: dict
+    kernel_names: dict  # name -> (part, count, total microseconds), the heaviest first
+
+
+class _Bounded(io.RawIOBase):
+    """A binary stream that refuses to be read past ``limit`` bytes."""
+
+    def __init__(self, raw, limit: int):
+        self.raw, self.limit, self.read_bytes = raw, limit, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        data = self.raw.read(len(buffer))
+        self.read_bytes += len(data)
+        if self.read_bytes > self.limit:
+            raise ScenarioError("file", f"the trace is over {self.limit:,} bytes of JSON")
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def _open(path, limit: int):
+    """The trace's JSON bytes from a path, gunzipped when the file starts with gzip's magic bytes."""
+    raw = open(path, "rb")
+    if raw.read(2) == b"\x1f\x8b":
+        raw.seek(0)
+        raw = gzip.GzipFile(fileobj=raw)
+    else:
+        raw.seek(0)
+    return io.BufferedReader(_Bounded(raw, limit), buffer_size=1 << 20)
+
+
+def classify(name: str, category: str) -> int:
+    """The index in ``PARTS`` of a GPU event: copies and sets are memory; a kernel by its name
+    (:data:`KERNEL_CLASSES`), else other compute."""
+    fixed = GPU_CATEGORIES.get(category)
+    if fixed is not None:
+        return PARTS.index(fixed)
+    for part, pattern in KERNEL_CLASSES:
+        if pattern.search(name):
+            return PARTS.index(part)
+    return PARTS.index("other_compute")
+
+
+def read_trace(path, *, max_events: int = MAX_EVENTS, max_bytes: int = MAX_BYTES) -> Trace:
+    """Read a Chrome-trace JSON file (gzip or not), keeping its GPU events (:class:`Trace`). An
+    event's rank is the trace's own (``distributedInfo.rank``, one rank a file, as torch.distributed
+    runs write them), else its device (``pid``). A file that is no trace, or holds no GPU event, is
+    refused naming why."""
+    devices, distributed = _metadata(path, max_bytes)
+    file_rank = distributed.get("rank")
+    columns, names = _gpu_events(path, max_bytes, max_events, file_rank if isinstance(file_rank, int) else None)
+    if not columns["start"]:
+        raise ScenarioError("file", "no GPU events (categories kernel, gpu_memcpy, gpu_memset) in traceEvents: "
+                                    "profile with the CUDA activity on")
+    heaviest = dict(sorted(((n, tuple(v)) for n, v in names.items()), key=lambda item: -item[1][2]))
+    return Trace(rank=np.frombuffer(columns["rank"], np.int64), stream=np.frombuffer(columns["stream"], np.int64),
+                 start_us=np.frombuffer(columns["start"]), dur_us=np.frombuffer(columns["dur"]),
+                 part=np.frombuffer(columns["part"], np.int64), devices=devices, distributed=distributed,
+                 kernel_names=heaviest)
+
+
+def _gpu_events(path, max_bytes: int, max_events: int, file_rank: int | None) -> tuple[dict, dict]:
+    """The GPU events' columns (compact arrays, 40 bytes an event) and each kernel name's part, count
+    and total time, from a pass over ``traceEvents`` that drops every other event as it is read."""
+    import ijson
+
+    columns = {"rank": array("q"), "stream": array("q"), "start": array("d"), "dur": array("d"), "part": array("q")}
+    names: dict[str, list] = {}
+    stream = _open(path, max_bytes)
+    try:
+        for event in ijson.items(stream, "traceEvents.item", use_float=True):
+            category = event.get("cat") if isinstance(event, dict) else None
+            if category not in GPU_CATEGORIES or event.get("ph") != "X":
+                continue
+            if len(columns["start"]) >= max_events:
+                raise ScenarioError("file", f"the trace has over {max_events:,} GPU events: cut the profiled range")
+            name = str(event.get("name", ""))
+            known = names.get(name) or [classify(name, category), 0, 0.0]
+            if name not in names and len(names) < MAX_NAMES:
+                names[name] = known
+            values = (file_rank if file_rank is not None else event.get("pid"), event.get("tid"), event.get("ts"),
+                      event.get("dur", 0.0), known[0])
+            try:
+                for column, value in zip(columns.values(), values):
+                    column.append(value)
+            except TypeError:
+                raise ScenarioError("file", f"GPU event {len(columns['part']) + 1:,} has no whole-number pid and tid "
+                                            "or no numeric ts and dur") from None
+            known[1] += 1
+            known[2] += float(values[3])
+    except ijson.JSONError as error:
+        raise ScenarioError("file", f"not JSON a trace reader can read: {error}") from None
+    finally:
+        stream.close()
+    return columns, names
+
+
+def _metadata(path, max_bytes: int) -> tuple[list, dict]:
+    """The trace's device properties (name, SM count) and distributed information (rank, world size,
+    backend), which Kineto writes before its events, from a pass that stops where the events start."""
+    import ijson
+
+    devices, distributed = [], {}
+    stream = _open(path, max_bytes)
+    try:
+        for prefix, event, value in ijson.parse(stream, use_float=True):
+            if prefix == "traceEvents":
+                break
+            if prefix.startswith("deviceProperties.item.") and event in ("string", "number"):
+                if prefix.endswith(".id"):
+                    devices.append({})
+                if devices:
+                    devices[-1][prefix.rsplit(".", 1)[1]] = value
+            elif prefix.startswith("distributedInfo.") and event in ("string", "number"):
+                distributed[prefix.split(".", 1)[1]] = value
+    except ijson.JSONError as error:
+        raise ScenarioError("file", f"not JSON a trace reader can read: {error}") from None
+    finally:
+        stream.close()
+    return devices, distributed
+
+
+def timeline(trace: Trace, window_us: tuple[float, float] | None = None) -> dict:
+    """Per rank, where its traced span goes (:data:`PARTS` and ``idle``, adding up to the span), each
+    kernel class's busy time (its union over the rank's streams), the communication hidden under
+    compute, and each stream's busy time; microseconds. ``window_us`` keeps the events inside a
+    range (a step's, say), cut at its edges.
+
+    One sort of every event edge, by rank then time; a running count per part (a cumulative sum of
+    +1 at each start and -1 at each end) says which parts are active between two edges, and each
+    stretch goes to the first active part."""
+    start, end, rank, part, stream = trace.start_us, trace.start_us + trace.dur_us, trace.rank, trace.part, \
+        trace.stream
+    if window_us is not None:
+        low, high = window_us
+        keep = (end > low) & (start < high)
+        start, end = np.maximum(start[keep], low), np.minimum(end[keep], high)
+        rank, part, stream = rank[keep], part[keep], stream[keep]
+        if not start.size:
+            raise ScenarioError("window_us", "no GPU event inside the window")
+    ranks, rank_index = np.unique(rank, return_inverse=True)
+    n = start.size
+    times = np.concatenate([start, end])
+    which = np.concatenate([rank_index, rank_index])
+    order = np.lexsort((times, which))
+    delta = np.zeros((2 * n, len(PARTS)), np.int32)
+    edge = np.concatenate([part, part])[order]
+    delta[np.arange(2 * n), edge] = np.where(order < n, 1, -1)
+    times, which, active = times[order], which[order], np.cumsum(delta, axis=0, dtype=np.int32) > 0
+    del delta
+    length = np.where(which[1:] == which[:-1], np.diff(times), 0.0)  # a stretch between two ranks' edges: none
+    active = active[:-1]
+    first = np.where(active.any(axis=1), np.argmax(active, axis=1), len(PARTS))  # len(PARTS): idle
+    span = _per_rank(np.ones_like(length), length, which[:-1], len(ranks))
+    split = {name: _per_rank(first == i, length, which[:-1], len(ranks)) for i, name in enumerate(PARTS + ("idle",))}
+    busy = {name: _per_rank(active[:, i], length, which[:-1], len(ranks)) for i, name in enumerate(PARTS)}
+    computing = active[:, [PARTS.index(p) for p in COMPUTE]].any(axis=1)
+    overlap = _per_rank(computing & active[:, PARTS.index("communication")], length, which[:-1], len(ranks))
+    return {"ranks": ranks.tolist(), "span_us": span, "parts_us": split, "busy_us": busy,
+            "overlapped_communication_us": overlap, "streams": _streams(stream, rank_index, end - start, part)}
+
+
+def _per_rank(mask, length, which, ranks: int) -> list[float]:
+    return np.bincount(which, weights=np.where(mask, length, 0.0), minlength=ranks).tolist()
+
+
+def _streams(stream, rank_index, dur, part) -> list[dict]:
+    """Each (rank, stream): its kernels' summed time by part (summed, not a union: a stream runs one
+    kernel at a time)."""
+    low = stream.min()
+    width = stream.max() - low + 1
+    keys, index = np.unique(rank_index * width + (stream - low), return_inverse=True)
+    sums = np.zeros((keys.size, len(PARTS)))
+    np.add.at(sums, (index, part), dur)
+    return [{"rank_index": int(key // width), "stream": int(key % width + low),
+             "busy_us": dict(zip(PARTS, row.tolist()))} for key, row in zip(keys, sums)]
