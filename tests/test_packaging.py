@@ -114,13 +114,14 @@ def test_the_build_gives_an_sdist_and_a_wheel_of_the_package_and_leaves_one_sour
 
 def test_the_engine_tests_pass_on_the_installed_sdist_away_from_the_checkout(tmp_path, engine_dist):
     """The sdist's own tests (and the data and docs they read), taken out of it, run against the
-    sdist installed with its pandas extra in a fresh environment: nothing comes from the repository."""
+    sdist installed with its pandas and trace extras in a fresh environment: nothing comes from the
+    repository."""
     from importlib.metadata import version
 
     sdist = next(engine_dist.glob("*.tar.gz"))
     bin_dir = _venv(tmp_path / "venv")
-    _pip(bin_dir, f"simcore[pandas] @ {sdist.as_uri()}",
-         *(f"{name}=={version(name)}" for name in ("pytest", "hypothesis", "scipy")))
+    _pip(bin_dir, f"simcore[pandas,trace] @ {sdist.as_uri()}",
+         *(f"{name}=={version(name)}" for name in ("pytest", "hypothesis", "scipy", "ijson")))
     with tarfile.open(sdist) as archive:
         archive.extractall(tmp_path / "sdist", filter="data")
     unpacked = next((tmp_path / "sdist").iterdir())
