@@ -32,6 +32,10 @@ def main(argv=None) -> int:
     trace_cmd.add_argument("--window-us", type=float, nargs=2, metavar=("START", "END"),
                            help="keep the GPU events inside this range of the trace's own clock (microseconds)")
     trace_cmd.add_argument("--json", action="store_true", help="print the split as JSON")
+    trace_cmd.add_argument("--scenario", help="a scenario document (JSON) whose workload the trace ran: print the "
+                                              "engine's prediction for the traced layers beside the trace")
+    trace_cmd.add_argument("--moe-layers", type=int, default=0, help="MoE layers traced (forward and backward)")
+    trace_cmd.add_argument("--dense-layers", type=int, default=0, help="dense layers traced (forward and backward)")
     args = parser.parse_args(argv)
     try:
         return _run(args)
@@ -46,7 +50,7 @@ def _run(args) -> int:
     if args.command == "validate":
         return _known_misses() if args.known_misses else _validate(args.json)
     if args.command == "trace":
-        return _trace(args.file, args.window_us, args.json)
+        return _trace(args)
     if args.command == "fields":
         from simcore.document import fields_markdown
 
@@ -82,30 +86,36 @@ def _evaluate(path: str) -> int:
     return 0
 
 
-def _trace(path: str, window_us, as_json: bool) -> int:
-    """A trace's split per rank (:func:`simcore.tools.trace.timeline`) and its heaviest kernels."""
-    from simcore.tools.trace import PART_LABELS, PARTS, read_trace, timeline
+def _trace(args) -> int:
+    """A trace's split per rank (:func:`simcore.tools.trace.timeline`), with ``--scenario`` the
+    engine's prediction for the traced layers beside it, and the heaviest kernels."""
+    from simcore.tools.trace import PART_LABELS, PARTS, predicted_split, read_trace, timeline
 
     try:
-        read = read_trace(path)
-        split = timeline(read, tuple(window_us) if window_us else None)
+        read = read_trace(args.file)
+        split = timeline(read, tuple(args.window_us) if args.window_us else None)
+        predicted = predicted_split(json.load(open(args.scenario, encoding="utf-8")), args.moe_layers,
+                                    args.dense_layers) if args.scenario else {}
     except OSError as error:
-        print(f"error: cannot read {path}: {error.strerror}", file=sys.stderr)
+        print(f"error: cannot read {error.filename}: {error.strerror}", file=sys.stderr)
         return 2
     except ScenarioError as error:
         print(f"error: {error.field}: {error.reason}", file=sys.stderr)
         return 2
-    if as_json:
-        json.dump({**split, "devices": read.devices, "distributed": read.distributed}, sys.stdout, indent=2)
+    if args.json:
+        json.dump({**split, "predicted_us": predicted, "devices": read.devices, "distributed": read.distributed},
+                  sys.stdout, indent=2)
         print()
         return 0
     device = read.devices[0].get("name", "") if read.devices else ""
-    print(f"{path}: {read.start_us.size:,} GPU events, {device} {read.distributed or ''}".rstrip())
+    print(f"{args.file}: {read.start_us.size:,} GPU events, {device} {read.distributed or ''}".rstrip())
     for index, rank in enumerate(split["ranks"]):
         span = split["span_us"][index]
-        print(f"rank {rank}: {span / 1e3:.2f} ms traced")
+        print(f"rank {rank}: {span / 1e3:.2f} ms traced" + ("; the engine predicts" if predicted else ""))
         for name, values in split["parts_us"].items():
-            print(f"  {PART_LABELS[name]:24} {values[index] / 1e3:9.2f} ms  {values[index] / span:6.1%}")
+            beside = f"  {predicted[name] / 1e3:9.2f} ms  {predicted[name] / values[index] - 1:+6.1%}" \
+                if name in predicted and values[index] else ""
+            print(f"  {PART_LABELS[name]:24} {values[index] / 1e3:9.2f} ms  {values[index] / span:6.1%}{beside}")
         print(f"  {'communication under compute':24} {split['overlapped_communication_us'][index] / 1e3:9.2f} ms")
     print("heaviest kernels:")
     for name, (part, count, total_us) in list(read.kernel_names.items())[:12]:

@@ -333,20 +333,7 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts,
     tp_, pp_, ep_, cp_ = w["tp"], w["pp"], w["ep"], w["cp"]
     etp = expert_tp(w)
     model = transformer_model(w)
-    recompute = np.asarray(float(training.RECOMPUTE.index(w["recompute"])))
-    layout = transformer.Layout(tp=tp_, sp=np.asarray(w["sequence_parallel"]), cp=cp_, ep=ep_, etp=etp,
-                                micro_batch=w["micro_batch"], recompute=recompute,
-                                flash=np.asarray(w["flash_attention"]),
-                                act_bytes=np.asarray(4.0 if w["precision"] == "tf32" else 2.0),
-                                fused=np.asarray(w["fused_kernels"]), fp8=np.asarray(w["precision"] in LOW_PRECISIONS),
-                                recompute_norms=np.asarray(w["recompute_norms"]),
-                                recompute_up_proj=np.asarray(w["recompute_mla_up_proj"]),
-                                fp8_cache=np.asarray(w["fp8_cached_activations"]),
-                                fp8_cast_bytes=fp8_cast_bytes(w, family),
-                                ub=tp_overlap(w, family), rope_fused=np.asarray(w["rope_fusion"]),
-                                cross_entropy_fused=np.asarray(w["cross_entropy_fusion"]),
-                                dispatcher_permutes=np.asarray(w["moe_dispatcher"] != "alltoall"),
-                                router_fused=np.asarray(w["moe_router_fusion"]))
+    layout = transformer_layout(w, family)
     counts = transformer.parameter_counts(model)
     scale = where(np.isnan(w["params"]), 1.0, w["params"] / counts["total"])
     total_params, expert_params = counts["total"] * scale, counts["experts"] * scale
@@ -382,10 +369,30 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts,
             "mtp_params": counts["mtp"] * scale, "dense": dense, "expert_dp": expert_dp,
             "local_params": shards["dense"] + shards["experts"],
             "tokens_per_step": w["global_batch"] * model.seq, "model_per_token": model_per_token,
-            "hw_per_token": model_per_token + transformer.recompute_flops_per_token(model, recompute, model_per_token),
+            "hw_per_token": model_per_token + transformer.recompute_flops_per_token(model, layout.recompute,
+                                                                                    model_per_token),
             "parts": step["parts"], "detail": step["detail"], "compute_s": step["compute_s"],
             "backward_window": step["backward_s"],
             "activations": activations, "stage_s": step["stage_s"]}
+
+
+def transformer_layout(w, family) -> transformer.Layout:
+    """How the workload lays a transformer layer on a rank: its parallel sizes, recomputation,
+    precision, fused kernels, overlap and MoE dispatcher."""
+    return transformer.Layout(tp=w["tp"], sp=np.asarray(w["sequence_parallel"]), cp=w["cp"], ep=w["ep"],
+                              etp=expert_tp(w), micro_batch=w["micro_batch"],
+                              recompute=np.asarray(float(training.RECOMPUTE.index(w["recompute"]))),
+                              flash=np.asarray(w["flash_attention"]),
+                              act_bytes=np.asarray(4.0 if w["precision"] == "tf32" else 2.0),
+                              fused=np.asarray(w["fused_kernels"]), fp8=np.asarray(w["precision"] in LOW_PRECISIONS),
+                              recompute_norms=np.asarray(w["recompute_norms"]),
+                              recompute_up_proj=np.asarray(w["recompute_mla_up_proj"]),
+                              fp8_cache=np.asarray(w["fp8_cached_activations"]),
+                              fp8_cast_bytes=fp8_cast_bytes(w, family),
+                              ub=tp_overlap(w, family), rope_fused=np.asarray(w["rope_fusion"]),
+                              cross_entropy_fused=np.asarray(w["cross_entropy_fusion"]),
+                              dispatcher_permutes=np.asarray(w["moe_dispatcher"] != "alltoall"),
+                              router_fused=np.asarray(w["moe_router_fusion"]))
 
 
 def fp8_cast_bytes(w, family):

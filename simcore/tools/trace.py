@@ -237,3 +237,41 @@ def _streams(stream, rank_index, dur, part) -> list[dict]:
     np.add.at(sums, (index, part), dur)
     return [{"rank_index": int(key // width), "stream": int(key % width + low),
              "busy_us": dict(zip(PARTS, row.tolist()))} for key, row in zip(keys, sums)]
+
+
+def predicted_split(document: dict, moe_layers: int = 0, dense_layers: int = 0) -> dict:
+    """What the engine predicts the traced compute classes take for ``moe_layers`` MoE and
+    ``dense_layers`` dense layers of the document's workload, one micro-batch's forward and
+    backward on one rank (microseconds; the document's first scenario point): GEMMs (the
+    attention projections, the MLP or experts, weight gradients included), the attention core, FP8
+    casts, and other compute (norms, activations, rotary embedding, the token shuffles and the
+    router's kernels), from the layer model (:func:`simcore.formulas.transformer.layer_times_s`)
+    at the part's sustained clock; its recomputed forward where the workload recomputes."""
+    from simcore.document import parse
+    from simcore.formulas import transformer
+    from simcore.stages import cluster, job
+    from simcore.stages.scenario import EngineParams
+
+    p = parse(document)
+    w, acc = p["workload"], p["cluster"]["node"]["accelerator"]
+    if w["kind"] != "transformer":
+        raise ScenarioError("workload.kind", "a trace is compared layer by layer: a transformer workload")
+    hw = cluster.hardware(acc, p["cluster"]["calibration"], EngineParams())
+    device, _ = job.device_at(acc, hw.family, hw.clock, w["precision"], w["attention_kernel"],
+                              job.nvfp4_bf16_share(w))
+    ops = transformer.layer_times_s(job.transformer_model(w), job.transformer_layout(w, hw.family), device)
+    detail = ops["detail"]
+    layers = {"moe": (moe_layers, ops["moe_f"], ops["moe_b"]), "dense": (dense_layers, ops["mlp_f"], ops["mlp_b"])}
+    split = dict.fromkeys(COMPUTE, 0.0)
+    for kind, (count, mlp_f, mlp_b) in layers.items():
+        if not count:
+            continue
+        total = (ops["attention_gemm_f"] + ops["attention_f"] + ops["memory_f"] + mlp_f + ops["attention_gemm_b"]
+                 + ops["attention_b"] + ops["memory_b"] + mlp_b + ops["recompute_extra_f"])
+        attention = ops["attention_f"] + ops["attention_b"]
+        gemm = detail[f"flop_{kind}_f"] + detail[f"flop_{kind}_b"] - attention
+        quantize = detail[f"quantize_{kind}_f"] + detail[f"quantize_{kind}_b"]
+        for name, value in (("gemm", gemm), ("attention", attention), ("quantize", quantize),
+                            ("other_compute", total - gemm - attention - quantize)):
+            split[name] += count * float(np.ravel(value)[0]) * 1e6
+    return split

@@ -116,3 +116,45 @@ def test_the_command_line_prints_each_ranks_split_and_refuses_a_bad_file(tmp_pat
     (tmp_path / "empty.json").write_text('{"traceEvents": []}')
     assert main(["trace", str(tmp_path / "empty.json")]) == 2
     assert "error: file: no GPU events" in capsys.readouterr().err
+
+
+def _llama_document(**workload):
+    from simcore.tools.references import DGXC_FABRIC, DGXC_LLAMA_70B, LLAMA3_NODE
+
+    return {"cluster": {"node_count": 8, "node": LLAMA3_NODE, "fabric": DGXC_FABRIC, "prices": {"currency": "REL"}},
+            "workload": {**DGXC_LLAMA_70B, "gpus": 64, "global_batch": 8, "precision": "bf16", "pp": 1, "cp": 1,
+                         "virtual_stages": 1, "tp": 8, "tp_comm_overlap": False, **workload}}
+
+
+def test_the_prediction_beside_a_trace_is_the_layer_models_compute_by_class():
+    from simcore import evaluate
+
+    document = _llama_document()
+    one, four = t.predicted_split(document, dense_layers=1), t.predicted_split(document, dense_layers=4)
+    assert set(one) == set(t.COMPUTE) and all(four[name] == pytest.approx(4 * one[name]) for name in one)
+    assert one["gemm"] > one["attention"] > 0 and one["quantize"] == 0  # BF16: nothing cast
+    assert t.predicted_split(_llama_document(precision="fp8"), dense_layers=1)["quantize"] > 0
+    # Every layer of the one micro-batch a rank runs: the step's forward and backward, less the output
+    # layer, the loss and the embedding, which are no layer's.
+    training = evaluate(document)["training"]
+    step = training["step_parts_s"]["forward"] + training["step_parts_s"]["backward"]
+    layers = sum(t.predicted_split(document, dense_layers=80).values()) / 1e6
+    assert 0.9 * step < layers < step
+    with pytest.raises(ScenarioError, match="a transformer workload"):
+        t.predicted_split({**document, "workload": {"kind": "cnn", "params": 1e8, "flops_per_sample_forward": 1e10,
+                                                     "global_batch": 64, "gpus": 64}}, dense_layers=1)
+
+
+def test_the_command_line_prints_the_prediction_beside_the_trace(tmp_path, capsys):
+    from simcore.__main__ import main
+
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps(_llama_document()))
+    path = write(tmp_path / "step.json", STEP)
+    assert main(["trace", str(path), "--scenario", str(scenario), "--dense-layers", "1"]) == 0
+    out = capsys.readouterr().out
+    predicted = t.predicted_split(_llama_document(), dense_layers=1)
+    line = next(row for row in out.splitlines() if row.strip().startswith("attention"))
+    assert f"{predicted['attention'] / 1e3:9.2f} ms  {predicted['attention'] / 20 - 1:+6.1%}" in line
+    assert main(["trace", str(path), "--scenario", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
