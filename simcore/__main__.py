@@ -36,6 +36,9 @@ def main(argv=None) -> int:
                                               "engine's prediction for the traced layers beside the trace")
     trace_cmd.add_argument("--moe-layers", type=int, default=0, help="MoE layers traced (forward and backward)")
     trace_cmd.add_argument("--dense-layers", type=int, default=0, help="dense layers traced (forward and backward)")
+    trace_cmd.add_argument("--calibrate", action="store_true",
+                           help="with --scenario: the GEMM and HBM shares that make the prediction match the "
+                                "trace, and the prediction with them")
     args = parser.parse_args(argv)
     try:
         return _run(args)
@@ -89,13 +92,15 @@ def _evaluate(path: str) -> int:
 def _trace(args) -> int:
     """A trace's split per rank (:func:`simcore.tools.trace.timeline`), with ``--scenario`` the
     engine's prediction for the traced layers beside it, and the heaviest kernels."""
-    from simcore.tools.trace import PART_LABELS, PARTS, predicted_split, read_trace, timeline
+    from simcore.tools.trace import PART_LABELS, PARTS, predicted_split, read_trace, timeline, trace_calibration
 
     try:
         read = read_trace(args.file)
         split = timeline(read, tuple(args.window_us) if args.window_us else None)
-        predicted = predicted_split(json.load(open(args.scenario, encoding="utf-8")), args.moe_layers,
-                                    args.dense_layers) if args.scenario else {}
+        document = json.load(open(args.scenario, encoding="utf-8")) if args.scenario else None
+        predicted = predicted_split(document, args.moe_layers, args.dense_layers) if document else {}
+        calibrated = trace_calibration(document, {k: v[0] for k, v in split["parts_us"].items()}, args.moe_layers,
+                                       args.dense_layers) if document and args.calibrate else None
     except OSError as error:
         print(f"error: cannot read {error.filename}: {error.strerror}", file=sys.stderr)
         return 2
@@ -103,8 +108,8 @@ def _trace(args) -> int:
         print(f"error: {error.field}: {error.reason}", file=sys.stderr)
         return 2
     if args.json:
-        json.dump({**split, "predicted_us": predicted, "devices": read.devices, "distributed": read.distributed},
-                  sys.stdout, indent=2)
+        json.dump({**split, "predicted_us": predicted, "calibration": calibrated, "devices": read.devices,
+                   "distributed": read.distributed}, sys.stdout, indent=2)
         print()
         return 0
     device = read.devices[0].get("name", "") if read.devices else ""
@@ -117,10 +122,25 @@ def _trace(args) -> int:
                 if name in predicted and values[index] else ""
             print(f"  {PART_LABELS[name]:24} {values[index] / 1e3:9.2f} ms  {values[index] / span:6.1%}{beside}")
         print(f"  {'communication under compute':24} {split['overlapped_communication_us'][index] / 1e3:9.2f} ms")
+    if calibrated:
+        _print_calibration(calibrated, split)
     print("heaviest kernels:")
     for name, (part, count, total_us) in list(read.kernel_names.items())[:12]:
         print(f"  {total_us / 1e3:8.2f} ms {count:>6} x  {PARTS[part]:14} {name[:90]}")
     return 0
+
+
+def _print_calibration(calibrated: dict, split: dict) -> None:
+    """The shares the trace calibrates (the first rank's), and the prediction with them."""
+    from simcore.tools.trace import PART_LABELS
+
+    print("calibrated from the trace (rank %s):" % split["ranks"][0])
+    for name, constant in calibrated["constants"].items():
+        print(f"  {name:20} {constant['value']:.4f} (the family's {constant['family']:.4f}), "
+              f"from {' and '.join(constant['from'])}")
+    for name, value in calibrated["predicted_us"].items():
+        traced = split["parts_us"][name][0]
+        print(f"  {PART_LABELS[name]:24} {value / 1e3:9.2f} ms calibrated against {traced / 1e3:.2f} traced")
 
 
 def _known_misses() -> int:

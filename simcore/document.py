@@ -359,6 +359,9 @@ SPEC: dict[str, Any] = {
                                      doc="measured: the same share of the FP8 peak; null: the family's"),
             "fp4_gemm_fraction": opt(nullable=True, scalar=True, at_most=1.0,
                                      doc="measured: the same share of the NVFP4 peak; null: the family's"),
+            "hbm_fraction": opt(nullable=True, scalar=True, at_most=1.0,
+                                doc="measured: the share of peak HBM bandwidth the HBM-bound kernels (casts, norms, "
+                                    "activations) reach, replacing the family's; null: the family's"),
             "scaleup_fraction": opt(nullable=True, scalar=True, at_most=1.0,
                                     doc="measured: ring-collective bus bandwidth inside the scale-up domain over the "
                                         "per-GPU one-way scale-up bandwidth (nccl-tests); null: the family's"),

@@ -275,3 +275,51 @@ def predicted_split(document: dict, moe_layers: int = 0, dense_layers: int = 0) 
                             ("other_compute", total - gemm - attention - quantize)):
             split[name] += count * float(np.ravel(value)[0]) * 1e6
     return split
+
+
+# The family constant a traced class calibrates, by the workload's GEMM precision: GEMMs their share
+# of that precision's peak; the casts and other compute, HBM-bound, the HBM share.
+GEMM_CONSTANT = {"fp8": "fp8_gemm_fraction", "nvfp4": "fp4_gemm_fraction"}
+CALIBRATION_STEPS = 30
+
+
+def trace_calibration(document: dict, traced_us: dict, moe_layers: int = 0, dense_layers: int = 0) -> dict:
+    """The shares that make the engine's prediction for the traced layers match the trace: the GEMM
+    share at the workload's precision from the GEMMs' time, and the HBM share from the casts' and
+    other compute's together (both HBM-bound), each the family's (or the document's calibration)
+    scaled until the predicted time equals the traced (a fixed point: a share scales only the work
+    it bounds). Returns each constant's value with the family's, and the calibrated prediction."""
+    from simcore.document import parse
+
+    p = parse(document)
+    w = p["workload"]
+    family = _family(p)
+    gemm_name = GEMM_CONSTANT.get(w["precision"], "gemm_fraction")
+    names = {gemm_name: ("gemm",), "hbm_fraction": ("quantize", "other_compute")}
+    values = {name: float(getattr(family, name)) for name in names}
+    calibrated = document
+    for _ in range(CALIBRATION_STEPS):
+        calibrated = {**document, "cluster": {**document["cluster"], "calibration": {
+            **document["cluster"].get("calibration", {}), **values}}}
+        predicted = predicted_split(calibrated, moe_layers, dense_layers)
+        for name, parts in names.items():
+            traced, now = sum(traced_us[part] for part in parts), sum(predicted[part] for part in parts)
+            if traced <= 0 or now <= 0:
+                raise ScenarioError("file", f"the trace has no {' or '.join(parts)} time to calibrate against")
+            values[name] = min(values[name] * now / traced, 1.0)
+    return {"constants": {name: {"value": values[name], "family": float(getattr(family, name)), "from": names[name]}
+                          for name in names},
+            "predicted_us": predict_split_with(document, values, moe_layers, dense_layers)}
+
+
+def predict_split_with(document: dict, calibration: dict, moe_layers: int, dense_layers: int) -> dict:
+    """:func:`predicted_split` with ``calibration`` in place of the document's own shares."""
+    return predicted_split({**document, "cluster": {**document["cluster"], "calibration": {
+        **document["cluster"].get("calibration", {}), **calibration}}}, moe_layers, dense_layers)
+
+
+def _family(p: dict):
+    from simcore.formulas.devices import FAMILIES
+    from simcore.stages.cluster import calibrated_family
+
+    return calibrated_family(FAMILIES[p["cluster"]["node"]["accelerator"]["family"]], p["cluster"]["calibration"])

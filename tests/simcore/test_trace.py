@@ -158,3 +158,26 @@ def test_the_command_line_prints_the_prediction_beside_the_trace(tmp_path, capsy
     assert f"{predicted['attention'] / 1e3:9.2f} ms  {predicted['attention'] / 20 - 1:+6.1%}" in line
     assert main(["trace", str(path), "--scenario", str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_a_calibration_from_the_trace_makes_the_prediction_match_it_by_the_shares_it_names():
+    """The synthetic step as two dense layers of the Llama document: the GEMM share at BF16 scaled until
+    the GEMMs' predicted time is the traced 40 us, the HBM share until the casts and other compute are
+    the traced 14 us together; a share never passes 1 (the GEMMs cannot run faster than the peak)."""
+    from simcore.formulas.devices import FAMILIES
+
+    document = _llama_document(global_batch=8, micro_batch=1, seq_len=256)
+    predicted = t.predicted_split(document, dense_layers=1)
+    traced = {"gemm": 4 * predicted["gemm"], "attention": predicted["attention"], "quantize": 0.0,
+              "other_compute": 2 * predicted["other_compute"]}
+    calibrated = t.trace_calibration(document, traced, dense_layers=1)
+    shares = calibrated["constants"]
+    assert shares["gemm_fraction"]["family"] == FAMILIES["hopper"].gemm_fraction
+    assert shares["gemm_fraction"]["value"] < shares["gemm_fraction"]["family"]
+    assert calibrated["predicted_us"]["gemm"] == pytest.approx(traced["gemm"], rel=1e-3)
+    assert calibrated["predicted_us"]["other_compute"] == pytest.approx(traced["other_compute"], rel=1e-3)
+    assert shares["hbm_fraction"]["from"] == ("quantize", "other_compute")
+    faster = t.trace_calibration(document, {**traced, "gemm": predicted["gemm"] / 10}, dense_layers=1)
+    assert faster["constants"]["gemm_fraction"]["value"] == 1.0
+    with pytest.raises(ScenarioError, match="no gemm time"):
+        t.trace_calibration(document, {**traced, "gemm": 0.0}, dense_layers=1)
