@@ -297,11 +297,8 @@ def trace_calibration(document: dict, traced_us: dict, moe_layers: int = 0, dens
     gemm_name = GEMM_CONSTANT.get(w["precision"], "gemm_fraction")
     names = {gemm_name: ("gemm",), "hbm_fraction": ("quantize", "other_compute")}
     values = {name: float(getattr(family, name)) for name in names}
-    calibrated = document
     for _ in range(CALIBRATION_STEPS):
-        calibrated = {**document, "cluster": {**document["cluster"], "calibration": {
-            **document["cluster"].get("calibration", {}), **values}}}
-        predicted = predicted_split(calibrated, moe_layers, dense_layers)
+        predicted = predict_split_with(document, values, moe_layers, dense_layers)
         for name, parts in names.items():
             traced, now = sum(traced_us[part] for part in parts), sum(predicted[part] for part in parts)
             if traced <= 0 or now <= 0:
