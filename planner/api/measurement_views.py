@@ -7,7 +7,7 @@ from rest_framework.response import Response
 
 from planner.api.parsers import BoundedJSONParser
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
-from planner.models import ClusterPlan, ComputeNodeType, Measurement
+from planner.models import ClusterPlan, ComputeNodeType, Measurement, Workload
 from planner.serializers.base import ModelSerializer, NumberField
 from planner.services import measurements as services
 from simcore.tools.measurements import COLLECTIVES
@@ -49,6 +49,13 @@ class MeasurementComparisonRowSerializer(serializers.Serializer):
     tflops = NumberField(required=False, help_text="GEMM: measured TFLOPS")
     predicted_tflops = NumberField(required=False)
     compute_bound = serializers.BooleanField(required=False)
+    part = serializers.CharField(required=False, help_text="trace: a part of the step (gemm, attention, ...)")
+    traced_us = NumberField(required=False, help_text="trace: its time, the mean over the trace's ranks")
+    low_us = NumberField(required=False, help_text="trace: the lowest rank's")
+    high_us = NumberField(required=False, help_text="trace: the highest rank's")
+    predicted_us = NumberField(required=False, allow_null=True, help_text="trace: the engine's, compute parts only")
+    calibrated_us = NumberField(required=False, allow_null=True,
+                                help_text="trace: the engine's with the shares calibrated from the trace")
     error_pct = NumberField(allow_null=True, help_text="(predicted - measured) / measured x 100")
 
 
@@ -77,7 +84,8 @@ class MeasurementDetailSerializer(MeasurementSerializer):
 
 class MeasurementUploadSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(Measurement.Kind.choices)
-    file = serializers.FileField(help_text="nccl-tests output as printed, or a CSV with header m,n,k,dtype,tflops.")
+    file = serializers.FileField(help_text="nccl-tests output as printed, a CSV with header m,n,k,dtype,tflops, "
+                                            "or a profiler trace (Chrome-trace JSON, gzip or not).")
     name = serializers.CharField(required=False, allow_blank=True, max_length=200)
     plan = serializers.SlugField(required=False, help_text="A plan of yours that the measurement is for.")
     node_type = serializers.SlugField(required=False, help_text="Or the compute node type alone.")
@@ -85,6 +93,11 @@ class MeasurementUploadSerializer(serializers.Serializer):
                                          help_text="nccl-tests: needed when the file does not name it.")
     note = serializers.CharField(required=False, allow_blank=True, help_text="Where, when and how it was measured.")
     use_as_override = serializers.BooleanField(default=False)
+    workload = serializers.SlugField(required=False, help_text="trace: the workload it ran (visible to you).")
+    moe_layers = serializers.IntegerField(required=False, default=0, min_value=0, max_value=10_000,
+                                          help_text="trace: the MoE layers it holds, each run forward and backward.")
+    dense_layers = serializers.IntegerField(required=False, default=0, min_value=0, max_value=10_000,
+                                            help_text="trace: the dense layers it holds, likewise.")
 
 
 class MeasurementChangeSerializer(serializers.Serializer):
@@ -100,7 +113,8 @@ class MeasurementChangeSerializer(serializers.Serializer):
     create=extend_schema(tags=TAG, request={"multipart/form-data": MeasurementUploadSerializer},
                          responses={201: MeasurementDetailSerializer,
                                     400: OpenApiResponse(description="a field error; a file error names its line")},
-                         description="Upload nccl-tests output or a GEMM CSV against your plan or a node type. "
+                         description="Upload nccl-tests output or a GEMM CSV against your plan or a node type, or a "
+                                     "profiler trace against your plan with the workload and layers it ran. "
                                      "It is read, compared and stored in one step, or refused whole."),
     partial_update=extend_schema(tags=TAG, request={"application/json": MeasurementChangeSerializer},
                                  responses=MeasurementDetailSerializer,
@@ -136,12 +150,15 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
             node_type = ComputeNodeType.objects.filter(slug=data["node_type"]).first()
             if node_type is None:
                 raise serializers.ValidationError({"node_type": [f"no compute node type '{data['node_type']}'"]})
+        workload = Workload.objects.visible_slug(request.user, data["workload"], field="workload") \
+            if data.get("workload") else None
         file = data["file"]
         measurement = services.measurement_upload(
             owner=request.user, kind=data["kind"], content=file.read(services.MAX_FILE_BYTES + 1),
             filename=file.name, name=data.get("name", ""), plan=plan, node_type=node_type,
             collective=data.get("collective", ""), note=data.get("note", ""),
-            use_as_override=data["use_as_override"])
+            use_as_override=data["use_as_override"],
+            traced={"workload": workload, "moe_layers": data["moe_layers"], "dense_layers": data["dense_layers"]})
         return Response(MeasurementDetailSerializer(measurement).data, status=status.HTTP_201_CREATED)
 
     def partial_update(self, request, *args, **kwargs):

@@ -27,6 +27,7 @@ class Measurement(models.Model):
     class Kind(models.TextChoices):
         NCCL_TESTS = "nccl-tests", "nccl-tests output"
         GEMM = "gemm", "GEMM benchmark CSV"
+        TRACE = "trace", "Profiler trace (Chrome-trace JSON, gzip or not)"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=200)

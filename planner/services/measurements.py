@@ -5,15 +5,17 @@ read with its provenance. A file that does not read is refused with a field erro
 and nothing is stored.
 """
 import hashlib
+import tempfile
 
 import numpy as np
 from django.db import models
 
-from planner.adapters import calibration, node_document
-from planner.models import ClusterPlan, ComputeNodeType, Measurement
+from planner.adapters import calibration, node_document, scenario_document
+from planner.models import ClusterPlan, ComputeNodeType, Measurement, Workload
 from planner.services.errors import InputError
 from simcore import ScenarioError
 from simcore.tools import measurements as engine
+from simcore.tools import trace as trace_engine
 
 MAX_FILE_BYTES = 2 * 2**20
 
@@ -41,18 +43,48 @@ def _read(kind: str, text: str, node: dict, collective: str):
     return run.rows(), facts, engine.compare_nccl(node, run, collective)
 
 
+def _read_trace(content: bytes, plan: ClusterPlan | None, traced: dict):
+    """(the parts as stored, what the trace says, the comparison) for a profiler trace uploaded
+    against ``plan`` with the workload and layers it traced (``traced``)."""
+    if plan is None:
+        raise InputError({"plan": ["a trace is compared with a plan and a workload: give the plan"]})
+    if traced.get("workload") is None:
+        raise InputError({"workload": ["give the workload the trace ran (its layers are predicted beside it)"]})
+    if len(content) > MAX_FILE_BYTES:
+        raise InputError({"file": [f"{len(content):,} bytes; at most {MAX_FILE_BYTES:,} per upload (gzip the "
+                                   "trace: JSON packs about 10 to 1)"]})
+    with tempfile.NamedTemporaryFile(suffix=".json") as file:
+        file.write(content)
+        file.flush()
+        rows, facts = trace_engine.trace_rows(file.name)
+    facts.update(workload=traced["workload"].slug, moe_layers=traced["moe_layers"],
+                 dense_layers=traced["dense_layers"])
+    return rows, facts, _compare_trace(plan, traced["workload"], rows, facts)
+
+
+def _compare_trace(plan: ClusterPlan, workload: Workload, rows: list[dict], facts: dict) -> dict:
+    """The trace beside the engine's prediction for the plan and workload, on the family's own shares
+    (never on an override the trace itself made)."""
+    document = scenario_document(plan, workload, overrides={})
+    return trace_engine.compare_trace(document, rows, facts["moe_layers"], facts["dense_layers"])
+
+
 def measurement_upload(*, owner, kind: str, content: bytes, filename: str, name: str = "",
                        plan: ClusterPlan | None = None, node_type: ComputeNodeType | None = None,
-                       collective: str = "", note: str = "", use_as_override: bool = False) -> Measurement:
-    """Read, compare and store one measurement file against a plan or a node type (one of them)."""
+                       collective: str = "", note: str = "", use_as_override: bool = False,
+                       traced: dict | None = None) -> Measurement:
+    """Read, compare and store one measurement file against a plan or a node type (one of them); a
+    trace against a plan, with ``traced`` its workload and the MoE and dense layers it holds."""
     if kind not in Measurement.Kind.values:
         raise InputError({"kind": [f"must be one of {', '.join(Measurement.Kind.values)}"]})
     if (plan is None) == (node_type is None):
         raise InputError({"plan": ["give the plan or the node type the measurement is of, one of them"]})
     node_type = node_type or plan.node_type
-    text = _decode(content)
     try:
-        rows, facts, comparison = _read(kind, text, node_document(node_type), collective)
+        if kind == Measurement.Kind.TRACE:
+            rows, facts, comparison = _read_trace(content, plan, traced or {})
+        else:
+            rows, facts, comparison = _read(kind, _decode(content), node_document(node_type), collective)
     except ScenarioError as error:
         raise InputError({error.field: [error.reason]}) from None
     if use_as_override and not comparison["fitted"]:
@@ -66,6 +98,8 @@ def measurement_upload(*, owner, kind: str, content: bytes, filename: str, name:
 
 
 def _no_fit_reason(comparison: dict) -> str:
+    if comparison["kind"] == "trace":
+        return "the trace has no GEMM, cast or other compute time to calibrate against"
     if comparison["kind"] == "gemm":
         return "no compute-bound 16-bit or FP8 rows: nothing to fit (TF32 rows are compared only)"
     return f"this run crossed the {comparison['link']} path, not the scale-up link: nothing to fit"
@@ -73,6 +107,12 @@ def _no_fit_reason(comparison: dict) -> str:
 
 def measurement_compare(measurement: Measurement) -> dict:
     """Measured against predicted for a stored measurement, on its node type as the catalogue has it now."""
+    if measurement.kind == Measurement.Kind.TRACE:
+        workload = Workload.objects.filter(slug=measurement.provenance["workload"]).first()
+        if workload is None or measurement.plan is None:
+            raise ScenarioError("workload", f"the traced workload '{measurement.provenance['workload']}' or its plan "
+                                            "is gone: upload the trace again")
+        return _compare_trace(measurement.plan, workload, measurement.rows, measurement.provenance)
     node = node_document(measurement.node_type)
     if measurement.kind == Measurement.Kind.GEMM:
         rows = measurement.rows

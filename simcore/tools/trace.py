@@ -320,3 +320,47 @@ def _family(p: dict):
     from simcore.stages.cluster import calibrated_family
 
     return calibrated_family(FAMILIES[p["cluster"]["node"]["accelerator"]["family"]], p["cluster"]["calibration"])
+
+
+def trace_rows(path, window_us: tuple[float, float] | None = None) -> tuple[list[dict], dict]:
+    """A trace as a measurement stores it: each part's time (``PARTS`` and idle), the mean over the
+    trace's ranks with the lowest and highest rank (the spread), and what the file says of the run
+    (its ranks, span, devices and distributed information)."""
+    read = read_trace(path)
+    split = timeline(read, window_us)
+    rows = [{"part": name, "traced_us": float(np.mean(values)), "low_us": float(np.min(values)),
+             "high_us": float(np.max(values))} for name, values in split["parts_us"].items()]
+    facts = {"ranks": split["ranks"], "span_us": float(np.mean(split["span_us"])),
+             "overlapped_communication_us": float(np.mean(split["overlapped_communication_us"])),
+             "devices": sorted({str(device.get("name", "")) for device in read.devices}),
+             "distributed": read.distributed}
+    return rows, facts
+
+
+def compare_trace(document: dict, rows: list[dict], moe_layers: int, dense_layers: int) -> dict:
+    """A stored trace beside the engine: each part traced (with its spread over ranks), predicted
+    (:func:`predicted_split`, compute classes only) and calibrated (:func:`trace_calibration`), the
+    error of the prediction, and the calibrated shares as a measurement's fitted constants."""
+    if moe_layers < 0 or dense_layers < 0 or moe_layers + dense_layers == 0:
+        raise ScenarioError("moe_layers", "give the layers the trace holds (MoE, dense or both), at least one")
+    traced = {row["part"]: row["traced_us"] for row in rows}
+    predicted = predicted_split(document, moe_layers, dense_layers)
+    calibrated = trace_calibration(document, traced, moe_layers, dense_layers)
+    out = []
+    for row in rows:
+        name = row["part"]
+        guess, fitted = predicted.get(name), calibrated["predicted_us"].get(name)
+        error = (guess - row["traced_us"]) / row["traced_us"] * 100 if guess is not None and row["traced_us"] else None
+        out.append({**row, "label": PART_LABELS[name], "predicted_us": guess, "calibrated_us": fitted,
+                    "error_pct": error})
+    errors = [abs(row["error_pct"]) for row in out if row["error_pct"] is not None]
+    return {"kind": "trace", "family": _family_key(document), "moe_layers": moe_layers, "dense_layers": dense_layers,
+            "rows": out, "mean_abs_error_pct": float(np.mean(errors)) if errors else None,
+            "fitted": {name: {"value": c["value"], "family_value": c["family"], "rows": len(c["from"])}
+                       for name, c in calibrated["constants"].items()}}
+
+
+def _family_key(document: dict) -> str:
+    from simcore.document import parse
+
+    return str(parse(document)["cluster"]["node"]["accelerator"]["family"])

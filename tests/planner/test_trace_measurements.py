@@ -1,0 +1,86 @@
+"""A profiler trace as a measurement through the API: uploaded against a plan with the workload and
+layers it ran, compared part by part with the engine, its calibrated shares an override of that
+plan's evaluations; refused, naming the field, when it cannot be compared."""
+import gzip
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from planner.models import ClusterPlan
+from simcore.tools import trace as t
+from tests.simcore.test_trace import STEP
+
+WORKLOAD = "llama-13b-512"
+# The synthetic step of tests/simcore/test_trace.py stretched to milliseconds: one LLaMa-13B layer on an A100 at
+# a realistic scale (its GEMMs' 40 ms slower than the engine's, so the calibrated share is below the family's).
+SLOW_STEP = [{**event, "ts": event["ts"] * 1000, "dur": event["dur"] * 1000} for event in STEP]
+
+
+@pytest.fixture
+def my_plan(catalog, user):
+    """A private copy of the DGX-A100 preset owned by the reader."""
+    plan = ClusterPlan.objects.get(slug="dgx-a100-3layer")
+    plan.pk, plan.slug, plan.owner, plan.visibility, plan.node_count = None, "my-dgx", user, "private", 64
+    plan.save()
+    return plan
+
+
+def trace_file(events=SLOW_STEP, name="step.json.gz"):
+    document = {"deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": events}
+    return SimpleUploadedFile(name, gzip.compress(json.dumps(document).encode()))
+
+
+def upload(client, **fields):
+    return client.post("/api/measurements/", {"kind": "trace", "file": trace_file(), **fields}, format="multipart")
+
+
+def test_a_trace_uploads_beside_the_engine_and_its_calibration_overrides_the_plans_shares(reader_client, my_plan):
+    response = upload(reader_client, plan=my_plan.slug, workload=WORKLOAD, dense_layers=1, note="one layer, rank 0")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["kind"] == "trace" and body["provenance"]["workload"] == WORKLOAD
+    assert body["provenance"]["span_us"] == 100_000.0 and body["provenance"]["devices"] == ["NVIDIA A100-SXM4-80GB"]
+    rows = {row["part"]: row for row in body["comparison"]["rows"]}
+    assert rows["gemm"]["traced_us"] == 40_000.0 and rows["communication"]["predicted_us"] is None
+    assert rows["gemm"]["calibrated_us"] == pytest.approx(40_000.0, rel=1e-3)
+    assert rows["gemm"]["error_pct"] == pytest.approx((rows["gemm"]["predicted_us"] - 40_000) / 40_000 * 100)
+    assert set(body["fitted"]) == {"gemm_fraction", "hbm_fraction"}
+    assert body["fitted"]["gemm_fraction"]["value"] < body["fitted"]["gemm_fraction"]["family_value"]
+    assert body["fitted"]["hbm_fraction"]["rows"] == 2  # casts and other compute, together
+    before = reader_client.post(f"/api/plans/{my_plan.slug}/evaluate/", {}, format="json").json()
+    assert before["overrides"] == {}
+    marked = reader_client.patch(f"/api/measurements/{body['id']}/", {"use_as_override": True}, format="json")
+    assert marked.status_code == 200
+    after = reader_client.post(f"/api/plans/{my_plan.slug}/evaluate/", {}, format="json").json()
+    assert after["overrides"]["gemm_fraction"]["kind"] == "trace"
+    assert after["result"]["calibration"]["gemm_fraction"] == {"value": body["fitted"]["gemm_fraction"]["value"],
+                                                               "source": "measured"}
+    # The stored comparison stays on the family's own shares, not on the override it made.
+    again = reader_client.get(f"/api/measurements/{body['id']}/").json()["comparison"]
+    assert again["rows"] == body["comparison"]["rows"]
+
+
+def test_a_trace_that_cannot_be_compared_is_refused_naming_the_field(reader_client, my_plan):
+    cases = ((dict(plan=my_plan.slug, dense_layers=1), "workload"),
+             (dict(plan=my_plan.slug, workload=WORKLOAD), "moe_layers"),
+             (dict(node_type="dgx-a100", workload=WORKLOAD, dense_layers=1), "plan"),
+             (dict(plan=my_plan.slug, workload="nope", dense_layers=1), "workload"))
+    for fields, field in cases:
+        response = upload(reader_client, **fields)
+        assert response.status_code == 400 and field in response.json(), (fields, response.json())
+    empty = reader_client.post("/api/measurements/", {"kind": "trace", "file": trace_file(events=[]),
+                                                      "plan": my_plan.slug, "workload": WORKLOAD, "dense_layers": 1},
+                               format="multipart")
+    assert empty.status_code == 400 and "no GPU events" in str(empty.json()["file"])
+    assert my_plan.measurements.count() == 0
+
+
+def test_the_plan_page_shows_the_trace_part_by_part(client, reader_client, my_plan, user):
+    body = upload(reader_client, plan=my_plan.slug, workload=WORKLOAD, dense_layers=1).json()
+    client.force_login(user)
+    page = client.get(f"/plans/{my_plan.slug}/").content.decode()
+    section = page[page.index(f'id="measurement-{body["id"]}"'):]
+    assert "Profiler trace" in section and f"workload <code>{WORKLOAD}</code>" in section
+    assert '<tr data-part="gemm"><th scope="row">GEMMs</th><td class="num">40,000 µs</td>' in section
+    assert "Calibrated <code>gemm_fraction</code>" in section and t.PART_LABELS["communication"] in section
