@@ -582,6 +582,41 @@ def test_a_measurement_uploads_shows_measured_against_predicted_and_overrides(pa
     page.shot("node-type-measurements")
 
 
+def test_a_profiler_trace_uploads_beside_the_engine_and_its_calibration_overrides_the_plan(page, tmp_path):
+    """A gzipped trace of one LLaMa-13B layer uploaded from the plan page with its workload and layers:
+    each part traced beside the engine's prediction and the calibrated one; as an override, the plan's
+    evaluation names it."""
+    import gzip
+    import json
+
+    from tests.planner.test_trace_measurements import SLOW_STEP
+
+    traced = tmp_path / "rank0.json.gz"
+    traced.write_bytes(gzip.compress(json.dumps({"traceEvents": SLOW_STEP}).encode()))
+    page.login()
+    page.goto("/plans/new/?from=dgx-a100-3layer")
+    expect(page.page.locator("#preview-body .tiles")).to_contain_text("10,000")
+    page.page.fill("#f-slug", "my-traced-dgx")
+    page.page.fill("#f-name", "DGX-A100 with our own trace")
+    page.page.click("#save-plan")
+    page.page.wait_for_url(re.compile(r"/plans/my-traced-dgx/$"))
+    form = page.page.locator("#measurement-form")
+    form.locator("select[name=kind]").select_option("trace")
+    form.locator("input[name=file]").set_input_files(str(traced))
+    form.locator("button[type=submit]").click()
+    expect(page.page.locator("#measurement-errors")).to_contain_text("give the workload the trace ran")
+    form.locator("select[name=workload]").select_option("llama-13b-512")
+    form.locator("input[name=dense_layers]").fill("1")
+    form.locator("button[type=submit]").click()
+    measurement = page.page.locator("#measurements article.measurement")
+    expect(measurement.locator("tr[data-part=gemm]")).to_contain_text("40,000 µs")
+    expect(measurement).to_contain_text("Calibrated gemm_fraction")
+    measurement.get_by_role("button", name="Use as override").click()
+    expect(page.page.locator("#plan-report .overrides")).to_contain_text("gemm_fraction")
+    expect(page.page.locator("#plan-report .overrides")).to_contain_text("hbm_fraction")
+    page.shot("trace-measurement")
+
+
 def test_a_site_plan_from_the_form_ranks_the_builds_and_charts_them(page):
     """The site form with a bad figure says which field; corrected, it runs on the worker, the page
     follows it live and, done, shows the ranked builds (what binds each, each time's band) and the

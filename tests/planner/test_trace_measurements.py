@@ -84,3 +84,5 @@ def test_the_plan_page_shows_the_trace_part_by_part(client, reader_client, my_pl
     assert "Profiler trace" in section and f"workload <code>{WORKLOAD}</code>" in section
     assert '<tr data-part="gemm"><th scope="row">GEMMs</th><td class="num">40,000 µs</td>' in section
     assert "Calibrated <code>gemm_fraction</code>" in section and t.PART_LABELS["communication"] in section
+    form = page[page.index('<form id="measurement-form"'):]
+    assert '<option value="trace">' in form and f'<option value="{WORKLOAD}">' in form and 'name="moe_layers"' in form
