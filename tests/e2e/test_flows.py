@@ -531,14 +531,19 @@ def test_twin_shows_an_injected_xid_74_to_every_viewer(page, open_tab):
     page.page.click("#twin-buses button[type=submit]")
     expect(page.page.locator("#buses-status")).to_have_text("Saved: Xid lines are mapped by these addresses.")
 
-def test_a_measurement_uploads_shows_measured_against_predicted_and_overrides(page):
+def _my_dgx_a100(page, slug: str, name: str):
+    """Signed in, save a copy of the DGX-A100 preset from the builder and open its page."""
     page.login()
     page.goto("/plans/new/?from=dgx-a100-3layer")
     expect(page.page.locator("#preview-body .tiles")).to_contain_text("10,000")
-    page.page.fill("#f-slug", "my-measured-dgx")
-    page.page.fill("#f-name", "DGX-A100 with our own measurements")
+    page.page.fill("#f-slug", slug)
+    page.page.fill("#f-name", name)
     page.page.click("#save-plan")
-    page.page.wait_for_url(re.compile(r"/plans/my-measured-dgx/$"))
+    page.page.wait_for_url(re.compile(rf"/plans/{slug}/$"))
+
+
+def test_a_measurement_uploads_shows_measured_against_predicted_and_overrides(page):
+    _my_dgx_a100(page, "my-measured-dgx", "DGX-A100 with our own measurements")
     form = page.page.locator("#measurement-form")
     form.locator("select[name=kind]").select_option("gemm")
     form.locator("input[name=file]").set_input_files(str(DATA / "gemm_dgx_a100.csv"))
@@ -593,13 +598,7 @@ def test_a_profiler_trace_uploads_beside_the_engine_and_its_calibration_override
 
     traced = tmp_path / "rank0.json.gz"
     traced.write_bytes(gzip.compress(json.dumps({"traceEvents": SLOW_STEP}).encode()))
-    page.login()
-    page.goto("/plans/new/?from=dgx-a100-3layer")
-    expect(page.page.locator("#preview-body .tiles")).to_contain_text("10,000")
-    page.page.fill("#f-slug", "my-traced-dgx")
-    page.page.fill("#f-name", "DGX-A100 with our own trace")
-    page.page.click("#save-plan")
-    page.page.wait_for_url(re.compile(r"/plans/my-traced-dgx/$"))
+    _my_dgx_a100(page, "my-traced-dgx", "DGX-A100 with our own trace")
     form = page.page.locator("#measurement-form")
     form.locator("select[name=kind]").select_option("trace")
     form.locator("input[name=file]").set_input_files(str(traced))
@@ -608,7 +607,8 @@ def test_a_profiler_trace_uploads_beside_the_engine_and_its_calibration_override
     form.locator("select[name=workload]").select_option("llama-13b-512")
     form.locator("input[name=dense_layers]").fill("1")
     form.locator("button[type=submit]").click()
-    measurement = page.page.locator("#measurements article.measurement")
+    # (the user's node-type measurements of the DGX-A100, from other tests, are listed beside it)
+    measurement = page.page.locator("#measurements article.measurement", has_text="Profiler trace")
     expect(measurement.locator("tr[data-part=gemm]")).to_contain_text("40,000 µs")
     expect(measurement).to_contain_text("Calibrated gemm_fraction")
     measurement.get_by_role("button", name="Use as override").click()
