@@ -35,6 +35,7 @@ MATRIX = [
     ("post", "/api/plans/{plan}/clone/", {"slug": "matrix-copy"}, (401, 403, 404, 201, 201)),
     ("get", "/api/plans/{plan}/netbox/?file=sites", None, (401, 200, 404, 200, 200)),
     ("get", "/api/measurements/{measurement}/", None, (401, 200, 404, 200, 200)),
+    ("get", "/api/measurements/{measurement}/workbook/", None, (401, 200, 404, 200, 200)),
     ("patch", "/api/measurements/{measurement}/", {"name": "renamed"}, (401, 403, 404, 200, 200)),
     ("delete", "/api/measurements/{measurement}/", None, (401, 403, 404, 204, 204)),
     ("get", "/api/plans/compare/?ids={plan},ff2-pcie-2zone", None, (401, 200, 400, 200, 200)),

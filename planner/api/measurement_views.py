@@ -1,15 +1,20 @@
 """Measurements: upload nccl-tests output or a GEMM CSV, read it beside the engine's prediction, use it."""
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from planner.api.parsers import BoundedJSONParser
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
+from planner.api.plan_views import XLSXRenderer, _attachment
 from planner.models import ClusterPlan, ComputeNodeType, Measurement, Workload
 from planner.serializers.base import ModelSerializer, NumberField
 from planner.services import measurements as services
+from planner.services.spreadsheets import XLSX_MEDIA_TYPE, measurement_xlsx
+from simcore import ScenarioError
 from simcore.tools.measurements import COLLECTIVES
 
 TAG = ["measurements"]
@@ -160,6 +165,18 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
             use_as_override=data["use_as_override"],
             traced={"workload": workload, "moe_layers": data["moe_layers"], "dense_layers": data["dense_layers"]})
         return Response(MeasurementDetailSerializer(measurement).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(tags=TAG, responses={(200, XLSX_MEDIA_TYPE): OpenApiTypes.BINARY},
+                   description="The measurement beside the engine as an Excel workbook: its rows compared, what "
+                               "it fits or calibrates, and what the file says of the run.")
+    @action(detail=True, methods=["get"], renderer_classes=[XLSXRenderer])
+    def workbook(self, request, pk=None):
+        measurement = self.get_object()
+        try:
+            comparison = services.measurement_compare(measurement)
+        except ScenarioError as error:
+            raise serializers.ValidationError({error.field: [error.reason]}) from None
+        return _attachment(measurement_xlsx(measurement, comparison), f"measurement-{measurement.pk}.xlsx")
 
     def partial_update(self, request, *args, **kwargs):
         measurement = self.get_object()

@@ -138,3 +138,21 @@ def comparison_xlsx(comparison: dict) -> bytes:
         _sheet(book, "Not evaluated", ["plan", "reasons"],
                [[slug, "; ".join(reasons)] for slug, reasons in comparison["infeasible"].items()])
     return _bytes(book)
+
+
+def measurement_xlsx(measurement, comparison: dict) -> bytes:
+    """A measurement beside the engine as a workbook: its rows compared (measured, predicted, error;
+    a trace's parts traced, with their spread, predicted and calibrated), what it fits or calibrates
+    against the family's, and what the file says of the run."""
+    book = _workbook()
+    rows = comparison["rows"]
+    header = list(dict.fromkeys(key for row in rows for key in row))
+    _sheet(book, "Compared", header, [[row.get(key) for key in header] for row in rows])
+    _sheet(book, "Fitted", ["constant", "value", "family's value", "rows or parts used"],
+           [[name, fit["value"], fit["family_value"], fit["rows"]] for name, fit in comparison["fitted"].items()])
+    _sheet(book, "Run", ["what the file says", "value"],
+           [["name", measurement.name], ["kind", measurement.kind], ["file", measurement.filename],
+            ["uploaded", measurement.created_at.isoformat()], ["note", measurement.note],
+            *([key, value if isinstance(value, int | float | str) else str(value)]
+              for key, value in measurement.provenance.items())])
+    return _bytes(book)

@@ -2,6 +2,7 @@
 layers it ran, compared part by part with the engine, its calibrated shares an override of that
 plan's evaluations; refused, naming the field, when it cannot be compared."""
 import gzip
+import io
 import json
 
 import pytest
@@ -59,6 +60,20 @@ def test_a_trace_uploads_beside_the_engine_and_its_calibration_overrides_the_pla
     # The stored comparison stays on the family's own shares, not on the override it made.
     again = reader_client.get(f"/api/measurements/{body['id']}/").json()["comparison"]
     assert again["rows"] == body["comparison"]["rows"]
+    # The same comparison as a workbook: the parts, what it calibrates, and the run.
+    from openpyxl import load_workbook
+
+    workbook = reader_client.get(f"/api/measurements/{body['id']}/workbook/")
+    assert workbook.status_code == 200 and workbook["Content-Disposition"].endswith(f'measurement-{body["id"]}.xlsx"')
+    book = load_workbook(io.BytesIO(workbook.content))
+    compared = list(book["Compared"].iter_rows(values_only=True))
+    header = compared[0]
+    gemm = dict(zip(header, next(row for row in compared[1:] if row[0] == "gemm")))
+    assert gemm["traced_us"] == 40_000.0 and gemm["calibrated_us"] == pytest.approx(rows["gemm"]["calibrated_us"])
+    fitted = {row[0]: row[1] for row in book["Fitted"].iter_rows(min_row=2, values_only=True)}
+    assert fitted == pytest.approx({name: fit["value"] for name, fit in body["fitted"].items()})
+    run = {row[0]: row[1] for row in book["Run"].iter_rows(min_row=2, values_only=True)}
+    assert run["workload"] == WORKLOAD and run["kind"] == "trace"
 
 
 def test_a_trace_that_cannot_be_compared_is_refused_naming_the_field(reader_client, my_plan):
@@ -85,4 +100,5 @@ def test_the_plan_page_shows_the_trace_part_by_part(client, reader_client, my_pl
     assert '<tr data-part="gemm"><th scope="row">GEMMs</th><td class="num">40,000 µs</td>' in section
     assert "Calibrated <code>gemm_fraction</code>" in section and t.PART_LABELS["communication"] in section
     form = page[page.index('<form id="measurement-form"'):]
+    assert f'href="/api/measurements/{body["id"]}/workbook/"' in section
     assert '<option value="trace">' in form and f'<option value="{WORKLOAD}">' in form and 'name="moe_layers"' in form
