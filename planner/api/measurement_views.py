@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from planner.api.parsers import BoundedJSONParser
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
-from planner.api.plan_views import XLSXRenderer, _attachment
+from planner.api.renderers import XLSXRenderer, attachment
 from planner.models import ClusterPlan, ComputeNodeType, Measurement, Workload
 from planner.serializers.base import ModelSerializer, NumberField
 from planner.services import measurements as services
@@ -176,7 +176,7 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
             comparison = services.measurement_compare(measurement)
         except ScenarioError as error:
             raise serializers.ValidationError({error.field: [error.reason]}) from None
-        return _attachment(measurement_xlsx(measurement, comparison), f"measurement-{measurement.pk}.xlsx")
+        return attachment(measurement_xlsx(measurement, comparison), f"measurement-{measurement.pk}.xlsx")
 
     def partial_update(self, request, *args, **kwargs):
         measurement = self.get_object()

@@ -15,7 +15,7 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
@@ -25,6 +25,7 @@ from planner.adapters import calibration, scenario_document
 from planner.api import bodies
 from planner.api.limits import enforce_engine_limits
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
+from planner.api.renderers import CSVRenderer, XLSXRenderer, attachment
 from planner.api.versions import VersionedEntryMixin
 from planner.models import ClusterPlan, ComputeNodeType, PriceBook, StorageNodeType, Visibility, Workload
 from planner.services import netbox, sharing
@@ -32,32 +33,6 @@ from planner.services import plans as services
 from planner.services import prices as price_services
 from planner.services.measurements import overrides_seen_by
 from planner.services.spreadsheets import XLSX_MEDIA_TYPE, bom_xlsx, comparison_csv, comparison_xlsx
-
-
-class FileRenderer(BaseRenderer):
-    """A file the view has already built (text or bytes), passed through as it is."""
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data if isinstance(data, str | bytes) else b""
-
-
-class CSVRenderer(FileRenderer):
-    media_type = "text/csv"
-    format = "csv"
-    charset = "utf-8"
-
-
-class XLSXRenderer(FileRenderer):
-    media_type = XLSX_MEDIA_TYPE
-    format = "xlsx"
-    charset = None
-    render_style = "binary"
-
-
-def _attachment(content, filename: str) -> Response:
-    response = Response(content)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
 
 
 def evaluation_response(request, plan, workload=None, options=None) -> Response:
@@ -203,7 +178,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         export = {"csv": comparison_csv, "xlsx": comparison_xlsx}.get(request.accepted_renderer.format)
         if export is None:
             return Response(comparison)
-        return _attachment(export(comparison), f"comparison-{'-'.join(slugs)}.{request.accepted_renderer.format}")
+        return attachment(export(comparison), f"comparison-{'-'.join(slugs)}.{request.accepted_renderer.format}")
 
     @extend_schema(
         tags=PLAN_TAG, responses={(200, "application/json"): bodies.BomSerializer, (200, "text/csv"): OpenApiTypes.STR,
@@ -220,7 +195,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         export = {"csv": services.bom_csv, "xlsx": bom_xlsx}.get(request.accepted_renderer.format)
         if export is None:
             return Response(bom)
-        return _attachment(export(bom), f"{plan.slug}-bom.{request.accepted_renderer.format}")
+        return attachment(export(bom), f"{plan.slug}-bom.{request.accepted_renderer.format}")
 
     @extend_schema(
         tags=PLAN_TAG,
