@@ -281,6 +281,7 @@ def predicted_split(document: dict, moe_layers: int = 0, dense_layers: int = 0) 
 # of that precision's peak; the casts and other compute, HBM-bound, the HBM share.
 GEMM_CONSTANT = {"fp8": "fp8_gemm_fraction", "nvfp4": "fp4_gemm_fraction"}
 CALIBRATION_STEPS = 30
+CALIBRATION_TOLERANCE = 1e-9  # the relative miss at which the fixed point counts as reached (about 8 steps)
 
 
 def trace_calibration(document: dict, traced_us: dict, moe_layers: int = 0, dense_layers: int = 0) -> dict:
@@ -299,14 +300,20 @@ def trace_calibration(document: dict, traced_us: dict, moe_layers: int = 0, dens
     values = {name: float(getattr(family, name)) for name in names}
     for _ in range(CALIBRATION_STEPS):
         predicted = predict_split_with(document, values, moe_layers, dense_layers)
+        ratios = {}
         for name, parts in names.items():
             traced, now = sum(traced_us[part] for part in parts), sum(predicted[part] for part in parts)
             if traced <= 0 or now <= 0:
                 raise ScenarioError("file", f"the trace has no {' or '.join(parts)} time to calibrate against")
-            values[name] = min(values[name] * now / traced, 1.0)
+            ratios[name] = now / traced
+        if all(abs(r - 1) < CALIBRATION_TOLERANCE or (values[n] == 1.0 and r > 1) for n, r in ratios.items()):
+            break  # settled, or held at the peak (the GEMMs traced faster than the peak allows)
+        values = {name: min(values[name] * ratios[name], 1.0) for name in names}
+    else:
+        predicted = predict_split_with(document, values, moe_layers, dense_layers)
     return {"constants": {name: {"value": values[name], "family": float(getattr(family, name)), "from": names[name]}
                           for name in names},
-            "predicted_us": predict_split_with(document, values, moe_layers, dense_layers)}
+            "predicted_us": predicted}
 
 
 def predict_split_with(document: dict, calibration: dict, moe_layers: int, dense_layers: int) -> dict:

@@ -170,6 +170,15 @@ def test_the_blackwell_comparison_shows_capex_and_cost_per_token_once_every_part
     page.shot("blackwell-priced")
 
 
+def _both_marked(page, bad: dict):
+    """Fill each field with its bad value; then every one is marked invalid with its message shown."""
+    for field, value in bad.items():
+        page.page.fill(f"#f-{field}", value)
+    for field in bad:
+        expect(page.page.locator(f"#f-{field}")).to_have_attribute("aria-invalid", "true")
+        expect(page.page.locator(f"#e-{field}")).to_be_visible()
+
+
 @pytest.mark.parametrize("width", [1024, 1440])
 def test_the_plan_and_workload_forms_show_every_field_error_at_once_beside_its_field(page, width):
     """Two bad fields at once in each form: both marked, each message in the slot under its own label,
@@ -179,20 +188,12 @@ def test_the_plan_and_workload_forms_show_every_field_error_at_once_beside_its_f
     page.page.set_viewport_size({"width": width, "height": 900})
     page.goto("/plans/new/?from=ff2-pcie-2zone")
     expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
-    page.page.fill("#f-node_count", "0")
-    page.page.fill("#f-rack_power_limit_w", "-1")
-    for field in ("node_count", "rack_power_limit_w"):
-        expect(page.page.locator(f"#f-{field}")).to_have_attribute("aria-invalid", "true")
-        expect(page.page.locator(f"#e-{field}")).to_be_visible()
+    _both_marked(page, {"node_count": "0", "rack_power_limit_w": "-1"})
     page.shot(f"{width}-plan-form-errors")
     page.goto("/workloads/new/?from=llama-13b-512")
     page.page.select_option("#f-plan", "ff2-pcie-2zone")
     expect(page.page.locator("#preview-body #step-breakdown")).to_contain_text("backward")
-    page.page.fill("#f-layers", "0")
-    page.page.fill("#f-micro_batch", "0")
-    for field in ("layers", "micro_batch"):
-        expect(page.page.locator(f"#f-{field}")).to_have_attribute("aria-invalid", "true")
-        expect(page.page.locator(f"#e-{field}")).to_be_visible()
+    _both_marked(page, {"layers": "0", "micro_batch": "0"})
     page.shot(f"{width}-workload-form-errors")
     found = page.page.evaluate(LAYOUT)
     assert not found["clipped"] + found["overlaps"], found

@@ -17,15 +17,6 @@ def file(path: Path, content: bytes | None = None):
     return SimpleUploadedFile(path.name, path.read_bytes() if content is None else content)
 
 
-@pytest.fixture
-def my_plan(catalog, user):
-    """A private copy of the DGX-A100 preset owned by the reader."""
-    plan = ClusterPlan.objects.get(slug="dgx-a100-3layer")
-    plan.pk, plan.slug, plan.owner, plan.visibility, plan.node_count = None, "my-dgx", user, "private", 32
-    plan.save()
-    return plan
-
-
 def upload(client, path, kind, **fields):
     return client.post("/api/measurements/", {"kind": kind, "file": file(path), **fields}, format="multipart")
 

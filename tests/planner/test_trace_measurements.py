@@ -8,7 +8,6 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from planner.models import ClusterPlan
 from simcore.tools import trace as t
 from tests.simcore.test_trace import STEP
 
@@ -16,15 +15,6 @@ WORKLOAD = "llama-13b-512"
 # The synthetic step of tests/simcore/test_trace.py stretched to milliseconds: one LLaMa-13B layer on an A100 at
 # a realistic scale (its GEMMs' 40 ms slower than the engine's, so the calibrated share is below the family's).
 SLOW_STEP = [{**event, "ts": event["ts"] * 1000, "dur": event["dur"] * 1000} for event in STEP]
-
-
-@pytest.fixture
-def my_plan(catalog, user):
-    """A private copy of the DGX-A100 preset owned by the reader."""
-    plan = ClusterPlan.objects.get(slug="dgx-a100-3layer")
-    plan.pk, plan.slug, plan.owner, plan.visibility, plan.node_count = None, "my-dgx", user, "private", 64
-    plan.save()
-    return plan
 
 
 def trace_file(events=SLOW_STEP, name="step.json.gz"):
