@@ -59,3 +59,40 @@ def test_every_published_run_evaluates_as_it_ran():
     assert len(rows) >= 73
     refused = [row["key"] for row in rows if not (math.isfinite(row["predicted"]) and row["predicted"] > 0)]
     assert refused == []
+
+
+def test_the_cases_are_read_from_the_data_file_and_predict_from_their_scenarios(tmp_path):
+    """The record is data: a case file of the same form, with one case changed, predicts from the
+    changed scenario; a ratio divides by its denominator's output, and a case without a tolerance,
+    or with a measure the engine does not know, is refused naming the field."""
+    import yaml
+
+    from simcore.errors import ScenarioError
+    from simcore.tools.references import CASES_PATH, case_from, load_cases, predict, run_document
+
+    data = yaml.safe_load(CASES_PATH.read_text())
+    assert data["schema_version"] == 1 and len(data["cases"]) == len(CASES)
+    entry = next(e for e in data["cases"] if e["key"] == "llama-13b-64")
+    scenario = entry["predict"]["scenario"]
+    half = {**entry, "predict": {**entry["predict"], "scenario": {
+        **scenario, "workload": {**scenario["workload"], "global_batch": 2048}}}}
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, "parts": {}, "cases": [entry, half]}))
+    _, (full_case, half_case) = load_cases(path)
+    params = __import__("simcore").EngineParams()
+    assert full_case.predict(params) == pytest.approx(64.1, rel=0.15)
+    assert half_case.predict(params) == pytest.approx(full_case.predict(params) / 2, rel=0.05)
+    fused = entry["predict"]["scenario"]
+    ratio = {"measure": "ratio", "scenario": fused, "denominator": fused, "output": "training.step_time_s"}
+    assert predict(ratio, params) == 1.0
+    step_s = float(run_document(fused, params)["training"]["step_time_s"])
+    assert predict({"scenario": fused, "output": "training.step_time_s", "divide_by": 4}, params) == step_s / 4
+    with pytest.raises(ScenarioError) as refused:
+        case_from({k: v for k, v in entry.items() if k != "rel_tolerance"})
+    assert refused.value.field == "cases.llama-13b-64.rel_tolerance"
+    with pytest.raises(ScenarioError) as refused:
+        case_from({**entry, "predict": {**entry["predict"], "measure": "median"}})
+    assert refused.value.field == "cases.llama-13b-64.predict.measure"
+    path.write_text(yaml.safe_dump({"schema_version": 2, "parts": {}, "cases": []}))
+    with pytest.raises(ScenarioError, match="this engine reads 1"):
+        load_cases(path)

@@ -12,13 +12,13 @@ from simcore.tools.references import (
     DEEPSEEK_V3,
     DEEPSEEK_V3_CLUSTER,
     DEEPSEEK_V3_RUN,
-    DGXC_DEEPSEEK_ROWS,
     DGXC_FABRIC,
     DGXC_LLAMA_70B,
     GB200_TRAY,
     LLAMA3_NODE,
     NVL72_RACKS,
     run,
+    scenario,
 )
 
 H100_CLUSTER = {"node_count": 8, "node": LLAMA3_NODE, "fabric": DGXC_FABRIC, "prices": {"currency": "REL"}}
@@ -256,7 +256,8 @@ def test_the_routers_kernels_move_their_bytes_per_token_and_expert_and_are_a_sli
     """Megatron-Core's unfused router (88 bytes a token and expert forward, 32 backward, FP32 scores)
     and the fused one (17, 24), at the family's HBM rate; on the DeepSeek-V3 recipes under 0.1% of the
     step, so not what those rows miss."""
-    for cluster, workload, _, _ in DGXC_DEEPSEEK_ROWS:
+    for key in ("dgxc-deepseek-v3-h100-1024", "dgxc-deepseek-v3-gb200-128"):
+        cluster, workload = scenario(key)["cluster"], scenario(key)["workload"]
         training = run(cluster, workload)["training"]
         fused = run(cluster, {**workload, "moe_router_fusion": True})["training"]
         unfused_s, fused_s = training["compute_detail_s"]["moe_router"], fused["compute_detail_s"]["moe_router"]

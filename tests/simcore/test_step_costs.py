@@ -180,8 +180,9 @@ def test_llama3_405b_fits_interleaved_as_meta_ran_it():
 
 
 def test_moe_dispatchers_run_at_their_measured_rates_inside_a_rack():
-    from simcore.tools.references import DGXC_DEEPSEEK_ROWS
-    cluster, workload, _, _ = DGXC_DEEPSEEK_ROWS[1]  # DeepSeek-V3 on 128 GB200: EP 32 inside one NVL72 rack
+    from simcore.tools.references import scenario
+    gb200 = scenario("dgxc-deepseek-v3-gb200-128")  # DeepSeek-V3 on 128 GB200: EP 32 inside one NVL72 rack
+    cluster, workload = gb200["cluster"], gb200["workload"]
     # An even split without MTP: the last stage (16 MoE layers and the output layer) is the slowest for every
     # dispatcher, so the ratio of their all-to-all times is the ratio of their rates.
     workload = {**workload, "first_stage_layers": None, "last_stage_layers": None, "mtp_layers": 0}
@@ -193,7 +194,8 @@ def test_moe_dispatchers_run_at_their_measured_rates_inside_a_rack():
     assert a2a["alltoall"] < a2a["hierarchical"]  # NCCL at the link's measured share, DeepEP below it there
     # In a DGX H100 HybridEP's measured 369 GB/s is the NVLink's nccl-tests share (370 of 450), the rate
     # DeepEP, with no measurement of its own, runs at: the two agree.
-    h100_cluster, h100_workload, _, _ = DGXC_DEEPSEEK_ROWS[0]
+    h100 = scenario("dgxc-deepseek-v3-h100-1024")
+    h100_cluster, h100_workload = h100["cluster"], h100["workload"]
     hopper = {name: train(h100_workload, cluster=h100_cluster, moe_dispatcher=name)["step_parts_s"]["ep_all_to_all"]
               for name in ("hierarchical", "hybridep")}
     assert hopper["hybridep"] == pytest.approx(hopper["hierarchical"], rel=0.01)
@@ -232,8 +234,8 @@ def test_the_alltoall_dispatcher_shuffles_tokens_through_hbm_and_deepep_inside_i
     expected = (2 * routed + 2 * routed * 8 + 4 * pairs) * 7168 * per_element
     assert float(moe_permute_s(model, layout(False), tokens, pairs, per_element)) == pytest.approx(expected)
     assert float(moe_permute_s(model, layout(True), tokens, pairs, per_element)) == 0
-    from simcore.tools.references import DEEPSEEK_V3_CLUSTER, DGXC_DEEPSEEK_ROWS
-    _, workload, _, _ = DGXC_DEEPSEEK_ROWS[0]
+    from simcore.tools.references import DEEPSEEK_V3_CLUSTER, scenario
+    workload = scenario("dgxc-deepseek-v3-h100-1024")["workload"]
     # Stages of 4 MoE layers and no MTP: the last (with the output layer) is the slowest either way.
     workload = {**workload, "first_stage_layers": None, "last_stage_layers": None, "mtp_layers": 0, "layers": 64}
     alltoall = train(workload, cluster=DEEPSEEK_V3_CLUSTER)["step_parts_s"]["forward"]
