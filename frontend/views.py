@@ -27,6 +27,7 @@ from planner.serializers import ClusterPlanSerializer, WorkloadSerializer
 from planner.services import measurements as measurement_services
 from planner.services import netbox
 from planner.services import plans as plan_services
+from planner.services import runs as run_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_band_coverage, engine_bands, engine_validation
 from planner.services.sweep_spec import CATEGORICAL_AXES
@@ -394,6 +395,8 @@ def plan_detail(request, slug):
         "compare_with": _comparable(plan, [p for p in _visible_plans(request.user) if p.pk != plan.pk])[:12],
         "measurements": measurement_services.plan_measurements(plan=plan, user=request.user),
         "collectives": COLLECTIVES,
+        "owns": plan.owner_id == request.user.id,
+        "runs": run_services.plan_runs(plan, request.user),
     })
 
 
@@ -529,7 +532,8 @@ def validation(request):
                                                                   in sorted(engine_bands().items())],
                                                         "coverage": engine_band_coverage(),
                                                         "measurements": measurement_services.user_measurements(
-                                                            user=request.user)})
+                                                            user=request.user),
+                                                        "runs": run_services.user_runs(request.user)})
 
 
 @login_required

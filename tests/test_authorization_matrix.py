@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from planner.models import AccessToken, ClusterPlan, Sweep, Workload
 from planner.services.measurements import measurement_upload
+from planner.services.runs import run_create
 from planner.services.sweeps import sweep_create
 from tests.helpers import ANONYMOUS, session_headers
 from twin.services.creation import twin_create
@@ -38,6 +39,12 @@ MATRIX = [
     ("get", "/api/measurements/{measurement}/workbook/", None, (401, 200, 404, 200, 200)),
     ("patch", "/api/measurements/{measurement}/", {"name": "renamed"}, (401, 403, 404, 200, 200)),
     ("delete", "/api/measurements/{measurement}/", None, (401, 403, 404, 204, 204)),
+    # A run of the owner's cluster is theirs alone: staff do not see it either.
+    ("get", "/api/runs/{run}/", None, (401, 200, 404, 200, 404)),
+    ("patch", "/api/runs/{run}/", {"name": "renamed"}, (401, 403, 404, 200, 404)),
+    ("delete", "/api/runs/{run}/", None, (401, 403, 404, 204, 404)),
+    ("post", "/api/runs/", {"plan": "private-plan", "workload": "private-workload", "measured_s": 10, "source": "x"},
+     (401, 403, 400, 201, 201)),
     ("get", "/api/plans/compare/?ids={plan},ff2-pcie-2zone", None, (401, 200, 400, 200, 200)),
     ("patch", "/api/plans/ff2-pcie-2zone/", {"description": "changed"}, (401, 403, 403, 403, 200)),
     ("post", "/api/plans/", {"slug": "matrix-new", "name": "N", "node_type": "ff-pcie-a100", "node_count": 8,
@@ -125,7 +132,8 @@ def world(catalog, django_user_model, monkeypatch):
     measurement, shared_measurement = (
         measurement_upload(owner=owner, kind="gemm", content=gemm, filename="gemm.csv", plan=on)
         for on in (plan, shared))
-    ids = {"plan": plan.slug, "workload": workload.slug, "sweep": sweep.pk, "twin": twin.pk,
+    run = run_create(owner=owner, plan=plan, workload=workload, measured_s=10.0, source="the owner's cluster")
+    ids = {"plan": plan.slug, "workload": workload.slug, "sweep": sweep.pk, "twin": twin.pk, "run": run.pk,
            "shared_plan": shared.slug, "shared_twin": shared_twin.pk, "measurement": measurement.pk,
            "shared_measurement": shared_measurement.pk}
     return clients, ids, {"owner": owner, "other_user": other, "staff": staff}

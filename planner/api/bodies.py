@@ -114,8 +114,11 @@ class BandSerializer(serializers.Serializer):
     high_error = NumberField(help_text="the highest")
     actual_low = NumberField(help_text="value / (1 + high_error): where runs like it came in, at least")
     actual_high = NumberField(help_text="value / (1 + low_error): at most")
-    cases = serializers.IntegerField(allow_null=True, help_text="published cases the band is made of (none that "
-                                                               "set a constant); null for the price book's band")
+    cases = serializers.IntegerField(allow_null=True, help_text="cases the band is made of (none that set a "
+                                                               "constant); null for the price book's band")
+    own_cases = serializers.IntegerField(help_text="of them, your own runs (/api/runs/): only on a plan of yours")
+    keys = serializers.ListField(child=serializers.CharField(), help_text="every case's key: a published case's "
+                                 "as /validation/ lists it, your run's own-<id>")
     group = serializers.CharField(help_text="step_time:<family>:<kind>:<scheme> (scheme 3d or zero3), "
                                             "step_time:<family>:<kind>, step_time (every training run) or power: "
                                             "the /validation/ page lists each group's cases; 'price book': the "

@@ -28,7 +28,7 @@ from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.api.renderers import CSVRenderer, XLSXRenderer, attachment
 from planner.api.versions import VersionedEntryMixin
 from planner.models import ClusterPlan, ComputeNodeType, PriceBook, StorageNodeType, Visibility, Workload
-from planner.services import netbox, sharing
+from planner.services import netbox, runs, sharing
 from planner.services import plans as services
 from planner.services import prices as price_services
 from planner.services.measurements import overrides_seen_by
@@ -37,12 +37,14 @@ from planner.services.spreadsheets import XLSX_MEDIA_TYPE, bom_xlsx, comparison_
 
 def evaluation_response(request, plan, workload=None, options=None) -> Response:
     """A plan's evaluation within the API's engine limits, its measured overrides as the caller may
-    see them; bad options or an impossible build answer 400 (through the API's exception handler)."""
+    see them and, on the caller's own plan, their own runs in its bands; bad options or an impossible
+    build answer 400 (through the API's exception handler)."""
     overrides = calibration(plan)
     document = scenario_document(plan, workload, options, overrides)
     enforce_engine_limits(document)
     evaluation = services.plan_evaluate(plan=plan, workload=workload, options=options, document=document,
-                                        overrides=overrides, work_budget_s=settings.API_WORK_BUDGET_S)
+                                        overrides=overrides, work_budget_s=settings.API_WORK_BUDGET_S,
+                                        own_rows=runs.plan_rows(plan, request.user) if workload else None)
     return Response({**evaluation, "overrides": overrides_seen_by(evaluation["overrides"], request.user)})
 
 

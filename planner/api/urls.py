@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from planner.api import engine_views, measurement_views, plan_views, sweep_views, token_views, views
+from planner.api import engine_views, measurement_views, plan_views, run_views, sweep_views, token_views, views
 
 router = DefaultRouter()
 router.register("catalog/accelerators", views.AcceleratorViewSet, basename="accelerator")
@@ -17,6 +17,7 @@ router.register("workloads", plan_views.WorkloadViewSet, basename="workload")
 router.register("tokens", token_views.TokenViewSet, basename="token")
 router.register("sweeps", sweep_views.SweepViewSet, basename="sweep")
 router.register("measurements", measurement_views.MeasurementViewSet, basename="measurement")
+router.register("runs", run_views.MeasuredRunViewSet, basename="run")
 
 urlpatterns = [
     path("evaluate/", engine_views.EvaluateScenarioView.as_view(), name="evaluate"),

@@ -10,7 +10,7 @@ from .catalog import (
     StorageNodeType,
     Switch,
 )
-from .measurements import Measurement
+from .measurements import MeasuredRun, Measurement
 from .plans import ClusterPlan, Visibility, VisibleQuerySet, Workload
 from .sweeps import Sweep, SweepChunk
 from .tokens import AccessToken
@@ -24,6 +24,7 @@ __all__ = [
     "ClusterPlan",
     "ComputeNodeType",
     "LinkPart",
+    "MeasuredRun",
     "Measurement",
     "PriceBook",
     "PriceItem",

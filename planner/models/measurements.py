@@ -53,3 +53,44 @@ class Measurement(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class MeasuredRunQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        """A run is its owner's alone (it tells of their cluster); staff see none of others' either."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(owner=user)
+
+
+class MeasuredRun(models.Model):
+    """A training run measured on the owner's own cluster: a case of the validation record that is
+    theirs alone (:mod:`planner.services.runs`). ``case`` is the case in the record's form, the
+    scenario document it ran (the plan and workload as they were, on the family's constants), the
+    quantity and the figure; it joins the error bands of its owner's plans and no one else's."""
+
+    class Quantity(models.TextChoices):
+        STEP_TIME = "step_time_s", "Step time (s), entered by hand"
+        TRACED_COMPUTE = "traced_compute_s", "Compute time of a trace's layers (s)"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=200)
+    quantity = models.CharField(max_length=20, choices=Quantity.choices)
+    measured_s = models.FloatField(help_text="The figure measured, in seconds.")
+    source = models.TextField(help_text="Where, when and how it was measured (the owner's words).")
+    measured_on = models.DateField(null=True, blank=True)
+    plan = models.ForeignKey(ClusterPlan, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                             help_text="The plan it ran as (the case keeps the scenario as it was).")
+    workload_slug = models.CharField(max_length=100)
+    trace = models.ForeignKey("Measurement", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs",
+                              help_text="The trace it was measured from, if any.")
+    case = models.JSONField(help_text="The case in the validation record's form (simcore/data/reference_cases.yaml).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = MeasuredRunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return self.name

@@ -44,6 +44,12 @@ def engine_bands() -> dict[str, dict]:
     return error_bands(engine_validation()[0])
 
 
+def bands_with(own_rows=()) -> dict[str, dict]:
+    """The error bands with a user's own runs beside the published (their validation rows,
+    :func:`planner.services.runs.own_rows`); the published alone when there are none."""
+    return error_bands([*engine_validation()[0], *own_rows]) if own_rows else engine_bands()
+
+
 @lru_cache(maxsize=1)
 def engine_band_coverage() -> list[dict]:
     """Each family and kind's runs checked on the band built without them
@@ -67,15 +73,23 @@ def _shown(path: str, value: float, result: dict) -> str:
     return display(value, "s" if path == "training.step_time_s" else "W")
 
 
-def _band_message(path, value, result, cases, basis, low, high, validated) -> str:
+OWN_PREFIX = "own-"  # a user's own run's key in a band (planner.services.runs)
+
+
+def own_cases(keys: list[str]) -> int:
+    return sum(key.startswith(OWN_PREFIX) for key in keys)
+
+
+def _band_message(path, value, result, cases, basis, low, high, validated, own=0) -> str:
     off = f"{low:+.0%}" if low == high else f"{low:+.0%} to {high:+.0%}"
     came = (_shown(path, value / (1 + high), result) if low == high else
             f"{_shown(path, value / (1 + high), result)} to {_shown(path, value / (1 + low), result)}")
     believed = "" if headline_inside(low, high) else (
         f" The figure {_shown(path, value, result)} itself lies outside that range: every such run came in "
         f"{'above' if high < 0 else 'below'} the engine's figure, so read the range, not the figure.")
-    return (f"{'' if validated else 'Outside everything validated: '}on {cases} {basis} the prediction was {off} "
-            f"off, so runs like it come in at {came}.{believed}")
+    yours = f" ({own} of them your own run{'s' if own > 1 else ''})" if own else ""
+    return (f"{'' if validated else 'Outside everything validated: '}on {cases} {basis}{yours} the prediction was "
+            f"{off} off, so runs like it come in at {came}.{believed}")
 
 
 def headline_inside(low_error: float, high_error: float) -> bool:
@@ -95,13 +109,12 @@ def _band_basis(group: str, family: str, kind: str) -> str:
     return BAND_BASES[group]
 
 
-def _band_name(group: str, family: str, workload) -> tuple[str, bool]:
+def _band_name(group: str, family: str, workload, bands: dict) -> tuple[str, bool]:
     """The narrowest group with cases for a prediction, and whether any validated group held it: a
     training figure's family, kind and parallel scheme, else its family and kind, else every run's."""
     if group != "step_time":
         return group, True
     kind = workload_kind(workload)
-    bands = engine_bands()
     for name in (f"step_time:{family}:{kind}:{parallel_scheme(workload.zero_stage)}",
                  f"step_time:{family}:{kind}"):
         if name in bands:
@@ -109,22 +122,26 @@ def _band_name(group: str, family: str, workload) -> tuple[str, bool]:
     return group, False
 
 
-def step_time_band(family: str, workload) -> dict:
-    """The step time's band for a family and workload (:func:`_band_name`): its group, cases, lowest
-    and highest signed error, whether validated and the sentence naming its runs. Times that scale
-    with the step time (time to train) share it."""
-    name, validated = _band_name("step_time", family, workload)
-    band = engine_bands()[name]
-    return {"group": name, "cases": band["cases"], "low_error": band["low"], "high_error": band["high"],
+def step_time_band(family: str, workload, own_rows=()) -> dict:
+    """The step time's band for a family and workload (:func:`_band_name`): its group, cases (with
+    how many are the user's own runs, ``own_rows``), lowest and highest signed error, whether
+    validated and the sentence naming its runs. Times that scale with the step time (time to
+    train) share it."""
+    bands = bands_with(own_rows)
+    name, validated = _band_name("step_time", family, workload, bands)
+    band = bands[name]
+    return {"group": name, "cases": band["cases"], "own_cases": own_cases(band["keys"]), "low_error": band["low"],
+            "high_error": band["high"],
             "validated": validated, "headline_inside": headline_inside(band["low"], band["high"]),
             "basis": _band_basis(name, family, workload_kind(workload))}
 
 
-def prediction_bands(family: str, workload, result: dict) -> dict[str, dict]:
+def prediction_bands(family: str, workload, result: dict, own_rows=()) -> dict[str, dict]:
     """Each headline prediction with its error band: the signed errors of the validation record's
     cases of the same kind (for a training figure, :func:`_band_name`; where none is validated,
-    every training run's, and ``validated`` false), and the range runs like it came in at."""
-    bands = engine_bands()
+    every training run's, and ``validated`` false), the user's own runs among them (``own_rows``;
+    ``keys`` names every case), and the range runs like it came in at."""
+    bands = bands_with(own_rows)
     kind = workload_kind(workload) if workload else None
     found = {}
     for path, (group, inverse) in BANDED_OUTPUTS.items():
@@ -132,16 +149,18 @@ def prediction_bands(family: str, workload, result: dict) -> dict[str, dict]:
         value = (result.get(section) or {}).get(key)
         if value is None or (group == "step_time" and kind is None):
             continue
-        name, validated = _band_name(group, family, workload)
+        name, validated = _band_name(group, family, workload, bands)
         band = bands[name]
+        own = own_cases(band["keys"])
         low, high = band["low"], band["high"]
         if inverse:
             low, high = 1 / (1 + high) - 1, 1 / (1 + low) - 1
         basis = _band_basis(name, family, kind)
         found[path] = {"value": value, "low_error": low, "high_error": high, "actual_low": value / (1 + high),
-                       "actual_high": value / (1 + low), "cases": band["cases"], "group": name,
-                       "validated": validated, "basis": basis, "headline_inside": headline_inside(low, high),
-                       "message": _band_message(path, value, result, band["cases"], basis, low, high, validated)}
+                       "actual_high": value / (1 + low), "cases": band["cases"], "own_cases": own,
+                       "keys": band["keys"], "group": name, "validated": validated, "basis": basis,
+                       "headline_inside": headline_inside(low, high),
+                       "message": _band_message(path, value, result, band["cases"], basis, low, high, validated, own)}
     price = price_band(result)
     if price is not None:
         found["cost.capex_total"] = price
@@ -160,7 +179,7 @@ def price_band(result: dict) -> dict | None:
     message = (f"The price is {shown[0]} to {shown[1]}: {PRICE_BAND_BASIS}." if low < high else
                "Every counted part is quoted or listed: the price has no estimate's band.")
     return {"value": value, "low_error": low_error, "high_error": high_error, "actual_low": low,
-            "actual_high": high, "cases": None, "group": "price book", "validated": True,
+            "actual_high": high, "cases": None, "own_cases": 0, "keys": [], "group": "price book", "validated": True,
             "basis": PRICE_BAND_BASIS, "headline_inside": True, "message": message}
 
 

@@ -27,12 +27,14 @@ class PlanInfeasible(Exception):
 
 def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, options: dict | None = None,
                   document: dict | None = None, overrides: dict | None = None,
-                  work_budget_s: float | None = None) -> dict:
+                  work_budget_s: float | None = None, own_rows: list[dict] | None = None) -> dict:
     """Evaluate a plan (and workload): the engine's full result document.
 
     ``document`` is the plan's scenario document and ``overrides`` its measured constants
     (:func:`planner.adapters.calibration`) when the caller has them already; with
-    ``work_budget_s`` (web requests), work estimated over it is refused (a ScenarioError).
+    ``work_budget_s`` (web requests), work estimated over it is refused (a ScenarioError);
+    ``own_rows``, the validation rows of the owner's own runs (:func:`planner.services.runs.plan_rows`),
+    join the error bands beside the published runs.
     Raises :class:`simcore.ScenarioError` for bad options and :class:`PlanInfeasible` when the
     fabric cannot hold the build or the workload cannot run on it, so that no numbers are reported
     for a build that cannot exist.
@@ -64,7 +66,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "curves": engine.curves(document, result),
         "trust": engine.training_trust(plan.node_type.accelerator.family, workload) if workload else None,
         "announced": plan.announced_parts(),
-        "bands": engine.prediction_bands(plan.node_type.accelerator.family, workload, result),
+        "bands": engine.prediction_bands(plan.node_type.accelerator.family, workload, result, own_rows or ()),
     }
 
 

@@ -23,7 +23,7 @@ from simcore.stages.scenario import EngineParams, evaluate_parsed
 CASES_PATH = Path(__file__).resolve().parent.parent / "data" / "reference_cases.yaml"
 SCHEMA_PATH = CASES_PATH.with_name("reference_cases.schema.json")
 SCHEMA_VERSION = 1
-MEASURES = ("output", "ratio", "allreduce")
+MEASURES = ("output", "ratio", "allreduce", "traced_compute")
 PARALLEL_SCHEMES = {"3d": "tensor, pipeline and data parallelism (whole weights on each rank)",
                     "zero3": "ZeRO-3 (weights sharded and gathered for every layer)"}
 
@@ -80,6 +80,11 @@ def predict(spec: dict, params: EngineParams) -> float:
     measure = spec.get("measure", "output")
     if measure == "allreduce":
         value = _allreduce(spec, params)
+    elif measure == "traced_compute":
+        from simcore.tools.trace import predicted_split
+
+        value = sum(predicted_split(spec["scenario"], spec.get("moe_layers", 0), spec.get("dense_layers", 0)).values())
+        value /= 1e6
     else:
         paths = spec["output"] if isinstance(spec["output"], list) else [spec["output"]]
         result = run_document(spec["scenario"], params)
@@ -290,23 +295,24 @@ def held_back_coverage(rows: list[dict]) -> list[dict]:
     return checks
 
 
+def case_row(case: ReferenceCase, predicted: float) -> dict:
+    """A case's validation row: its prediction, error against the published figure and criterion."""
+    return {
+        "key": case.key, "model": case.model, "quantity": case.quantity, "unit": case.unit,
+        "published": case.published, "predicted": predicted, "error": predicted / case.published - 1,
+        "criterion": (f"within {case.within[0]}-{case.within[1]}" if case.within
+                      else f"+/-{case.rel_tolerance:.0%}"),
+        "passes": case.passes(predicted), "source": case.source, "calibration": case.calibration,
+        "admits": list(case.admits()), "weak_check": case.weak_check,
+        "trains": list(case.trains) if case.trains else None,
+        "parallel": case.parallel if case.trains else None,
+    }
+
+
 def validate(params: EngineParams | None = None) -> tuple[list[dict], dict[str, dict]]:
     """Evaluate every reference case: rows with prediction, error and pass, and a per-model summary."""
     params = params or EngineParams()
-    rows = []
-    for case in CASES:
-        predicted = case.predict(params)
-        error = predicted / case.published - 1
-        rows.append({
-            "key": case.key, "model": case.model, "quantity": case.quantity, "unit": case.unit,
-            "published": case.published, "predicted": predicted, "error": error,
-            "criterion": (f"within {case.within[0]}-{case.within[1]}" if case.within
-                          else f"+/-{case.rel_tolerance:.0%}"),
-            "passes": case.passes(predicted), "source": case.source, "calibration": case.calibration,
-            "admits": list(case.admits()), "weak_check": case.weak_check,
-            "trains": list(case.trains) if case.trains else None,
-            "parallel": case.parallel if case.trains else None,
-        })
+    rows = [case_row(case, case.predict(params)) for case in CASES]
     summary = {}
     for row in rows:
         entry = summary.setdefault(row["model"], {"cases": 0, "passing": 0, "weak_checks": 0, "errors": []})

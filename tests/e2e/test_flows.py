@@ -615,6 +615,26 @@ def test_a_profiler_trace_uploads_beside_the_engine_and_its_calibration_override
     expect(page.page.locator("#plan-report .overrides")).to_contain_text("gemm_fraction")
     expect(page.page.locator("#plan-report .overrides")).to_contain_text("hbm_fraction")
     page.shot("trace-measurement")
+    # The trace as a run of the user's own, then a step time entered by hand: both join this plan's bands.
+    measurement.get_by_role("button", name="Add to my runs").click()
+    runs = page.page.locator("#runs tbody tr")
+    expect(runs).to_have_count(1)
+    expect(runs.first).to_contain_text("Compute time of a trace's layers")
+    form = page.page.locator("#run-form")
+    form.locator("select[name=workload]").select_option("llama-13b-512")
+    form.locator("input[name=measured_s]").fill("-4")
+    form.locator("input[name=source]").fill("our cluster, job 4711")
+    form.locator("button[type=submit]").click()
+    expect(page.page.locator("#run-errors")).to_contain_text("measured_s")
+    form.locator("input[name=measured_s]").fill("40")
+    form.locator("button[type=submit]").click()
+    expect(runs).to_have_count(2)
+    expect(page.page.locator("#runs")).to_contain_text("our cluster, job 4711")
+    page.page.locator("#plan-options select[name=workload]").select_option("llama-13b-512")
+    expect(page.page.locator("#plan-report")).to_contain_text("2 of them your own runs", timeout=30_000)
+    page.shot("your-runs")
+    page.goto("/validation/")
+    expect(page.page.locator("#runs tbody tr")).to_have_count(2)
 
 
 def test_a_site_plan_from_the_form_ranks_the_builds_and_charts_them(page):

@@ -284,3 +284,24 @@ def test_the_comparison_offers_the_generation_bought_now_and_names_announced_par
     note = note[:note.index("</div>")]
     assert "<code>vera-rubin-nvl144-1152</code>" in note and "accelerator NVIDIA Rubin GPU" in note
     assert "gb300-nvl72-1152" not in note
+
+
+def test_your_runs_show_on_your_plan_and_the_validation_page_and_nowhere_else(catalog, signed_in, user,
+                                                                             django_user_model):
+    from planner.models import Workload
+    from planner.services.runs import run_create
+
+    mine = ClusterPlan.objects.get(slug="dgx-a100-3layer")
+    mine.pk, mine.slug, mine.owner, mine.visibility = None, "mine", user, "private"
+    mine.save()
+    workload = Workload.objects.get(slug="llama-13b-512")
+    run_create(owner=user, plan=mine, workload=workload, measured_s=20.0, source="our cluster, job 12", name="job 12")
+    plan_page = text(signed_in.get("/plans/mine/"))
+    assert "Your runs" in plan_page and "job 12" in plan_page and "our cluster, job 12" in plan_page
+    assert "step_time:ampere:dense" in plan_page and "Add the run" in plan_page
+    assert "job 12" not in text(signed_in.get("/plans/dgx-a100-3layer/"))  # not the reader's plan: no runs there
+    validation = text(signed_in.get("/validation/"))
+    assert "job 12" in validation and "Step time (s), entered by hand" in validation
+    other = django_user_model.objects.create_user("other", password="pw-other-1234")
+    signed_in.force_login(other)
+    assert "job 12" not in text(signed_in.get("/validation/"))

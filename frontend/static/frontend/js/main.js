@@ -15,7 +15,9 @@ const pages = {
   },
   "plan-builder": async () => (await import("./builder.js")).builder(editorParts("plan-form", "initial-plan")),
   "plan-detail": async () => {
-    (await import("./measurements.js")).measurements(byId("measurements"));
+    const measured = await import("./measurements.js");
+    measured.measurements(byId("measurements"));
+    measured.runs(byId("runs"));
     await (await import("./plan.js")).planPage({
       plan: jsonOf("plan-data"), form: byId("plan-options"), output: byId("plan-report"), status: byId("plan-status"),
       compareWorkload: byId("compare-workload"),

@@ -33,9 +33,33 @@ export function measurements(section) {
     const button = event.target.closest("button[data-measurement]");
     if (!button) return;
     const path = `/api/measurements/${button.dataset.measurement}/`;
-    const response = button.dataset.action === "delete"
-      ? await api(path, { method: "DELETE" })
-      : await api(path, { method: "PATCH", body: { use_as_override: button.dataset.action === "override" } });
+    const action = button.dataset.action;
+    const response = action === "delete" ? await api(path, { method: "DELETE" })
+      : action === "run" ? await api("/api/runs/", { method: "POST", body: { trace: Number(button.dataset.measurement) } })
+      : await api(path, { method: "PATCH", body: { use_as_override: action === "override" } });
+    if (response.ok) location.reload(); else show(response.data);
+  });
+}
+
+// Your runs on a plan's page: enter a measured step time (JSON to the API), delete one; each change reloads.
+export function runs(section) {
+  if (!section) return;
+  const form = section.querySelector("#run-form");
+  const errors = section.querySelector("#run-errors");
+  const show = (data) => errors.replaceChildren(
+    el("div", { class: "error", role: "alert" }, el("ul", {}, errorLines(data).map((line) => el("li", {}, line)))));
+  form?.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const body = Object.fromEntries(new FormData(form));
+    body.measured_s = Number(body.measured_s);
+    if (!body.measured_on) delete body.measured_on;
+    const response = await api("/api/runs/", { method: "POST", body });
+    if (response.ok) location.reload(); else show(response.data);
+  });
+  section.addEventListener("click", async (event) => {
+    const button = event.target.closest("button[data-run]");
+    if (!button) return;
+    const response = await api(`/api/runs/${button.dataset.run}/`, { method: "DELETE" });
     if (response.ok) location.reload(); else show(response.data);
   });
 }

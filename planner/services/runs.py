@@ -1,0 +1,143 @@
+"""Your runs: training runs measured on your own cluster, as cases of the validation record that are
+yours alone.
+
+A run is entered by hand (a plan, the workload it ran and the step time measured) or taken from a
+profiler trace stored against a plan (the traced layers' compute time). Either way it is stored as a
+case in the record's own form (``simcore/data/reference_cases.yaml``, its schema checks it): the
+scenario document of the plan and workload as they were, on the family's own constants, so that its
+error is the engine's, as a published run's is. A run joins the error bands of its owner's plans
+(:func:`planner.services.engine.prediction_bands`), never anyone else's, and each band names the
+runs that made it.
+"""
+import json
+import math
+
+import jsonschema
+
+from planner.adapters import scenario_document
+from planner.models import ClusterPlan, MeasuredRun, Measurement, Workload
+from planner.services import engine
+from planner.services.errors import InputError
+from planner.services.plans import PlanInfeasible, plan_evaluate
+from simcore import EngineParams, ScenarioError
+from simcore.tools.references import SCHEMA_PATH, case_from, case_row, parallel_scheme
+from simcore.tools.trace import COMPUTE
+
+OWN_PREFIX = "own-"
+OWN_MODEL = "training: your runs"
+# Each run is held to the tolerance of the published step times it sits beside (the DGX Cloud recipes').
+RUN_TOLERANCE = 0.10
+CASE_VALIDATOR = jsonschema.Draft202012Validator({"$defs": json.loads(SCHEMA_PATH.read_text())["$defs"],
+                                                   "$ref": "#/$defs/case"})
+
+
+def _case(*, name: str, measured_s: float, source: str, prediction: dict, plan: ClusterPlan,
+          workload: Workload) -> dict:
+    """A run as a case of the record: its family, kind and parallel scheme are the plan's and workload's."""
+    case = {"key": f"{OWN_PREFIX}new", "model": OWN_MODEL, "quantity": name, "unit": "s", "published": measured_s,
+            "source": source, "rel_tolerance": RUN_TOLERANCE,
+            "trains": {"family": plan.node_type.accelerator.family, "kind": engine.workload_kind(workload),
+                       "parallel": parallel_scheme(workload.zero_stage)},
+            "predict": prediction}
+    problems = sorted(CASE_VALIDATOR.iter_errors(case), key=lambda error: error.json_path)
+    if problems:
+        raise InputError({"case": [f"{problems[0].json_path}: {problems[0].message}"]})
+    return case
+
+
+def _measured(value, field: str) -> float:
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise InputError({field: ["give the time measured, in seconds, a positive number"]})
+    return float(value)
+
+
+def run_create(*, owner, plan: ClusterPlan, workload: Workload, measured_s: float, name: str = "",
+               source: str, measured_on=None) -> MeasuredRun:
+    """A run entered by hand: the plan it ran as, its workload and the step time measured. A plan the
+    engine cannot run with that workload is refused (400 naming the workload): it predicts nothing."""
+    measured_s = _measured(measured_s, "measured_s")
+    try:
+        plan_evaluate(plan=plan, workload=workload, overrides={})
+    except PlanInfeasible as error:
+        raise InputError({"workload": error.reasons}) from None
+    except ScenarioError as error:
+        raise InputError({error.field: [error.reason]}) from None
+    name = name or f"{workload.slug} on {plan.slug}"
+    prediction = {"scenario": scenario_document(plan, workload, overrides={}), "output": "training.step_time_s"}
+    case = _case(name=name, measured_s=measured_s, source=source, prediction=prediction, plan=plan, workload=workload)
+    return MeasuredRun.objects.create(owner=owner, name=name, quantity=MeasuredRun.Quantity.STEP_TIME,
+                                      measured_s=measured_s, source=source, measured_on=measured_on, plan=plan,
+                                      workload_slug=workload.slug, case=case)
+
+
+def run_from_trace(*, owner, trace: Measurement, name: str = "", source: str = "") -> MeasuredRun:
+    """A run from a stored trace of the owner's: the compute time of its traced layers (the mean over
+    its ranks), predicted by the engine for the same layers on the trace's plan and workload."""
+    if trace.kind != Measurement.Kind.TRACE or trace.owner_id != owner.pk:
+        raise InputError({"trace": ["give a profiler trace of yours"]})
+    facts = trace.provenance
+    workload = Workload.objects.filter(slug=facts["workload"]).first()
+    if trace.plan is None or workload is None:
+        raise InputError({"trace": [f"the trace's plan or its workload '{facts['workload']}' is gone"]})
+    measured_s = _measured(sum(row["traced_us"] for row in trace.rows if row["part"] in COMPUTE) / 1e6, "trace")
+    name = name or f"{trace.name}: {facts['moe_layers']} MoE and {facts['dense_layers']} dense layers traced"
+    source = source or (f"profiler trace {trace.filename} (sha256 {facts['sha256'][:12]}), uploaded "
+                        f"{trace.created_at:%Y-%m-%d}" + (f": {trace.note}" if trace.note else ""))
+    prediction = {"measure": "traced_compute", "scenario": scenario_document(trace.plan, workload, overrides={}),
+                  "moe_layers": facts["moe_layers"], "dense_layers": facts["dense_layers"]}
+    case = _case(name=name, measured_s=measured_s, source=source, prediction=prediction, plan=trace.plan,
+                 workload=workload)
+    return MeasuredRun.objects.create(owner=owner, name=name, quantity=MeasuredRun.Quantity.TRACED_COMPUTE,
+                                      measured_s=measured_s, source=source, plan=trace.plan,
+                                      workload_slug=workload.slug, trace=trace, case=case)
+
+
+def run_update(*, run: MeasuredRun, changes: dict) -> MeasuredRun:
+    """Rename a run or say again where it was measured (its case's quantity and source follow); what
+    ran and what was measured stay: enter the run again to change them."""
+    for field, value in changes.items():
+        setattr(run, field, value)
+    run.case = {**run.case, "quantity": run.name, "source": run.source}
+    run.save(update_fields=[*changes, "case"])
+    return run
+
+
+def run_row(run: MeasuredRun) -> dict:
+    """A run's validation row (as a published case's, :func:`simcore.tools.references.case_row`), its
+    prediction memoized under the scenario and the engine version."""
+    case = case_from({**run.case, "key": f"{OWN_PREFIX}{run.pk}"})
+    predicted = engine.memoized("case", case.prediction, lambda: case.predict(EngineParams()))
+    return {**case_row(case, predicted), "run": run.pk, "name": run.name}
+
+
+def own_rows(user) -> list[dict]:
+    """The validation rows of ``user``'s runs (none for anyone signed out)."""
+    return [run_row(run) for run in MeasuredRun.objects.visible_to(user)]
+
+
+def plan_rows(plan: ClusterPlan, user) -> list[dict]:
+    """The runs that join a plan's bands for ``user``: their own, on a plan of their own; none on
+    anyone else's plan (another's runs are private, and yours say nothing of their plans)."""
+    if not user.is_authenticated or plan.owner_id != user.pk:
+        return []
+    return own_rows(user)
+
+
+def _listed(found) -> list[dict]:
+    rows = []
+    for run in found.select_related("plan"):
+        row = run_row(run)
+        rows.append({"run": run, "row": row, "group": "step_time:{}:{}".format(*row["trains"])})
+    return rows
+
+
+def user_runs(user) -> list[dict]:
+    """Every run of the user's, each with its validation row and the band group it joins (a page's table)."""
+    return _listed(MeasuredRun.objects.visible_to(user))
+
+
+def plan_runs(plan: ClusterPlan, user) -> list[dict]:
+    """The user's runs entered on this plan, on a plan of their own (none on anyone else's)."""
+    if not user.is_authenticated or plan.owner_id != user.pk:
+        return []
+    return _listed(MeasuredRun.objects.visible_to(user).filter(plan=plan))

@@ -1,0 +1,101 @@
+"""Your runs: a training run measured on your own cluster is a case of the validation record that is
+yours alone; it joins the error bands of your plans of its family and kind, and no one else's."""
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from planner.models import ClusterPlan
+from tests.planner.test_trace_measurements import trace_file
+
+WORKLOAD = "llama-13b-512"  # LLaMa-13B on 512 GPUs: 64 DGX-A100 nodes
+
+
+@pytest.fixture
+def my_plan(my_plan):
+    my_plan.node_count = 64
+    my_plan.save()
+    return my_plan
+
+
+@pytest.fixture
+def other_client(db):
+    """A second user with a private copy of the same preset."""
+    other = get_user_model().objects.create_user("other", password="pw-other-1234")
+    plan = ClusterPlan.objects.get(slug="dgx-a100-3layer")
+    plan.pk, plan.slug, plan.owner, plan.visibility, plan.node_count = None, "their-dgx", other, "private", 64
+    plan.save()
+    client = APIClient()
+    client.force_authenticate(other)
+    return client
+
+
+def step_band(client, slug):
+    response = client.post(f"/api/plans/{slug}/evaluate/", {"workload": WORKLOAD}, format="json")
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    return body["result"]["training"]["step_time_s"], body["bands"]["training.step_time_s"]
+
+
+def test_a_run_of_yours_widens_the_bands_of_your_plans_and_no_one_elses(reader_client, other_client, my_plan):
+    step_s, before = step_band(reader_client, my_plan.slug)
+    assert before["own_cases"] == 0 and before["group"] == "step_time:ampere:dense:3d"
+    # Measured twice as slow as the engine says: an error of -50%, below every published Ampere run's.
+    assert before["low_error"] > -0.5
+    response = reader_client.post("/api/runs/", {"plan": my_plan.slug, "workload": WORKLOAD, "measured_s": 2 * step_s,
+                                                 "source": "our cluster, job 4711, steps 100-200", "name": "job 4711"},
+                                  format="json")
+    assert response.status_code == 201, response.json()
+    run = response.json()
+    assert run["key"] == f"own-{run['id']}" and run["quantity"] == "step_time_s"
+    assert run["predicted_s"] == pytest.approx(step_s) and run["error"] == pytest.approx(-0.5)
+    assert not run["passes"] and run["group"] == "step_time:ampere:dense"
+    assert run["case"]["trains"] == {"family": "ampere", "kind": "dense", "parallel": "3d"}
+    _, after = step_band(reader_client, my_plan.slug)
+    assert after["cases"] == before["cases"] + 1 and after["own_cases"] == 1 and run["key"] in after["keys"]
+    assert after["low_error"] == pytest.approx(-0.5) and after["high_error"] == before["high_error"]
+    assert after["actual_high"] == pytest.approx(2 * step_s)
+    assert "(1 of them your own run)" in after["message"]
+    # Not on anyone else's plan: another user's copy, nor the shared preset the reader evaluates.
+    _, theirs = step_band(other_client, "their-dgx")
+    _, preset = step_band(reader_client, "dgx-a100-3layer")
+    for band in (theirs, preset):
+        assert band["cases"] == before["cases"] and band["own_cases"] == 0 and band["low_error"] == before["low_error"]
+    # Private: the other user neither lists nor reads it, nor changes it.
+    assert other_client.get("/api/runs/").json()["count"] == 0
+    assert other_client.get(f"/api/runs/{run['id']}/").status_code == 404
+    assert other_client.patch(f"/api/runs/{run['id']}/", {"name": "x"}, format="json").status_code == 404
+    renamed = reader_client.patch(f"/api/runs/{run['id']}/", {"name": "job 4711, rerun"}, format="json").json()
+    assert renamed["case"]["quantity"] == "job 4711, rerun" and renamed["measured_s"] == pytest.approx(2 * step_s)
+    assert reader_client.delete(f"/api/runs/{run['id']}/").status_code == 204
+    assert step_band(reader_client, my_plan.slug)[1] == before
+
+
+def test_a_run_from_your_trace_is_its_layers_compute_time_beside_the_engines(reader_client, my_plan):
+    upload = reader_client.post("/api/measurements/", {"kind": "trace", "file": trace_file(), "plan": my_plan.slug,
+                                                       "workload": WORKLOAD, "dense_layers": 1}, format="multipart")
+    assert upload.status_code == 201, upload.json()
+    trace = upload.json()
+    compute = [row for row in trace["comparison"]["rows"] if row["predicted_us"] is not None]
+    response = reader_client.post("/api/runs/", {"trace": trace["id"]}, format="json")
+    assert response.status_code == 201, response.json()
+    run = response.json()
+    assert run["quantity"] == "traced_compute_s" and run["trace"] == trace["id"] and run["plan"] == my_plan.slug
+    assert run["measured_s"] == pytest.approx(sum(row["traced_us"] for row in compute) / 1e6)
+    assert run["predicted_s"] == pytest.approx(sum(row["predicted_us"] for row in compute) / 1e6)
+    assert run["source"].startswith("profiler trace step.json.gz (sha256 ")
+    assert run["case"]["predict"]["measure"] == "traced_compute" and run["case"]["predict"]["dense_layers"] == 1
+    _, band = step_band(reader_client, my_plan.slug)
+    assert band["own_cases"] == 1 and run["key"] in band["keys"]
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"workload": WORKLOAD, "measured_s": 10, "source": "s"}, "plan"),
+    ({"plan": "my-dgx", "workload": WORKLOAD, "measured_s": -1, "source": "s"}, "measured_s"),
+    ({"plan": "my-dgx", "workload": WORKLOAD, "measured_s": 10}, "source"),
+    ({"plan": "my-dgx", "workload": "no-such-workload", "measured_s": 10, "source": "s"}, "workload"),
+    ({"trace": 10**6}, "trace"),
+    ({"trace": 1, "plan": "my-dgx"}, "plan"),
+])
+def test_a_run_that_cannot_be_a_case_is_refused_naming_the_field(reader_client, my_plan, body, field):
+    response = reader_client.post("/api/runs/", body, format="json")
+    assert response.status_code == 400 and field in response.json()["errors"], response.json()
