@@ -397,6 +397,7 @@ def plan_detail(request, slug):
         "collectives": COLLECTIVES,
         "owns": plan.owner_id == request.user.id,
         "runs": run_services.plan_runs(plan, request.user),
+        "carried": measurement_services.plan_carried(plan=plan, user=request.user),
     })
 
 

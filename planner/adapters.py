@@ -7,7 +7,7 @@ and (later) sweeps and twins all come through here.
 from django.db import models
 
 from planner.choices import RentTerm
-from planner.models import ClusterPlan, Measurement, PriceBook, PriceItem, Workload
+from planner.models import CarriedCalibration, ClusterPlan, Measurement, PriceBook, PriceItem, Workload
 from planner.models.declared import PLAN_SECTIONS, section_values
 from simcore.formulas.compute import pcie_practical_gbyte_s
 
@@ -120,21 +120,37 @@ def prices_document(plan: ClusterPlan) -> dict:
 
 def calibration(plan: ClusterPlan) -> dict[str, dict]:
     """The measured constants that replace the family's for this plan: constant -> {value,
-    measurement, name, kind}. A measurement applies when it is marked as an override, was taken on
-    the plan's node type, and was uploaded against this plan or (against the node type alone) by
-    the plan's owner; a plan's own beats the node type's, and the newest wins."""
+    measurement, name, kind, carried}. A measurement applies when it is marked as an override, was
+    taken on the plan's node type, and was uploaded against this plan or (against the node type
+    alone) by the plan's owner; a plan's own beats the node type's, and the newest wins. Beneath
+    them, the traces the owner carried here from another build of the same family
+    (:class:`CarriedCalibration`), each entry's ``carried`` naming the build it was traced on with the
+    share's ``low`` and ``high`` over the trace's ranks (None for a measurement of this build's own)."""
     if plan.pk is None and plan.owner_id is None:
         return {}  # an unsaved preview
+    chosen = {}
+    if plan.pk:
+        family = plan.node_type.accelerator.family
+        for carried in CarriedCalibration.objects.filter(plan_id=plan.pk).select_related(
+                "measurement__plan", "measurement__node_type__accelerator"):
+            measurement = carried.measurement
+            if measurement.node_type.accelerator.family != family:
+                continue  # the plan's node type has changed family since: nothing of the trace holds
+            origin = {"plan": measurement.plan.slug if measurement.plan else None,
+                      "node_type": measurement.node_type.slug}
+            for constant, fit in measurement.fitted.items():
+                chosen[constant] = {"value": fit["value"], "measurement": measurement.pk, "name": measurement.name,
+                                    "kind": measurement.kind, "carried": {**origin, "low": fit.get("low", fit["value"]),
+                                                                          "high": fit.get("high", fit["value"])}}
     scope = models.Q(plan__isnull=True, owner_id=plan.owner_id)
     if plan.pk:
         scope |= models.Q(plan_id=plan.pk)
     found = Measurement.objects.filter(scope, use_as_override=True, node_type_id=plan.node_type_id).order_by(
         models.F("plan_id").asc(nulls_first=True), "created_at", "id")
-    chosen = {}
     for measurement in found:  # node-type ones first (plan_id null sorts first), each newer over the older
         for constant, fit in measurement.fitted.items():
             chosen[constant] = {"value": fit["value"], "measurement": measurement.pk, "name": measurement.name,
-                                "kind": measurement.kind}
+                                "kind": measurement.kind, "carried": None}
     return chosen
 
 

@@ -39,12 +39,39 @@ class TokenIssuedSerializer(serializers.Serializer):
     token = serializers.CharField(help_text="The new key of your default token, shown this once.")
 
 
+class CarriedFromSerializer(serializers.Serializer):
+    plan = serializers.CharField(allow_null=True, help_text="the plan the trace was uploaded against (null: not "
+                                                            "yours to read)")
+    node_type = serializers.CharField(help_text="the node type it was traced on")
+    low = NumberField(help_text="the share at every traced part's slowest rank")
+    high = NumberField(help_text="at every part's fastest rank")
+
+
+class CarriedShareSerializer(serializers.Serializer):
+    value = NumberField()
+    low = NumberField()
+    high = NumberField()
+
+
+class CarriedFiguresSerializer(serializers.Serializer):
+    constants = serializers.DictField(child=CarriedShareSerializer(), help_text="each carried constant")
+    family = serializers.DictField(child=NumberField(allow_null=True), allow_null=True,
+                                   help_text="with a workload: training.step_time_s and training.mfu on the family's "
+                                             "own constants, beside the headline's on the carried ones")
+    spread = serializers.DictField(child=serializers.ListField(child=NumberField()), allow_null=True,
+                                   help_text="with a workload: each figure's [low, high] with every carried share at "
+                                             "its low and at its high (the trace's spread over its ranks)")
+
+
 class OverrideSerializer(serializers.Serializer):
     value = NumberField(help_text="The measured value used instead of the family's.")
     measurement = serializers.IntegerField(allow_null=True, help_text="The measurement's id (/api/measurements/{id}/); "
                                                                        "null when it is not yours to read")
     name = serializers.CharField(allow_null=True)
-    kind = serializers.CharField(help_text="nccl-tests or gemm")
+    kind = serializers.CharField(help_text="nccl-tests, gemm or trace")
+    carried = CarriedFromSerializer(allow_null=True, help_text="a trace carried here from another build of the "
+                                                               "family (POST /api/measurements/{id}/carry/); null: "
+                                                               "a measurement of this build's own")
 
 
 class AllreduceCurveSerializer(serializers.Serializer):
@@ -154,6 +181,8 @@ class EvaluationSerializer(serializers.Serializer):
     curves = CurvesSerializer()
     trust = TrustSerializer(allow_null=True, help_text="with a workload: the validation record of its kind of "
                                                        "training run on the plan's GPU family")
+    carried = CarriedFiguresSerializer(allow_null=True, help_text="a trace's calibration carried to this plan: "
+                                                                  "its figures beside the family's, and their band")
     announced = AnnouncedPartSerializer(many=True, help_text="the plan's parts known only from a vendor's "
                                                               "announcement (confidence 'announced'): their figures "
                                                               "are not a shipping part's")

@@ -1,6 +1,12 @@
 """Measurements: upload nccl-tests output or a GEMM CSV, read it beside the engine's prediction, use it."""
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -24,6 +30,8 @@ class FittedSerializer(serializers.Serializer):
     value = NumberField(help_text="The fitted share.")
     family_value = NumberField(help_text="The accelerator family's share it would replace.")
     rows = serializers.IntegerField(help_text="Rows the fit used.")
+    low = NumberField(required=False, help_text="trace: the share at every part's slowest rank")
+    high = NumberField(required=False, help_text="trace: at every part's fastest rank")
 
 
 class MeasurementSerializer(ModelSerializer):
@@ -105,6 +113,18 @@ class MeasurementUploadSerializer(serializers.Serializer):
                                             help_text="trace: the dense layers it holds, likewise.")
 
 
+class CarrySerializer(serializers.Serializer):
+    plan = serializers.SlugField(help_text="A plan of yours of the same accelerator family.")
+
+
+class CarriedSerializer(serializers.Serializer):
+    plan = serializers.CharField(source="plan.slug")
+    measurement = serializers.IntegerField(source="measurement.pk")
+    fitted = serializers.DictField(source="measurement.fitted", child=FittedSerializer(),
+                                   help_text="The shares carried, each with its low and high over the trace's ranks.")
+    created_at = serializers.DateTimeField()
+
+
 class MeasurementChangeSerializer(serializers.Serializer):
     name = serializers.CharField(required=False, max_length=200)
     note = serializers.CharField(required=False, allow_blank=True)
@@ -177,6 +197,28 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
         except ScenarioError as error:
             raise serializers.ValidationError({error.field: [error.reason]}) from None
         return attachment(measurement_xlsx(measurement, comparison), f"measurement-{measurement.pk}.xlsx")
+
+    @extend_schema(tags=TAG, methods=["POST"], request=CarrySerializer,
+                   responses={201: CarriedSerializer,
+                              400: OpenApiResponse(description="another family's build, the trace's own plan, or no "
+                                                               "trace")},
+                   description="Carry the trace's calibrated shares to another build of yours of the same family: "
+                               "its evaluations use them, marked as carried, beside the family's figures.")
+    @extend_schema(tags=TAG, methods=["DELETE"], parameters=[OpenApiParameter("plan", str, required=True)],
+                   responses={204: None}, description="Stop carrying the trace to the plan.")
+    @action(detail=True, methods=["post", "delete"])
+    def carry(self, request, pk=None):
+        measurement = self.get_object()
+        body = CarrySerializer(data=request.data if request.method == "POST" else request.query_params)
+        body.is_valid(raise_exception=True)
+        plan = ClusterPlan.objects.visible_slug(request.user, body.validated_data["plan"], field="plan")
+        if plan.owner_id != request.user.id and not request.user.is_staff:
+            raise PermissionDenied("a calibration changes a plan's evaluations: carry it only to your own plans")
+        if request.method == "DELETE":
+            services.measurement_uncarry(measurement=measurement, plan=plan)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        carried = services.measurement_carry(measurement=measurement, plan=plan)
+        return Response(CarriedSerializer(carried).data, status=status.HTTP_201_CREATED)
 
     def partial_update(self, request, *args, **kwargs):
         measurement = self.get_object()

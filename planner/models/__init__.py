@@ -10,7 +10,7 @@ from .catalog import (
     StorageNodeType,
     Switch,
 )
-from .measurements import MeasuredRun, Measurement
+from .measurements import CarriedCalibration, MeasuredRun, Measurement
 from .plans import ClusterPlan, Visibility, VisibleQuerySet, Workload
 from .sweeps import Sweep, SweepChunk
 from .tokens import AccessToken
@@ -20,6 +20,7 @@ __all__ = [
     "NIC",
     "PART_MODELS",
     "AccessToken",
+    "CarriedCalibration",
     "Accelerator",
     "ClusterPlan",
     "ComputeNodeType",

@@ -55,6 +55,20 @@ class Measurement(models.Model):
         return self.name
 
 
+class CarriedCalibration(models.Model):
+    """A trace's calibrated shares carried to another build of the same accelerator family, as its
+    owner chose: they replace the family's constants in that plan's evaluations and sweeps, marked as
+    carried (:func:`planner.adapters.calibration`), below any measurement of the plan's own."""
+
+    plan = models.ForeignKey(ClusterPlan, on_delete=models.CASCADE, related_name="carried")
+    measurement = models.ForeignKey(Measurement, on_delete=models.CASCADE, related_name="carried_to")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["plan", "measurement"], name="carried_once")]
+
+
 class MeasuredRunQuerySet(models.QuerySet):
     def visible_to(self, user):
         """A run is its owner's alone (it tells of their cluster); staff see none of others' either."""

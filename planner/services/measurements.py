@@ -11,7 +11,7 @@ import numpy as np
 from django.db import models
 
 from planner.adapters import calibration, node_document, scenario_document
-from planner.models import ClusterPlan, ComputeNodeType, Measurement, Workload
+from planner.models import CarriedCalibration, ClusterPlan, ComputeNodeType, Measurement, Workload
 from planner.services.errors import InputError
 from simcore import ScenarioError
 from simcore.tools import measurements as engine
@@ -139,6 +139,39 @@ def measurement_update(*, measurement: Measurement, changes: dict) -> Measuremen
     return measurement
 
 
+def measurement_carry(*, measurement: Measurement, plan: ClusterPlan) -> CarriedCalibration:
+    """Carry a trace's calibrated shares to another build of the same accelerator family (the
+    owner's choice): they replace the family's constants in that plan's evaluations and sweeps,
+    marked as carried. A GEMM or nccl-tests fit stays with its node type; a trace that calibrated
+    nothing, another family's build, or the trace's own plan (mark it as an override there) is refused
+    naming the field."""
+    if measurement.kind != Measurement.Kind.TRACE or not measurement.fitted:
+        raise InputError({"measurement": ["only a profiler trace's calibration is carried to another build"]})
+    family, target = measurement.node_type.accelerator.family, plan.node_type.accelerator.family
+    if family != target:
+        raise InputError({"plan": [f"a trace of {family} GPUs calibrates {family} builds; '{plan.slug}' is {target}"]})
+    if measurement.plan_id == plan.pk:
+        raise InputError({"plan": ["the trace was uploaded against this plan: use it as an override instead"]})
+    carried, created = CarriedCalibration.objects.get_or_create(plan=plan, measurement=measurement)
+    if not created:
+        raise InputError({"plan": [f"already carried to '{plan.slug}'"]})
+    return carried
+
+
+def measurement_uncarry(*, measurement: Measurement, plan: ClusterPlan) -> None:
+    """Stop carrying a trace to a plan: the plan's evaluations are on the family's constants again."""
+    deleted, _ = CarriedCalibration.objects.filter(plan=plan, measurement=measurement).delete()
+    if not deleted:
+        raise InputError({"plan": [f"this trace is not carried to '{plan.slug}'"]})
+
+
+def plan_carried(*, plan: ClusterPlan, user) -> list[CarriedCalibration]:
+    """The traces carried to a plan, as a page lists them (the measurements the user may see)."""
+    visible = Measurement.objects.visible_to(user)
+    return list(CarriedCalibration.objects.filter(plan=plan, measurement__in=visible).select_related(
+        "measurement__plan", "measurement__node_type"))
+
+
 MEASURED_NODE = ("node_type__accelerator", "node_type__cpu", "node_type__compute_nic", "node_type__storage_nic",
                  "owner", "plan")
 
@@ -153,8 +186,18 @@ def _with_comparisons(found, applied=frozenset()) -> list[dict]:
         except ScenarioError as error:
             comparison, problem = None, f"{error.field}: {error.reason}"
         rows.append({"measurement": measurement, "comparison": comparison, "problem": problem,
-                     "applied": measurement.pk in applied, "chart": _chart(comparison)})
+                     "applied": measurement.pk in applied, "chart": _chart(comparison),
+                     "carry_targets": _carry_targets(measurement)})
     return rows
+
+
+def _carry_targets(measurement: Measurement) -> list[ClusterPlan]:
+    """The owner's other builds of the trace's family it may be carried to (none for other kinds)."""
+    if measurement.kind != Measurement.Kind.TRACE or not measurement.fitted:
+        return []
+    return list(ClusterPlan.objects.filter(
+        owner_id=measurement.owner_id, node_type__accelerator__family=measurement.node_type.accelerator.family
+    ).exclude(pk=measurement.plan_id).exclude(carried__measurement=measurement).order_by("slug"))
 
 
 def _chart(comparison: dict | None) -> dict | None:
@@ -191,8 +234,10 @@ def user_measurements(*, user) -> list[dict]:
 
 def overrides_seen_by(overrides: dict[str, dict], user) -> dict[str, dict]:
     """An evaluation's ``overrides`` as ``user`` may see them: a measurement the user cannot read
-    (another user's, uploaded against their node type alone) is named only by its kind."""
+    (another user's, uploaded against their node type alone, or carried from their private plan) is
+    named only by its kind (and a carried one by its node type)."""
     ids = [fit["measurement"] for fit in overrides.values()]
     visible = set(Measurement.objects.visible_to(user).filter(pk__in=ids).values_list("pk", flat=True))
-    return {constant: fit if fit["measurement"] in visible else {**fit, "measurement": None, "name": None}
+    return {constant: fit if fit["measurement"] in visible else {
+        **fit, "measurement": None, "name": None, "carried": fit["carried"] and {**fit["carried"], "plan": None}}
             for constant, fit in overrides.items()}

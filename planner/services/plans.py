@@ -67,7 +67,37 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "trust": engine.training_trust(plan.node_type.accelerator.family, workload) if workload else None,
         "announced": plan.announced_parts(),
         "bands": engine.prediction_bands(plan.node_type.accelerator.family, workload, result, own_rows or ()),
+        "carried": carried_figures(plan, workload, options, overrides, work_budget_s),
     }
+
+
+CARRIED_OUTPUTS = ("step_time_s", "mfu")  # the training figures a carried calibration moves
+
+
+def carried_figures(plan: ClusterPlan, workload: Workload | None, options: dict | None, overrides: dict,
+                    work_budget_s: float | None) -> dict | None:
+    """Where a trace's calibration was carried to this plan (:func:`planner.adapters.calibration`):
+    the constants carried, and the training figures on the family's own constants beside the
+    headline's (which uses them), with the headline's band over the trace's spread (each carried share
+    at its ``low`` and at its ``high``). None where nothing is carried."""
+    carried = {constant: fit for constant, fit in overrides.items() if fit.get("carried")}
+    if not carried:
+        return None
+    at = {end: {**overrides, **{c: {**fit, "value": fit["carried"][end]} for c, fit in carried.items()}}
+          for end in ("low", "high")}
+    figures = {"constants": {c: {"value": fit["value"], "low": fit["carried"]["low"], "high": fit["carried"]["high"]}
+                             for c, fit in carried.items()},
+               "family": None, "spread": None}
+    if workload is None:
+        return figures
+    family, low, high = (engine.evaluate(scenario_document(plan, workload, options, chosen),
+                                         work_budget_s=work_budget_s).get("training") or {}
+                         for chosen in ({c: fit for c, fit in overrides.items() if not fit.get("carried")},
+                                        at["low"], at["high"]))
+    figures["family"] = {f"training.{key}": family.get(key) for key in CARRIED_OUTPUTS}
+    figures["spread"] = {f"training.{key}": sorted((low[key], high[key])) for key in CARRIED_OUTPUTS
+                         if low.get(key) is not None and high.get(key) is not None}
+    return figures
 
 
 @dataclass(frozen=True)

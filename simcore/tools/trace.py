@@ -347,12 +347,16 @@ def trace_rows(path, window_us: tuple[float, float] | None = None) -> tuple[list
 def compare_trace(document: dict, rows: list[dict], moe_layers: int, dense_layers: int) -> dict:
     """A stored trace beside the engine: each part traced (with its spread over ranks), predicted
     (:func:`predicted_split`, compute classes only) and calibrated (:func:`trace_calibration`), the
-    error of the prediction, and the calibrated shares as a measurement's fitted constants."""
+    error of the prediction, and the calibrated shares as a measurement's fitted constants, each
+    with its ``low`` and ``high`` (the shares calibrated at every part's slowest and fastest rank)."""
     if moe_layers < 0 or dense_layers < 0 or moe_layers + dense_layers == 0:
         raise ScenarioError("moe_layers", "give the layers the trace holds (MoE, dense or both), at least one")
     traced = {row["part"]: row["traced_us"] for row in rows}
     predicted = predicted_split(document, moe_layers, dense_layers)
     calibrated = trace_calibration(document, traced, moe_layers, dense_layers)
+    # The spread: the shares at the slowest and the fastest of each part over the trace's ranks.
+    slowest, fastest = (trace_calibration(document, {row["part"]: row[end] for row in rows}, moe_layers,
+                                          dense_layers)["constants"] for end in ("high_us", "low_us"))
     out = []
     for row in rows:
         name = row["part"]
@@ -363,7 +367,8 @@ def compare_trace(document: dict, rows: list[dict], moe_layers: int, dense_layer
     errors = [abs(row["error_pct"]) for row in out if row["error_pct"] is not None]
     return {"kind": "trace", "family": _family_key(document), "moe_layers": moe_layers, "dense_layers": dense_layers,
             "rows": out, "mean_abs_error_pct": float(np.mean(errors)) if errors else None,
-            "fitted": {name: {"value": c["value"], "family_value": c["family"], "rows": len(c["from"])}
+            "fitted": {name: {"value": c["value"], "family_value": c["family"], "rows": len(c["from"]),
+                              "low": slowest[name]["value"], "high": fastest[name]["value"]}
                        for name, c in calibrated["constants"].items()}}
 
 

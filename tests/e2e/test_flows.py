@@ -637,6 +637,56 @@ def test_a_profiler_trace_uploads_beside_the_engine_and_its_calibration_override
     expect(page.page.locator("#runs tbody tr")).to_have_count(2)
 
 
+def test_a_traces_calibration_carried_to_another_build_shows_both_figures_and_its_band(page, tmp_path):
+    """A trace of two ranks on the user's DGX-A100 plan, carried from its page to their A100 PCIe build:
+    that build's report uses the trace's shares, names them as carried, and shows its step time beside
+    the family's with the band over the trace's ranks; "Stop carrying" puts the family's back."""
+    import gzip
+    import json
+
+    from tests.planner.test_carried_calibration import TWO_RANKS
+
+    traced = tmp_path / "ranks.json.gz"
+    traced.write_bytes(gzip.compress(json.dumps({"traceEvents": TWO_RANKS}).encode()))
+    page.login()
+    page.goto("/plans/new/?from=ff2-pcie-2zone")
+    expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
+    page.page.fill("#f-slug", "my-next-pcie")
+    page.page.fill("#f-name", "The A100 PCIe build we might buy")
+    page.page.click("#save-plan")
+    page.page.wait_for_url(re.compile(r"/plans/my-next-pcie/$"))
+    _my_dgx_a100(page, "my-carrying-dgx", "DGX-A100 traced")
+    form = page.page.locator("#measurement-form")
+    form.locator("select[name=kind]").select_option("trace")
+    form.locator("input[name=file]").set_input_files(str(traced))
+    form.locator("select[name=workload]").select_option("llama-13b-512")
+    form.locator("input[name=dense_layers]").fill("1")
+    form.locator("button[type=submit]").click()
+    measurement = page.page.locator("#measurements article.measurement", has_text="ranks.json.gz")
+    measurement.locator("select[data-carry-plan]").select_option("my-next-pcie")
+    measurement.get_by_role("button", name="Carry the calibration").click()
+    page.page.wait_for_url(re.compile(r"/plans/my-next-pcie/$"))
+    expect(page.page.locator("#carried li")).to_contain_text("From the trace ranks.json.gz on dgx-a100")
+    page.page.locator("#plan-options select[name=workload]").select_option("llama-13b-512")
+    note = page.page.locator("#carried-note")
+    expect(note).to_contain_text("over the trace's ranks", timeout=30_000)
+    expect(note).to_contain_text("on the family's own constants")
+    carried_s, family_s = (page.page.locator(f"#carried-note .{name}").inner_text() for name in ("carried-step",
+                                                                                                  "family-step"))
+    assert carried_s != family_s
+    expect(page.page.locator("#plan-report .overrides")).to_contain_text("carried from dgx-a100")
+    expect(page.page.locator("#plan-report .tiles [data-path=\"training.step_time_s\"] dd")).to_contain_text(carried_s)
+    page.shot("carried-calibration")
+    for width in (1024, 1440):  # the note, the carried list and the runs form stay inside the page
+        page.page.set_viewport_size({"width": width, "height": 900})
+        found = page.page.evaluate(LAYOUT)
+        assert not found["clipped"] + found["overlaps"], found
+    page.page.get_by_role("button", name="Stop carrying").click()
+    page.page.locator("#plan-options select[name=workload]").select_option("llama-13b-512")
+    expect(page.page.locator("#plan-report .tiles")).to_be_visible(timeout=30_000)
+    expect(page.page.locator("#carried-note")).to_have_count(0)
+
+
 def test_a_site_plan_from_the_form_ranks_the_builds_and_charts_them(page):
     """The site form with a bad figure says which field; corrected, it runs on the worker, the page
     follows it live and, done, shows the ranked builds (what binds each, each time's band) and the

@@ -305,3 +305,34 @@ def test_your_runs_show_on_your_plan_and_the_validation_page_and_nowhere_else(ca
     other = django_user_model.objects.create_user("other", password="pw-other-1234")
     signed_in.force_login(other)
     assert "job 12" not in text(signed_in.get("/validation/"))
+
+
+def test_a_carried_calibration_is_offered_on_the_traces_plan_and_listed_on_the_build_it_was_carried_to(
+        catalog, signed_in, user):
+    import gzip
+    import json
+
+    from planner.models import Workload
+    from planner.services.measurements import measurement_carry, measurement_upload
+    from tests.planner.test_carried_calibration import TWO_RANKS, copy_plan
+
+    traced_on, other = copy_plan("dgx-a100-3layer", "traced", user, 32), copy_plan("ff2-pcie-2zone", "bought", user, 64)
+    trace = measurement_upload(owner=user, kind="trace", plan=traced_on, filename="ranks.json.gz",
+                               content=gzip.compress(json.dumps({"traceEvents": TWO_RANKS}).encode()),
+                               traced={"workload": Workload.objects.get(slug="llama-13b-512"), "moe_layers": 0,
+                                       "dense_layers": 1})
+
+    def carry_targets():
+        body = signed_in.get("/plans/traced/").content.decode()
+        found = re.search(r'<select data-carry-plan="\d+">(.*?)</select>', body)
+        return re.findall(r'<option value="([^"]+)">', found.group(1)) if found else []
+
+    assert carry_targets() == ["bought"]  # the reader's other Ampere build, not the traced plan itself
+    measurement_carry(measurement=trace, plan=other)
+    assert carry_targets() == []  # carried already
+    page = text(signed_in.get("/plans/bought/"))
+    fitted = trace.fitted["gemm_fraction"]
+    assert "Calibrations carried here" in page and "From the trace ranks.json.gz on dgx-a100 (plan traced" in page
+    assert (f"gemm_fraction {figure(fitted['value'])} ({figure(fitted['low'])} to {figure(fitted['high'])} over its "
+            f"ranks; the family's {figure(fitted['family_value'])})") in page
+    assert "Stop carrying" in page

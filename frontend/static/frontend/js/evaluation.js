@@ -38,6 +38,26 @@ export function announcedNote(parts) {
     ". Its figures are the vendor's announcement and analysts' estimates; no part has been measured.");
 }
 
+// A trace's calibration carried here from another build of the family: the headline's training figures use
+// its shares; beside them, the figures on the family's own constants and their band over the trace's ranks.
+export function carriedNote(carried, overrides, result) {
+  if (!carried) return null;
+  const origins = [...new Map(Object.values(overrides ?? {}).filter((o) => o.carried).map((o) => [o.measurement,
+    `${o.name ?? "a trace"} on ${o.carried.node_type}${o.carried.plan ? ` (plan ${o.carried.plan})` : ""}`])).values()];
+  const shares = Object.entries(carried.constants).map(([c, f]) => `${c} ${num(f.value, 4)} (${num(f.low, 4)} to ${num(f.high, 4)})`);
+  const lines = [el("strong", {}, "Calibration carried from your trace: "), `${origins.join("; ")}: ${shares.join(", ")}.`];
+  const step = result.training?.step_time_s;
+  const spread = carried.spread?.["training.step_time_s"];
+  if (carried.family && Number.isFinite(step)) {
+    lines.push(" Step time ", el("span", { class: "carried-step" }, duration(step)),
+      spread ? ` (${duration(spread[0])} to ${duration(spread[1])} over the trace's ranks)` : "",
+      " with the carried shares, against ", el("span", { class: "family-step" }, duration(carried.family["training.step_time_s"])),
+      ` on the family's own constants; MFU ${percent(result.training.mfu)} against `,
+      `${percent(carried.family["training.mfu"])}.`);
+  }
+  return el("p", { class: "trust", id: "carried-note" }, lines);
+}
+
 // Each headline prediction's error band from the validation record: where published runs like it
 // came in, and on how many (marked where no run of this family and kind is validated); the total
 // price's band from the price book's estimates.
@@ -90,7 +110,7 @@ function overridesList(overrides) {
   return el("ul", { class: "notes overrides", "aria-label": "measured overrides" }, entries.map(([constant, o]) =>
     el("li", { "data-constant": constant }, `Overridden by measurement: ${constant} = ${num(o.value, 4)} from `,
       o.measurement === null ? "the plan owner's measurement" : el("a", { href: `#measurement-${o.measurement}` }, o.name),
-      ` (${o.kind}).`)));
+      o.carried ? ` (${o.kind}, carried from ${o.carried.node_type}).` : ` (${o.kind}).`)));
 }
 
 // Owning a GPU an hour (capital over its stated life, every hour used, plus energy) against renting
@@ -451,7 +471,8 @@ function topologySection(plan, result) {
 export function report(container, plan, evaluation, bom) {
   const { result, curves } = evaluation;
   container.replaceChildren(
-    headline(result, evaluation.bands), announcedNote(evaluation.announced) ?? "", trustNote(evaluation.trust) ?? "",
+    headline(result, evaluation.bands), carriedNote(evaluation.carried, evaluation.overrides, result) ?? "",
+    announcedNote(evaluation.announced) ?? "", trustNote(evaluation.trust) ?? "",
     bandsList(evaluation.bands) ?? "",
     overridesList(evaluation.overrides) ?? "",
     constraintsList(result) ?? "",

@@ -30,8 +30,22 @@ export function measurements(section) {
     if (response.ok) location.reload(); else show(response.data);
   });
   section.addEventListener("click", async (event) => {
+    const uncarry = event.target.closest("button[data-uncarry]");
+    if (uncarry) {
+      const path = `/api/measurements/${uncarry.dataset.uncarry}/carry/?plan=${encodeURIComponent(uncarry.dataset.plan)}`;
+      const response = await api(path, { method: "DELETE" });
+      if (response.ok) location.reload(); else show(response.data);
+      return;
+    }
     const button = event.target.closest("button[data-measurement]");
     if (!button) return;
+    if (button.dataset.action === "carry") {
+      const target = section.querySelector(`select[data-carry-plan="${button.dataset.measurement}"]`).value;
+      const response = await api(`/api/measurements/${button.dataset.measurement}/carry/`,
+        { method: "POST", body: { plan: target } });
+      if (response.ok) location.assign(`/plans/${target}/`); else show(response.data);
+      return;
+    }
     const path = `/api/measurements/${button.dataset.measurement}/`;
     const action = button.dataset.action;
     const response = action === "delete" ? await api(path, { method: "DELETE" })
