@@ -466,7 +466,8 @@ def sweep_detail(request, sweep_id):
     sweep = get_object_or_404(Sweep.objects.select_related("plan", "workload").visible_to(request.user), pk=sweep_id)
     per_combination = sweep.calibration
     found = Counter((constant, value) for calibration in per_combination for constant, value in calibration.items())
-    overrides = [(constant, value, 0 if count == len(per_combination) else count)
+    carried = sweep.base_document.get("carried", {})
+    overrides = [(constant, value, 0 if count == len(per_combination) else count, carried.get(constant))
                  for (constant, value), count in sorted(found.items())]
     return render(request, "frontend/sweep_detail.html", {
         "sweep": sweep, "overrides": overrides, "names": _sweep_names(sweep), "site_bands": _site_bands(sweep),

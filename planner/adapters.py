@@ -125,7 +125,7 @@ def calibration(plan: ClusterPlan) -> dict[str, dict]:
     alone) by the plan's owner; a plan's own beats the node type's, and the newest wins. Beneath
     them, the traces the owner carried here from another build of the same family
     (:class:`CarriedCalibration`), each entry's ``carried`` naming the build it was traced on with the
-    share's ``low`` and ``high`` over the trace's ranks (None for a measurement of this build's own)."""
+    share's ``low`` and ``high`` over the trace's ranks and steps (None for a measurement of this build's own)."""
     if plan.pk is None and plan.owner_id is None:
         return {}  # an unsaved preview
     chosen = {}

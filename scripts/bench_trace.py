@@ -5,7 +5,8 @@
 Writes a Kineto-shaped Chrome trace of about MEGABYTES (default 200) of JSON to a temporary folder: the
 DeepSeek-V3 chunk pair's kernel mix (GEMMs, attention, FP8 casts, DeepEP dispatch and combine on a
 second stream) repeated over 8 ranks, with a CPU op and a runtime call beside each kernel as the
-profiler writes them. Then reads and splits it in a fresh process, plain and gzipped, and prints the
+profiler writes them (the call and its kernel sharing a correlation id), in profiler steps of 100
+repeats. Then reads and splits it in a fresh process, plain and gzipped, and prints the
 file's size, the GPU events, the wall time and the process's peak resident memory (its size before
 reading: NumPy and the engine imported).
 """
@@ -28,7 +29,7 @@ from simcore.tools.trace import read_trace, timeline
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.perf_counter()
 trace = read_trace(sys.argv[1])
-split = timeline(trace)
+split = timeline(trace, by_step=bool(trace.steps))
 print(trace.start_us.size, time.perf_counter() - start, before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
@@ -38,20 +39,27 @@ def write_trace(path: Path, megabytes: float) -> None:
     with open(path, "w") as out:
         out.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H800", "numSms": 132}], '
                   '"traceEvents": [')
-        clock, first = 0.0, True
+        clock, first, correlation, repeat = 0.0, True, 0, 0
         while out.tell() < megabytes * 1e6:
+            events = []
+            if repeat % 100 == 0:
+                events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{repeat // 100}",
+                               "pid": 100, "tid": 1, "ts": clock, "dur": 100 * 1600 - 1})
             for rank in range(8):
                 for name, stream, dur in KERNELS:
-                    events = ({"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_mm", "pid": 100 + rank,
-                               "tid": 1, "ts": clock, "dur": 12, "args": {"External id": 7}},
-                              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100 + rank,
-                               "tid": 1, "ts": clock + 2, "dur": 5, "args": {"correlation": 9}},
-                              {"ph": "X", "cat": "kernel", "name": name, "pid": rank, "tid": stream, "ts": clock,
-                               "dur": dur, "args": {"device": rank, "stream": stream, "grid": [132, 1, 1]}})
-                    for event in events:
-                        out.write(("" if first else ",") + json.dumps(event))
-                        first = False
+                    correlation += 1
+                    events += ({"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_mm", "pid": 100 + rank,
+                                "tid": 1, "ts": clock, "dur": 12, "args": {"External id": 7}},
+                               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100 + rank,
+                                "tid": 1, "ts": clock + 2, "dur": 5, "args": {"correlation": correlation}},
+                               {"ph": "X", "cat": "kernel", "name": name, "pid": rank, "tid": stream, "ts": clock + 20,
+                                "dur": dur, "args": {"device": rank, "stream": stream, "grid": [132, 1, 1],
+                                                     "correlation": correlation}})
+            for event in events:
+                out.write(("" if first else ",") + json.dumps(event))
+                first = False
             clock += 1600
+            repeat += 1
         out.write("]}")
 
 

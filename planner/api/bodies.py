@@ -43,8 +43,8 @@ class CarriedFromSerializer(serializers.Serializer):
     plan = serializers.CharField(allow_null=True, help_text="the plan the trace was uploaded against (null: not "
                                                             "yours to read)")
     node_type = serializers.CharField(help_text="the node type it was traced on")
-    low = NumberField(help_text="the share at every traced part's slowest rank")
-    high = NumberField(help_text="at every part's fastest rank")
+    low = NumberField(help_text="the share at every traced part's slowest rank or step")
+    high = NumberField(help_text="at every part's fastest rank or step")
 
 
 class CarriedShareSerializer(serializers.Serializer):
@@ -60,7 +60,7 @@ class CarriedFiguresSerializer(serializers.Serializer):
                                              "own constants, beside the headline's on the carried ones")
     spread = serializers.DictField(child=serializers.ListField(child=NumberField()), allow_null=True,
                                    help_text="with a workload: each figure's [low, high] with every carried share at "
-                                             "its low and at its high (the trace's spread over its ranks)")
+                                             "its low and at its high (the trace's spread over its ranks and steps)")
 
 
 class OverrideSerializer(serializers.Serializer):

@@ -30,8 +30,8 @@ class FittedSerializer(serializers.Serializer):
     value = NumberField(help_text="The fitted share.")
     family_value = NumberField(help_text="The accelerator family's share it would replace.")
     rows = serializers.IntegerField(help_text="Rows the fit used.")
-    low = NumberField(required=False, help_text="trace: the share at every part's slowest rank")
-    high = NumberField(required=False, help_text="trace: at every part's fastest rank")
+    low = NumberField(required=False, help_text="trace: the share at every part's slowest rank or step")
+    high = NumberField(required=False, help_text="trace: at every part's fastest rank or step")
 
 
 class MeasurementSerializer(ModelSerializer):

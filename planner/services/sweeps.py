@@ -15,6 +15,7 @@ from django.utils import timezone
 
 import simcore
 from planner import metrics
+from planner.adapters import calibration
 from planner.events import publish_sweep_state
 from planner.models import ClusterPlan, Sweep, SweepChunk, Workload
 from planner.services.errors import QuotaExceeded
@@ -45,7 +46,8 @@ def sweep_create(*, owner, plan: ClusterPlan, workload: Workload | None, spec: d
     check_grid_size(size, in_process, "axes")
     categorical = [a for a in axes if a.categorical]
     documents, reasons = combination_documents(plan, workload, categorical)
-    base = {"categorical": [a.path for a in categorical], "documents": documents, "invalid": reasons}
+    base = {"categorical": [a.path for a in categorical], "documents": documents, "invalid": reasons,
+            "carried": {constant: fit["carried"] for constant, fit in calibration(plan).items() if fit["carried"]}}
     # Axes are stored as a list: a JSON object's key order does not survive PostgreSQL's jsonb,
     # and the order defines the grid.
     normalized = {"axes": [{"path": a.path, "values": a.values.tolist()} for a in axes], "outputs": outputs,

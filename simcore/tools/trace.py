@@ -11,10 +11,15 @@ apart.
 
 Kineto writes one process per GPU (``pid``: the device), one thread per CUDA stream (``tid``), and
 events of category ``kernel``, ``gpu_memcpy`` and ``gpu_memset`` for the GPU's work, with times in
-microseconds. The reader streams the JSON (ijson's C parser), keeps five numbers per GPU event and
-refuses a file past ``MAX_EVENTS`` GPU events or ``MAX_BYTES`` read (a gzip too: decompressed): the
-memory it holds grows with the GPU events (40 bytes each), not with the file (CPU events, which
-make most of a trace, are parsed and dropped one by one).
+microseconds. The reader streams the JSON (ijson's C parser), keeps six numbers per GPU event (48
+bytes) and two per kernel launch (16), and refuses a file past ``MAX_EVENTS`` of them or
+``MAX_BYTES`` read (a gzip too: decompressed): the memory it holds grows with the GPU events, not
+with the file (CPU events, which make most of a trace, are parsed and dropped one by one).
+
+Steps: where the profiler marked them (``ProfilerStep#N``, the CPU annotation ``torch.profiler``'s
+``step()`` writes), each kernel belongs to the step its launch fell in, found by the launch's
+``correlation`` id (the CUDA runtime event and the kernel both carry it, as Kineto links them), and
+each (rank, step) is split on its own timeline: the spread of a part is then over ranks and steps.
 """
 import gzip
 import io
@@ -43,7 +48,9 @@ KERNEL_CLASSES = (
     ("gemm", re.compile(r"gemm|cutlass|xmma|nvjet|cublas|wgmma|matmul|mma_", re.I)),
 )
 GPU_CATEGORIES = {"kernel": None, "gpu_memcpy": "memory", "gpu_memset": "memory"}
-MAX_EVENTS = 20_000_000  # GPU events kept: 0.8 GB of arrays
+MAX_EVENTS = 20_000_000  # GPU events and kernel launches kept: at most 1.3 GB of arrays
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 MAX_BYTES = 8 * 2**30  # bytes of JSON read (decompressed)
 MAX_NAMES = 200_000  # distinct kernel names remembered for classification
 
@@ -58,6 +65,8 @@ class Trace:
     start_us: np.ndarray
     dur_us: np.ndarray
     part: np.ndarray
+    step: np.ndarray  # the profiler step each event was launched in; -1: none (or no steps marked)
+    steps: list  # the step numbers marked, in order
     devices: list
     distributed: dict
     kernel_names: dict  # name -> (part, count, total microseconds), the heaviest first
@@ -111,51 +120,105 @@ def read_trace(path, *, max_events: int = MAX_EVENTS, max_bytes: int = MAX_BYTES
     refused naming why."""
     devices, distributed = _metadata(path, max_bytes)
     file_rank = distributed.get("rank")
-    columns, names = _gpu_events(path, max_bytes, max_events, file_rank if isinstance(file_rank, int) else None)
+    columns, names, launches, windows = _gpu_events(path, max_bytes, max_events,
+                                                    file_rank if isinstance(file_rank, int) else None)
     if not columns["start"]:
         raise ScenarioError("file", "no GPU events (categories kernel, gpu_memcpy, gpu_memset) in traceEvents: "
                                     "profile with the CUDA activity on")
     heaviest = dict(sorted(((n, tuple(v)) for n, v in names.items()), key=lambda item: -item[1][2]))
+    step, steps = _steps(np.frombuffer(columns["correlation"], np.int64), launches, windows)
     return Trace(rank=np.frombuffer(columns["rank"], np.int64), stream=np.frombuffer(columns["stream"], np.int64),
                  start_us=np.frombuffer(columns["start"]), dur_us=np.frombuffer(columns["dur"]),
-                 part=np.frombuffer(columns["part"], np.int64), devices=devices, distributed=distributed,
-                 kernel_names=heaviest)
+                 part=np.frombuffer(columns["part"], np.int64), step=step, steps=steps, devices=devices,
+                 distributed=distributed, kernel_names=heaviest)
 
 
-def _gpu_events(path, max_bytes: int, max_events: int, file_rank: int | None) -> tuple[dict, dict]:
-    """The GPU events' columns (compact arrays, 40 bytes an event) and each kernel name's part, count
-    and total time, from a pass over ``traceEvents`` that drops every other event as it is read."""
+def _steps(correlation: np.ndarray, launches: dict, windows: list) -> tuple[np.ndarray, list]:
+    """Each GPU event's profiler step: the marked step window holding its launch (found by
+    correlation id); -1 where no step is marked or the launch is not in the trace or in no window."""
+    none = np.full(correlation.size, -1, np.int64)
+    if not windows:
+        return none, []
+    starts, ends, numbers = (np.array(column) for column in zip(*sorted(windows)))
+    steps = sorted(set(numbers.tolist()))
+    ids, times = np.frombuffer(launches["correlation"], np.int64), np.frombuffer(launches["ts"])
+    if not ids.size:
+        return none, steps
+    order = np.argsort(ids, kind="stable")
+    ids, times = ids[order], times[order]
+    at = np.minimum(np.searchsorted(ids, correlation), ids.size - 1)
+    launched = times[at]
+    window = np.maximum(np.searchsorted(starts, launched, side="right") - 1, 0)
+    inside = (ids[at] == correlation) & (launched >= starts[window]) & (launched < ends[window])
+    return np.where(inside, numbers[window], none), steps
+
+
+def _gpu_events(path, max_bytes: int, max_events: int, file_rank: int | None) -> tuple[dict, dict, dict, list]:
+    """The GPU events' columns (compact arrays, 48 bytes an event), each kernel name's part, count and
+    total time, the kernel launches (correlation id and time, 16 bytes each) and the marked step
+    windows (start, end, number), from a pass over ``traceEvents`` that drops every other event."""
     import ijson
 
-    columns = {"rank": array("q"), "stream": array("q"), "start": array("d"), "dur": array("d"), "part": array("q")}
+    columns = {"rank": array("q"), "stream": array("q"), "start": array("d"), "dur": array("d"), "part": array("q"),
+               "correlation": array("q")}
+    launches = {"correlation": array("q"), "ts": array("d")}
     names: dict[str, list] = {}
+    windows: list[tuple[float, float, int]] = []
     stream = _open(path, max_bytes)
     try:
         for event in ijson.items(stream, "traceEvents.item", use_float=True):
-            category = event.get("cat") if isinstance(event, dict) else None
-            if category not in GPU_CATEGORIES or event.get("ph") != "X":
+            if not isinstance(event, dict) or event.get("ph") != "X":
                 continue
-            if len(columns["start"]) >= max_events:
-                raise ScenarioError("file", f"the trace has over {max_events:,} GPU events: cut the profiled range")
-            name = str(event.get("name", ""))
-            known = names.get(name) or [classify(name, category), 0, 0.0]
-            if name not in names and len(names) < MAX_NAMES:
-                names[name] = known
-            values = (file_rank if file_rank is not None else event.get("pid"), event.get("tid"), event.get("ts"),
-                      event.get("dur", 0.0), known[0])
-            try:
-                for column, value in zip(columns.values(), values):
-                    column.append(value)
-            except TypeError:
-                raise ScenarioError("file", f"GPU event {len(columns['part']) + 1:,} has no whole-number pid and tid "
-                                            "or no numeric ts and dur") from None
-            known[1] += 1
-            known[2] += float(values[3])
+            category = event.get("cat")
+            if category in GPU_CATEGORIES:
+                _keep_gpu_event(event, category, columns, names, file_rank)
+            elif category in LAUNCH_CATEGORIES:
+                _keep_launch(event, launches)
+            elif category != "gpu_user_annotation":
+                _keep_step(event, windows)
+            if len(columns["start"]) + len(launches["ts"]) > max_events:
+                raise ScenarioError("file", f"the trace has over {max_events:,} GPU events and kernel launches: "
+                                            "cut the profiled range")
     except ijson.JSONError as error:
         raise ScenarioError("file", f"not JSON a trace reader can read: {error}") from None
     finally:
         stream.close()
-    return columns, names
+    return columns, names, launches, windows
+
+
+def _keep_gpu_event(event: dict, category: str, columns: dict, names: dict, file_rank: int | None) -> None:
+    name = str(event.get("name", ""))
+    known = names.get(name) or [classify(name, category), 0, 0.0]
+    if name not in names and len(names) < MAX_NAMES:
+        names[name] = known
+    args = event.get("args")
+    correlation = args.get("correlation", -1) if isinstance(args, dict) else -1
+    values = (file_rank if file_rank is not None else event.get("pid"), event.get("tid"), event.get("ts"),
+              event.get("dur", 0.0), known[0], correlation if isinstance(correlation, int) else -1)
+    try:
+        for column, value in zip(columns.values(), values):
+            column.append(value)
+    except TypeError:
+        raise ScenarioError("file", f"GPU event {len(columns['part']) + 1:,} has no whole-number pid and tid "
+                                    "or no numeric ts and dur") from None
+    known[1] += 1
+    known[2] += float(values[3])
+
+
+def _keep_launch(event: dict, launches: dict) -> None:
+    """A CUDA runtime or driver call that launched GPU work: its correlation id and time."""
+    args = event.get("args")
+    correlation = args.get("correlation") if isinstance(args, dict) else None
+    if isinstance(correlation, int) and isinstance(event.get("ts"), float | int):
+        launches["correlation"].append(correlation)
+        launches["ts"].append(event["ts"])
+
+
+def _keep_step(event: dict, windows: list) -> None:
+    """A ``ProfilerStep#N`` annotation on the CPU: the window its kernels were launched in."""
+    found = STEP_NAME.match(str(event.get("name", "")))
+    if found and isinstance(event.get("ts"), float | int) and isinstance(event.get("dur"), float | int):
+        windows.append((float(event["ts"]), float(event["ts"] + event["dur"]), int(found.group(1))))
 
 
 def _metadata(path, max_bytes: int) -> tuple[list, dict]:
@@ -183,25 +246,30 @@ def _metadata(path, max_bytes: int) -> tuple[list, dict]:
     return devices, distributed
 
 
-def timeline(trace: Trace, window_us: tuple[float, float] | None = None) -> dict:
-    """Per rank, where its traced span goes (:data:`PARTS` and ``idle``, adding up to the span), each
-    kernel class's busy time (its union over the rank's streams), the communication hidden under
-    compute, and each stream's busy time; microseconds. ``window_us`` keeps the events inside a
-    range (a step's, say), cut at its edges.
+def timeline(trace: Trace, window_us: tuple[float, float] | None = None, by_step: bool = False) -> dict:
+    """Per rank (``by_step``: per rank and profiler step, the events launched in a marked step),
+    where its traced span goes (:data:`PARTS` and ``idle``, adding up to the span), each kernel
+    class's busy time (its union over the rank's streams), the communication hidden under compute,
+    and each stream's busy time; microseconds. ``window_us`` keeps the events inside a range (a
+    step's, say), cut at its edges. ``ranks`` names each group: a rank, or [rank, step].
 
-    One sort of every event edge, by rank then time; a running count per part (a cumulative sum of
+    One sort of every event edge, by group then time; a running count per part (a cumulative sum of
     +1 at each start and -1 at each end) says which parts are active between two edges, and each
     stretch goes to the first active part."""
     start, end, rank, part, stream = trace.start_us, trace.start_us + trace.dur_us, trace.rank, trace.part, \
         trace.stream
+    step = trace.step
+    keep = step >= 0 if by_step else np.ones(start.size, bool)
     if window_us is not None:
         low, high = window_us
-        keep = (end > low) & (start < high)
-        start, end = np.maximum(start[keep], low), np.minimum(end[keep], high)
-        rank, part, stream = rank[keep], part[keep], stream[keep]
-        if not start.size:
-            raise ScenarioError("window_us", "no GPU event inside the window")
-    ranks, rank_index = np.unique(rank, return_inverse=True)
+        keep &= (end > low) & (start < high)
+        start, end = np.maximum(start, low), np.minimum(end, high)
+    start, end, rank, part, stream, step = start[keep], end[keep], rank[keep], part[keep], stream[keep], step[keep]
+    if not start.size:
+        raise ScenarioError("window_us", "no GPU event inside the window") if window_us is not None else \
+            ScenarioError("file", "no GPU event was launched inside a marked profiler step")
+    width = int(step.max()) + 1 if by_step else 1
+    ranks, rank_index = np.unique(rank * width + (step if by_step else 0), return_inverse=True)
     n = start.size
     times = np.concatenate([start, end])
     which = np.concatenate([rank_index, rank_index])
@@ -219,7 +287,8 @@ def timeline(trace: Trace, window_us: tuple[float, float] | None = None) -> dict
     busy = {name: _per_rank(active[:, i], length, which[:-1], len(ranks)) for i, name in enumerate(PARTS)}
     computing = active[:, [PARTS.index(p) for p in COMPUTE]].any(axis=1)
     overlap = _per_rank(computing & active[:, PARTS.index("communication")], length, which[:-1], len(ranks))
-    return {"ranks": ranks.tolist(), "span_us": span, "parts_us": split, "busy_us": busy,
+    names = [[int(key // width), int(key % width)] for key in ranks] if by_step else ranks.tolist()
+    return {"ranks": names, "span_us": span, "parts_us": split, "busy_us": busy,
             "overlapped_communication_us": overlap, "streams": _streams(stream, rank_index, end - start, part)}
 
 
@@ -331,13 +400,16 @@ def _family(p: dict):
 
 def trace_rows(path, window_us: tuple[float, float] | None = None) -> tuple[list[dict], dict]:
     """A trace as a measurement stores it: each part's time (``PARTS`` and idle), the mean over the
-    trace's ranks with the lowest and highest rank (the spread), and what the file says of the run
-    (its ranks, span, devices and distributed information)."""
+    trace's ranks with the lowest and highest rank (the spread); where the profiler marked steps, the
+    mean over each rank's steps, the spread over ranks and steps (the layers traced are then a
+    step's); and what the file says of the run (its ranks, steps, span, devices and distributed
+    information)."""
     read = read_trace(path)
-    split = timeline(read, window_us)
+    split = timeline(read, window_us, by_step=bool(read.steps))
     rows = [{"part": name, "traced_us": float(np.mean(values)), "low_us": float(np.min(values)),
              "high_us": float(np.max(values))} for name, values in split["parts_us"].items()]
-    facts = {"ranks": split["ranks"], "span_us": float(np.mean(split["span_us"])),
+    facts = {"ranks": sorted({group[0] for group in split["ranks"]}) if read.steps else split["ranks"],
+             "steps": read.steps, "span_us": float(np.mean(split["span_us"])),
              "overlapped_communication_us": float(np.mean(split["overlapped_communication_us"])),
              "devices": sorted({str(device.get("name", "")) for device in read.devices}),
              "distributed": read.distributed}
@@ -354,7 +426,7 @@ def compare_trace(document: dict, rows: list[dict], moe_layers: int, dense_layer
     traced = {row["part"]: row["traced_us"] for row in rows}
     predicted = predicted_split(document, moe_layers, dense_layers)
     calibrated = trace_calibration(document, traced, moe_layers, dense_layers)
-    # The spread: the shares at the slowest and the fastest of each part over the trace's ranks.
+    # The spread: the shares at the slowest and the fastest of each part over the trace's ranks and steps.
     slowest, fastest = (trace_calibration(document, {row["part"]: row[end] for row in rows}, moe_layers,
                                           dense_layers)["constants"] for end in ("high_us", "low_us"))
     out = []

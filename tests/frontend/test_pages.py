@@ -334,5 +334,5 @@ def test_a_carried_calibration_is_offered_on_the_traces_plan_and_listed_on_the_b
     fitted = trace.fitted["gemm_fraction"]
     assert "Calibrations carried here" in page and "From the trace ranks.json.gz on dgx-a100 (plan traced" in page
     assert (f"gemm_fraction {figure(fitted['value'])} ({figure(fitted['low'])} to {figure(fitted['high'])} over its "
-            f"ranks; the family's {figure(fitted['family_value'])})") in page
+            f"ranks and steps; the family's {figure(fitted['family_value'])})") in page
     assert "Stop carrying" in page

@@ -40,7 +40,7 @@ def evaluate(client, slug):
 
 
 def test_a_carried_calibration_moves_the_other_builds_figures_and_shows_the_familys_beside_with_a_band(
-        reader_client, user, traced):
+        reader_client, user, traced, eager_celery, client):
     fitted = traced["fitted"]["gemm_fraction"]
     assert fitted["low"] < fitted["value"] < fitted["high"] < fitted["family_value"]  # the slow rank's share lowest
     pcie = copy_plan("ff2-pcie-2zone", "my-pcie", user, 64)  # the A100 PCIe: the same family, another build
@@ -60,6 +60,13 @@ def test_a_carried_calibration_moves_the_other_builds_figures_and_shows_the_fami
     assert low_s < step_s < high_s
     assert after["carried"]["constants"]["gemm_fraction"] == {"value": fitted["value"], "low": fitted["low"],
                                                               "high": fitted["high"]}
+    # A sweep of the build runs on the carried shares and says where they came from.
+    sweep = reader_client.post("/api/sweeps/", {"plan": pcie.slug, "axes": {"cluster.node_count": [64, 128]},
+                                                "outputs": ["compute.gemm_fp16_tflops"]}, format="json").json()
+    assert sweep["calibration"] == [{"gemm_fraction": fitted["value"], "hbm_fraction": after["overrides"][
+        "hbm_fraction"]["value"]}]
+    client.force_login(user)
+    assert b"carried from your trace on <code>dgx-a100</code>" in client.get(f"/sweeps/{sweep['id']}/").content
     # The trace's own plan is unchanged: there it is an override only when marked so.
     assert reader_client.post("/api/plans/my-dgx/evaluate/", {}, format="json").json()["carried"] is None
     again = reader_client.post(f"/api/measurements/{traced['id']}/carry/", {"plan": pcie.slug}, format="json")

@@ -72,7 +72,7 @@ def test_a_gemm_override_changes_the_plans_evaluation_and_sweeps(reader_client, 
     assert marked.status_code == 200 and marked.json()["use_as_override"] is True
     after = evaluate()
     assert after["overrides"]["gemm_fraction"] == {"value": fitted["value"], "measurement": body["id"],
-                                                  "name": "gemm_dgx_a100.csv", "kind": "gemm"}
+                                                  "name": "gemm_dgx_a100.csv", "kind": "gemm", "carried": None}
     assert after["result"]["calibration"]["gemm_fraction"] == {"value": fitted["value"], "source": "measured"}
     ratio = after["result"]["compute"]["gemm_fp16_tflops"] / before["result"]["compute"]["gemm_fp16_tflops"]
     assert ratio == pytest.approx(fitted["value"] / fitted["family_value"])

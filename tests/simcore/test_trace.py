@@ -88,6 +88,47 @@ def test_ranks_are_kept_apart_and_a_window_cuts_the_events_at_its_edges(tmp_path
     assert np.unique(ranked.rank).tolist() == [5] and ranked.distributed["world_size"] == 64
 
 
+def stepped(steps: dict[int, float], first_us: float = 1000.0) -> list[dict]:
+    """The PyTorch profiler's shape of several steps: each a CPU ``ProfilerStep#N`` annotation whose
+    kernels' launches (CUDA runtime events) carry the correlation id their kernels do, the GPU running
+    each step's kernels (STEP, stretched by the step's factor) a little after their launches."""
+    events, correlation, cpu_us = [], 0, first_us
+    for number, stretch in steps.items():
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{number}", "pid": 1234,
+                       "tid": 1234, "ts": cpu_us, "dur": 50.0})
+        gpu_us = cpu_us + 20.0
+        for i, kernel_event in enumerate(STEP):
+            correlation += 1
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1234, "tid": 1234,
+                           "ts": cpu_us + i, "dur": 1.0, "args": {"correlation": correlation}})
+            events.append({**kernel_event, "ts": gpu_us + kernel_event["ts"] * stretch,
+                           "dur": kernel_event["dur"] * stretch,
+                           "args": {**kernel_event["args"], "correlation": correlation}})
+        cpu_us += 500.0
+    return events
+
+
+def test_marked_profiler_steps_split_apart_and_spread_the_parts_over_steps(tmp_path):
+    """Two steps, the second 1.5 times as long in every kernel: each kernel goes to the step its
+    launch fell in, each step is split on its own timeline, and the stored rows are the mean step with
+    the fastest and slowest; a kernel launched outside every step is in no step's split."""
+    events = stepped({3: 1.0, 4: 1.5})
+    events.append(kernel(GEMM, 7, 5000, 400))  # launched (correlation) nowhere: in no step
+    read = t.read_trace(write(tmp_path / "steps.json", events))
+    assert read.steps == [3, 4] and (read.step == -1).sum() == 1
+    split = t.timeline(read, by_step=True)
+    assert split["ranks"] == [[0, 3], [0, 4]] and split["span_us"] == [100.0, 150.0]
+    assert split["parts_us"]["gemm"] == [40.0, 60.0]
+    rows, facts = t.trace_rows(tmp_path / "steps.json")
+    gemm = next(row for row in rows if row["part"] == "gemm")
+    assert (gemm["traced_us"], gemm["low_us"], gemm["high_us"]) == (50.0, 40.0, 60.0)
+    assert facts["steps"] == [3, 4] and facts["ranks"] == [0] and facts["span_us"] == 125.0
+    assert t.timeline(read)["span_us"] == [5400.0 - 1020.0]  # without steps: the whole trace, the stray GEMM too
+    refused = [{**event, "args": {}} if event["cat"] in t.GPU_CATEGORIES else event for event in stepped({1: 1.0})]
+    with pytest.raises(ScenarioError, match="no GPU event was launched inside a marked profiler step"):
+        t.trace_rows(write(tmp_path / "unlinked.json", refused))
+
+
 def test_what_is_no_trace_or_too_large_is_refused_naming_why(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel",')

@@ -50,7 +50,7 @@ export function carriedNote(carried, overrides, result) {
   const spread = carried.spread?.["training.step_time_s"];
   if (carried.family && Number.isFinite(step)) {
     lines.push(" Step time ", el("span", { class: "carried-step" }, duration(step)),
-      spread ? ` (${duration(spread[0])} to ${duration(spread[1])} over the trace's ranks)` : "",
+      spread ? ` (${duration(spread[0])} to ${duration(spread[1])} over the trace's ranks and steps)` : "",
       " with the carried shares, against ", el("span", { class: "family-step" }, duration(carried.family["training.step_time_s"])),
       ` on the family's own constants; MFU ${percent(result.training.mfu)} against `,
       `${percent(carried.family["training.mfu"])}.`);
