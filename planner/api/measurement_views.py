@@ -111,6 +111,16 @@ class MeasurementUploadSerializer(serializers.Serializer):
                                           help_text="trace: the MoE layers it holds, each run forward and backward.")
     dense_layers = serializers.IntegerField(required=False, default=0, min_value=0, max_value=10_000,
                                             help_text="trace: the dense layers it holds, likewise.")
+    first_step = serializers.IntegerField(required=False, min_value=0, help_text="trace: the first profiler step "
+                                          "(ProfilerStep#N) to keep, with last_step; default every marked step.")
+    last_step = serializers.IntegerField(required=False, min_value=0, help_text="trace: the last one kept.")
+
+    def validate(self, data):
+        if ("first_step" in data) != ("last_step" in data):
+            raise serializers.ValidationError({"first_step": ["give first_step and last_step together"]})
+        if data.get("last_step", 0) < data.get("first_step", 0):
+            raise serializers.ValidationError({"last_step": ["must not come before first_step"]})
+        return data
 
 
 class CarrySerializer(serializers.Serializer):
@@ -183,7 +193,8 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
             filename=file.name, name=data.get("name", ""), plan=plan, node_type=node_type,
             collective=data.get("collective", ""), note=data.get("note", ""),
             use_as_override=data["use_as_override"],
-            traced={"workload": workload, "moe_layers": data["moe_layers"], "dense_layers": data["dense_layers"]})
+            traced={"workload": workload, "moe_layers": data["moe_layers"], "dense_layers": data["dense_layers"],
+                    "steps": (data["first_step"], data["last_step"]) if "first_step" in data else None})
         return Response(MeasurementDetailSerializer(measurement).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(tags=TAG, responses={(200, XLSX_MEDIA_TYPE): OpenApiTypes.BINARY},

@@ -45,7 +45,8 @@ def _read(kind: str, text: str, node: dict, collective: str):
 
 def _read_trace(content: bytes, plan: ClusterPlan | None, traced: dict):
     """(the parts as stored, what the trace says, the comparison) for a profiler trace uploaded
-    against ``plan`` with the workload and layers it traced (``traced``)."""
+    against ``plan`` with the workload and layers it traced and, optionally, the profiler steps to
+    keep (``traced``: first and last)."""
     if plan is None:
         raise InputError({"plan": ["a trace is compared with a plan and a workload: give the plan"]})
     if traced.get("workload") is None:
@@ -56,7 +57,7 @@ def _read_trace(content: bytes, plan: ClusterPlan | None, traced: dict):
     with tempfile.NamedTemporaryFile(suffix=".json") as file:
         file.write(content)
         file.flush()
-        rows, facts = trace_engine.trace_rows(file.name)
+        rows, facts = trace_engine.trace_rows(file.name, steps=traced.get("steps"))
     facts.update(workload=traced["workload"].slug, moe_layers=traced["moe_layers"],
                  dense_layers=traced["dense_layers"])
     return rows, facts, _compare_trace(plan, traced["workload"], rows, facts)

@@ -246,12 +246,14 @@ def _metadata(path, max_bytes: int) -> tuple[list, dict]:
     return devices, distributed
 
 
-def timeline(trace: Trace, window_us: tuple[float, float] | None = None, by_step: bool = False) -> dict:
+def timeline(trace: Trace, window_us: tuple[float, float] | None = None, by_step: bool = False,
+             steps: tuple[int, int] | None = None) -> dict:
     """Per rank (``by_step``: per rank and profiler step, the events launched in a marked step),
     where its traced span goes (:data:`PARTS` and ``idle``, adding up to the span), each kernel
     class's busy time (its union over the rank's streams), the communication hidden under compute,
     and each stream's busy time; microseconds. ``window_us`` keeps the events inside a range (a
-    step's, say), cut at its edges. ``ranks`` names each group: a rank, or [rank, step].
+    step's, say), cut at its edges. ``steps`` (first, last) keeps the events launched in those
+    marked steps. ``ranks`` names each group: a rank, or [rank, step].
 
     One sort of every event edge, by group then time; a running count per part (a cumulative sum of
     +1 at each start and -1 at each end) says which parts are active between two edges, and each
@@ -260,6 +262,13 @@ def timeline(trace: Trace, window_us: tuple[float, float] | None = None, by_step
         trace.stream
     step = trace.step
     keep = step >= 0 if by_step else np.ones(start.size, bool)
+    if steps is not None:
+        if not trace.steps:
+            raise ScenarioError("first_step", "the trace marks no profiler steps (ProfilerStep#N): give none")
+        keep &= (step >= steps[0]) & (step <= steps[1])
+        if not keep.any():
+            raise ScenarioError("first_step", f"no GPU work was launched in steps {steps[0]} to {steps[1]}; the "
+                                              f"trace marks {trace.steps[0]} to {trace.steps[-1]}")
     if window_us is not None:
         low, high = window_us
         keep &= (end > low) & (start < high)
@@ -398,18 +407,20 @@ def _family(p: dict):
     return calibrated_family(FAMILIES[p["cluster"]["node"]["accelerator"]["family"]], p["cluster"]["calibration"])
 
 
-def trace_rows(path, window_us: tuple[float, float] | None = None) -> tuple[list[dict], dict]:
+def trace_rows(path, window_us: tuple[float, float] | None = None,
+               steps: tuple[int, int] | None = None) -> tuple[list[dict], dict]:
     """A trace as a measurement stores it: each part's time (``PARTS`` and idle), the mean over the
     trace's ranks with the lowest and highest rank (the spread); where the profiler marked steps, the
     mean over each rank's steps, the spread over ranks and steps (the layers traced are then a
-    step's); and what the file says of the run (its ranks, steps, span, devices and distributed
-    information)."""
+    step's; ``steps``, first and last, keeps those alone); and what the file says of the run (its
+    ranks, the steps kept, span, devices and distributed information)."""
     read = read_trace(path)
-    split = timeline(read, window_us, by_step=bool(read.steps))
+    split = timeline(read, window_us, by_step=bool(read.steps), steps=steps)
     rows = [{"part": name, "traced_us": float(np.mean(values)), "low_us": float(np.min(values)),
              "high_us": float(np.max(values))} for name, values in split["parts_us"].items()]
     facts = {"ranks": sorted({group[0] for group in split["ranks"]}) if read.steps else split["ranks"],
-             "steps": read.steps, "span_us": float(np.mean(split["span_us"])),
+             "steps": sorted({group[1] for group in split["ranks"]}) if read.steps else [],
+             "span_us": float(np.mean(split["span_us"])),
              "overlapped_communication_us": float(np.mean(split["overlapped_communication_us"])),
              "devices": sorted({str(device.get("name", "")) for device in read.devices}),
              "distributed": read.distributed}

@@ -92,3 +92,26 @@ def test_the_plan_page_shows_the_trace_part_by_part(client, reader_client, my_pl
     form = page[page.index('<form id="measurement-form"'):]
     assert f'href="/api/measurements/{body["id"]}/workbook/"' in section
     assert '<option value="trace">' in form and f'<option value="{WORKLOAD}">' in form and 'name="moe_layers"' in form
+
+
+def test_a_trace_of_marked_steps_keeps_the_steps_asked_for_and_spreads_over_them(reader_client, my_plan):
+    """Three profiler steps, the last twice as slow: kept whole, a part's spread runs over the steps;
+    steps 1 to 2 alone leave the slow one out; a range given by half, backwards or outside the trace
+    is refused naming the field."""
+    from tests.simcore.test_trace import stepped
+
+    events = stepped({1: 1.0, 2: 1.0, 3: 2.0}, scale=1000)  # milliseconds, as SLOW_STEP
+    upload_steps = lambda **steps: upload(reader_client, file=trace_file(events, "steps.json.gz"),  # noqa: E731
+                                          plan=my_plan.slug, workload=WORKLOAD, dense_layers=1, **steps)
+    whole = upload_steps().json()
+    gemm = next(row for row in whole["comparison"]["rows"] if row["part"] == "gemm")
+    assert whole["provenance"]["steps"] == [1, 2, 3] and (gemm["low_us"], gemm["high_us"]) == (40_000.0, 80_000.0)
+    assert whole["fitted"]["gemm_fraction"]["low"] < whole["fitted"]["gemm_fraction"]["high"]
+    first_two = upload_steps(first_step=1, last_step=2).json()
+    gemm = next(row for row in first_two["comparison"]["rows"] if row["part"] == "gemm")
+    assert first_two["provenance"]["steps"] == [1, 2] and (gemm["traced_us"], gemm["low_us"], gemm["high_us"]) == (
+        40_000.0, 40_000.0, 40_000.0)
+    for steps, field in (({"first_step": 1}, "first_step"), ({"first_step": 2, "last_step": 1}, "last_step"),
+                         ({"first_step": 7, "last_step": 9}, "first_step")):
+        refused = upload_steps(**steps)
+        assert refused.status_code == 400 and field in refused.json()["errors"], refused.json()

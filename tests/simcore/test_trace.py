@@ -88,10 +88,10 @@ def test_ranks_are_kept_apart_and_a_window_cuts_the_events_at_its_edges(tmp_path
     assert np.unique(ranked.rank).tolist() == [5] and ranked.distributed["world_size"] == 64
 
 
-def stepped(steps: dict[int, float], first_us: float = 1000.0) -> list[dict]:
+def stepped(steps: dict[int, float], first_us: float = 1000.0, scale: float = 1.0) -> list[dict]:
     """The PyTorch profiler's shape of several steps: each a CPU ``ProfilerStep#N`` annotation whose
     kernels' launches (CUDA runtime events) carry the correlation id their kernels do, the GPU running
-    each step's kernels (STEP, stretched by the step's factor) a little after their launches."""
+    each step's kernels (STEP times ``scale``, stretched by the step's factor) after their launches."""
     events, correlation, cpu_us = [], 0, first_us
     for number, stretch in steps.items():
         events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{number}", "pid": 1234,
@@ -101,10 +101,10 @@ def stepped(steps: dict[int, float], first_us: float = 1000.0) -> list[dict]:
             correlation += 1
             events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1234, "tid": 1234,
                            "ts": cpu_us + i, "dur": 1.0, "args": {"correlation": correlation}})
-            events.append({**kernel_event, "ts": gpu_us + kernel_event["ts"] * stretch,
-                           "dur": kernel_event["dur"] * stretch,
+            events.append({**kernel_event, "ts": gpu_us + kernel_event["ts"] * stretch * scale,
+                           "dur": kernel_event["dur"] * stretch * scale,
                            "args": {**kernel_event["args"], "correlation": correlation}})
-        cpu_us += 500.0
+        cpu_us += 500.0 * scale
     return events
 
 

@@ -24,7 +24,7 @@ export function measurements(section) {
   form?.addEventListener("submit", async (event) => {
     event.preventDefault();
     const body = new FormData(form);
-    for (const name of ["collective", "workload"]) if (!body.get(name)) body.delete(name);
+    for (const name of ["collective", "workload", "first_step", "last_step"]) if (!body.get(name)) body.delete(name);
     body.set("use_as_override", form.use_as_override.checked ? "true" : "false");
     const response = await api("/api/measurements/", { method: "POST", body });
     if (response.ok) location.reload(); else show(response.data);
