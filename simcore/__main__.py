@@ -92,15 +92,29 @@ def _evaluate(path: str) -> int:
 def _trace(args) -> int:
     """A trace's split per rank (:func:`simcore.tools.trace.timeline`), with ``--scenario`` the
     engine's prediction for the traced layers beside it, and the heaviest kernels."""
-    from simcore.tools.trace import PART_LABELS, PARTS, predicted_split, read_trace, timeline, trace_calibration
+    from simcore.tools.trace import (
+        PART_LABELS,
+        PARTS,
+        predicted_exposed_communication,
+        predicted_split,
+        read_trace,
+        timeline,
+        trace_calibration,
+    )
 
     try:
         read = read_trace(args.file)
         split = timeline(read, tuple(args.window_us) if args.window_us else None)
         document = json.load(open(args.scenario, encoding="utf-8")) if args.scenario else None
         predicted = predicted_split(document, args.moe_layers, args.dense_layers) if document else {}
+        communication = predicted_exposed_communication(document, args.moe_layers, args.dense_layers) \
+            if document else None
+        if communication is not None:
+            predicted["communication"] = communication
         calibrated = trace_calibration(document, {k: v[0] for k, v in split["parts_us"].items()}, args.moe_layers,
                                        args.dense_layers) if document and args.calibrate else None
+        if calibrated and communication is not None:
+            calibrated["predicted_us"]["communication"] = communication
     except OSError as error:
         print(f"error: cannot read {error.filename}: {error.strerror}", file=sys.stderr)
         return 2
@@ -141,6 +155,10 @@ def _print_calibration(calibrated: dict, split: dict) -> None:
     for name, value in calibrated["predicted_us"].items():
         traced = split["parts_us"][name][0]
         print(f"  {PART_LABELS[name]:24} {value / 1e3:9.2f} ms calibrated against {traced / 1e3:.2f} traced")
+    if "communication" in calibrated["predicted_us"]:
+        total, span = sum(calibrated["predicted_us"].values()), split["span_us"][0]
+        print(f"  {'the traced span':24} {total / 1e3:9.2f} ms calibrated against {span / 1e3:.2f} traced "
+              f"({total / span - 1:+.1%}; copies and idle are not predicted)")
 
 
 def _known_misses() -> int:

@@ -66,7 +66,8 @@ class MeasurementComparisonRowSerializer(serializers.Serializer):
     traced_us = NumberField(required=False, help_text="trace: its time, the mean over the trace's ranks")
     low_us = NumberField(required=False, help_text="trace: the lowest rank's")
     high_us = NumberField(required=False, help_text="trace: the highest rank's")
-    predicted_us = NumberField(required=False, allow_null=True, help_text="trace: the engine's, compute parts only")
+    predicted_us = NumberField(required=False, allow_null=True, help_text="trace: the engine's (compute parts and "
+                                                                          "exposed communication)")
     calibrated_us = NumberField(required=False, allow_null=True,
                                 help_text="trace: the engine's with the shares calibrated from the trace")
     error_pct = NumberField(allow_null=True, help_text="(predicted - measured) / measured x 100")
@@ -80,6 +81,10 @@ class MeasurementComparisonSerializer(serializers.Serializer):
     hosts = serializers.IntegerField(required=False)
     link = serializers.CharField(required=False, help_text="scale-up, PCIe or network: the path the run took")
     rows = MeasurementComparisonRowSerializer(many=True)
+    span = serializers.DictField(child=NumberField(allow_null=True), required=False,
+                                 help_text="trace: the traced span's traced_us beside the predicted_us and "
+                                           "calibrated_us sums (null where the plan cannot run the workload, so "
+                                           "its communication is not predicted); copies and idle not predicted")
     mean_abs_error_pct = NumberField(allow_null=True)
     fitted = serializers.DictField(child=FittedSerializer())
 

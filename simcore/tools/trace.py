@@ -355,6 +355,31 @@ def predicted_split(document: dict, moe_layers: int = 0, dense_layers: int = 0) 
     return split
 
 
+# The step parts that are communication left exposed in each layer's work (the data-parallel reduction
+# and the optimizer come once a step, outside any traced layer).
+LAYER_COMMUNICATION = ("tp_traffic", "cp_traffic", "pp_traffic", "ep_all_to_all")
+
+
+def predicted_exposed_communication(document: dict, moe_layers: int = 0, dense_layers: int = 0) -> float | None:
+    """The communication the engine leaves exposed in the traced layers (microseconds): its step's
+    exposed tensor-, context-, pipeline- and expert-parallel traffic (:data:`LAYER_COMMUNICATION`,
+    after the overlap the workload's schedule allows, DualPipe's included) spread evenly over the
+    step's micro-batches and each stage's layers, for the traced layers' forward and backward of one
+    micro-batch. An even spread is an approximation: the engine models the step's exposed total,
+    not each layer's. None where the plan cannot run the workload (too few GPUs, say): the layers'
+    compute is still predicted, the step's communication is not."""
+    from simcore.document import parse
+    from simcore.stages.scenario import EngineParams, evaluate_parsed
+
+    training = evaluate_parsed(parse(document), EngineParams())["training"]
+    if not training["feasible"]:
+        return None
+    w = parse(document)["workload"]
+    exposed_s = sum(float(np.ravel(training["step_parts_s"][part])[0]) for part in LAYER_COMMUNICATION)
+    per_layer_s = exposed_s / float(np.ravel(training["micro_batches"])[0]) / (float(w["layers"]) / float(w["pp"]))
+    return per_layer_s * (moe_layers + dense_layers) * 1e6
+
+
 # The family constant a traced class calibrates, by the workload's GEMM precision: GEMMs their share
 # of that precision's peak; the casts and other compute, HBM-bound, the HBM share.
 GEMM_CONSTANT = {"fp8": "fp8_gemm_fraction", "nvfp4": "fp4_gemm_fraction"}
@@ -429,14 +454,18 @@ def trace_rows(path, window_us: tuple[float, float] | None = None,
 
 def compare_trace(document: dict, rows: list[dict], moe_layers: int, dense_layers: int) -> dict:
     """A stored trace beside the engine: each part traced (with its spread over ranks), predicted
-    (:func:`predicted_split`, compute classes only) and calibrated (:func:`trace_calibration`), the
-    error of the prediction, and the calibrated shares as a measurement's fitted constants, each
+    (:func:`predicted_split` for the compute classes, :func:`predicted_exposed_communication` for the
+    exposed communication) and calibrated (:func:`trace_calibration`), the error of the prediction,
+    the traced span beside the predicted and calibrated sums (copies and idle are not predicted), and
+    the calibrated shares as a measurement's fitted constants, each
     with its ``low`` and ``high`` (the shares calibrated at every part's slowest and fastest rank)."""
     if moe_layers < 0 or dense_layers < 0 or moe_layers + dense_layers == 0:
         raise ScenarioError("moe_layers", "give the layers the trace holds (MoE, dense or both), at least one")
     traced = {row["part"]: row["traced_us"] for row in rows}
-    predicted = predicted_split(document, moe_layers, dense_layers)
+    communication = predicted_exposed_communication(document, moe_layers, dense_layers)
+    predicted = {**predicted_split(document, moe_layers, dense_layers), "communication": communication}
     calibrated = trace_calibration(document, traced, moe_layers, dense_layers)
+    calibrated["predicted_us"]["communication"] = communication
     # The spread: the shares at the slowest and the fastest of each part over the trace's ranks and steps.
     slowest, fastest = (trace_calibration(document, {row["part"]: row[end] for row in rows}, moe_layers,
                                           dense_layers)["constants"] for end in ("high_us", "low_us"))
@@ -448,8 +477,12 @@ def compare_trace(document: dict, rows: list[dict], moe_layers: int, dense_layer
         out.append({**row, "label": PART_LABELS[name], "predicted_us": guess, "calibrated_us": fitted,
                     "error_pct": error})
     errors = [abs(row["error_pct"]) for row in out if row["error_pct"] is not None]
+    whole = communication is not None  # the span is predicted only with its communication
+    span = {"traced_us": sum(row["traced_us"] for row in rows),
+            "predicted_us": sum(predicted.values()) if whole else None,
+            "calibrated_us": sum(calibrated["predicted_us"].values()) if whole else None}
     return {"kind": "trace", "family": _family_key(document), "moe_layers": moe_layers, "dense_layers": dense_layers,
-            "rows": out, "mean_abs_error_pct": float(np.mean(errors)) if errors else None,
+            "rows": out, "span": span, "mean_abs_error_pct": float(np.mean(errors)) if errors else None,
             "fitted": {name: {"value": c["value"], "family_value": c["family"], "rows": len(c["from"]),
                               "low": slowest[name]["value"], "high": fastest[name]["value"]}
                        for name, c in calibrated["constants"].items()}}

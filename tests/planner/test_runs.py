@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from planner.models import ClusterPlan
+from simcore.tools.trace import COMPUTE
 from tests.planner.test_trace_measurements import trace_file
 
 WORKLOAD = "llama-13b-512"  # LLaMa-13B on 512 GPUs: 64 DGX-A100 nodes
@@ -75,7 +76,8 @@ def test_a_run_from_your_trace_is_its_layers_compute_time_beside_the_engines(rea
                                                        "workload": WORKLOAD, "dense_layers": 1}, format="multipart")
     assert upload.status_code == 201, upload.json()
     trace = upload.json()
-    compute = [row for row in trace["comparison"]["rows"] if row["predicted_us"] is not None]
+    compute = [row for row in trace["comparison"]["rows"] if row["part"] in COMPUTE]
+    assert len(compute) == 4 and all(row["predicted_us"] is not None for row in compute)
     response = reader_client.post("/api/runs/", {"trace": trace["id"]}, format="json")
     assert response.status_code == 201, response.json()
     run = response.json()

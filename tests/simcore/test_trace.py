@@ -186,6 +186,21 @@ def test_the_prediction_beside_a_trace_is_the_layer_models_compute_by_class():
                                                      "global_batch": 64, "gpus": 64}}, dense_layers=1)
 
 
+def test_the_exposed_communication_beside_a_trace_is_the_steps_spread_over_its_layers_and_micro_batches():
+    """The step's exposed TP, CP, PP and EP traffic over its micro-batches and a stage's layers, times
+    the layers traced; nothing for a plan that cannot run the workload."""
+    from simcore import evaluate
+
+    document = _llama_document()
+    training = evaluate(document)["training"]
+    exposed_s = sum(training["step_parts_s"][part] for part in t.LAYER_COMMUNICATION)
+    assert exposed_s > 0  # TP 8 without overlap, across NVLink
+    per_layer_us = exposed_s / training["micro_batches"] / (80 / 1) * 1e6
+    assert t.predicted_exposed_communication(document, dense_layers=2) == pytest.approx(2 * per_layer_us)
+    too_big = {**document, "workload": {**document["workload"], "gpus": 10**6}}
+    assert t.predicted_exposed_communication(too_big, dense_layers=2) is None
+
+
 def test_the_command_line_prints_the_prediction_beside_the_trace(tmp_path, capsys):
     from simcore.__main__ import main
 
