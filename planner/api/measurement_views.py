@@ -222,7 +222,7 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
                                "its evaluations use them, marked as carried, beside the family's figures.")
     @extend_schema(tags=TAG, methods=["DELETE"], parameters=[OpenApiParameter("plan", str, required=True)],
                    responses={204: None}, description="Stop carrying the trace to the plan.")
-    @action(detail=True, methods=["post", "delete"])
+    @action(detail=True, methods=["post", "delete"], parser_classes=[BoundedJSONParser])
     def carry(self, request, pk=None):
         measurement = self.get_object()
         body = CarrySerializer(data=request.data if request.method == "POST" else request.query_params)
