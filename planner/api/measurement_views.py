@@ -17,7 +17,7 @@ from planner.api.parsers import BoundedJSONParser
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.api.renderers import XLSXRenderer, attachment
 from planner.models import ClusterPlan, ComputeNodeType, Measurement, Workload
-from planner.serializers.base import ModelSerializer, NumberField
+from planner.serializers.base import ModelSerializer, NumberField, validated_changes
 from planner.services import measurements as services
 from planner.services.spreadsheets import XLSX_MEDIA_TYPE, measurement_xlsx
 from simcore import ScenarioError
@@ -238,10 +238,6 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
 
     def partial_update(self, request, *args, **kwargs):
         measurement = self.get_object()
-        changes = MeasurementChangeSerializer(data=request.data)
-        changes.is_valid(raise_exception=True)
-        unknown = sorted(set(request.data) - set(changes.fields))
-        if unknown:
-            raise serializers.ValidationError({unknown[0]: ["cannot be changed: upload the file again instead"]})
-        services.measurement_update(measurement=measurement, changes=dict(changes.validated_data))
+        changes = validated_changes(MeasurementChangeSerializer, request.data, "upload the file again")
+        services.measurement_update(measurement=measurement, changes=changes)
         return Response(MeasurementDetailSerializer(measurement).data)

@@ -6,7 +6,7 @@ from rest_framework.response import Response
 
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.models import ClusterPlan, MeasuredRun, Measurement, Workload
-from planner.serializers.base import ModelSerializer, NumberField
+from planner.serializers.base import ModelSerializer, NumberField, validated_changes
 from planner.services import runs as services
 
 TAG = ["runs"]
@@ -124,10 +124,6 @@ class MeasuredRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
 
     def partial_update(self, request, *args, **kwargs):
         run = self.get_object()
-        changes = MeasuredRunChangeSerializer(data=request.data)
-        changes.is_valid(raise_exception=True)
-        unknown = sorted(set(request.data) - set(changes.fields))
-        if unknown:
-            raise serializers.ValidationError({unknown[0]: ["cannot be changed: enter the run again instead"]})
-        services.run_update(run=run, changes=dict(changes.validated_data))
+        changes = validated_changes(MeasuredRunChangeSerializer, request.data, "enter the run again")
+        services.run_update(run=run, changes=changes)
         return Response(MeasuredRunSerializer(run).data)

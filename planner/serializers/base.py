@@ -103,3 +103,14 @@ def slug_is_free(model, noun: str) -> UniqueValidator:
     """A slug unique across every user's entries, refused with the same words whoever holds it:
     a private entry's slug is seen as taken, never as someone's private plan."""
     return UniqueValidator(queryset=model.objects.all(), message=SLUG_TAKEN.format(noun=noun))
+
+
+def validated_changes(serializer_class, data, redo: str) -> dict:
+    """The fields a PATCH may change, validated; a field it may not change is refused naming it and
+    what to do instead (``redo``: "upload the file again", say)."""
+    changes = serializer_class(data=data)
+    changes.is_valid(raise_exception=True)
+    unknown = sorted(set(data) - set(changes.fields))
+    if unknown:
+        raise serializers.ValidationError({unknown[0]: [f"cannot be changed: {redo} instead"]})
+    return dict(changes.validated_data)

@@ -51,6 +51,7 @@ GPU_CATEGORIES = {"kernel": None, "gpu_memcpy": "memory", "gpu_memset": "memory"
 MAX_EVENTS = 20_000_000  # GPU events and kernel launches kept: at most 1.3 GB of arrays
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+STEP_CATEGORIES = ("user_annotation", "cpu_op")  # where the profiler writes its step on the CPU
 MAX_BYTES = 8 * 2**30  # bytes of JSON read (decompressed)
 MAX_NAMES = 200_000  # distinct kernel names remembered for classification
 
@@ -174,8 +175,11 @@ def _gpu_events(path, max_bytes: int, max_events: int, file_rank: int | None) ->
                 _keep_gpu_event(event, category, columns, names, file_rank)
             elif category in LAUNCH_CATEGORIES:
                 _keep_launch(event, launches)
-            elif category != "gpu_user_annotation":
+            elif category in STEP_CATEGORIES and str(event.get("name", "")).startswith("ProfilerStep#"):
                 _keep_step(event, windows)
+                continue
+            else:
+                continue
             if len(columns["start"]) + len(launches["ts"]) > max_events:
                 raise ScenarioError("file", f"the trace has over {max_events:,} GPU events and kernel launches: "
                                             "cut the profiled range")

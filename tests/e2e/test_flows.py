@@ -249,12 +249,7 @@ def _band_width(text: str) -> float:
 
 def test_a_quote_replaces_an_estimate_and_narrows_the_totals_band(page):
     page.login()
-    page.goto("/plans/new/?from=ff2-pcie-2zone")
-    expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
-    page.page.fill("#f-slug", "quoted-ff")
-    page.page.fill("#f-name", "Fire-Flyer 2 with our storage quote")
-    page.page.click("#save-plan")
-    page.page.wait_for_url(re.compile(r"/plans/quoted-ff/$"))
+    _save_copy(page, "ff2-pcie-2zone", "9,920", "quoted-ff", "Fire-Flyer 2 with our storage quote")
     storage = page.page.locator("#bom tr[data-slug=ff-3fs-storage]")
     expect(storage).to_contain_text("estimate")
     expect(page.page.locator("#bom-band")).to_contain_text(" to ")
@@ -531,15 +526,20 @@ def test_twin_shows_an_injected_xid_74_to_every_viewer(page, open_tab):
     page.page.click("#twin-buses button[type=submit]")
     expect(page.page.locator("#buses-status")).to_have_text("Saved: Xid lines are mapped by these addresses.")
 
-def _my_dgx_a100(page, slug: str, name: str):
-    """Signed in, save a copy of the DGX-A100 preset from the builder and open its page."""
-    page.login()
-    page.goto("/plans/new/?from=dgx-a100-3layer")
-    expect(page.page.locator("#preview-body .tiles")).to_contain_text("10,000")
+def _save_copy(page, preset: str, gpus: str, slug: str, name: str):
+    """Save a copy of a preset (its builder preview showing ``gpus``) from the builder and open its page."""
+    page.goto(f"/plans/new/?from={preset}")
+    expect(page.page.locator("#preview-body .tiles")).to_contain_text(gpus)
     page.page.fill("#f-slug", slug)
     page.page.fill("#f-name", name)
     page.page.click("#save-plan")
     page.page.wait_for_url(re.compile(rf"/plans/{slug}/$"))
+
+
+def _my_dgx_a100(page, slug: str, name: str):
+    """Signed in, save a copy of the DGX-A100 preset from the builder and open its page."""
+    page.login()
+    _save_copy(page, "dgx-a100-3layer", "10,000", slug, name)
 
 
 def test_a_measurement_uploads_shows_measured_against_predicted_and_overrides(page):
@@ -649,12 +649,7 @@ def test_a_traces_calibration_carried_to_another_build_shows_both_figures_and_it
     traced = tmp_path / "ranks.json.gz"
     traced.write_bytes(gzip.compress(json.dumps({"traceEvents": TWO_RANKS}).encode()))
     page.login()
-    page.goto("/plans/new/?from=ff2-pcie-2zone")
-    expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
-    page.page.fill("#f-slug", "my-next-pcie")
-    page.page.fill("#f-name", "The A100 PCIe build we might buy")
-    page.page.click("#save-plan")
-    page.page.wait_for_url(re.compile(r"/plans/my-next-pcie/$"))
+    _save_copy(page, "ff2-pcie-2zone", "9,920", "my-next-pcie", "The A100 PCIe build we might buy")
     _my_dgx_a100(page, "my-carrying-dgx", "DGX-A100 traced")
     form = page.page.locator("#measurement-form")
     form.locator("select[name=kind]").select_option("trace")
