@@ -362,6 +362,10 @@ SPEC: dict[str, Any] = {
             "hbm_fraction": opt(nullable=True, scalar=True, at_most=1.0,
                                 doc="measured: the share of peak HBM bandwidth the HBM-bound kernels (casts, norms, "
                                     "activations) reach, replacing the family's; null: the family's"),
+            "attention_scale": opt(nullable=True, scalar=True,
+                                   doc="measured: the fused attention kernels' rate over the family's measured "
+                                       "rates (a profiler trace's attention time, docs/traces.md); null: 1, the "
+                                       "family's"),
             "scaleup_fraction": opt(nullable=True, scalar=True, at_most=1.0,
                                     doc="measured: ring-collective bus bandwidth inside the scale-up domain over the "
                                         "per-GPU one-way scale-up bandwidth (nccl-tests); null: the family's"),

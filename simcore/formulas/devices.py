@@ -70,6 +70,9 @@ class DeviceFamily:
     grouped_gemm_fraction_eight: float = float("nan")
     fp8_grouped_gemm_fraction: float = float("nan")
     fp4_gemm_fraction: float = float("nan")
+    # The fused attention kernel's rates as the family's measured table gives them (1); a trace of the
+    # user's own attention kernels replaces it with their rate over the table's (a per-plan calibration).
+    attention_scale: float = 1.0
     # FP8 tensor cores read operands column-wise (Blackwell; Transformer Engine's "Handling transposes"),
     # and scale per 32-element block (MXFP8): Hopper needs a transposed copy and has no MXFP8.
     fp8_columnwise: bool = False

@@ -75,7 +75,8 @@ class Device:
     attention_peak_flops: the same for attention (bf16 when the weight GEMMs run in FP8, else as
         peak_flops), with ``attention_gemm_fraction`` the large-GEMM share at that precision;
     attention_kernel: the fused attention kernel's row of measured rates
-        (:data:`simcore.formulas.attention.SHARES`);
+        (:data:`simcore.formulas.attention.SHARES`), times ``attention_scale`` (1: as measured; a
+        trace's calibration otherwise), each share held at the peak;
     gemm_operand_bytes: bytes per GEMM operand element (4 TF32, 1 FP8, else 2);
     hbm_bytes_s: peak HBM bandwidth x the family's achievable share;
     grouped_gemm_fraction: the large-GEMM share a grouped GEMM (MoE experts, one kernel over the
@@ -93,6 +94,7 @@ class Device:
     hbm_bytes_s: np.ndarray
     grouped_gemm_fraction: np.ndarray = np.nan
     grouped_eight_ratio: np.ndarray = 1.0
+    attention_scale: np.ndarray = 1.0
 
 
 def grouped_gemm_fraction(device: Device, groups):
@@ -400,8 +402,8 @@ def attention_times_s(model: Model, layout: Layout, device: Device):
     causal = where(whole, 0.5, 1.0)
     flash_forward_flops = 2 * tokens * model.keys * heads * (model.qk_head_dim + model.v_head_dim) * causal
     width = (model.qk_head_dim + model.v_head_dim) / 2
-    forward_share, backward_share = attention_shares(device.attention_kernel, width,
-                                                     np.fmin(model.seq / layout.cp, model.keys), whole)
+    forward_share, backward_share = (np.minimum(share * device.attention_scale, 1.0) for share in attention_shares(
+        device.attention_kernel, width, np.fmin(model.seq / layout.cp, model.keys), whole))
     flash_f = flash_forward_flops / (device.attention_peak_flops * forward_share)
     flash_b = 2.5 * flash_forward_flops / (device.attention_peak_flops * backward_share)
     if np.asarray(layout.flash).all():

@@ -284,7 +284,7 @@ def device_at(acc, family, clock, precision, attention_kernel="default",
         peak_flops=peak_tflops * 1e12 * clock, attention_peak_flops=attention_peak * 1e12 * clock,
         sm_count=where(np.isnan(acc["sm_count"]), family.reference_sm_count, acc["sm_count"]),
         gemm_fraction=np.asarray(gemm_fraction), attention_gemm_fraction=np.asarray(family.gemm_fraction),
-        attention_kernel=np.asarray(attention_row),
+        attention_kernel=np.asarray(attention_row), attention_scale=np.asarray(family.attention_scale),
         gemm_operand_bytes=np.asarray({"tf32": 4.0, "fp8": 1.0, "nvfp4": transformer.NVFP4_OPERAND_BYTES}
                                       .get(precision, 2.0)),
         hbm_bytes_s=hbm * 1e9 * family.hbm_fraction, **grouped_shares(family, precision))

@@ -387,16 +387,22 @@ def predicted_exposed_communication(document: dict, moe_layers: int = 0, dense_l
 # The family constant a traced class calibrates, by the workload's GEMM precision: GEMMs their share
 # of that precision's peak; the casts and other compute, HBM-bound, the HBM share.
 GEMM_CONSTANT = {"fp8": "fp8_gemm_fraction", "nvfp4": "fp4_gemm_fraction"}
+# The most a calibrated constant may reach: a share its peak (1); the attention scale ten times the family's
+# measured rates (each scaled share is held at the peak, so a larger scale would change nothing).
+SHARE_CAP = {"attention_scale": 10.0}
 CALIBRATION_STEPS = 30
 CALIBRATION_TOLERANCE = 1e-9  # the relative miss at which the fixed point counts as reached (about 8 steps)
 
 
 def trace_calibration(document: dict, traced_us: dict, moe_layers: int = 0, dense_layers: int = 0) -> dict:
-    """The shares that make the engine's prediction for the traced layers match the trace: the GEMM
-    share at the workload's precision from the GEMMs' time, and the HBM share from the casts' and
-    other compute's together (both HBM-bound), each the family's (or the document's calibration)
-    scaled until the predicted time equals the traced (a fixed point: a share scales only the work
-    it bounds). Returns each constant's value with the family's, and the calibrated prediction."""
+    """The constants that make the engine's prediction for the traced layers match the trace: the
+    GEMM share at the workload's precision from the GEMMs' time, the attention scale (the fused
+    attention kernels' rate over the family's measured rates) from the attention's where the trace
+    has attention and the workload fuses it, and the HBM share
+    from the casts' and other compute's together (both HBM-bound), each the family's (or the
+    document's calibration) scaled until the predicted time equals the traced (a fixed point: a
+    constant scales only the work it bounds). Returns each constant's value with the family's, and
+    the calibrated prediction."""
     from simcore.document import parse
 
     p = parse(document)
@@ -404,6 +410,8 @@ def trace_calibration(document: dict, traced_us: dict, moe_layers: int = 0, dens
     family = _family(p)
     gemm_name = GEMM_CONSTANT.get(w["precision"], "gemm_fraction")
     names = {gemm_name: ("gemm",), "hbm_fraction": ("quantize", "other_compute")}
+    if traced_us.get("attention", 0) > 0 and bool(np.all(w["flash_attention"])):
+        names["attention_scale"] = ("attention",)  # fused attention traced: its rate against the family's table
     values = {name: float(getattr(family, name)) for name in names}
     for _ in range(CALIBRATION_STEPS):
         predicted = predict_split_with(document, values, moe_layers, dense_layers)
@@ -413,9 +421,10 @@ def trace_calibration(document: dict, traced_us: dict, moe_layers: int = 0, dens
             if traced <= 0 or now <= 0:
                 raise ScenarioError("file", f"the trace has no {' or '.join(parts)} time to calibrate against")
             ratios[name] = now / traced
-        if all(abs(r - 1) < CALIBRATION_TOLERANCE or (values[n] == 1.0 and r > 1) for n, r in ratios.items()):
+        if all(abs(r - 1) < CALIBRATION_TOLERANCE or (values[n] == SHARE_CAP.get(n, 1.0) and r > 1)
+               for n, r in ratios.items()):
             break  # settled, or held at the peak (the GEMMs traced faster than the peak allows)
-        values = {name: min(values[name] * ratios[name], 1.0) for name in names}
+        values = {name: min(values[name] * ratios[name], SHARE_CAP.get(name, 1.0)) for name in names}
     else:
         predicted = predict_split_with(document, values, moe_layers, dense_layers)
     return {"constants": {name: {"value": values[name], "family": float(getattr(family, name)), "from": names[name]}

@@ -63,8 +63,8 @@ def test_a_carried_calibration_moves_the_other_builds_figures_and_shows_the_fami
     # A sweep of the build runs on the carried shares and says where they came from.
     sweep = reader_client.post("/api/sweeps/", {"plan": pcie.slug, "axes": {"cluster.node_count": [64, 128]},
                                                 "outputs": ["compute.gemm_fp16_tflops"]}, format="json").json()
-    assert sweep["calibration"] == [{"gemm_fraction": fitted["value"], "hbm_fraction": after["overrides"][
-        "hbm_fraction"]["value"]}]
+    assert set(after["overrides"]) == {"gemm_fraction", "attention_scale", "hbm_fraction"}
+    assert sweep["calibration"] == [{name: fit["value"] for name, fit in after["overrides"].items()}]
     client.force_login(user)
     assert b"carried from your trace on <code>dgx-a100</code>" in client.get(f"/sweeps/{sweep['id']}/").content
     # The trace's own plan is unchanged: there it is an override only when marked so.

@@ -36,7 +36,8 @@ def test_a_trace_uploads_beside_the_engine_and_its_calibration_overrides_the_pla
     assert rows["gemm"]["traced_us"] == 40_000.0 and rows["communication"]["predicted_us"] is None
     assert rows["gemm"]["calibrated_us"] == pytest.approx(40_000.0, rel=1e-3)
     assert rows["gemm"]["error_pct"] == pytest.approx((rows["gemm"]["predicted_us"] - 40_000) / 40_000 * 100)
-    assert set(body["fitted"]) == {"gemm_fraction", "hbm_fraction"}
+    assert set(body["fitted"]) == {"gemm_fraction", "attention_scale", "hbm_fraction"}
+    assert rows["attention"]["calibrated_us"] == pytest.approx(rows["attention"]["traced_us"], rel=1e-6)
     assert body["fitted"]["gemm_fraction"]["value"] < body["fitted"]["gemm_fraction"]["family_value"]
     assert body["fitted"]["hbm_fraction"]["rows"] == 2  # casts and other compute, together
     before = reader_client.post(f"/api/plans/{my_plan.slug}/evaluate/", {}, format="json").json()

@@ -98,15 +98,17 @@ def test_the_collective_report_the_training_and_the_nccl_tests_comparison_see_on
 
 def test_every_constant_a_measurement_fits_is_one_the_scenario_can_override():
     """One list: the scenario's calibration fields; the fits (GEMM CSVs, nccl-tests, a trace's GEMM and HBM
-    shares) and the engine's override take them from it."""
+    shares and its attention scale) and the engine's override take them from it. Each is a family
+    constant with its source, but the attention scale: 1 on the family's measured attention rates,
+    which validate lists as ``attention_rates``."""
     from simcore.document import SPEC
     from simcore.formulas.devices import CONSTANT_NAMES
     from simcore.stages.cluster import CALIBRATED
     from simcore.tools.trace import GEMM_CONSTANT
 
     assert CALIBRATED == tuple(SPEC["cluster"]["calibration"])
-    assert {*m.FIT_BY_DTYPE.values(), *GEMM_CONSTANT.values(), "scaleup_fraction", "hbm_fraction"} == set(
-        CALIBRATED) <= set(CONSTANT_NAMES)
+    assert {*m.FIT_BY_DTYPE.values(), *GEMM_CONSTANT.values(), "scaleup_fraction", "hbm_fraction",
+            "attention_scale"} == set(CALIBRATED) <= {*CONSTANT_NAMES, "attention_scale"}
     table = m.parse_gemm_csv("m,n,k,dtype,tflops\n8192,8192,8192,bf16,280\n")
     assert set(m.compare_gemm(DGX_A100_NODE, table)["fitted"]) == {"gemm_fraction"}
 
