@@ -17,14 +17,16 @@ import jsonschema
 from planner.adapters import scenario_document
 from planner.models import ClusterPlan, MeasuredRun, Measurement, Workload
 from planner.services import engine
-from planner.services.errors import InputError
+from planner.services.engine import OWN_PREFIX
+from planner.services.errors import InputError, QuotaExceeded
 from planner.services.plans import PlanInfeasible, plan_evaluate
 from simcore import EngineParams, ScenarioError
 from simcore.tools.references import SCHEMA_PATH, case_from, case_row, parallel_scheme
 from simcore.tools.trace import COMPUTE
 
-OWN_PREFIX = "own-"
 OWN_MODEL = "training: your runs"
+# A user's runs are evaluated with every evaluation of their plans (memoized): a bound keeps that work small.
+MAX_RUNS_PER_USER = 500
 # Each run is held to the tolerance of the published step times it sits beside (the DGX Cloud recipes').
 RUN_TOLERANCE = 0.10
 CASE_VALIDATOR = jsonschema.Draft202012Validator({"$defs": json.loads(SCHEMA_PATH.read_text())["$defs"],
@@ -45,6 +47,11 @@ def _case(*, name: str, measured_s: float, source: str, prediction: dict, plan: 
     return case
 
 
+def _room_for_one_more(owner) -> None:
+    if MeasuredRun.objects.filter(owner=owner).count() >= MAX_RUNS_PER_USER:
+        raise QuotaExceeded("runs", f"at most {MAX_RUNS_PER_USER} runs a user: delete some first", 409)
+
+
 def _measured(value, field: str) -> float:
     if value is None or not math.isfinite(value) or value <= 0:
         raise InputError({field: ["give the time measured, in seconds, a positive number"]})
@@ -55,6 +62,7 @@ def run_create(*, owner, plan: ClusterPlan, workload: Workload, measured_s: floa
                source: str, measured_on=None) -> MeasuredRun:
     """A run entered by hand: the plan it ran as, its workload and the step time measured. A plan the
     engine cannot run with that workload is refused (400 naming the workload): it predicts nothing."""
+    _room_for_one_more(owner)
     measured_s = _measured(measured_s, "measured_s")
     try:
         plan_evaluate(plan=plan, workload=workload, overrides={})
@@ -75,6 +83,7 @@ def run_from_trace(*, owner, trace: Measurement, name: str = "", source: str = "
     its ranks), predicted by the engine for the same layers on the trace's plan and workload."""
     if trace.kind != Measurement.Kind.TRACE or trace.owner_id != owner.pk:
         raise InputError({"trace": ["give a profiler trace of yours"]})
+    _room_for_one_more(owner)
     facts = trace.provenance
     workload = Workload.objects.filter(slug=facts["workload"]).first()
     if trace.plan is None or workload is None:

@@ -101,3 +101,11 @@ def test_a_run_from_your_trace_is_its_layers_compute_time_beside_the_engines(rea
 def test_a_run_that_cannot_be_a_case_is_refused_naming_the_field(reader_client, my_plan, body, field):
     response = reader_client.post("/api/runs/", body, format="json")
     assert response.status_code == 400 and field in response.json()["errors"], response.json()
+
+
+def test_a_user_past_the_runs_bound_is_told_to_delete_some(reader_client, my_plan, monkeypatch):
+    monkeypatch.setattr("planner.services.runs.MAX_RUNS_PER_USER", 1)
+    body = {"plan": my_plan.slug, "workload": WORKLOAD, "measured_s": 10, "source": "our cluster"}
+    assert reader_client.post("/api/runs/", body, format="json").status_code == 201
+    refused = reader_client.post("/api/runs/", body, format="json")
+    assert refused.status_code == 409 and "delete some first" in refused.json()["errors"]["runs"][0]
