@@ -39,7 +39,7 @@ export function announcedNote(parts) {
 }
 
 // A trace's calibration carried here from another build of the family: the headline's training figures use
-// its shares; beside them, the figures on the family's own constants and their band over the trace's ranks.
+// its shares; beside them, the figures on the family's own constants and their band over the trace's ranks and steps.
 export function carriedNote(carried, overrides, result) {
   if (!carried) return null;
   const origins = [...new Map(Object.values(overrides ?? {}).filter((o) => o.carried).map((o) => [o.measurement,

@@ -14,13 +14,15 @@ export function measurementCharts(root) {
   }
 }
 
+// An API error's lines, shown as an alert in ``box``.
+const alertIn = (box) => (data) => box.replaceChildren(
+  el("div", { class: "error", role: "alert" }, el("ul", {}, errorLines(data).map((line) => el("li", {}, line)))));
+
 export function measurements(section) {
   if (!section) return;
   measurementCharts(section);
   const form = section.querySelector("#measurement-form");
-  const errors = section.querySelector("#measurement-errors");
-  const show = (data) => errors.replaceChildren(
-    el("div", { class: "error", role: "alert" }, el("ul", {}, errorLines(data).map((line) => el("li", {}, line)))));
+  const show = alertIn(section.querySelector("#measurement-errors"));
   form?.addEventListener("submit", async (event) => {
     event.preventDefault();
     const body = new FormData(form);
@@ -59,9 +61,7 @@ export function measurements(section) {
 export function runs(section) {
   if (!section) return;
   const form = section.querySelector("#run-form");
-  const errors = section.querySelector("#run-errors");
-  const show = (data) => errors.replaceChildren(
-    el("div", { class: "error", role: "alert" }, el("ul", {}, errorLines(data).map((line) => el("li", {}, line)))));
+  const show = alertIn(section.querySelector("#run-errors"));
   form?.addEventListener("submit", async (event) => {
     event.preventDefault();
     const body = Object.fromEntries(new FormData(form));
