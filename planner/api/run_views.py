@@ -1,6 +1,6 @@
 """Your runs: training runs measured on your own cluster, cases of the validation record that are
 yours alone and join the error bands of your plans (:mod:`planner.services.runs`)."""
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
@@ -10,6 +10,13 @@ from planner.serializers.base import ModelSerializer, NumberField, validated_cha
 from planner.services import runs as services
 
 TAG = ["runs"]
+
+
+class MegatronTimerSerializer(serializers.Serializer):
+    timer = serializers.CharField()
+    measured_ms = NumberField()
+    engine_ms = NumberField(allow_null=True)
+    meaning = serializers.CharField()
 
 
 class MeasuredRunSerializer(ModelSerializer):
@@ -22,12 +29,15 @@ class MeasuredRunSerializer(ModelSerializer):
     error = serializers.SerializerMethodField(help_text="predicted / measured - 1.")
     passes = serializers.SerializerMethodField(help_text="Within the tolerance of the published step times (10%).")
     group = serializers.SerializerMethodField(help_text="The band the run joins: step_time:<family>:<kind>.")
+    megatron_timers = serializers.SerializerMethodField(
+        help_text="From a Megatron-LM log: each per-iteration timer (ms, the slowest rank's median) beside the "
+                  "engine's step parts that do that work (engine_ms; null where none does).")
 
     class Meta:
         model = MeasuredRun
         fields = ["id", "key", "name", "quantity", "measured_s", "predicted_s", "error", "passes", "group", "source",
-                  "measured_on", "plan", "workload", "trace", "case", "created_at"]
-        read_only_fields = ["quantity", "measured_s", "case", "created_at"]
+                  "measured_on", "plan", "workload", "trace", "case", "details", "megatron_timers", "created_at"]
+        read_only_fields = ["quantity", "measured_s", "case", "details", "created_at"]
 
     def _row(self, run) -> dict:
         cache = self.context.setdefault("rows", {})
@@ -50,11 +60,18 @@ class MeasuredRunSerializer(ModelSerializer):
     def get_group(self, run) -> str:
         return "step_time:{}:{}".format(*self._row(run)["trains"])
 
+    @extend_schema_field(MegatronTimerSerializer(many=True))
+    def get_megatron_timers(self, run) -> list[dict]:
+        return services.megatron_timers(run)
+
 
 class MeasuredRunCreateSerializer(serializers.Serializer):
     plan = serializers.SlugField(required=False, help_text="The plan the run ran as (visible to you).")
     workload = serializers.SlugField(required=False, help_text="The workload it ran (visible to you).")
     measured_s = NumberField(required=False, help_text="The step time measured, in seconds.")
+    megatron_log = serializers.CharField(required=False, trim_whitespace=False, max_length=2_000_000,
+                                         help_text="Or the Megatron-LM training log that printed it: the median "
+                                                   "interval's elapsed time per iteration, its timers kept.")
     trace = serializers.IntegerField(required=False, help_text="Or a profiler trace of yours (a measurement of kind "
                                                                "trace): its layers' compute time is the run.")
     name = serializers.CharField(required=False, allow_blank=True, max_length=200)
@@ -69,9 +86,14 @@ class MeasuredRunCreateSerializer(serializers.Serializer):
                 raise serializers.ValidationError({extra[0]: ["a run from a trace takes its plan, workload and time "
                                                               "from the trace: give the trace alone"]})
             return data
-        for field in ("plan", "workload", "measured_s", "source"):
+        if data.get("measured_s") is not None and data.get("megatron_log"):
+            raise serializers.ValidationError({"measured_s": ["give the step time or the log that printed it, "
+                                                              "one of them"]})
+        for field in ("plan", "workload"):
             if not data.get(field):
                 raise serializers.ValidationError({field: ["required for a run entered by hand (or give a trace)"]})
+        if data.get("measured_s") is None and not data.get("megatron_log"):
+            raise serializers.ValidationError({"measured_s": ["give the step time measured, or megatron_log"]})
         return data
 
 
@@ -119,7 +141,8 @@ class MeasuredRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
             run = services.run_create(
                 owner=user, plan=ClusterPlan.objects.visible_slug(user, data["plan"], field="plan"),
                 workload=Workload.objects.visible_slug(user, data["workload"], field="workload"),
-                measured_s=data["measured_s"], measured_on=data.get("measured_on"), **named)
+                measured_s=data.get("measured_s"), megatron_log=data.get("megatron_log", ""),
+                measured_on=data.get("measured_on"), **named)
         return Response(MeasuredRunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     def partial_update(self, request, *args, **kwargs):

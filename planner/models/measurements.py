@@ -99,6 +99,8 @@ class MeasuredRun(models.Model):
     trace = models.ForeignKey("Measurement", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs",
                               help_text="The trace it was measured from, if any.")
     case = models.JSONField(help_text="The case in the validation record's form (simcore/data/reference_cases.yaml).")
+    details = models.JSONField(default=dict, blank=True,
+                               help_text="What a Megatron-LM log said: its intervals' step times and timers.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = MeasuredRunQuerySet.as_manager()

@@ -21,6 +21,7 @@ from planner.services.engine import OWN_PREFIX
 from planner.services.errors import InputError, QuotaExceeded
 from planner.services.plans import PlanInfeasible, plan_evaluate
 from simcore import EngineParams, ScenarioError
+from simcore.tools.megatron import STEP_TIMERS, parse_megatron_log
 from simcore.tools.references import SCHEMA_PATH, case_from, case_row, parallel_scheme
 from simcore.tools.trace import COMPUTE
 
@@ -58,11 +59,27 @@ def _measured(value, field: str) -> float:
     return float(value)
 
 
-def run_create(*, owner, plan: ClusterPlan, workload: Workload, measured_s: float, name: str = "",
-               source: str, measured_on=None) -> MeasuredRun:
-    """A run entered by hand: the plan it ran as, its workload and the step time measured. A plan the
-    engine cannot run with that workload is refused (400 naming the workload): it predicts nothing."""
+def run_create(*, owner, plan: ClusterPlan, workload: Workload, measured_s: float | None = None,
+               megatron_log: str = "", name: str = "", source: str = "", measured_on=None) -> MeasuredRun:
+    """A run entered by hand: the plan it ran as, its workload and the step time measured, given as a
+    number or as the Megatron-LM training log that printed it (:mod:`simcore.tools.megatron`: the
+    median interval's elapsed time per iteration, its timers kept in ``details``). A plan the engine
+    cannot run with that workload is refused (400 naming the workload): it predicts nothing."""
     _room_for_one_more(owner)
+    details = {}
+    if megatron_log:
+        try:
+            log = parse_megatron_log(megatron_log)
+        except ScenarioError as error:
+            raise InputError({error.field: [error.reason]}) from None
+        measured_s = log.step_time_s()
+        details = {"megatron": {"iterations": log.iterations, "elapsed_ms": log.elapsed_ms,
+                                "timers_ms": log.timer_means_ms()}}
+        source = source or (f"Megatron-LM log: the median of {max(len(log.elapsed_ms) - 1, 1)} logged intervals' "
+                            f"elapsed time per iteration (iterations {log.iterations[0]} to {log.iterations[-1]}, "
+                            "the first interval left out)")
+    if not source:
+        raise InputError({"source": ["say where, when and how the run was measured"]})
     measured_s = _measured(measured_s, "measured_s")
     try:
         plan_evaluate(plan=plan, workload=workload, overrides={})
@@ -75,7 +92,7 @@ def run_create(*, owner, plan: ClusterPlan, workload: Workload, measured_s: floa
     case = _case(name=name, measured_s=measured_s, source=source, prediction=prediction, plan=plan, workload=workload)
     return MeasuredRun.objects.create(owner=owner, name=name, quantity=MeasuredRun.Quantity.STEP_TIME,
                                       measured_s=measured_s, source=source, measured_on=measured_on, plan=plan,
-                                      workload_slug=workload.slug, case=case)
+                                      workload_slug=workload.slug, case=case, details=details)
 
 
 def run_from_trace(*, owner, trace: Measurement, name: str = "", source: str = "") -> MeasuredRun:
@@ -119,6 +136,27 @@ def run_row(run: MeasuredRun) -> dict:
     return {**case_row(case, predicted), "run": run.pk, "name": run.name}
 
 
+# A Megatron timer -> the engine's step parts it sits beside (seconds, summed).
+TIMER_PARTS = {"forward-backward": ("forward", "backward", "recomputation", "pipeline_bubble", "comm_sms",
+                                    "host_launch", "stragglers", "tp_traffic", "cp_traffic", "pp_traffic",
+                                    "ep_all_to_all", "activation_offload", "host_preprocessing"),
+               "forward-compute": ("forward",), "backward-compute": ("backward", "recomputation"),
+               "all-grads-sync": ("dp_exposed",), "optimizer": ("optimizer",)}
+
+
+def megatron_timers(run: MeasuredRun) -> list[dict]:
+    """A run from a Megatron-LM log: each per-iteration timer it printed (the median after the first
+    report, the slowest rank's) beside the engine's step parts that do the same work, for its scenario
+    on the family's constants (none for a timer without such parts, as the parameter gather)."""
+    timers = run.details.get("megatron", {}).get("timers_ms", {})
+    if not timers:
+        return []
+    parts = engine.evaluate(run.case["predict"]["scenario"])["training"]["step_parts_s"]
+    return [{"timer": name, "measured_ms": value, "meaning": STEP_TIMERS[name],
+             "engine_ms": sum(parts[p] for p in TIMER_PARTS[name]) * 1e3 if name in TIMER_PARTS else None}
+            for name, value in timers.items()]
+
+
 def own_rows(user) -> list[dict]:
     """The validation rows of ``user``'s runs (none for anyone signed out)."""
     return [run_row(run) for run in MeasuredRun.objects.visible_to(user)]
@@ -136,7 +174,8 @@ def _listed(found) -> list[dict]:
     rows = []
     for run in found.select_related("plan"):
         row = run_row(run)
-        rows.append({"run": run, "row": row, "group": "step_time:{}:{}".format(*row["trains"])})
+        rows.append({"run": run, "row": row, "group": "step_time:{}:{}".format(*row["trains"]),
+                     "timers": megatron_timers(run)})
     return rows
 
 

@@ -295,9 +295,13 @@ def test_your_runs_show_on_your_plan_and_the_validation_page_and_nowhere_else(ca
     mine.pk, mine.slug, mine.owner, mine.visibility = None, "mine", user, "private"
     mine.save()
     workload = Workload.objects.get(slug="llama-13b-512")
+    from tests.simcore.test_megatron import megatron_log
+
     run_create(owner=user, plan=mine, workload=workload, measured_s=20.0, source="our cluster, job 12", name="job 12")
+    run_create(owner=user, plan=mine, workload=workload, megatron_log=megatron_log(), name="job 13")
     plan_page = text(signed_in.get("/plans/mine/"))
     assert "Your runs" in plan_page and "job 12" in plan_page and "our cluster, job 12" in plan_page
+    assert "forward-backward 14,351 ms against the engine's" in plan_page and "Megatron-LM log: the median" in plan_page
     assert "step_time:ampere:dense" in plan_page and "Add the run" in plan_page
     assert "job 12" not in text(signed_in.get("/plans/dgx-a100-3layer/"))  # not the reader's plan: no runs there
     validation = text(signed_in.get("/validation/"))

@@ -90,6 +90,32 @@ def test_a_run_from_your_trace_is_its_layers_compute_time_beside_the_engines(rea
     assert band["own_cases"] == 1 and run["key"] in band["keys"]
 
 
+def test_a_run_from_a_megatron_log_is_its_median_step_with_its_timers_beside_the_engines(reader_client, my_plan):
+    from tests.simcore.test_megatron import megatron_log
+
+    response = reader_client.post("/api/runs/", {"plan": my_plan.slug, "workload": WORKLOAD,
+                                                 "megatron_log": megatron_log()}, format="json")
+    assert response.status_code == 201, response.json()
+    run = response.json()
+    assert run["measured_s"] == pytest.approx(14.7551) and run["quantity"] == "step_time_s"
+    assert run["source"].startswith("Megatron-LM log: the median of 3 logged intervals' elapsed time per iteration "
+                                    "(iterations 10 to 40")
+    assert run["details"]["megatron"]["elapsed_ms"] == [15210.3, 14712.8, 14790.0, 14755.1]
+    timers = {t["timer"]: t for t in run["megatron_timers"]}
+    assert set(timers) == {"forward-backward", "forward-compute", "optimizer"}
+    assert timers["forward-backward"]["measured_ms"] == 14350.7 and timers["optimizer"]["measured_ms"] == 352.33
+    # Beside the engine's parts for the same scenario: its forward and backward (with the bubble, stragglers and
+    # exposed communication) within the step it predicts, and its forward alone under that.
+    step_ms = run["predicted_s"] * 1e3
+    assert 0 < timers["forward-compute"]["engine_ms"] < timers["forward-backward"]["engine_ms"] < step_ms
+    both = reader_client.post("/api/runs/", {"plan": my_plan.slug, "workload": WORKLOAD, "measured_s": 10,
+                                             "megatron_log": megatron_log()}, format="json")
+    assert both.status_code == 400 and "measured_s" in both.json()["errors"]
+    no_log = reader_client.post("/api/runs/", {"plan": my_plan.slug, "workload": WORKLOAD,
+                                               "megatron_log": "training ...\n"}, format="json")
+    assert no_log.status_code == 400 and "megatron_log" in no_log.json()["errors"]
+
+
 @pytest.mark.parametrize(("body", "field"), [
     ({"workload": WORKLOAD, "measured_s": 10, "source": "s"}, "plan"),
     ({"plan": "my-dgx", "workload": WORKLOAD, "measured_s": -1, "source": "s"}, "measured_s"),

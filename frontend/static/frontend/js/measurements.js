@@ -57,16 +57,18 @@ export function measurements(section) {
   });
 }
 
-// Your runs on a plan's page: enter a measured step time (JSON to the API), delete one; each change reloads.
+// Your runs on a plan's page: enter a measured step time or the Megatron-LM log that printed it (JSON to the
+// API), delete one; each change reloads.
 export function runs(section) {
   if (!section) return;
   const form = section.querySelector("#run-form");
   const show = alertIn(section.querySelector("#run-errors"));
   form?.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const body = Object.fromEntries(new FormData(form));
-    body.measured_s = Number(body.measured_s);
-    if (!body.measured_on) delete body.measured_on;
+    const { megatron_log_file: log, ...body } = Object.fromEntries(new FormData(form));
+    if (log?.size) body.megatron_log = await log.text();
+    if (body.measured_s === "") delete body.measured_s; else body.measured_s = Number(body.measured_s);
+    for (const name of ["measured_on", "source"]) if (!body[name]) delete body[name];
     const response = await api("/api/runs/", { method: "POST", body });
     if (response.ok) location.reload(); else show(response.data);
   });
