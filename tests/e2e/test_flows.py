@@ -617,7 +617,7 @@ def test_a_profiler_trace_uploads_beside_the_engine_and_its_calibration_override
     page.shot("trace-measurement")
     # The trace as a run of the user's own, then a step time entered by hand: both join this plan's bands.
     measurement.get_by_role("button", name="Add to my runs").click()
-    runs = page.page.locator("#runs tbody tr")
+    runs = page.page.locator("#runs tbody tr:not(.timers)")
     expect(runs).to_have_count(1)
     expect(runs.first).to_contain_text("Compute time of a trace's layers")
     form = page.page.locator("#run-form")
@@ -628,13 +628,22 @@ def test_a_profiler_trace_uploads_beside_the_engine_and_its_calibration_override
     expect(page.page.locator("#run-errors")).to_contain_text("measured_s")
     form.locator("input[name=measured_s]").fill("40")
     form.locator("button[type=submit]").click()
-    expect(runs).to_have_count(2)
-    expect(page.page.locator("#runs")).to_contain_text("our cluster, job 4711")
+    expect(runs.filter(has_text="our cluster, job 4711")).to_have_count(1)
+    # And the Megatron-LM log that printed a step time: its median interval, its timers beside the engine's.
+    from tests.simcore.test_megatron import megatron_log
+
+    logged = tmp_path / "train.log"
+    logged.write_text(megatron_log())
+    form.locator("select[name=workload]").select_option("llama-13b-512")
+    form.locator("input[name=megatron_log_file]").set_input_files(str(logged))
+    form.locator("button[type=submit]").click()
+    expect(page.page.locator("#runs tr.timers li[data-timer=forward-backward]")).to_contain_text("14,351 ms")
+    expect(runs.filter(has_text="Megatron-LM log: the median of 3")).to_have_count(1)
     page.page.locator("#plan-options select[name=workload]").select_option("llama-13b-512")
-    expect(page.page.locator("#plan-report")).to_contain_text("2 of them your own runs", timeout=30_000)
+    expect(page.page.locator("#plan-report")).to_contain_text("3 of them your own runs", timeout=30_000)
     page.shot("your-runs")
     page.goto("/validation/")
-    expect(page.page.locator("#runs tbody tr")).to_have_count(2)
+    expect(page.page.locator("#runs tbody tr:not(.timers)")).to_have_count(3)
 
 
 def test_a_traces_calibration_carried_to_another_build_shows_both_figures_and_its_band(page, tmp_path):
