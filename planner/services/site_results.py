@@ -49,6 +49,7 @@ def site_ranking(sweep: Sweep) -> dict:
         build, at = entry["build"], entry["point"]
         row = {"build": site["builds"][build], "name": site["build_names"][build], "family": site["families"][build],
                "announced": site.get("announced", [False] * len(site["builds"]))[build],
+               "carried": site.get("carried", [[]] * len(site["builds"]))[build],
                "layers": entry["layers"], "ownership": entry["ownership"], "objective": entry["objective"],
                "binding": entry["binding"], "point": None if at is None else int(columns["point"][at]),
                "deadline_probability": entry["deadline_probability"],

@@ -14,7 +14,7 @@ import numpy as np
 from django.db.models import Q
 from django.utils import timezone
 
-from planner.adapters import scenario_document
+from planner.adapters import calibration, scenario_document
 from planner.models import ClusterPlan, PriceBook, Sweep, Visibility, Workload
 from planner.services.sweep_spec import SweepInputError, check_sample
 from planner.services.sweeps import check_grid_size, sweep_record
@@ -148,6 +148,8 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
             "tokens": float(tokens),
             "builds": [p.slug for p in builds], "build_names": [p.name for p in builds],
             "families": [p.node_type.accelerator.family for p in builds],
-            "announced": [bool(p.announced_parts()) for p in builds]}
+            "announced": [bool(p.announced_parts()) for p in builds],
+            "carried": [sorted({fit["carried"]["node_type"] for fit in calibration(p).values() if fit["carried"]})
+                        for p in builds]}
     return sweep_record(owner=owner, plan=builds[0], workload=workload, name=name or "site plan", base=base,
                         spec=spec, size=size, chunk_size=size // len(builds), site=site)

@@ -67,6 +67,16 @@ def test_a_carried_calibration_moves_the_other_builds_figures_and_shows_the_fami
     assert sweep["calibration"] == [{name: fit["value"] for name, fit in after["overrides"].items()}]
     client.force_login(user)
     assert b"carried from your trace on <code>dgx-a100</code>" in client.get(f"/sweeps/{sweep['id']}/").content
+    # A site plan weighing the build ranks it on the carried shares and says so; the preset beside it not.
+    site = reader_client.post("/api/sweeps/site/", {
+        "price_book": "usd-2026", "builds": [pcie.slug, "ff2-pcie-2zone"],
+        "facility": {"power_mw": 20, "floor_racks": 400, "cooling": "air", "hall": "hyperscale"},
+        "goal": {"workload": WORKLOAD, "objective": "per_dollar", "tokens": 1e9}}, format="json")
+    assert site.status_code == 201, site.json()
+    carried_by_build = {row["build"]: row["carried"] for row in site.json()["site_result"]["builds"]}
+    assert carried_by_build == {pcie.slug: ["dgx-a100"], "ff2-pcie-2zone": []}
+    site_page = client.get(f"/sweeps/{site.json()['id']}/").content
+    assert b"calibrated from your trace on dgx-a100" in site_page
     # The trace's own plan is unchanged: there it is an override only when marked so.
     assert reader_client.post("/api/plans/my-dgx/evaluate/", {}, format="json").json()["carried"] is None
     again = reader_client.post(f"/api/measurements/{traced['id']}/carry/", {"plan": pcie.slug}, format="json")
