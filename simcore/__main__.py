@@ -104,7 +104,7 @@ def _trace(args) -> int:
 
     try:
         read = read_trace(args.file)
-        split = timeline(read, tuple(args.window_us) if args.window_us else None)
+        split = timeline(read, tuple(args.window_us) if args.window_us else None, by_step=bool(read.steps))
         document = json.load(open(args.scenario, encoding="utf-8")) if args.scenario else None
         predicted = predicted_split(document, args.moe_layers, args.dense_layers) if document else {}
         communication = predicted_exposed_communication(document, args.moe_layers, args.dense_layers) \
@@ -128,9 +128,11 @@ def _trace(args) -> int:
         return 0
     device = read.devices[0].get("name", "") if read.devices else ""
     print(f"{args.file}: {read.start_us.size:,} GPU events, {device} {read.distributed or ''}".rstrip())
+    if read.steps:
+        print(f"profiler steps {read.steps[0]} to {read.steps[-1]} marked: each rank's steps split apart")
     for index, rank in enumerate(split["ranks"]):
         span = split["span_us"][index]
-        print(f"rank {rank}: {span / 1e3:.2f} ms traced" + ("; the engine predicts" if predicted else ""))
+        print(f"{_group(rank)}: {span / 1e3:.2f} ms traced" + ("; the engine predicts" if predicted else ""))
         for name, values in split["parts_us"].items():
             beside = f"  {predicted[name] / 1e3:9.2f} ms  {predicted[name] / values[index] - 1:+6.1%}" \
                 if name in predicted and values[index] else ""
@@ -144,11 +146,16 @@ def _trace(args) -> int:
     return 0
 
 
+def _group(group) -> str:
+    """A timeline group as printed: a rank, or a rank's profiler step."""
+    return f"rank {group[0]}, step {group[1]}" if isinstance(group, list) else f"rank {group}"
+
+
 def _print_calibration(calibrated: dict, split: dict) -> None:
     """The shares the trace calibrates (the first rank's), and the prediction with them."""
     from simcore.tools.trace import PART_LABELS
 
-    print("calibrated from the trace (rank %s):" % split["ranks"][0])
+    print(f"calibrated from the trace ({_group(split['ranks'][0])}):")
     for name, constant in calibrated["constants"].items():
         print(f"  {name:20} {constant['value']:.4f} (the family's {constant['family']:.4f}), "
               f"from {' and '.join(constant['from'])}")

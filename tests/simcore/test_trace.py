@@ -108,7 +108,7 @@ def stepped(steps: dict[int, float], first_us: float = 1000.0, scale: float = 1.
     return events
 
 
-def test_marked_profiler_steps_split_apart_and_spread_the_parts_over_steps(tmp_path):
+def test_marked_profiler_steps_split_apart_and_spread_the_parts_over_steps(tmp_path, capsys):
     """Two steps, the second 1.5 times as long in every kernel: each kernel goes to the step its
     launch fell in, each step is split on its own timeline, and the stored rows are the mean step with
     the fastest and slowest; a kernel launched outside every step is in no step's split."""
@@ -124,6 +124,11 @@ def test_marked_profiler_steps_split_apart_and_spread_the_parts_over_steps(tmp_p
     assert (gemm["traced_us"], gemm["low_us"], gemm["high_us"]) == (50.0, 40.0, 60.0)
     assert facts["steps"] == [3, 4] and facts["ranks"] == [0] and facts["span_us"] == 125.0
     assert t.timeline(read)["span_us"] == [5400.0 - 1020.0]  # without steps: the whole trace, the stray GEMM too
+    from simcore.__main__ import main
+
+    assert main(["trace", str(tmp_path / "steps.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "profiler steps 3 to 4 marked" in printed and "rank 0, step 4: 0.15 ms traced" in printed
     refused = [{**event, "args": {}} if event["cat"] in t.GPU_CATEGORIES else event for event in stepped({1: 1.0})]
     with pytest.raises(ScenarioError, match="no GPU event was launched inside a marked profiler step"):
         t.trace_rows(write(tmp_path / "unlinked.json", refused))
