@@ -4,7 +4,7 @@ The cases are data (``simcore/data/reference_cases.yaml``, with its JSON Schema 
 names its source, the published figure, how close the engine must come and the scenario document
 the engine predicts it from (docs/scenario-format.md). The scenarios are hardware facts and the
 publications' setups, never their results. ``validate()`` returns one row per case and a summary per
-model; ``python -m simcore validate`` prints them. :func:`load_cases` reads cases of the same kind
+model; ``python -m simcore validate`` prints them. :func:`case_from` reads a case of the same kind
 from any mapping, so that a user's own measured runs are checked, and banded, as the published are.
 """
 import copy
