@@ -87,8 +87,9 @@ def _band_message(path, value, result, cases, basis, low, high, validated, own=0
     believed = "" if headline_inside(low, high) else (
         f" The figure {_shown(path, value, result)} itself lies outside that range: every such run came in "
         f"{'above' if high < 0 else 'below'} the engine's figure, so read the range, not the figure.")
-    yours = f" ({own} of them your own run{'s' if own > 1 else ''})" if own else ""
-    return (f"{'' if validated else 'Outside everything validated: '}on {cases} {basis}{yours} the prediction was "
+    yours = f"{own} of your own run{'s' if own > 1 else ''}"
+    runs = f"{cases - own} {basis}" + (f" and {yours}" if own else "") if cases > own else yours
+    return (f"{'' if validated else 'Outside everything validated: '}on {runs} the prediction was "
             f"{off} off, so runs like it come in at {came}.{believed}")
 
 

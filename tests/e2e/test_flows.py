@@ -640,7 +640,7 @@ def test_a_profiler_trace_uploads_beside_the_engine_and_its_calibration_override
     expect(page.page.locator("#runs tr.timers li[data-timer=forward-backward]")).to_contain_text("14,351 ms")
     expect(runs.filter(has_text="Megatron-LM log: the median of 3")).to_have_count(1)
     page.page.locator("#plan-options select[name=workload]").select_option("llama-13b-512")
-    expect(page.page.locator("#plan-report")).to_contain_text("3 of them your own runs", timeout=30_000)
+    expect(page.page.locator("#plan-report")).to_contain_text("and 3 of your own runs", timeout=30_000)
     page.shot("your-runs")
     page.goto("/validation/")
     expect(page.page.locator("#runs tbody tr:not(.timers)")).to_have_count(3)

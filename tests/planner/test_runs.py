@@ -55,7 +55,9 @@ def test_a_run_of_yours_widens_the_bands_of_your_plans_and_no_one_elses(reader_c
     assert after["cases"] == before["cases"] + 1 and after["own_cases"] == 1 and run["key"] in after["keys"]
     assert after["low_error"] == pytest.approx(-0.5) and after["high_error"] == before["high_error"]
     assert after["actual_high"] == pytest.approx(2 * step_s)
-    assert "(1 of them your own run)" in after["message"]
+    published = after["cases"] - 1
+    assert f"on {published} published dense transformer training runs on ampere GPUs with" in after["message"]
+    assert "and 1 of your own run the prediction was" in after["message"]
     # Not on anyone else's plan: another user's copy, nor the shared preset the reader evaluates.
     _, theirs = step_band(other_client, "their-dgx")
     _, preset = step_band(reader_client, "dgx-a100-3layer")
