@@ -84,7 +84,7 @@ class MeasuredRun(models.Model):
     quantity and the figure; it joins the error bands of its owner's plans and no one else's."""
 
     class Quantity(models.TextChoices):
-        STEP_TIME = "step_time_s", "Step time (s), entered by hand"
+        STEP_TIME = "step_time_s", "Step time (s)"
         TRACED_COMPUTE = "traced_compute_s", "Compute time of a trace's layers (s)"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")

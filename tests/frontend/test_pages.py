@@ -305,7 +305,7 @@ def test_your_runs_show_on_your_plan_and_the_validation_page_and_nowhere_else(ca
     assert "step_time:ampere:dense" in plan_page and "Add the run" in plan_page
     assert "job 12" not in text(signed_in.get("/plans/dgx-a100-3layer/"))  # not the reader's plan: no runs there
     validation = text(signed_in.get("/validation/"))
-    assert "job 12" in validation and "Step time (s), entered by hand" in validation
+    assert "job 12" in validation and "Step time (s)" in validation and "our cluster, job 12" in validation
     other = django_user_model.objects.create_user("other", password="pw-other-1234")
     signed_in.force_login(other)
     assert "job 12" not in text(signed_in.get("/validation/"))
