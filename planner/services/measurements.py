@@ -12,6 +12,7 @@ from django.db import models
 
 from planner.adapters import calibration, node_document, scenario_document
 from planner.models import CarriedCalibration, ClusterPlan, ComputeNodeType, Measurement, Workload
+from planner.services.engine import memoized
 from planner.services.errors import InputError
 from simcore import ScenarioError
 from simcore.tools import measurements as engine
@@ -65,9 +66,12 @@ def _read_trace(content: bytes, plan: ClusterPlan | None, traced: dict):
 
 def _compare_trace(plan: ClusterPlan, workload: Workload, rows: list[dict], facts: dict) -> dict:
     """The trace beside the engine's prediction for the plan and workload, on the family's own shares
-    (never on an override the trace itself made)."""
+    (never on an override the trace itself made); memoized as evaluations are, since a page shows it
+    on every visit and it evaluates the whole step and calibrates up to three times."""
     document = scenario_document(plan, workload, overrides={})
-    return trace_engine.compare_trace(document, rows, facts["moe_layers"], facts["dense_layers"])
+    layers = facts["moe_layers"], facts["dense_layers"]
+    return memoized("trace-comparison", {"scenario": document, "rows": rows, "layers": layers},
+                    lambda: trace_engine.compare_trace(document, rows, *layers))
 
 
 def measurement_upload(*, owner, kind: str, content: bytes, filename: str, name: str = "",

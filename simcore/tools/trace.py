@@ -48,10 +48,10 @@ KERNEL_CLASSES = (
     ("gemm", re.compile(r"gemm|cutlass|xmma|nvjet|cublas|wgmma|matmul|mma_", re.I)),
 )
 GPU_CATEGORIES = {"kernel": None, "gpu_memcpy": "memory", "gpu_memset": "memory"}
-MAX_EVENTS = 20_000_000  # GPU events and kernel launches kept: at most 1.3 GB of arrays
-STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 STEP_CATEGORIES = ("user_annotation", "cpu_op")  # where the profiler writes its step on the CPU
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+MAX_EVENTS = 20_000_000  # GPU events and kernel launches kept: at most 1.3 GB of arrays
 MAX_BYTES = 8 * 2**30  # bytes of JSON read (decompressed)
 MAX_NAMES = 200_000  # distinct kernel names remembered for classification
 
@@ -175,11 +175,10 @@ def _gpu_events(path, max_bytes: int, max_events: int, file_rank: int | None) ->
                 _keep_gpu_event(event, category, columns, names, file_rank)
             elif category in LAUNCH_CATEGORIES:
                 _keep_launch(event, launches)
-            elif category in STEP_CATEGORIES and str(event.get("name", "")).startswith("ProfilerStep#"):
-                _keep_step(event, windows)
-                continue
             else:
-                continue
+                if category in STEP_CATEGORIES and str(event.get("name", "")).startswith("ProfilerStep#"):
+                    _keep_step(event, windows)
+                continue  # nothing kept that counts toward the bound
             if len(columns["start"]) + len(launches["ts"]) > max_events:
                 raise ScenarioError("file", f"the trace has over {max_events:,} GPU events and kernel launches: "
                                             "cut the profiled range")
@@ -278,9 +277,10 @@ def timeline(trace: Trace, window_us: tuple[float, float] | None = None, by_step
         keep &= (end > low) & (start < high)
         start, end = np.maximum(start, low), np.minimum(end, high)
     start, end, rank, part, stream, step = start[keep], end[keep], rank[keep], part[keep], stream[keep], step[keep]
+    if not start.size and window_us is not None:
+        raise ScenarioError("window_us", "no GPU event inside the window")
     if not start.size:
-        raise ScenarioError("window_us", "no GPU event inside the window") if window_us is not None else \
-            ScenarioError("file", "no GPU event was launched inside a marked profiler step")
+        raise ScenarioError("file", "no GPU event was launched inside a marked profiler step")
     width = int(step.max()) + 1 if by_step else 1
     ranks, rank_index = np.unique(rank * width + (step if by_step else 0), return_inverse=True)
     n = start.size
@@ -375,10 +375,11 @@ def predicted_exposed_communication(document: dict, moe_layers: int = 0, dense_l
     from simcore.document import parse
     from simcore.stages.scenario import EngineParams, evaluate_parsed
 
-    training = evaluate_parsed(parse(document), EngineParams())["training"]
+    parsed = parse(document)
+    training = evaluate_parsed(parsed, EngineParams())["training"]
     if not training["feasible"]:
         return None
-    w = parse(document)["workload"]
+    w = parsed["workload"]
     exposed_s = sum(float(np.ravel(training["step_parts_s"][part])[0]) for part in LAYER_COMMUNICATION)
     per_layer_s = exposed_s / float(np.ravel(training["micro_batches"])[0]) / (float(w["layers"]) / float(w["pp"]))
     return per_layer_s * (moe_layers + dense_layers) * 1e6
@@ -477,11 +478,19 @@ def compare_trace(document: dict, rows: list[dict], moe_layers: int, dense_layer
     traced = {row["part"]: row["traced_us"] for row in rows}
     communication = predicted_exposed_communication(document, moe_layers, dense_layers)
     predicted = {**predicted_split(document, moe_layers, dense_layers), "communication": communication}
-    calibrated = trace_calibration(document, traced, moe_layers, dense_layers)
-    calibrated["predicted_us"]["communication"] = communication
+    found = {}  # one calibration for each distinct set of times (a trace of one rank and step has one)
+
+    def calibrate(times: dict) -> dict:
+        key = tuple(sorted(times.items()))
+        if key not in found:
+            found[key] = trace_calibration(document, times, moe_layers, dense_layers)
+        return found[key]
+
+    calibrated = calibrate(traced)
+    calibrated = {**calibrated, "predicted_us": {**calibrated["predicted_us"], "communication": communication}}
     # The spread: the shares at the slowest and the fastest of each part over the trace's ranks and steps.
-    slowest, fastest = (trace_calibration(document, {row["part"]: row[end] for row in rows}, moe_layers,
-                                          dense_layers)["constants"] for end in ("high_us", "low_us"))
+    slowest, fastest = (calibrate({row["part"]: row[end] for row in rows})["constants"]
+                        for end in ("high_us", "low_us"))
     out = []
     for row in rows:
         name = row["part"]
