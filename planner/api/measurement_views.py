@@ -63,9 +63,10 @@ class MeasurementComparisonRowSerializer(serializers.Serializer):
     predicted_tflops = NumberField(required=False)
     compute_bound = serializers.BooleanField(required=False)
     part = serializers.CharField(required=False, help_text="trace: a part of the step (gemm, attention, ...)")
-    traced_us = NumberField(required=False, help_text="trace: its time, the mean over the trace's ranks")
-    low_us = NumberField(required=False, help_text="trace: the lowest rank's")
-    high_us = NumberField(required=False, help_text="trace: the highest rank's")
+    traced_us = NumberField(required=False, help_text="trace: its time, the mean over the trace's ranks "
+                                                       "(and marked steps)")
+    low_us = NumberField(required=False, help_text="trace: the lowest rank's or step's")
+    high_us = NumberField(required=False, help_text="trace: the highest rank's or step's")
     predicted_us = NumberField(required=False, allow_null=True, help_text="trace: the engine's (compute parts and "
                                                                           "exposed communication)")
     calibrated_us = NumberField(required=False, allow_null=True,
@@ -136,7 +137,8 @@ class CarriedSerializer(serializers.Serializer):
     plan = serializers.CharField(source="plan.slug")
     measurement = serializers.IntegerField(source="measurement.pk")
     fitted = serializers.DictField(source="measurement.fitted", child=FittedSerializer(),
-                                   help_text="The shares carried, each with its low and high over the trace's ranks.")
+                                   help_text="The shares carried, each with its low and high over the trace's ranks "
+                                             "and steps.")
     created_at = serializers.DateTimeField()
 
 

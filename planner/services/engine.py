@@ -123,16 +123,14 @@ def _band_name(group: str, family: str, workload, bands: dict) -> tuple[str, boo
     return group, False
 
 
-def step_time_band(family: str, workload, own_rows=()) -> dict:
-    """The step time's band for a family and workload (:func:`_band_name`): its group, cases (with
-    how many are the user's own runs, ``own_rows``), lowest and highest signed error, whether
-    validated and the sentence naming its runs. Times that scale with the step time (time to
-    train) share it."""
-    bands = bands_with(own_rows)
+def step_time_band(family: str, workload) -> dict:
+    """The step time's band for a family and workload (:func:`_band_name`) on the published runs: its
+    group, cases, lowest and highest signed error, whether validated and the sentence naming its
+    runs. Times that scale with the step time (time to train) share it."""
+    bands = engine_bands()
     name, validated = _band_name("step_time", family, workload, bands)
     band = bands[name]
-    return {"group": name, "cases": band["cases"], "own_cases": own_cases(band["keys"]), "low_error": band["low"],
-            "high_error": band["high"],
+    return {"group": name, "cases": band["cases"], "low_error": band["low"], "high_error": band["high"],
             "validated": validated, "headline_inside": headline_inside(band["low"], band["high"]),
             "basis": _band_basis(name, family, workload_kind(workload))}
 
