@@ -118,7 +118,46 @@ COMPUTE_DETAIL = {"sustained_clock": "the sustained clock below full (FLOP-bound
 # What the data-parallel traffic (``training.dp_allreduce_s``, before any overlap) is made of
 # (``training.dp_detail_s``): under ZeRO-3 / FSDP the parameter all-gathers of every micro-batch
 # beside the gradients' reduction; the exposed part of both is the step's ``dp_exposed``.
-DP_DETAIL = {"param_gather": "parameter all-gathers (ZeRO-3 / FSDP)", "grad_reduce": "gradient reduction"}
+DP_DETAIL = {"param_gather": "parameter all-gathers (ZeRO-3 / FSDP)", "grad_reduce": "gradient reduction",
+             "fsdp_calls": "ZeRO-3 / FSDP collective calls (ring latency and host time per call)"}
+
+
+@dataclass(frozen=True)
+class FsdpImplementation:
+    """How a ZeRO-3 / FSDP implementation runs the weights' collectives, read from its code.
+    ``calls_per_layer``: collectives a layer for each all-gather or reduce-scatter round;
+    ``host_ops_per_rank``: eager host ops each call costs per data-parallel rank; ``overlaps``:
+    whether a layer's collectives run beside the compute (prefetched a layer ahead)."""
+
+    calls_per_layer: float
+    host_ops_per_rank: float
+    overlaps: bool
+
+
+# A transformer layer's weight matrices as Megatron-style code holds them: the fused QKV, the attention
+# projection, FC1 (the gate fused in) and FC2. DeepSpeed leaves tensors under its persistence threshold
+# (100,000 elements: norms and biases) whole on every rank.
+LAYER_WEIGHT_MATRICES = 4.0
+FSDP_IMPLEMENTATIONS = ("fsdp2", "deepspeed-zero3", "deepspeed-zero3-v0.3")
+FSDP = {
+    # PyTorch FSDP2 (torch.distributed.fsdp.fully_shard on each transformer block): one all-gather into a
+    # flat buffer a block, the next block's prefetched, one reduce-scatter a block backward.
+    "fsdp2": FsdpImplementation(1.0, 0.0, True),
+    # DeepSpeed ZeRO-3 since v0.6 (2022): one coalesced all-gather a submodule (a weight matrix this size),
+    # prefetched ahead on its own stream.
+    "deepspeed-zero3": FsdpImplementation(LAYER_WEIGHT_MATRICES, 0.0, True),
+    # DeepSpeed v0.3.13-v0.5 (2021, deepspeed/runtime/zero/partition_parameters.py): _allgather_param gathers
+    # one parameter at a time after torch.cuda.synchronize(), into a list of one tensor view per rank
+    # (flat_tensor.narrow in a Python loop), which PyTorch's list all_gather copies out one rank at a time;
+    # _reduce_scatter_gradient likewise. A view and a copy per rank are counted as one eager op, a lower bound.
+    "deepspeed-zero3-v0.3": FsdpImplementation(LAYER_WEIGHT_MATRICES, 1.0, False),
+}
+
+
+def fsdp_call_s(implementation: FsdpImplementation, ranks, hop_latency_s, host_op_s):
+    """One weight collective's cost beyond its bytes: a ring's (ranks - 1) hops (NCCL's all-gather and
+    reduce-scatter are rings) and the implementation's host ops per rank."""
+    return (np.maximum(ranks, 1) - 1) * hop_latency_s + implementation.host_ops_per_rank * ranks * host_op_s
 # The per-layer detail :func:`simcore.formulas.transformer.layer_times_s` gives, by category.
 _LAYER_DETAIL = ("quantize", "flop", "grouped", "permute", "router")
 # The parts the GPUs spend computing, which the slowest GPU stretches.

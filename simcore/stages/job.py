@@ -444,8 +444,8 @@ def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
             "activations": w["activation_bytes_per_sample"] * w["micro_batch"], "stage_s": None}
 
 
-def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params,
-                   family) -> tuple[np.ndarray, object, np.ndarray, np.ndarray]:
+def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family, stage_layers,
+                   host_op_s) -> tuple[np.ndarray, object, np.ndarray, np.ndarray, dict]:
     """Gradient reduction over the DP (x CP) group by HFReduce or NCCL, the ZeRO-3 weight traffic,
     what of it the step's compute does not hide, and how much longer that compute runs beside the
     hidden part: (reduction time, its result, exposed time, compute slowdown time)."""
@@ -484,11 +484,32 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params,
     per_collective = 1.0 if hfreduce else 0.5
     gather_s = where(fsdp, m * per_collective * dp_s * gathers * w["weight_bytes"] / w["grad_bytes"], 0.0)
     dp_s = where(fsdp, m * per_collective * dp_s, dp_s) + gather_s
-    window_s = where(fsdp, step["compute_s"], where(w["overlap_grad_reduce"], step["backward_window"], 0.0))
-    exposed_s = training.exposed_dp_s(dp_s, window_s, hfreduce, params.training)
-    detail = {"param_gather": gather_s, "grad_reduce": dp_s - gather_s}
-    return (dp_s, ar, exposed_s, training.beside_collective_s(dp_s - exposed_s, hfreduce, family.overlap_gemm_slowdown),
-            detail)
+    nccl_fsdp = fsdp & ~hfreduce
+    calls_s, overlaps = _fsdp_calls(w, nccl_fsdp, reduce_ranks, m * (gathers + 1) * stage_layers, host_op_s,
+                                    params.collectives.hop_latency_s)
+    # Prefetched a layer ahead, each round's first layer (the reduce-scatter's last) has no compute beside it.
+    unhidden_s = where(nccl_fsdp & overlaps, (dp_s + calls_s) / stage_layers, 0.0)
+    window_s = where(fsdp, where(overlaps, step["compute_s"], 0.0),
+                     where(w["overlap_grad_reduce"], step["backward_window"], 0.0))
+    exposed_s = training.exposed_dp_s(dp_s + calls_s - unhidden_s, window_s, hfreduce, params.training) + unhidden_s
+    detail = {"param_gather": gather_s, "grad_reduce": dp_s - gather_s, "fsdp_calls": calls_s}
+    return (dp_s + calls_s, ar, exposed_s,
+            training.beside_collective_s(dp_s + calls_s - exposed_s, hfreduce, family.overlap_gemm_slowdown), detail)
+
+
+def _fsdp_calls(w, nccl_fsdp, ranks, layer_rounds, host_op_s, hop_latency_s):
+    """ZeRO-3 / FSDP over NCCL as its implementation runs it (:data:`training.FSDP`): each of
+    ``layer_rounds`` (a stage's layers times the micro-batches' gathers and reduce-scatter) takes
+    ``calls_per_layer`` collectives, each costing a ring's latency and the implementation's host ops
+    per rank (:func:`training.fsdp_call_s`). Returns (the calls' time, whether the implementation
+    overlaps its collectives with compute)."""
+    calls_per_layer, call_s, overlaps = 0.0, 0.0, True
+    for name, implementation in training.FSDP.items():
+        chosen = w["fsdp_implementation"] == name
+        calls_per_layer = where(chosen, implementation.calls_per_layer, calls_per_layer)
+        call_s = where(chosen, training.fsdp_call_s(implementation, ranks, hop_latency_s, host_op_s), call_s)
+        overlaps = where(chosen, implementation.overlaps, overlaps)
+    return where(nccl_fsdp, layer_rounds * calls_per_layer * call_s, 0.0), overlaps
 
 
 def _preprocessing_s(w, node, job_nodes):
@@ -554,13 +575,15 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
     m = np.maximum(np.floor(micro_batches), 1)
     device, peak_tflops = device_at(acc, family, clock, w["precision"], w["attention_kernel"], nvfp4_bf16_share(w))
     links, placement = parallel_links(node, io, family, w, g, dp, job_gpus, nodes * g, params.collectives)
+    host_ = host_side(w, node)
     if w["kind"] == "transformer":
-        step = _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts, host_side(w, node),
-                                 io.pcie_bw_gbyte_s)
+        step = _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts, host_, io.pcie_bw_gbyte_s)
+        stage_layers = np.maximum(np.maximum(stage_layer_counts[0], stage_layer_counts[1]), stage_layer_counts[2])
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
+        stage_layers = 1.0
     dp_s, ar, exposed_dp, beside_dp_s, dp_detail = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params,
-                                                                  family)
+                                                                  family, stage_layers, host_.op_s)
     step["parts"]["comm_sms"] = step["parts"].get("comm_sms", 0.0) + beside_dp_s
     computing = sum(step["parts"].get(key, 0.0) for key in training.COMPUTE_PARTS)
     step["parts"]["stragglers"] = straggler_slowdown(family.rate_spread, job_gpus) * computing

@@ -82,7 +82,8 @@ def test_fsdp_shards_weights_and_hides_traffic_behind_the_whole_step():
     # The step names the gathers: two of the three allreduces, the third the gradients' reduction.
     assert fsdp["dp_detail_s"]["param_gather"] == pytest.approx(2 * ddp["dp_allreduce_s"])
     assert fsdp["dp_detail_s"]["grad_reduce"] == pytest.approx(ddp["dp_allreduce_s"])
-    assert ddp["dp_detail_s"] == {"param_gather": 0.0, "grad_reduce": ddp["dp_allreduce_s"]}
+    assert ddp["dp_detail_s"] == {"param_gather": 0.0, "grad_reduce": ddp["dp_allreduce_s"], "fsdp_calls": 0.0}
+    assert fsdp["dp_detail_s"]["fsdp_calls"] == 0.0  # HFReduce's FSDP reduces whole buffers
     nccl = train({**GPT2_MEDIUM, "global_batch": 32 * 64, "recompute": "full", "weight_bytes": 2}, 64)
     assert nccl["dp_detail_s"]["param_gather"] == pytest.approx(1.5 * nccl["dp_detail_s"]["grad_reduce"])
 

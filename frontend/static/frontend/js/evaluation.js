@@ -249,7 +249,8 @@ const COMPUTE_DETAIL = {
 };
 
 // What the data-parallel traffic is made of (simcore.formulas.training.DP_DETAIL), before any overlap.
-const DP_DETAIL = { param_gather: "parameter all-gathers (ZeRO-3 / FSDP)", grad_reduce: "gradient reduction" };
+const DP_DETAIL = { param_gather: "parameter all-gathers (ZeRO-3 / FSDP)", grad_reduce: "gradient reduction",
+  fsdp_calls: "ZeRO-3 / FSDP collective calls (ring latency and host time per call)" };
 
 const PLACES = { "scale-up": "scale-up link (NVLink/HCCS)", PCIe: "PCIe through the host", network: "scale-out NICs", none: "not used" };
 

@@ -1,0 +1,52 @@
+"""ZeRO-3 / FSDP as each implementation runs its weight collectives (simcore.formulas.training.FSDP)."""
+import copy
+
+import pytest
+
+from simcore import ScenarioError, evaluate
+from simcore.outputs import OUTPUTS
+from simcore.tools.references import scenario
+
+HOP_S, HOST_OP_S = 3.7e-6, 7.66e-6  # CollectiveParams.hop_latency_s; an x86 host's eager op (host.X86_HOST_OP_S)
+
+
+def sc21_zero3(gpus, implementation):
+    """SC21 Table 2's 174.6B model without model parallelism on Selene: 96 layers, one micro-batch of
+    1,536 / gpus sequences a GPU, full recomputation (three gathers a layer and a reduce-scatter)."""
+    document = copy.deepcopy(scenario(f"sc21-t2-174.6b-zero3-{gpus}"))
+    document["workload"]["fsdp_implementation"] = implementation
+    return evaluate(document)["training"]
+
+
+def test_deepspeed_2021_pays_a_collective_per_weight_matrix_per_rank_and_hides_nothing():
+    run = sc21_zero3(1536, "deepspeed-zero3-v0.3")
+    calls = 1 * (3 + 1) * 96 * 4
+    assert run["dp_detail_s"]["fsdp_calls"] == pytest.approx(calls * (1535 * HOP_S + 1536 * HOST_OP_S))
+    assert run["dp_detail_s"]["fsdp_calls"] == pytest.approx(26.8, abs=0.1)
+    # A device synchronize before every gather: all of the traffic is exposed, none slows the compute.
+    assert run["step_parts_s"]["dp_exposed"] == pytest.approx(run["dp_allreduce_s"])
+    assert run["dp_allreduce_s"] == pytest.approx(sum(run["dp_detail_s"].values()))
+    assert run["step_parts_s"]["comm_sms"] == 0.0
+    assert sc21_zero3(1536, "fsdp2")["step_parts_s"]["comm_sms"] > 0.0  # what FSDP2 hides slows the GEMMs beside it
+
+
+def test_fsdp2_prefetches_a_layer_ahead_and_its_exposed_share_grows_with_the_data_parallel_size():
+    runs = {gpus: sc21_zero3(gpus, "fsdp2") for gpus in (384, 768, 1536)}
+    assert runs[1536]["dp_detail_s"]["fsdp_calls"] == pytest.approx(4 * 96 * 1535 * HOP_S)
+    exposed_share = [runs[g]["step_parts_s"]["dp_exposed"] / runs[g]["step_time_s"] for g in (384, 768, 1536)]
+    assert exposed_share == sorted(exposed_share) and exposed_share[-1] > 0.2
+    # Of each gather and reduce-scatter round, the layer at its start or end has no compute beside it.
+    assert runs[384]["step_parts_s"]["dp_exposed"] == pytest.approx(runs[384]["dp_allreduce_s"] / 96)
+    deepspeed = sc21_zero3(1536, "deepspeed-zero3")
+    assert deepspeed["dp_detail_s"]["fsdp_calls"] == pytest.approx(4 * runs[1536]["dp_detail_s"]["fsdp_calls"])
+    as_ran = sc21_zero3(1536, "deepspeed-zero3-v0.3")
+    assert runs[1536]["step_time_s"] < deepspeed["step_time_s"] < as_ran["step_time_s"]
+
+
+def test_the_step_names_the_calls_and_refuses_an_unknown_implementation():
+    assert "training.dp_detail_s.fsdp_calls" in {output.path for output in OUTPUTS}
+    document = copy.deepcopy(scenario("sc21-t2-174.6b-zero3-384"))
+    document["workload"]["fsdp_implementation"] = "megatron"
+    with pytest.raises(ScenarioError) as refused:
+        evaluate(document)
+    assert refused.value.field == "workload.fsdp_implementation"
