@@ -359,7 +359,8 @@ def test_a_moe_step_on_gb200_names_what_its_compute_spends(page):
 
 def test_a_zero3_step_names_its_parameter_gathers(page):
     """Sharding the weights (ZeRO-3 / FSDP) shows what the data-parallel traffic is made of: the
-    parameter all-gathers of every micro-batch beside the gradients' reduction."""
+    parameter all-gathers of every micro-batch beside the gradients' reduction and, over NCCL, the
+    implementation's collective calls."""
     page.login()
     page.goto("/workloads/new/?from=llama-13b-512&plan=ff2-pcie-2zone")
     expect(page.page.locator("#preview-status")).to_contain_text("Evaluated on")
@@ -368,7 +369,12 @@ def test_a_zero3_step_names_its_parameter_gathers(page):
     page.page.fill("#f-zero_stage", "3")
     expect(body).to_contain_text("data-parallel traffic: parameter all-gathers (ZeRO-3 / FSDP)", timeout=15_000)
     expect(body).to_contain_text("data-parallel traffic: gradient reduction")
+    expect(body).not_to_contain_text("collective calls")  # HFReduce's FSDP (HaiScale) reduces whole buffers
     page.shot("workload-fsdp-gathers")
+    page.page.select_option("#f-collective", "nccl")
+    page.page.select_option("#f-fsdp_implementation", "deepspeed-zero3-v0.3")
+    expect(body).to_contain_text("data-parallel traffic: ZeRO-3 / FSDP collective calls", timeout=15_000)
+    page.shot("workload-fsdp-calls")
 
 
 def _cheapest_build_sweep_form(page, pareto_x: str, pareto_y: str):

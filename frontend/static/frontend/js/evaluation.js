@@ -284,7 +284,7 @@ export function trainingTables(t, currency, stepBand = null, reliability = null)
     ...Object.entries(t.step_parts_s).filter(([, s]) => s > 0).map(([key, s]) => [`  ${STEP_PARTS[key] ?? key}`, duration(s)]),
     ...Object.entries(t.compute_detail_s ?? {}).filter(([, s]) => s > 0)
       .map(([key, s]) => [`  of the compute: ${COMPUTE_DETAIL[key] ?? key}`, duration(s), "inside the forward, backward and recomputation above"]),
-    ...(t.dp_detail_s?.param_gather > 0 ? Object.entries(t.dp_detail_s) : [])
+    ...(t.dp_detail_s?.param_gather > 0 ? Object.entries(t.dp_detail_s).filter(([, s]) => s > 0) : [])
       .map(([key, s]) => [`  data-parallel traffic: ${DP_DETAIL[key] ?? key}`, duration(s), "before overlap; what shows is the exposed part above"]),
     ["MFU", percent(t.mfu)], ["HFU (with recomputation)", percent(t.hfu)],
     ["model TFLOPS per GPU", num(t.model_tflops_per_gpu)], ["hardware TFLOPS per GPU", num(t.hardware_tflops_per_gpu)],
