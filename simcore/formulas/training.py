@@ -158,6 +158,8 @@ def fsdp_call_s(implementation: FsdpImplementation, ranks, hop_latency_s, host_o
     """One weight collective's cost beyond its bytes: a ring's (ranks - 1) hops (NCCL's all-gather and
     reduce-scatter are rings) and the implementation's host ops per rank."""
     return (np.maximum(ranks, 1) - 1) * hop_latency_s + implementation.host_ops_per_rank * ranks * host_op_s
+
+
 # The per-layer detail :func:`simcore.formulas.transformer.layer_times_s` gives, by category.
 _LAYER_DETAIL = ("quantize", "flop", "grouped", "permute", "router")
 # The parts the GPUs spend computing, which the slowest GPU stretches.
