@@ -446,9 +446,11 @@ def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
 
 def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family, stage_layers,
                    host_op_s) -> tuple[np.ndarray, object, np.ndarray, np.ndarray, dict]:
-    """Gradient reduction over the DP (x CP) group by HFReduce or NCCL, the ZeRO-3 weight traffic,
-    what of it the step's compute does not hide, and how much longer that compute runs beside the
-    hidden part: (reduction time, its result, exposed time, compute slowdown time)."""
+    """Gradient reduction over the DP (x CP) group by HFReduce or NCCL, the ZeRO-3 weight traffic
+    (over NCCL, a transformer's layer by layer as its implementation runs it: ``stage_layers`` the
+    slowest stage's layers, 0 for a CNN), what of it the step's compute does not hide, and how much
+    longer that compute runs beside the hidden part: (the traffic's time before overlap, the
+    reduction's result, exposed time, compute slowdown time, the traffic by kind)."""
     tp_, cp_ = w["tp"], w["cp"]
     grad_bytes_per_gpu = step["local_params"] * w["grad_bytes"]
     reduce_ranks = dp_ranks * cp_
@@ -484,11 +486,11 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family,
     per_collective = 1.0 if hfreduce else 0.5
     gather_s = where(fsdp, m * per_collective * dp_s * gathers * w["weight_bytes"] / w["grad_bytes"], 0.0)
     dp_s = where(fsdp, m * per_collective * dp_s, dp_s) + gather_s
-    nccl_fsdp = fsdp & ~hfreduce
+    nccl_fsdp = fsdp & ~hfreduce & (stage_layers > 0)
     calls_s, overlaps = _fsdp_calls(w, nccl_fsdp, reduce_ranks, m * (gathers + 1) * stage_layers, host_op_s,
                                     params.collectives.hop_latency_s)
     # Prefetched a layer ahead, each round's first layer (the reduce-scatter's last) has no compute beside it.
-    unhidden_s = where(nccl_fsdp & overlaps, (dp_s + calls_s) / stage_layers, 0.0)
+    unhidden_s = where(nccl_fsdp & overlaps, (dp_s + calls_s) / np.maximum(stage_layers, 1), 0.0)
     window_s = where(fsdp, where(overlaps, step["compute_s"], 0.0),
                      where(w["overlap_grad_reduce"], step["backward_window"], 0.0))
     exposed_s = training.exposed_dp_s(dp_s + calls_s - unhidden_s, window_s, hfreduce, params.training) + unhidden_s
@@ -581,7 +583,7 @@ def train(p, params, family, clock, io, node, acc, g, nodes) -> tuple[dict, Trai
         stage_layers = np.maximum(np.maximum(stage_layer_counts[0], stage_layer_counts[1]), stage_layer_counts[2])
     else:
         step = _cnn_step(w, family, device, job_gpus, dp_ranks, m)
-        stage_layers = 1.0
+        stage_layers = 0.0
     dp_s, ar, exposed_dp, beside_dp_s, dp_detail = _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params,
                                                                   family, stage_layers, host_.op_s)
     step["parts"]["comm_sms"] = step["parts"].get("comm_sms", 0.0) + beside_dp_s

@@ -50,3 +50,14 @@ def test_the_step_names_the_calls_and_refuses_an_unknown_implementation():
     with pytest.raises(ScenarioError) as refused:
         evaluate(document)
     assert refused.value.field == "workload.fsdp_implementation"
+
+
+def test_a_cnn_sharded_over_nccl_keeps_its_whole_step_window():
+    """A CNN has no transformer layers to gather one by one: ZeRO-3 over NCCL hides its traffic behind
+    the step's compute as before, with no per-call cost."""
+    document = copy.deepcopy(scenario("vgg16-nccl-32"))
+    document["workload"]["zero_stage"] = 3
+    run = evaluate(document)["training"]
+    assert run["dp_detail_s"]["fsdp_calls"] == 0.0
+    assert run["dp_detail_s"]["param_gather"] > 0
+    assert run["step_parts_s"]["dp_exposed"] < run["dp_allreduce_s"]
