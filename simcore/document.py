@@ -478,15 +478,13 @@ SPEC: dict[str, Any] = {
                       doc="expert-parallel degree, folded over a pipeline stage's TP x CP x DP ranks (Megatron-Core)"),
             "zero_stage": opt("non_negative", 0, integer=True, at_most=3, label="ZeRO stage",
                               doc="1: distributed optimizer states; 2: and gradients; 3: and weights (FSDP)"),
-            "fsdp_implementation": Choice(FSDP_IMPLEMENTATIONS, "fsdp2", label="ZeRO-3 / FSDP implementation",
-                                          labels=("PyTorch FSDP2", "DeepSpeed ZeRO-3",
-                                                  "DeepSpeed ZeRO-3 v0.3 (2021)"),
-                                          doc="how ZeRO stage 3 gathers the weights: fsdp2 (one flat collective "
-                                              "a layer, prefetched a layer ahead), deepspeed-zero3 (one a "
-                                              "weight matrix, prefetched) or deepspeed-zero3-v0.3 (DeepSpeed "
-                                              "v0.3.13-v0.5 as SC21 ran it: a collective a weight matrix built "
-                                              "from a tensor view per rank, the device synchronized before "
-                                              "each, nothing overlapped)"),
+            "fsdp_implementation": Choice(
+                FSDP_IMPLEMENTATIONS, "fsdp2", label="ZeRO-3 / FSDP implementation",
+                labels=("PyTorch FSDP2", "DeepSpeed ZeRO-3", "DeepSpeed ZeRO-3 v0.3 (2021)"),
+                doc="how ZeRO stage 3 gathers a transformer's weights over NCCL: fsdp2 (one flat collective a "
+                    "layer, prefetched a layer ahead), deepspeed-zero3 (one a weight matrix, prefetched) or "
+                    "deepspeed-zero3-v0.3 (DeepSpeed v0.3.13-v0.5 as SC21 ran it: a collective a weight matrix "
+                    "built from a tensor view per rank, the device synchronized before each, nothing overlapped)"),
             "recompute": Choice(("none", "selective", "full"), "none", label="activation recomputation",
                                 labels=("None", "Selective (attention core)", "Full (every layer's forward)")),
             "recompute_norms": Flag(False, doc="recompute the norms in backward instead of keeping their outputs "

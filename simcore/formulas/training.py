@@ -138,7 +138,6 @@ class FsdpImplementation:
 # projection, FC1 (the gate fused in) and FC2. DeepSpeed leaves tensors under its persistence threshold
 # (100,000 elements: norms and biases) whole on every rank.
 LAYER_WEIGHT_MATRICES = 4.0
-FSDP_IMPLEMENTATIONS = ("fsdp2", "deepspeed-zero3", "deepspeed-zero3-v0.3")
 FSDP = {
     # PyTorch FSDP2 (torch.distributed.fsdp.fully_shard on each transformer block): one all-gather into a
     # flat buffer a block, the next block's prefetched, one reduce-scatter a block backward.
@@ -152,6 +151,7 @@ FSDP = {
     # _reduce_scatter_gradient likewise. A view and a copy per rank are counted as one eager op, a lower bound.
     "deepspeed-zero3-v0.3": FsdpImplementation(LAYER_WEIGHT_MATRICES, 1.0, False),
 }
+FSDP_IMPLEMENTATIONS = tuple(FSDP)
 
 
 def fsdp_call_s(implementation: FsdpImplementation, ranks, hop_latency_s, host_op_s):

@@ -486,7 +486,7 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family,
     per_collective = 1.0 if hfreduce else 0.5
     gather_s = where(fsdp, m * per_collective * dp_s * gathers * w["weight_bytes"] / w["grad_bytes"], 0.0)
     dp_s = where(fsdp, m * per_collective * dp_s, dp_s) + gather_s
-    nccl_fsdp = fsdp & ~hfreduce & (stage_layers > 0)
+    nccl_fsdp = fsdp & np.logical_not(hfreduce) & (stage_layers > 0) & (reduce_ranks > 1)
     calls_s, overlaps = _fsdp_calls(w, nccl_fsdp, reduce_ranks, m * (gathers + 1) * stage_layers, host_op_s,
                                     params.collectives.hop_latency_s)
     # Prefetched a layer ahead, each round's first layer (the reduce-scatter's last) has no compute beside it.
@@ -500,18 +500,16 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family,
 
 
 def _fsdp_calls(w, nccl_fsdp, ranks, layer_rounds, host_op_s, hop_latency_s):
-    """ZeRO-3 / FSDP over NCCL as its implementation runs it (:data:`training.FSDP`): each of
-    ``layer_rounds`` (a stage's layers times the micro-batches' gathers and reduce-scatter) takes
-    ``calls_per_layer`` collectives, each costing a ring's latency and the implementation's host ops
-    per rank (:func:`training.fsdp_call_s`). Returns (the calls' time, whether the implementation
-    overlaps its collectives with compute)."""
-    calls_per_layer, call_s, overlaps = 0.0, 0.0, True
-    for name, implementation in training.FSDP.items():
-        chosen = w["fsdp_implementation"] == name
-        calls_per_layer = where(chosen, implementation.calls_per_layer, calls_per_layer)
-        call_s = where(chosen, training.fsdp_call_s(implementation, ranks, hop_latency_s, host_op_s), call_s)
-        overlaps = where(chosen, implementation.overlaps, overlaps)
-    return where(nccl_fsdp, layer_rounds * calls_per_layer * call_s, 0.0), overlaps
+    """ZeRO-3 / FSDP over NCCL as its implementation runs it (:data:`training.FSDP`; a choice is one
+    value for every point): each of ``layer_rounds`` (a stage's layers times the micro-batches' gathers
+    and reduce-scatter) takes ``calls_per_layer`` collectives, each costing a ring's latency and the
+    implementation's host ops per rank (:func:`training.fsdp_call_s`). Returns (the calls' time,
+    whether the traffic may hide behind compute: always where these calls are not modelled, so that
+    HFReduce and a CNN keep their whole-step window)."""
+    implementation = training.FSDP[w["fsdp_implementation"]]
+    call_s = training.fsdp_call_s(implementation, ranks, hop_latency_s, host_op_s)
+    return (where(nccl_fsdp, layer_rounds * implementation.calls_per_layer * call_s, 0.0),
+            np.logical_not(nccl_fsdp) | implementation.overlaps)
 
 
 def _preprocessing_s(w, node, job_nodes):

@@ -4,10 +4,12 @@ import copy
 import pytest
 
 from simcore import ScenarioError, evaluate
+from simcore.formulas.collectives import CollectiveParams
+from simcore.formulas.host import X86_HOST_OP_S as HOST_OP_S
 from simcore.outputs import OUTPUTS
-from simcore.tools.references import scenario
+from simcore.tools.references import FF_2ZONE, GPT2_MEDIUM, scenario
 
-HOP_S, HOST_OP_S = 3.7e-6, 7.66e-6  # CollectiveParams.hop_latency_s; an x86 host's eager op (host.X86_HOST_OP_S)
+HOP_S = CollectiveParams().hop_latency_s
 
 
 def sc21_zero3(gpus, implementation):
@@ -52,12 +54,28 @@ def test_the_step_names_the_calls_and_refuses_an_unknown_implementation():
     assert refused.value.field == "workload.fsdp_implementation"
 
 
-def test_a_cnn_sharded_over_nccl_keeps_its_whole_step_window():
-    """A CNN has no transformer layers to gather one by one: ZeRO-3 over NCCL hides its traffic behind
-    the step's compute as before, with no per-call cost."""
-    document = copy.deepcopy(scenario("vgg16-nccl-32"))
-    document["workload"]["zero_stage"] = 3
-    run = evaluate(document)["training"]
-    assert run["dp_detail_s"]["fsdp_calls"] == 0.0
-    assert run["dp_detail_s"]["param_gather"] > 0
-    assert run["step_parts_s"]["dp_exposed"] < run["dp_allreduce_s"]
+def with_implementation(document, implementation):
+    document = copy.deepcopy(document)
+    document["workload"]["fsdp_implementation"] = implementation
+    return evaluate(document)["training"]
+
+
+def test_hfreduce_a_cnn_and_one_rank_keep_their_whole_step_window_whatever_the_implementation():
+    """The calls are modelled over NCCL for a transformer's layers between ranks: HFReduce's FSDP
+    (HaiScale) reduces whole buffers, a CNN has no layers to gather one by one, and one rank has
+    nothing to gather. Those keep the whole step's compute as their window."""
+    hfreduce = {"cluster": copy.deepcopy(FF_2ZONE),
+                "workload": {**GPT2_MEDIUM, "collective": "hfreduce", "global_batch": 32 * 64, "gpus": 64}}
+    cnn = copy.deepcopy(scenario("vgg16-nccl-32"))
+    cnn["workload"]["zero_stage"] = 3
+    one_rank = {"cluster": copy.deepcopy(FF_2ZONE),
+                "workload": {**GPT2_MEDIUM, "collective": "nccl", "global_batch": 32, "gpus": 1}}
+    for document in (hfreduce, cnn, one_rank):
+        runs = [with_implementation(document, name) for name in ("fsdp2", "deepspeed-zero3-v0.3")]
+        assert runs[1]["feasible"], runs[1]["infeasible_reason"]
+        assert runs[0]["step_time_s"] == pytest.approx(runs[1]["step_time_s"])
+        assert runs[1]["dp_detail_s"]["fsdp_calls"] == 0.0
+    assert runs[1]["dp_allreduce_s"] == 0.0
+    sharded = with_implementation(cnn, "fsdp2")
+    assert sharded["dp_detail_s"]["param_gather"] > 0
+    assert sharded["step_parts_s"]["dp_exposed"] < sharded["dp_allreduce_s"]
