@@ -39,6 +39,13 @@ DGXC_CPU_OVERHEAD = ("NVIDIA/dgxc-benchmarking microbenchmarks/cpu_overhead READ
                      "GB200 (Grace) 14.55")
 GB200_WRITE_UP = ("NVIDIA/Megatron-LM docs/discussions/deepseek-v3-gb200-optimization (commit eb0783b6), 2.1.4 and "
                   "2.2: the router's kernels 72, 31 with --moe-router-fusion, 17 with DeepEP's fused preprocessing")
+# Megatron-Core's dispatchers, dropless, wait on the host once in each MoE layer's forward for the token
+# counts that size the exchange (NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py,
+# commit d98e8a64): the all-to-all dispatcher's cuda_sync_point "before_ep_alltoall" (EP > 1), DeepEP's
+# tokens_per_expert.sum().item(), HybridEP's buffers sized at run time ("CPU sync") without a token budget.
+# The backward reuses the counts.
+MOE_DISPATCH_SYNC = ("NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py (commit d98e8a64): "
+                     "one host synchronization a MoE layer forward for the token counts")
 # Elementwise kernels of rotary embedding per rotated tensor (query, key): Megatron-Core's unfused
 # apply_rotary_pos_emb (x cos, the half rotation's negation and concatenation, x sin, their sum: 5);
 # fused (Transformer Engine's fused_rope): 1.
@@ -81,7 +88,8 @@ def _block_launches(layout, gemms, residual_unfused):
 def layer_launches(model, layout, host: Host) -> dict:
     """Kernels one rank launches per layer and micro-batch, eager: ``dense_f``/``dense_b`` and
     ``moe_f``/``moe_b`` (forward, backward with any recomputed forward added by the caller), and with
-    CUDA graphs ``graphed`` the same four where each captured scope is one launch.
+    CUDA graphs ``graphed`` the same four where each captured scope is one launch; ``moe_f_before_sync``
+    those of a MoE layer's forward before its dispatcher's host synchronization (attention and router).
 
     Attention: QKV and projection (MLA: its four or five GEMMs and two latent norms), rotary embedding
     on the query and key (Llama-style models), the attention kernel (forward 1, backward 2: a
@@ -117,11 +125,12 @@ def layer_launches(model, layout, host: Host) -> dict:
     shared_f, shared_b = shared * (2 * (1 + fp8) + activation), shared * (2 * (2 + fp8) + activation)
     moe_f = att_f + 2 + routing + experts_f + shared_f
     moe_b = att_b + 2 + routing + experts_b + shared_b
-    eager = {"dense_f": att_f + mlp_f, "dense_b": att_b + mlp_b, "moe_f": moe_f, "moe_b": moe_b}
+    eager = {"dense_f": att_f + mlp_f, "dense_b": att_b + mlp_b, "moe_f": moe_f, "moe_b": moe_b,
+             "moe_f_before_sync": att_f + router}
     # Graphed: a dense layer is one graph; a MoE layer two (attention; router and shared experts)
     # around its eager routed part (dispatch, combine, permutes, experts).
     graphed = {"dense_f": 1.0, "dense_b": 1.0, "moe_f": 2 + 2 + permute + experts_f,
-               "moe_b": 2 + 2 + permute + experts_b}
+               "moe_b": 2 + 2 + permute + experts_b, "moe_f_before_sync": 2.0}
     return {key: where(host.cuda_graphs, graphed[key], value) for key, value in eager.items()}
 
 
@@ -135,8 +144,8 @@ def te_modules(model, host: Host) -> dict:
     mla = np.asarray(model.mla, bool)
     attention = where(mla, where(model.q_lora_rank > 0, 5.0, 4.0), 2.0) + 1
     shared = 2 * np.minimum(model.shared_experts, 1.0)
-    eager = {"dense_f": attention + 2, "moe_f": attention + 2 + shared}
-    graphed = {"dense_f": 0.0, "moe_f": 2.0}
+    eager = {"dense_f": attention + 2, "moe_f": attention + 2 + shared, "moe_f_before_sync": attention}
+    graphed = {"dense_f": 0.0, "moe_f": 2.0, "moe_f_before_sync": 0.0}
     return {key: where(host.cuda_graphs, graphed[key], value) for key, value in eager.items()}
 
 
@@ -154,6 +163,16 @@ def constant_rows() -> list[dict]:
              "confidence": "secondary", "source": TE_MODULE_ISSUE},
             *({"family": "MoE router", "constant": f"kernels ({kind})", "value": count, "confidence": "measured",
                "source": GB200_WRITE_UP} for kind, count in ROUTER_KERNELS.items())]
+
+
+def synchronized_s(host_before_s, host_after_s, gpu_before_s, gpu_after_s):
+    """What a host synchronization inside a pass adds to it: the host waits there until the GPU has
+    run everything launched before, so each side of it takes the longer of its host and GPU time,
+    max(h1, g1) + max(h2, g2), instead of the whole pass's max(h1 + h2, g1 + g2). A MoE layer's
+    forward has one: every dispatcher copies the token counts to the host before its all-to-all
+    (:data:`MOE_DISPATCH_SYNC`)."""
+    return (np.maximum(host_before_s, gpu_before_s) + np.maximum(host_after_s, gpu_after_s)
+            - np.maximum(host_before_s + host_after_s, gpu_before_s + gpu_after_s))
 
 
 def exposed_host_s(host_s, gpu_s):

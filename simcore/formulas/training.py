@@ -27,7 +27,7 @@ import numpy as np
 
 from simcore.arrays import where
 from simcore.formulas import collectives
-from simcore.formulas.host import Host, exposed_host_s, host_forward_s, layer_launches, te_modules
+from simcore.formulas.host import Host, exposed_host_s, host_forward_s, layer_launches, synchronized_s, te_modules
 from simcore.formulas.overlap import bulk_s, reduce_scatter_exposed_s, ring_gather_exposed_s
 from simcore.formulas.transformer import Device, Layout, Model, layer_times_s, moe_dispatch_tokens
 
@@ -294,11 +294,12 @@ def _tp_traffic_s(layout: Layout, ops: dict, device: Device, tp_link: Link, acti
             "moe": (where(on, attention[0] + block, split), where(on, attention[1], 0.0))}
 
 
-def _host_exposed_s(model: Model, layout: Layout, parts: dict, host: Host) -> dict:
+def _host_exposed_s(model: Model, layout: Layout, ops: dict, parts: dict, host: Host) -> dict:
     """One layer's host time beyond its GPU compute per micro-batch, dense and MoE layers apart
     (:mod:`simcore.formulas.host`): the forward, its Transformer Engine modules at their measured
     time, and the backward with whatever it recomputes (full recomputation the whole forward again,
-    selective the attention kernel's launch)."""
+    selective the attention kernel's launch); a MoE layer's forward split at its dispatcher's host
+    synchronization (:func:`simcore.formulas.host.synchronized_s`)."""
     launches = layer_launches(model, layout, host)
     modules = te_modules(model, host)
     recomputed = where(layout.recompute == 2, 1.0, 0.0)
@@ -310,7 +311,14 @@ def _host_exposed_s(model: Model, layout: Layout, parts: dict, host: Host) -> di
         return (exposed_host_s(forward_s, parts[f"{layer}_f"])
                 + exposed_host_s(backward_s, parts[f"{layer}_b"] + parts[f"recompute_{kind}"]))
 
-    return {"dense": exposed("dense", "dense"), "moe": exposed("moe", "moe_layer")}
+    # A MoE layer's forward (and a fully recomputed one) waits on the host at its dispatch: attention and
+    # router before it, the routed experts after.
+    moe_forward_s = host_forward_s(launches["moe_f"], modules["moe_f"], host)
+    host_before_s = host_forward_s(launches["moe_f_before_sync"], modules["moe_f_before_sync"], host)
+    gpu_before_s = ops["attention_gemm_f"] + ops["attention_f"] + ops["memory_f"] + ops["detail"]["router_f"]
+    sync_s = synchronized_s(host_before_s, moe_forward_s - host_before_s, gpu_before_s,
+                            parts["moe_layer_f"] - gpu_before_s)
+    return {"dense": exposed("dense", "dense"), "moe": exposed("moe", "moe_layer") + (1 + recomputed) * sync_s}
 
 
 def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, device: Device, tp_link: Link,
@@ -536,7 +544,7 @@ def transformer_step(*, model: Model, layout: Layout, device: Device, pp, virtua
     ops = layer_times_s(model, layout, device)
     parts = _layer_parts(ops, layout)
     traffic = _layer_traffic_s(model, layout, ops, parts, device, tp_link, cp_link, dispatch)
-    traffic["host"] = _host_exposed_s(model, layout, parts, host)
+    traffic["host"] = _host_exposed_s(model, layout, ops, parts, host)
     dualpipe = schedule == "dualpipe"
     stages = _stages(model, layout, device, ops, parts, pp, virtual_stages, stage_layer_counts, pp_link, traffic,
                      dualpipe)

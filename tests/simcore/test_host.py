@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from simcore import evaluate
+from simcore.formulas import training
 from simcore.formulas.devices import FAMILIES
-from simcore.formulas.host import X86_HOST_MODULE_S, X86_HOST_OP_S, Host, layer_launches, te_modules
+from simcore.formulas.host import X86_HOST_MODULE_S, X86_HOST_OP_S, Host, layer_launches, synchronized_s, te_modules
 from simcore.formulas.transformer import rope_elements
 from simcore.tools.references import GB200_TRAY, LLAMA3_NODE, NVL72_RACKS
 
@@ -94,6 +95,33 @@ def test_a_small_model_on_grace_waits_for_its_host_and_cuda_graphs_remove_the_wa
     # An x86 host (no measurement given: a DGX H100's Xeon) launches faster.
     x86 = {**TWO_TRAYS, "node": {**GB200_TRAY, "host_op_us": None}}
     assert train(cluster=x86)["step_parts_s"]["host_launch"] < waited
+
+
+def test_a_moe_dispatch_waits_on_the_host_and_splits_the_forward_in_two():
+    """Megatron-Core's dispatchers copy the token counts to the host before the exchange: each side
+    of that wait takes the longer of its host and GPU time."""
+    # Host-heavy routing after a GPU-heavy attention: 1 + 2.5 ms against max(3, 2) = 3 ms unsynchronized.
+    assert synchronized_s(0.5e-3, 2.5e-3, 1.0e-3, 1.0e-3) == pytest.approx(0.5e-3)
+    assert synchronized_s(1.0e-3, 1.0e-3, 2.0e-3, 2.0e-3) == 0.0  # the GPU binds on both sides: nothing added
+    assert synchronized_s(2.0e-3, 2.0e-3, 1.0e-3, 1.0e-3) == 0.0  # the host binds on both sides: nothing added
+    # Before the wait: attention's launches (a dense layer's but its MLP block's five: norm, fc1, SwiGLU,
+    # fc2, residual) and the router's (its gate GEMM and 72 kernels), not the experts'.
+    split = layer_launches(MOE, layout(), host())
+    assert split["moe_f_before_sync"] == layer_launches(LLAMA, layout(), host())["dense_f"] - 5 + 1 + 72
+    assert te_modules(MOE, host())["moe_f_before_sync"] == 3
+    assert layer_launches(MOE, layout(), host(cuda_graphs=True))["moe_f_before_sync"] == 2
+
+
+def test_the_dispatchs_wait_adds_host_time_to_a_moe_step_on_grace(monkeypatch):
+    """On GB200 trays a MoE layer's long attention binds on the GPU and its routing on the host: the
+    wait between them shows in the step; a dense model has no wait."""
+    moe = {"experts": 16, "moe_top_k": 2, "expert_ffn_hidden": 2048, "ep": 8, "gpus": 8, "seq_len": 8192,
+           "global_batch": 16}
+    synced = train(**moe)["step_parts_s"]["host_launch"]
+    dense = train(seq_len=8192, global_batch=16, gpus=8)["step_parts_s"]["host_launch"]
+    monkeypatch.setattr(training, "synchronized_s", lambda *sides: 0.0)
+    assert synced > train(**moe)["step_parts_s"]["host_launch"] * 1.2
+    assert train(seq_len=8192, global_batch=16, gpus=8)["step_parts_s"]["host_launch"] == dense
 
 
 def test_a_large_layer_hides_its_launches():
