@@ -44,8 +44,6 @@ GB200_WRITE_UP = ("NVIDIA/Megatron-LM docs/discussions/deepseek-v3-gb200-optimiz
 # commit d98e8a64): the all-to-all dispatcher's cuda_sync_point "before_ep_alltoall" (EP > 1), DeepEP's
 # tokens_per_expert.sum().item(), HybridEP's buffers sized at run time ("CPU sync") without a token budget.
 # The backward reuses the counts.
-MOE_DISPATCH_SYNC = ("NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py (commit d98e8a64): "
-                     "one host synchronization a MoE layer forward for the token counts")
 # Elementwise kernels of rotary embedding per rotated tensor (query, key): Megatron-Core's unfused
 # apply_rotary_pos_emb (x cos, the half rotation's negation and concatenation, x sin, their sum: 5);
 # fused (Transformer Engine's fused_rope): 1.
@@ -170,7 +168,7 @@ def synchronized_s(host_before_s, host_after_s, gpu_before_s, gpu_after_s):
     run everything launched before, so each side of it takes the longer of its host and GPU time,
     max(h1, g1) + max(h2, g2), instead of the whole pass's max(h1 + h2, g1 + g2). A MoE layer's
     forward has one: every dispatcher copies the token counts to the host before its all-to-all
-    (:data:`MOE_DISPATCH_SYNC`)."""
+    (Megatron-Core's token_dispatcher.py, read at commit d98e8a64: the note above the router's kernels)."""
     return (np.maximum(host_before_s, gpu_before_s) + np.maximum(host_after_s, gpu_after_s)
             - np.maximum(host_before_s + host_after_s, gpu_before_s + gpu_after_s))
 

@@ -12,12 +12,16 @@ from simcore.tools.references import FF_2ZONE, GPT2_MEDIUM, scenario
 HOP_S = CollectiveParams().hop_latency_s
 
 
+def with_implementation(document, implementation):
+    document = copy.deepcopy(document)
+    document["workload"]["fsdp_implementation"] = implementation
+    return evaluate(document)["training"]
+
+
 def sc21_zero3(gpus, implementation):
     """SC21 Table 2's 174.6B model without model parallelism on Selene: 96 layers, one micro-batch of
     1,536 / gpus sequences a GPU, full recomputation (three gathers a layer and a reduce-scatter)."""
-    document = copy.deepcopy(scenario(f"sc21-t2-174.6b-zero3-{gpus}"))
-    document["workload"]["fsdp_implementation"] = implementation
-    return evaluate(document)["training"]
+    return with_implementation(scenario(f"sc21-t2-174.6b-zero3-{gpus}"), implementation)
 
 
 def test_deepspeed_2021_pays_a_collective_per_weight_matrix_per_rank_and_hides_nothing():
@@ -52,12 +56,6 @@ def test_the_step_names_the_calls_and_refuses_an_unknown_implementation():
     with pytest.raises(ScenarioError) as refused:
         evaluate(document)
     assert refused.value.field == "workload.fsdp_implementation"
-
-
-def with_implementation(document, implementation):
-    document = copy.deepcopy(document)
-    document["workload"]["fsdp_implementation"] = implementation
-    return evaluate(document)["training"]
 
 
 def test_hfreduce_a_cnn_and_one_rank_keep_their_whole_step_window_whatever_the_implementation():
