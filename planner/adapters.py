@@ -139,9 +139,8 @@ def calibration(plan: ClusterPlan) -> dict[str, dict]:
             origin = {"plan": measurement.plan.slug if measurement.plan else None,
                       "node_type": measurement.node_type.slug}
             for constant, fit in measurement.fitted.items():
-                chosen[constant] = {"value": fit["value"], "measurement": measurement.pk, "name": measurement.name,
-                                    "kind": measurement.kind, "carried": {**origin, "low": fit.get("low", fit["value"]),
-                                                                          "high": fit.get("high", fit["value"])}}
+                chosen[constant] = _override(measurement, fit, {**origin, "low": fit.get("low", fit["value"]),
+                                                                "high": fit.get("high", fit["value"])})
     scope = models.Q(plan__isnull=True, owner_id=plan.owner_id)
     if plan.pk:
         scope |= models.Q(plan_id=plan.pk)
@@ -149,9 +148,14 @@ def calibration(plan: ClusterPlan) -> dict[str, dict]:
         models.F("plan_id").asc(nulls_first=True), "created_at", "id")
     for measurement in found:  # node-type ones first (plan_id null sorts first), each newer over the older
         for constant, fit in measurement.fitted.items():
-            chosen[constant] = {"value": fit["value"], "measurement": measurement.pk, "name": measurement.name,
-                                "kind": measurement.kind, "carried": None}
+            chosen[constant] = _override(measurement, fit)
     return chosen
+
+
+def _override(measurement: Measurement, fit: dict, carried: dict | None = None) -> dict:
+    """One fitted constant of a measurement as an override entry (``carried``: where it came from, if carried)."""
+    return {"value": fit["value"], "measurement": measurement.pk, "name": measurement.name, "kind": measurement.kind,
+            "carried": carried}
 
 
 def link_power(plan: ClusterPlan) -> dict:

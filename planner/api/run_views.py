@@ -58,7 +58,7 @@ class MeasuredRunSerializer(ModelSerializer):
         return self._row(run)["passes"]
 
     def get_group(self, run) -> str:
-        return "step_time:{}:{}".format(*self._row(run)["trains"])
+        return services.run_group(self._row(run))
 
     @extend_schema_field(MegatronTimerSerializer(many=True))
     def get_megatron_timers(self, run) -> list[dict]:

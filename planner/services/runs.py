@@ -128,6 +128,11 @@ def run_update(*, run: MeasuredRun, changes: dict) -> MeasuredRun:
     return run
 
 
+def run_group(row: dict) -> str:
+    """The band group a run's validation row is shown under: step_time:<family>:<kind>."""
+    return "step_time:{}:{}".format(*row["trains"])
+
+
 def run_row(run: MeasuredRun) -> dict:
     """A run's validation row (as a published case's, :func:`simcore.tools.references.case_row`), its
     prediction memoized under the scenario and the engine version."""
@@ -162,19 +167,23 @@ def own_rows(user) -> list[dict]:
     return [run_row(run) for run in MeasuredRun.objects.visible_to(user)]
 
 
+def _owns(user, plan: ClusterPlan) -> bool:
+    """Whether ``user`` owns ``plan``: only then do their runs go with it (another's runs are private,
+    and yours say nothing of their plans)."""
+    return user.is_authenticated and plan.owner_id == user.pk
+
+
 def plan_rows(plan: ClusterPlan, user) -> list[dict]:
     """The runs that join a plan's bands for ``user``: their own, on a plan of their own; none on
-    anyone else's plan (another's runs are private, and yours say nothing of their plans)."""
-    if not user.is_authenticated or plan.owner_id != user.pk:
-        return []
-    return own_rows(user)
+    anyone else's plan."""
+    return own_rows(user) if _owns(user, plan) else []
 
 
 def _listed(found) -> list[dict]:
     rows = []
     for run in found.select_related("plan"):
         row = run_row(run)
-        rows.append({"run": run, "row": row, "group": "step_time:{}:{}".format(*row["trains"]),
+        rows.append({"run": run, "row": row, "group": run_group(row),
                      "timers": megatron_timers(run)})
     return rows
 
@@ -186,6 +195,4 @@ def user_runs(user) -> list[dict]:
 
 def plan_runs(plan: ClusterPlan, user) -> list[dict]:
     """The user's runs entered on this plan, on a plan of their own (none on anyone else's)."""
-    if not user.is_authenticated or plan.owner_id != user.pk:
-        return []
-    return _listed(MeasuredRun.objects.visible_to(user).filter(plan=plan))
+    return _listed(MeasuredRun.objects.visible_to(user).filter(plan=plan)) if _owns(user, plan) else []
