@@ -1,4 +1,4 @@
-"""Command line: ``simcore evaluate FILE|-``, ``validate``, ``fields``, ``bench`` and ``trace FILE``
+"""Command line: ``simcore evaluate FILE|-``, ``validate``, ``fit``, ``fields``, ``bench`` and ``trace FILE``
 (also run as ``python -m simcore``)."""
 import argparse
 import json
@@ -22,6 +22,10 @@ def main(argv=None) -> int:
     validate_cmd.add_argument("--json", action="store_true", help="print rows and summary as JSON")
     validate_cmd.add_argument("--known-misses", action="store_true",
                               help="list the cases the engine is known to miss, each with why, and exit")
+    fit_cmd = commands.add_parser(
+        "fit", help="fit the constants no microbenchmark gives over the development set (bounded least squares) "
+                    "and leave each group of rows out in turn; print the fits")
+    fit_cmd.add_argument("--write", action="store_true", help="store the fits in simcore/data/fitted_constants.yaml")
     commands.add_parser("fields", help="print the scenario document's fields as Markdown tables")
     bench_cmd = commands.add_parser("bench", help="print throughput figures")
     bench_cmd.add_argument("--points", type=int, default=1_000_000)
@@ -54,6 +58,14 @@ def _run(args) -> int:
         return _known_misses() if args.known_misses else _validate(args.json)
     if args.command == "trace":
         return _trace(args)
+    if args.command == "fit":
+        from simcore.tools import fit
+
+        entries = fit.fit_all()
+        print("\n".join(fit.report(entries)))
+        if args.write:
+            fit.write(entries)
+        return 0
     if args.command == "fields":
         from simcore.document import fields_markdown
 
@@ -179,7 +191,9 @@ def _known_misses() -> int:
 def _validate(as_json: bool) -> int:
     """Every reference case against its criterion; 1 when one fails that is not a known miss, or a
     known miss now passes (the list is then stale), else 0."""
+    from simcore.fitted import declarations
     from simcore.formulas.devices import constant_rows
+    from simcore.tools.fit import report
     from simcore.tools.references import KNOWN_MISSES, validate
 
     rows, summary = validate()
@@ -188,6 +202,7 @@ def _validate(as_json: bool) -> int:
     stale = [row["key"] for row in rows if row["passes"] and row["key"] in KNOWN_MISSES]
     if as_json:
         json.dump({"cases": rows, "summary": summary, "family_constants": constants,
+                   "fitted_constants": list(declarations()),
                    "unexpected_failures": unexpected, "known_misses_now_passing": stale}, sys.stdout, indent=2)
         print()
         return 1 if unexpected or stale else 0
@@ -195,7 +210,8 @@ def _validate(as_json: bool) -> int:
     for row in rows:
         mark = "pass" if row["passes"] else ("FAIL (known miss)" if row["key"] in KNOWN_MISSES else "FAIL")
         calibrated = (" (calibration point)" if row["calibration"] else "") + (
-            " (weak check)" if row["weak_check"] else "")
+            " (weak check)" if row["weak_check"] else "") + (
+            f" (fitted on; held out {row['held_out_error']:+.1%})" if row["fitted"] else "")
         print(f"{row['key']:34} {row['published']:>11.4g} {row['predicted']:>11.4g} {row['error']:>+8.1%}  "
               f"{row['criterion']:15} {mark}{calibrated}")
     print("weak check: a window around one published value, which passes predictions further off than the "
@@ -211,6 +227,11 @@ def _validate(as_json: bool) -> int:
     for row in constants:
         print(f"  {row['family']:10} {row['constant']:20} {row['value']:8.4f}  {row['confidence']:9}  "
               f"{row['source']}")
+    print()
+    print("fitted constants: no microbenchmark gives them; fitted over the rows marked 'fitted on' by "
+          "`python -m simcore fit` (bounded least squares), each group of rows left out in turn:")
+    for line in report(list(declarations())):
+        print(f"  {line}")
     print()
     failing = sum(not row["passes"] for row in rows)
     print(f"{failing} of {len(rows)} cases fail their criterion, {failing - len(unexpected)} of them known misses "

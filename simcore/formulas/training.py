@@ -126,12 +126,13 @@ DP_DETAIL = {"param_gather": "parameter all-gathers (ZeRO-3 / FSDP)", "grad_redu
 class FsdpImplementation:
     """How a ZeRO-3 / FSDP implementation runs the weights' collectives, read from its code.
     ``calls_per_layer``: collectives a layer for each all-gather or reduce-scatter round;
-    ``host_ops_per_rank``: eager host ops each call costs per data-parallel rank; ``overlaps``:
-    whether a layer's collectives run beside the compute (prefetched a layer ahead)."""
+    ``overlaps``: whether a layer's collectives run beside the compute (prefetched a layer ahead);
+    ``host_ops_constant``: the fitted constant (:mod:`simcore.fitted`) giving the eager host ops each
+    call costs per data-parallel rank (empty: none)."""
 
     calls_per_layer: float
-    host_ops_per_rank: float
     overlaps: bool
+    host_ops_constant: str = ""
 
 
 # A transformer layer's weight matrices as Megatron-style code holds them: the fused QKV, the attention
@@ -141,23 +142,24 @@ LAYER_WEIGHT_MATRICES = 4.0
 FSDP = {
     # PyTorch FSDP2 (torch.distributed.fsdp.fully_shard on each transformer block): one all-gather into a
     # flat buffer a block, the next block's prefetched, one reduce-scatter a block backward.
-    "fsdp2": FsdpImplementation(1.0, 0.0, True),
+    "fsdp2": FsdpImplementation(1.0, True),
     # DeepSpeed ZeRO-3 since v0.6 (2022): one coalesced all-gather a submodule (a weight matrix this size),
     # prefetched ahead on its own stream.
-    "deepspeed-zero3": FsdpImplementation(LAYER_WEIGHT_MATRICES, 0.0, True),
+    "deepspeed-zero3": FsdpImplementation(LAYER_WEIGHT_MATRICES, True),
     # DeepSpeed v0.3.13-v0.5 (2021, deepspeed/runtime/zero/partition_parameters.py): _allgather_param gathers
     # one parameter at a time after torch.cuda.synchronize(), into a list of one tensor view per rank
     # (flat_tensor.narrow in a Python loop), which PyTorch's list all_gather copies out one rank at a time;
-    # _reduce_scatter_gradient likewise. A view and a copy per rank are counted as one eager op, a lower bound.
-    "deepspeed-zero3-v0.3": FsdpImplementation(LAYER_WEIGHT_MATRICES, 1.0, False),
+    # _reduce_scatter_gradient likewise. The host ops each rank's view, copy, allocation and hooks cost are
+    # fitted (deepspeed_v03_host_ops_per_rank): no microbenchmark times that loop.
+    "deepspeed-zero3-v0.3": FsdpImplementation(LAYER_WEIGHT_MATRICES, False, "deepspeed_v03_host_ops_per_rank"),
 }
 FSDP_IMPLEMENTATIONS = tuple(FSDP)
 
 
-def fsdp_call_s(implementation: FsdpImplementation, ranks, hop_latency_s, host_op_s):
+def fsdp_call_s(ranks, hop_latency_s, host_op_s, host_ops_per_rank):
     """One weight collective's cost beyond its bytes: a ring's (ranks - 1) hops (NCCL's all-gather and
-    reduce-scatter are rings) and the implementation's host ops per rank."""
-    return (np.maximum(ranks, 1) - 1) * hop_latency_s + implementation.host_ops_per_rank * ranks * host_op_s
+    reduce-scatter are rings) and the implementation's ``host_ops_per_rank`` eager host ops per rank."""
+    return (np.maximum(ranks, 1) - 1) * hop_latency_s + host_ops_per_rank * ranks * host_op_s
 
 
 # The per-layer detail :func:`simcore.formulas.transformer.layer_times_s` gives, by category.

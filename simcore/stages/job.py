@@ -367,7 +367,7 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts,
             (parts["backward"] + parts["recomputation"]) / m), 0.0)
     return {"total_params": total_params, "active": counts["active"] * scale, "expert_params": expert_params,
             "mtp_params": counts["mtp"] * scale, "dense": dense, "expert_dp": expert_dp,
-            "local_params": shards["dense"] + shards["experts"],
+            "local_params": shards["dense"] + shards["experts"], "local_expert_params": shards["experts"],
             "tokens_per_step": w["global_batch"] * model.seq, "model_per_token": model_per_token,
             "hw_per_token": model_per_token + transformer.recompute_flops_per_token(model, layout.recompute,
                                                                                     model_per_token),
@@ -436,6 +436,7 @@ def _cnn_step(w, family, device, job_gpus, dp_ranks, m) -> dict:
     model_per_token = 3 * w["flops_per_sample_forward"]
     return {"total_params": total_params, "active": total_params, "expert_params": np.array(0.0),
             "mtp_params": np.array(0.0), "dense": total_params, "expert_dp": dp_ranks, "local_params": total_params,
+            "local_expert_params": np.array(0.0),
             "tokens_per_step": w["global_batch"],
             "model_per_token": model_per_token, "hw_per_token": model_per_token * (1 + recompute_share),
             "parts": parts, "compute_s": parts["forward"] + parts["backward"] + parts["recomputation"],
@@ -452,30 +453,36 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family,
     longer that compute runs beside the hidden part: (the traffic's time before overlap, the
     reduction's result, exposed time, compute slowdown time, the traffic by kind)."""
     tp_, cp_ = w["tp"], w["cp"]
-    grad_bytes_per_gpu = step["local_params"] * w["grad_bytes"]
     reduce_ranks = dp_ranks * cp_
     hfreduce = w["collective"] == "hfreduce"
     all_ok = node["nvlink_topology"] == "all-to-all"
     # NCCL over an all-to-all scale-up domain larger than a node treats the domain as the node.
     unit = g if hfreduce else nccl_unit
     unit_io = domain_io(io, g, unit)
-    dp_per_node = np.minimum(reduce_ranks, unit / tp_)
-    shards_per_node = unit / np.maximum(dp_per_node, 1)
-    dp_nodes = np.ceil(reduce_ranks / np.maximum(dp_per_node, 1))
-    dp_io = collectives.NodeIO(
-        gpus_per_node=np.maximum(dp_per_node, 1), nic_bw_gbyte_s=unit_io.nic_bw_gbyte_s / shards_per_node,
-        host_mem_bw_gbyte_s=unit_io.host_mem_bw_gbyte_s / shards_per_node, pcie_bw_gbyte_s=io.pcie_bw_gbyte_s,
-        root_port_bw_gbyte_s=io.root_port_bw_gbyte_s, shared_root_ports=io.shared_root_ports,
-        p2p_bw_gbyte_s=io.p2p_bw_gbyte_s, scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains)
     if hfreduce:
         # HFReduce sums an NVLink pair first only if both GPUs hold the same gradients (no TP).
+        dp_nodes, dp_io = _group_io(io, unit_io, unit, reduce_ranks, unit / tp_)
         pair_reduce = (node["nvlink_topology"] == "pairs") & w["use_nvlink"] & (tp_ == 1)
-        ar = collectives.hfreduce(grad_bytes_per_gpu, dp_nodes, dp_io, nvlink=pair_reduce,
+        ar = collectives.hfreduce(step["local_params"] * w["grad_bytes"], dp_nodes, dp_io, nvlink=pair_reduce,
                                   cross_zone=w["cross_zone"], params=params.collectives)
+        dp_s = where(reduce_ranks > 1, ar.time_s, 0.0)
     else:
-        ar = collectives.nccl_allreduce(grad_bytes_per_gpu, dp_nodes, dp_io,
-                                        nvlink_all_to_all=all_ok & w["use_nvlink"], params=params.collectives)
-    dp_s = where(reduce_ranks > 1, ar.time_s, 0.0)
+        # Megatron-Core reduces the experts' gradients apart from the rest (their own buffers, over the
+        # expert-data-parallel group: ranks holding the same experts, EP x expert-TP apart), so a domain
+        # holds domain / (EP x ETP) of that group's ranks, each reaching the others over its own NIC.
+        nvlink = all_ok & w["use_nvlink"]
+        dense_bytes = (step["local_params"] - step["local_expert_params"]) * w["grad_bytes"]
+        dp_nodes, dp_io = _group_io(io, unit_io, unit, reduce_ranks, unit / tp_)
+        ar = collectives.nccl_allreduce(dense_bytes, dp_nodes, dp_io, nvlink_all_to_all=nvlink,
+                                        params=params.collectives)
+        expert_ranks = step["expert_dp"]
+        expert_nodes, expert_io = _group_io(io, unit_io, unit, expert_ranks,
+                                            np.floor(unit / (w["ep"] * expert_tp(w))))
+        experts = collectives.nccl_allreduce(np.maximum(step["local_expert_params"] * w["grad_bytes"], 1.0),
+                                             expert_nodes, expert_io, nvlink_all_to_all=nvlink,
+                                             params=params.collectives)
+        dp_s = (where(reduce_ranks > 1, ar.time_s, 0.0)
+                + where((expert_ranks > 1) & (step["local_expert_params"] > 0), experts.time_s, 0.0))
     # ZeRO-3 / FSDP: every micro-batch allgathers the weights for forward and again for backward (and
     # for a fully recomputed forward) and reduce-scatters the gradients, all of which can hide behind the
     # whole step's compute instead of the last backward alone. With NCCL each moves half an allreduce's
@@ -487,8 +494,7 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family,
     gather_s = where(fsdp, m * per_collective * dp_s * gathers * w["weight_bytes"] / w["grad_bytes"], 0.0)
     dp_s = where(fsdp, m * per_collective * dp_s, dp_s) + gather_s
     nccl_fsdp = fsdp & np.logical_not(hfreduce) & (stage_layers > 0) & (reduce_ranks > 1)
-    calls_s, overlaps = _fsdp_calls(w, nccl_fsdp, reduce_ranks, m * (gathers + 1) * stage_layers, host_op_s,
-                                    params.collectives.hop_latency_s)
+    calls_s, overlaps = _fsdp_calls(w, nccl_fsdp, reduce_ranks, m * (gathers + 1) * stage_layers, host_op_s, params)
     # Prefetched a layer ahead, each round's first layer (the reduce-scatter's last) has no compute beside it.
     unhidden_s = where(nccl_fsdp & overlaps, (dp_s + calls_s) / np.maximum(stage_layers, 1), 0.0)
     window_s = where(fsdp, where(overlaps, step["compute_s"], 0.0),
@@ -499,7 +505,20 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family,
             training.beside_collective_s(dp_s + calls_s - exposed_s, hfreduce, family.overlap_gemm_slowdown), detail)
 
 
-def _fsdp_calls(w, nccl_fsdp, ranks, layer_rounds, host_op_s, hop_latency_s):
+def _group_io(io, unit_io, unit, ranks, per_unit) -> tuple[np.ndarray, collectives.NodeIO]:
+    """A data-parallel group of ``ranks`` ranks with ``per_unit`` of them to each scale-up domain (or node)
+    of ``unit`` GPUs, as collectives see it: its domains, and a domain's I/O shared with the domain's other
+    groups of the kind (each of them its share of the NICs and host memory)."""
+    per_node = np.maximum(np.minimum(ranks, per_unit), 1)
+    shards = unit / per_node
+    return np.ceil(ranks / per_node), collectives.NodeIO(
+        gpus_per_node=per_node, nic_bw_gbyte_s=unit_io.nic_bw_gbyte_s / shards,
+        host_mem_bw_gbyte_s=unit_io.host_mem_bw_gbyte_s / shards, pcie_bw_gbyte_s=io.pcie_bw_gbyte_s,
+        root_port_bw_gbyte_s=io.root_port_bw_gbyte_s, shared_root_ports=io.shared_root_ports,
+        p2p_bw_gbyte_s=io.p2p_bw_gbyte_s, scaleup_bw_gbyte_s=io.scaleup_bw_gbyte_s, numa_domains=io.numa_domains)
+
+
+def _fsdp_calls(w, nccl_fsdp, ranks, layer_rounds, host_op_s, params):
     """ZeRO-3 / FSDP over NCCL as its implementation runs it (:data:`training.FSDP`; a choice is one
     value for every point): each of ``layer_rounds`` (a stage's layers times the micro-batches' gathers
     and reduce-scatter) takes ``calls_per_layer`` collectives, each costing a ring's latency and the
@@ -507,7 +526,8 @@ def _fsdp_calls(w, nccl_fsdp, ranks, layer_rounds, host_op_s, hop_latency_s):
     whether the traffic may hide behind compute: always where these calls are not modelled, so that
     HFReduce and a CNN keep their whole-step window)."""
     implementation = training.FSDP[w["fsdp_implementation"]]
-    call_s = training.fsdp_call_s(implementation, ranks, hop_latency_s, host_op_s)
+    host_ops = params.fitted[implementation.host_ops_constant] if implementation.host_ops_constant else 0.0
+    call_s = training.fsdp_call_s(ranks, params.collectives.hop_latency_s, host_op_s, host_ops)
     return (where(nccl_fsdp, layer_rounds * implementation.calls_per_layer * call_s, 0.0),
             np.logical_not(nccl_fsdp) | implementation.overlaps)
 

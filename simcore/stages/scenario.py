@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simcore import budget
+from simcore import budget, fitted
 from simcore.arrays import to_json, where
 from simcore.document import parse
 from simcore.errors import ScenarioError
@@ -34,6 +34,8 @@ class EngineParams:
     collectives: CollectiveParams = field(default_factory=CollectiveParams)
     power: PowerParams = field(default_factory=PowerParams)
     training: TrainingParams = field(default_factory=TrainingParams)
+    # Constants fitted over the development set (simcore.fitted; simcore/data/fitted_constants.yaml), by name.
+    fitted: dict = field(default_factory=fitted.values)
 
 
 def _lists(tree, prefix, found: list):

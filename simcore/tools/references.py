@@ -8,12 +8,13 @@ model; ``python -m simcore validate`` prints them. :func:`case_from` reads a cas
 from any mapping, so that a user's own measured runs are checked, and banded, as the published are.
 """
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from simcore import fitted
 from simcore.document import parse
 from simcore.errors import ScenarioError
 from simcore.formulas import collectives
@@ -240,10 +241,12 @@ def band_group(row: dict) -> str | None:
 
 def band_error(row: dict) -> float:
     """A row's signed error in its band's quantity: a rate's error turned into the step time's
-    (a rate predicted 1+e times too high is a step predicted 1/(1+e) times as long)."""
+    (a rate predicted 1+e times too high is a step predicted 1/(1+e) times as long). A row a constant
+    was fitted on counts with its held-out error (the constant fitted without the row's group)."""
+    error = row["held_out_error"] if row.get("held_out_error") is not None else row["error"]
     if row["trains"] and STEP_TIME_UNITS.get(row["unit"]) == -1:
-        return 1 / (1 + row["error"]) - 1
-    return row["error"]
+        return 1 / (1 + error) - 1
+    return error
 
 
 def error_bands(rows: list[dict], leave_out: str | None = None) -> dict[str, dict]:
@@ -310,9 +313,19 @@ def case_row(case: ReferenceCase, predicted: float) -> dict:
 
 
 def validate(params: EngineParams | None = None) -> tuple[list[dict], dict[str, dict]]:
-    """Evaluate every reference case: rows with prediction, error and pass, and a per-model summary."""
+    """Evaluate every reference case: rows with prediction, error and pass, and a per-model summary. A
+    row a constant was fitted on (:mod:`simcore.fitted`) also carries ``fitted`` (the constants) and
+    ``held_out_error``: its error with each such constant at its value fitted without the row's group."""
     params = params or EngineParams()
-    rows = [case_row(case, case.predict(params)) for case in CASES]
+    held_out = fitted.held_out_values()
+    rows = []
+    for case in CASES:
+        row = case_row(case, case.predict(params))
+        row["fitted"], row["held_out_error"] = sorted(held_out.get(case.key, {})), None
+        if case.key in held_out:
+            left_out = replace(params, fitted={**params.fitted, **held_out[case.key]})
+            row["held_out_error"] = case.predict(left_out) / case.published - 1
+        rows.append(row)
     summary = {}
     for row in rows:
         entry = summary.setdefault(row["model"], {"cases": 0, "passing": 0, "weak_checks": 0, "errors": []})
