@@ -102,6 +102,7 @@ def test_the_build_gives_an_sdist_and_a_wheel_of_the_package_and_leaves_one_sour
         metadata = archive.read(f"simcore-{simcore.__version__}.dist-info/METADATA").decode()
     assert {"simcore/__init__.py", "simcore/formulas/reliability.py", "simcore/tools/references.py",
             "simcore/py.typed", "simcore/data/reference_cases.yaml", "simcore/data/reference_cases.schema.json",
+            "simcore/data/fitted_constants.yaml", "simcore/data/fitted_constants.schema.json",
             f"simcore-{simcore.__version__}.dist-info/licenses/LICENSE"} <= names
     assert "License-Expression: Apache-2.0" in metadata and "Classifier: Typing :: Typed" in metadata
     assert "Description-Content-Type: text/markdown" in metadata and "simcore validate --known-misses" in metadata
