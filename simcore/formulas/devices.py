@@ -81,6 +81,11 @@ class DeviceFamily:
     # read between by log2 of the EP size and held beyond (one point: every size); one not listed runs
     # at the link's.
     dispatcher_gbyte_s: dict = field(default_factory=dict)
+    # Measured dispatch and combine rates across nodes (GB/s a GPU sends, counting one copy per token and
+    # destination node, its own node included, as DeepEP's and HybridEP's benchmarks count them) by
+    # dispatcher, as (EP ranks, dispatch, combine) points read the same way; one not listed runs over the
+    # network at the NICs' line rate.
+    dispatcher_network_gbyte_s: dict = field(default_factory=dict)
     vendor: str = "NVIDIA"  # whose driver's fault codes the device reports (NVIDIA: Xids)
     basis: dict = field(default_factory=dict)  # constant name -> (confidence, source)
 
@@ -171,7 +176,16 @@ FAMILIES = {
         scaleup_fraction=370 / 450, conv_fraction=float("nan"),
         reference_sm_count=132, reference_hbm_gbyte_s=3350, nvls_allreduce_gain=480 / 370, rate_spread=0.05,
         overlap_gemm_slowdown=OVERLAP_SLOWDOWN, dispatcher_gbyte_s={"hybridep": ((8, 368.9, 368.87),)},
+        dispatcher_network_gbyte_s={"hierarchical": ((16, 90.0, 81.0), (32, 61.0, 61.0)),
+                                    "hybridep": ((16, 54.47, 53.35), (32, 47.36, 52.53), (64, 41.24, 46.57))},
         basis={
+            "dispatcher_network_gbyte_s": (
+                "measured", "deepseek-ai/DeepEP README (commit b306af0): DeepEP v2 on H800/H100 with CX7, 8K tokens, "
+                            "h 7168, top 8, EP 8 x 2 nodes 90 GB/s dispatch and 81 combine, 8 x 4 nodes 61 and 61; "
+                            "DeepEP hybrid-ep branch docs/README_Hybrid-EP.md (commit 94a9f8f): HybridEP on H100, "
+                            "4096 tokens, h 7168, top 8, BF16 through the Torch API with 16 SMs, 16 ranks 54.47 / "
+                            "53.35, 32 ranks 47.36 / 52.53, 64 ranks 41.24 / 46.57; both count a copy per token and "
+                            "node, its own node included (tests/elastic/test_ep.py, tests/utils.py)"),
             "overlap_gemm_slowdown": OVERLAP_BASIS,
             "dispatcher_gbyte_s": ("secondary", f"{DSV3_GB200}: HybridEP in one DGX H100, 368.9 GB/s dispatch and "
                                                 "368.87 combine with 16 blocks (its chart, images/image6.png); DeepEP "
@@ -201,7 +215,11 @@ FAMILIES = {
         fp4_gemm_fraction=B200_FP4_BEST_TFLOPS / B200_FP4_PEAK_TFLOPS,
         dispatcher_gbyte_s={"hierarchical": ((8, 726.0, 740.0), (32, 400.0, 190.0)),
                             "hybridep": ((36, 714.66, 657.72),)},
+        dispatcher_network_gbyte_s={"hierarchical": ((16, 90.0, 91.0),)},
         basis={
+            "dispatcher_network_gbyte_s": (
+                "measured", "deepseek-ai/DeepEP README (commit b306af0): DeepEP v2 on SM100 with CX7, EP 8 x 2 nodes, "
+                            "90 GB/s dispatch and 91 combine, a copy per token and node, its own node included"),
             "rate_spread": ("estimate", "no B200 spread measurement found: Hopper's 5% across a node"),
             "overlap_gemm_slowdown": ("estimate", "no Blackwell measurement found: the A100/H100 mean of Lee et al., "
                                                   "arXiv:2507.03114"),
@@ -257,6 +275,7 @@ _RUBIN_SHARES = ("gemm_fraction", "fp8_gemm_fraction", "fp4_gemm_fraction", "hbm
 # its dispatchers' rates (measured on NVLink 5: Rubin's run at its link's rate).
 FAMILIES["rubin"] = replace(
     _BLACKWELL, key="rubin", name="NVIDIA Rubin (announced)", full_clock_power_w=float("nan"), dispatcher_gbyte_s={},
+    dispatcher_network_gbyte_s={},
     reference_hbm_gbyte_s=22000.0,
     basis=_borrowed({name: _BLACKWELL.basis[name] for name in _RUBIN_SHARES}, "Blackwell",
                     "no Rubin part has shipped to measure (announced H2 2026)"))
@@ -287,12 +306,13 @@ def constant_rows() -> list[dict]:
                 confidence, source = family.basis[name]
                 rows.append({"family": family.key, "constant": name, "value": getattr(family, name),
                              "confidence": confidence, "source": source})
-        for dispatcher, points in family.dispatcher_gbyte_s.items():
-            confidence, source = family.basis["dispatcher_gbyte_s"]
-            for ep, dispatch, combine in points:
-                for direction, rate in (("dispatch", dispatch), ("combine", combine)):
-                    rows.append({"family": family.key, "constant": f"{dispatcher} EP{ep} {direction} GB/s",
-                                 "value": rate, "confidence": confidence, "source": source})
+        for table, where_ in (("dispatcher_gbyte_s", ""), ("dispatcher_network_gbyte_s", " across nodes")):
+            for dispatcher, points in getattr(family, table).items():
+                confidence, source = family.basis[table]
+                for ep, dispatch, combine in points:
+                    for direction, rate in (("dispatch", dispatch), ("combine", combine)):
+                        rows.append({"family": family.key, "constant": f"{dispatcher} EP{ep} {direction} GB/s{where_}",
+                                     "value": rate, "confidence": confidence, "source": source})
         kernel = DEFAULT_KERNEL[FAMILY_TABLES[family.key]]
         confidence, source = BASIS[family.key]
         rows.append({"family": family.key, "constant": f"attention_rates ({kernel})",

@@ -47,6 +47,12 @@ WGRAD_BYTES = 2.0
 # gradient written backward (4).
 CROSS_ENTROPY_BYTES_PER_LOGIT = {False: (10.0, 6.0), True: (2.0, 4.0)}
 RECOMPUTE = ("none", "selective", "full")
+# Bytes per logit the loss holds on the last pipeline stage while its micro-batch's backward starts (its
+# vocabulary split over TP). Unfused (Megatron-LM's vocab-parallel cross-entropy, megatron/core/fusions and
+# tensor_parallel/cross_entropy.py; TorchTitan's F.cross_entropy on logits.float()): the bf16 logits and
+# their fp32 softmax kept for the backward, 2 + 4. Fused (Transformer Engine's parallel cross-entropy): the
+# gradient written in place of the bf16 logits, 2.
+LOGIT_BYTES = {False: 6.0, True: 2.0}
 
 
 @dataclass(frozen=True)
@@ -185,7 +191,9 @@ class Dispatch:
     Megatron-Core's EP overlap) which meanwhile loses ``comm_sm_share`` of its SMs.
     ``dispatch_gbyte_s`` and ``combine_gbyte_s``: the dispatcher's measured rate for the copies
     moved inside a domain (:data:`simcore.formulas.devices.DeviceFamily.dispatcher_gbyte_s`; NaN: the
-    link's)."""
+    link's); ``network_dispatch_gbyte_s`` and ``network_combine_gbyte_s``: its measured rate across
+    nodes, counting a copy per token and destination domain, its own included
+    (``dispatcher_network_gbyte_s``; NaN: the network link's line rate for the remote copies)."""
 
     inside: Link
     network: Link
@@ -197,6 +205,8 @@ class Dispatch:
     comm_sm_share: np.ndarray
     dispatch_gbyte_s: np.ndarray = np.nan
     combine_gbyte_s: np.ndarray = np.nan
+    network_dispatch_gbyte_s: np.ndarray = np.nan
+    network_combine_gbyte_s: np.ndarray = np.nan
 
 
 def dispatch_copies(top_k, ranks_in_domain, domains, hierarchical, max_domains):
@@ -217,12 +227,19 @@ def dispatch_copies(top_k, ranks_in_domain, domains, hierarchical, max_domains):
     return top_k * remote_share, top_k * (r - 1) / (n * r)
 
 
-def all_to_all_s(bytes_per_copy, copies, dispatch: Dispatch, inside_rate_gbyte_s=np.nan):
+def all_to_all_s(bytes_per_copy, copies, dispatch: Dispatch, inside_rate_gbyte_s=np.nan,
+                 network_rate_gbyte_s=np.nan):
     """One dispatch or combine: every rank sends its copies at once, the network and the links
     inside the domain in parallel (DeepSeek-V3 3.2.2: IB and NVLink fully overlapped), one latency;
-    inside the domain at the dispatcher's measured rate where there is one, else the link's."""
+    inside the domain at the dispatcher's measured rate where there is one, else the link's; across
+    domains at its measured rate where there is one (which counts, beside the n - 1 remote domains'
+    copies, the one its own domain keeps: n / (n - 1) of the remote copies), else the network's."""
     network_copies, inside_copies = copies
-    network_s = network_copies * bytes_per_copy / (dispatch.network.bw_gbyte_s * collectives.GB)
+    n = dispatch.domains
+    measured_s = (network_copies * n / np.maximum(n - 1, 1) * bytes_per_copy
+                  / (network_rate_gbyte_s * collectives.GB))
+    network_s = where(np.isnan(network_rate_gbyte_s),
+                      network_copies * bytes_per_copy / (dispatch.network.bw_gbyte_s * collectives.GB), measured_s)
     inside_bw = where(np.isnan(inside_rate_gbyte_s), dispatch.inside.bw_gbyte_s, inside_rate_gbyte_s)
     inside_s = inside_copies * bytes_per_copy / (inside_bw * collectives.GB)
     latency = where(dispatch.domains > 1, dispatch.network.latency_s, dispatch.inside.latency_s)
@@ -344,8 +361,10 @@ def _layer_traffic_s(model: Model, layout: Layout, ops: dict, parts: dict, devic
     pair_bytes = h * layout.act_bytes * moe_dispatch_tokens(layout, tokens)
     # Forward a dispatch and a combine; backward each one's gradient, the other's way round (again with
     # full recomputation).
-    ep_s = (2 + full) * (all_to_all_s(pair_bytes, copies, dispatch, dispatch.dispatch_gbyte_s)
-                         + all_to_all_s(pair_bytes, copies, dispatch, dispatch.combine_gbyte_s))
+    ep_s = (2 + full) * (all_to_all_s(pair_bytes, copies, dispatch, dispatch.dispatch_gbyte_s,
+                                      dispatch.network_dispatch_gbyte_s)
+                         + all_to_all_s(pair_bytes, copies, dispatch, dispatch.combine_gbyte_s,
+                                        dispatch.network_combine_gbyte_s))
     if dispatch.overlap:
         ep_s = overlapped_s(ep_s, parts["moe_layer_f"] + parts["moe_layer_b"] + parts["recompute_moe"],
                             dispatch.comm_sm_share)
@@ -622,9 +641,11 @@ def activation_bytes_per_layer(model: Model, layout: Layout, moe_layer) -> np.nd
 def activation_bytes_peak(model: Model, layout: Layout, schedule: str, pp, virtual_stages, micro_batches,
                           stage_layer_counts) -> np.ndarray:
     """Activations the busiest rank holds: of the first stage (rank 0, with the leading dense layers
-    of an MoE), the first middle one (rank 1) and the last (rank p - 1), the most of its layer
-    passes held (:func:`held_layer_passes`) times its mean layer's activations; with full
-    recomputation one layer's activations are rebuilt at a time on top."""
+    of an MoE), the first middle one (rank 1) and the last (rank p - 1, or rank 0 without a
+    pipeline), the most of its layer passes held (:func:`held_layer_passes`) times its mean layer's
+    activations, the last with one micro-batch's logits as its loss keeps them
+    (:func:`logits_bytes`); with full recomputation one layer's activations are rebuilt at a time on
+    top."""
     dense = activation_bytes_per_layer(model, layout, False)
     has_moe = model.experts > 0
     moe = activation_bytes_per_layer(model, layout, True) if np.asarray(has_moe).any() else dense
@@ -640,15 +661,23 @@ def activation_bytes_peak(model: Model, layout: Layout, schedule: str, pp, virtu
         return per_layer * held_layer_passes(schedule, pp, virtual_stages, micro_batches, rank, layers,
                                              short_chunk, shortfall)
 
-    peak = held(first_layers, first_dense, 0.0, 0.0)
+    logits = logits_bytes(model, layout)
+    peak = held(first_layers, first_dense, 0.0, 0.0) + where(pp == 1, logits, 0.0)
     peak = np.maximum(peak, where(pp >= 3, held(middle_layers, rest_dense, 1.0, 0.0), 0.0))
-    peak = np.maximum(peak, where(pp >= 2, held(last_layers, rest_dense, pp - 1, virtual_stages - 1), 0.0))
+    peak = np.maximum(peak, where(pp >= 2, held(last_layers, rest_dense, pp - 1, virtual_stages - 1) + logits, 0.0))
     full = layout.recompute == 2
     rebuilt = 0.0
     if np.asarray(full).any():  # one layer's activations rebuilt at a time on top of the kept inputs
         kept = Layout(**{**layout.__dict__, "recompute": np.zeros_like(layout.recompute)})
         rebuilt = where(full, activation_bytes_per_layer(model, kept, has_moe), 0.0)
     return peak + rebuilt
+
+
+def logits_bytes(model: Model, layout: Layout) -> np.ndarray:
+    """One micro-batch's logits on a rank as its loss holds them: its tokens (over CP) times its share
+    of the vocabulary (over TP) times :data:`LOGIT_BYTES` (fused or not)."""
+    per_logit = where(layout.cross_entropy_fused, LOGIT_BYTES[True], LOGIT_BYTES[False])
+    return layout.micro_batch * model.seq / layout.cp * model.vocab / layout.tp * per_logit
 
 
 def offloaded_activation_bytes(peak_bytes, layer_bytes, offloaded_layers, stage_layers):
@@ -672,9 +701,11 @@ def memory_per_gpu_bytes(*, dense_params, expert_params, tp, pp, ep, etp, dp, ex
     """Per-GPU HBM footprint by term, stacked along the first axis in ``MEMORY_TERMS`` order.
 
     Dense weights split over TP x PP, experts over ETP x PP x EP; ZeRO stage 1/2/3 shards optimizer
-    states / gradients / weights over the copies of each: ``dp`` for dense weights, ``expert_dp``
-    for experts. ``copies``: stages a rank holds the weights and gradients of (DualPipe: 2; their
-    gradients are summed before one optimizer step).
+    states / gradients / weights over the copies of each: ``dp`` for dense weights (the data-parallel
+    x context-parallel ranks, which hold the same weights: Megatron-Core's distributed optimizer shards
+    over its dp_cp group, TorchTitan's FSDP over dp_shard x cp), ``expert_dp`` for experts.
+    ``copies``: stages a rank holds the weights and gradients of (DualPipe: 2; their gradients are
+    summed before one optimizer step).
     """
     dense, experts = dense_params / (tp * pp), expert_params / (etp * pp * ep)
 

@@ -233,16 +233,19 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
         inside=inside, network=network, ranks_in_domain=ranks_in_domain, domains=np.maximum(ep / ranks_in_domain, 1.0),
         hierarchical=w["moe_dispatcher"] != "alltoall", max_domains=w["moe_max_domains"],
         overlap=w["moe_overlap"] or w["pipeline_schedule"] == "dualpipe", comm_sm_share=comm_sm_share(w, node),
-        **dispatcher_rates(family, w["moe_dispatcher"], on_scaleup, ep))
+        **dispatcher_rates(family.dispatcher_gbyte_s, w["moe_dispatcher"], on_scaleup, ep),
+        **{f"network_{key}": rate for key, rate in dispatcher_rates(family.dispatcher_network_gbyte_s,
+                                                                    w["moe_dispatcher"], True, ep).items()})
     links = {"tp": tp_link, "cp": cp_link, "dispatch": dispatch, "pp": pp_link}
     return links, {"tp": tp_where, "cp": cp_where, "ep": ep_where, "pp": pp_where}
 
 
-def dispatcher_rates(family, dispatcher: str, on_scaleup, ep) -> dict:
-    """The dispatcher's measured dispatch and combine rates inside a scale-up domain for the family at
-    the group's EP size, read geometrically between the measured sizes by log2 of the size and held
-    beyond them (NaN where it has none, or where the group's domain is a node reached over PCIe)."""
-    points = family.dispatcher_gbyte_s.get(dispatcher)
+def dispatcher_rates(table: dict, dispatcher: str, on_scaleup, ep) -> dict:
+    """The dispatcher's measured dispatch and combine rates in a family's ``table`` (inside a scale-up
+    domain, or across nodes) at the group's EP size, read geometrically between the measured sizes by
+    log2 of the size and held beyond them (NaN where it has none, or where ``on_scaleup`` is false: a
+    group whose domain is a node reached over PCIe)."""
+    points = table.get(dispatcher)
     if points is None:
         return {"dispatch_gbyte_s": np.nan, "combine_gbyte_s": np.nan}
     sizes, dispatch, combine = (np.log2(np.array(column, float)) for column in zip(*points))
@@ -343,7 +346,7 @@ def _transformer_step(w, family, device, links, dp_ranks, m, stage_layer_counts,
     zero = w["zero_stage"] >= 1
     expert_dp = np.maximum(dp_ranks * tp_ * cp_ / (ep_ * etp), 1.0)
     shards = {"dense": dense / (tp_ * pp_), "experts": expert_params / (etp * pp_ * ep_),
-              "dense_shards": where(zero, dp_ranks, 1.0), "expert_shards": where(zero, expert_dp, 1.0)}
+              "dense_shards": where(zero, dp_ranks * cp_, 1.0), "expert_shards": where(zero, expert_dp, 1.0)}
     schedule = w["pipeline_schedule"]
     step = training.transformer_step(
         model=model, layout=layout, device=device, pp=pp_, virtual_stages=w["virtual_stages"], micro_batches=m,
@@ -545,7 +548,7 @@ def _memory(w, step, dp_ranks, hbm_gib, params) -> dict:
     """Memory per GPU by term against the HBM the device reports (simcore.formulas.training.memory_per_gpu_bytes)."""
     terms = training.memory_per_gpu_bytes(
         dense_params=step["dense"], expert_params=step["expert_params"], tp=w["tp"], pp=w["pp"], ep=w["ep"],
-        etp=expert_tp(w), dp=dp_ranks, expert_dp=step["expert_dp"], zero_stage=w["zero_stage"],
+        etp=expert_tp(w), dp=dp_ranks * w["cp"], expert_dp=step["expert_dp"], zero_stage=w["zero_stage"],
         weight_bytes=w["weight_bytes"], grad_bytes=w["grad_bytes"],
         optimizer_bytes_per_param=w["optimizer_bytes_per_param"], activation_bytes=step["activations"],
         copies=2.0 if w["pipeline_schedule"] == "dualpipe" else 1.0)

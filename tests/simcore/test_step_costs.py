@@ -193,12 +193,13 @@ def test_moe_dispatchers_run_at_their_measured_rates_inside_a_rack():
                                                                   rel=0.02)
     assert a2a["alltoall"] < a2a["hierarchical"]  # NCCL at the link's measured share, DeepEP below it there
     # In a DGX H100 HybridEP's measured 369 GB/s is the NVLink's nccl-tests share (370 of 450), the rate
-    # DeepEP, with no measurement of its own, runs at: the two agree.
+    # DeepEP, with no measurement of its own, runs at; across EP 64's eight nodes each runs at its measured
+    # rate there (DeepEP v2 61 / 61 GB/s at 32 ranks, held beyond; HybridEP 41.2 / 46.6 at 64): HybridEP is slower.
     h100 = scenario("dgxc-deepseek-v3-h100-1024")
     h100_cluster, h100_workload = h100["cluster"], h100["workload"]
     hopper = {name: train(h100_workload, cluster=h100_cluster, moe_dispatcher=name)["step_parts_s"]["ep_all_to_all"]
               for name in ("hierarchical", "hybridep")}
-    assert hopper["hybridep"] == pytest.approx(hopper["hierarchical"], rel=0.01)
+    assert hopper["hybridep"] > 1.2 * hopper["hierarchical"]
 
 
 def test_deepep_on_blackwell_slows_from_ep8_to_ep32_as_measured():
@@ -207,15 +208,16 @@ def test_deepep_on_blackwell_slows_from_ep8_to_ep32_as_measured():
     blackwell = FAMILIES["blackwell"]
 
     def rates(ep):
-        got = dispatcher_rates(blackwell, "hierarchical", np.asarray(True), np.asarray(float(ep)))
+        got = dispatcher_rates(blackwell.dispatcher_gbyte_s, "hierarchical", np.asarray(True), np.asarray(float(ep)))
         return float(got["dispatch_gbyte_s"]), float(got["combine_gbyte_s"])
 
     assert rates(8) == pytest.approx((726, 740)) and rates(32) == pytest.approx((400, 190))
     assert rates(16) == pytest.approx(((726 * 400) ** 0.5, (740 * 190) ** 0.5))  # geometric in log2 of the size
     assert rates(4) == rates(8) and rates(72) == rates(32)  # held beyond the measured sizes
-    over_pcie = dispatcher_rates(blackwell, "hierarchical", np.asarray(False), np.asarray(8.0))
+    over_pcie = dispatcher_rates(blackwell.dispatcher_gbyte_s, "hierarchical", np.asarray(False), np.asarray(8.0))
     assert np.isnan(over_pcie["dispatch_gbyte_s"])
-    assert np.isnan(dispatcher_rates(FAMILIES["ampere"], "hybridep", np.asarray(True), 8.0)["dispatch_gbyte_s"])
+    ampere = dispatcher_rates(FAMILIES["ampere"].dispatcher_gbyte_s, "hybridep", np.asarray(True), 8.0)
+    assert np.isnan(ampere["dispatch_gbyte_s"])
 
 
 def test_the_alltoall_dispatcher_shuffles_tokens_through_hbm_and_deepep_inside_its_kernels():
