@@ -21,7 +21,7 @@ from planner.services.engine import OWN_PREFIX
 from planner.services.errors import InputError, QuotaExceeded
 from planner.services.plans import PlanInfeasible, plan_evaluate
 from simcore import EngineParams, ScenarioError
-from simcore.tools.megatron import STEP_TIMERS, parse_megatron_log
+from simcore.tools.megatron import MAX_STEP_MS, STEP_TIMERS, parse_megatron_log
 from simcore.tools.references import SCHEMA_PATH, case_from, case_row, parallel_scheme
 from simcore.tools.trace import COMPUTE
 
@@ -53,9 +53,14 @@ def _room_for_one_more(owner) -> None:
         raise QuotaExceeded("runs", f"at most {MAX_RUNS_PER_USER} runs a user: delete some first", 409)
 
 
+# A step (or a trace's layers) measured: at most about 11.6 days, as a Megatron log's interval is read.
+MAX_MEASURED_S = MAX_STEP_MS / 1e3
+
+
 def _measured(value, field: str) -> float:
-    if value is None or not math.isfinite(value) or value <= 0:
-        raise InputError({field: ["give the time measured, in seconds, a positive number"]})
+    if value is None or not math.isfinite(value) or not 0 < value <= MAX_MEASURED_S:
+        raise InputError({field: [f"give the time measured, in seconds, a positive number of at most "
+                                  f"{MAX_MEASURED_S:,.0f}"]})
     return float(value)
 
 

@@ -21,10 +21,18 @@ import numpy as np
 
 from simcore.errors import ScenarioError
 
-ITERATION = re.compile(r"iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([0-9.]+)")
+# Each pattern is matched once a line, on lines of at most MAX_LINE_CHARS, and none can backtrack over more
+# than a bounded stretch: a log is read in time proportional to its length. Numbers are decimals of at most
+# 12 digits before and after the point (a millisecond time, an iteration count).
+NUMBER = r"(\d{1,12}(?:\.\d{1,12})?)"
+ELAPSED = re.compile(r"elapsed time per iteration \(ms\):\s{0,8}" + NUMBER + r"(?![\d.])")
+ITERATION = re.compile(r"iteration\s{1,8}(\d{1,12})\s{0,8}/\s{0,8}\d{1,12}\s{0,8}\|")
 TIMER_HEADER = re.compile(r"(\(min, max\) time|max time) across ranks \(ms\):")
-TIMER_LINE = re.compile(r"^\s*(?:\S+:)?\s*([A-Za-z0-9_/-][A-Za-z0-9_/ -]*?) \.+: \(?([0-9.]+)(?:, ([0-9.]+)\))?\s*$")
+TIMER_LINE = re.compile(r"^\s{0,64}(?:[^\s:]{1,128}:)?\s{0,64}([A-Za-z0-9_/-][A-Za-z0-9_/ -]{0,127}?) \.{1,512}: \(?"
+                        + NUMBER + r"(?:, " + NUMBER + r"\))?\s*$")
 MAX_LINES = 2_000_000  # a log read line by line, at most this many lines
+MAX_LINE_CHARS = 4096  # longer lines are not Megatron's own (its longest prints a few hundred characters)
+MAX_STEP_MS = 1e9  # an interval's mean step or a timer: at most about 11.6 days
 # The timers that run once an iteration (the rest: set-up, checkpoints, evaluation) and the engine's
 # step parts they sit beside (docs/traces.md, "A Megatron log").
 STEP_TIMERS = {"forward-backward": "forward and backward of every micro-batch, the pipeline's bubble and the "
@@ -59,10 +67,13 @@ def parse_megatron_log(text: str) -> MegatronLog:
     for number, line in enumerate(text.splitlines(), 1):
         if number > MAX_LINES:
             raise ScenarioError("megatron_log", f"over {MAX_LINES:,} lines: give the log of the steps you mean")
-        found = ITERATION.search(line)
+        if len(line) > MAX_LINE_CHARS:
+            in_timers = False
+            continue
+        found = _interval(line, number)
         if found:
-            iterations.append(int(found.group(1)))
-            elapsed.append(float(found.group(2)))
+            iterations.append(found[0])
+            elapsed.append(found[1])
             in_timers = False
             continue
         if TIMER_HEADER.search(line):
@@ -74,8 +85,27 @@ def parse_megatron_log(text: str) -> MegatronLog:
             continue
         name = timer.group(1).strip()
         if name in STEP_TIMERS:
-            timers.setdefault(name, []).append(float(timer.group(3) or timer.group(2)))
+            timers.setdefault(name, []).append(_milliseconds(timer.group(3) or timer.group(2), number))
     if not elapsed:
         raise ScenarioError("megatron_log", "no 'iteration N/M | ... | elapsed time per iteration (ms): X' line: "
                                             "give the training log Megatron-LM printed")
     return MegatronLog(iterations, elapsed, timers)
+
+
+def _interval(line: str, number: int) -> tuple[int, float] | None:
+    """(the iteration, its interval's mean step in ms) of a ``training_log`` line, None for another line:
+    the elapsed time found by its phrase, the iteration the last ``iteration N/M |`` before it."""
+    elapsed = ELAPSED.search(line)
+    if elapsed is None:
+        return None
+    iteration = next(reversed(list(ITERATION.finditer(line, 0, elapsed.start()))), None)
+    if iteration is None:
+        return None
+    return int(iteration.group(1)), _milliseconds(elapsed.group(1), number)
+
+
+def _milliseconds(text: str, number: int) -> float:
+    value = float(text)
+    if not 0 < value <= MAX_STEP_MS:
+        raise ScenarioError("megatron_log", f"line {number:,}: {text} ms is not a step's time (0 to {MAX_STEP_MS:g})")
+    return value

@@ -23,7 +23,9 @@ each (rank, step) is split on its own timeline: the spread of a part is then ove
 """
 import gzip
 import io
+import math
 import re
+import zlib
 from array import array
 from dataclasses import dataclass
 
@@ -50,10 +52,17 @@ KERNEL_CLASSES = (
 GPU_CATEGORIES = {"kernel": None, "gpu_memcpy": "memory", "gpu_memset": "memory"}
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 STEP_CATEGORIES = ("user_annotation", "cpu_op")  # where the profiler writes its step on the CPU
-STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+STEP_NAME = re.compile(r"^ProfilerStep#(\d{1,18})$")  # a step number an int64 holds
 MAX_EVENTS = 20_000_000  # GPU events and kernel launches kept: at most 1.3 GB of arrays
 MAX_BYTES = 8 * 2**30  # bytes of JSON read (decompressed)
 MAX_NAMES = 200_000  # distinct kernel names remembered for classification
+# Refused as the bytes are read, before the JSON parser holds them: Kineto nests four levels deep and
+# writes kernel names of a few thousand characters at most.
+MAX_DEPTH = 64
+MAX_STRING_BYTES = 1 << 16
+# What is kept of the trace's own description (devices, distributed information): the first of each.
+MAX_DEVICES, MAX_FIELDS, MAX_FIELD_CHARS = 64, 32, 256
+MAX_NAME_CHARS = 4096  # a kernel name as remembered
 
 
 @dataclass(frozen=True)
@@ -73,20 +82,75 @@ class Trace:
     kernel_names: dict  # name -> (part, count, total microseconds), the heaviest first
 
 
+class JsonShape:
+    """The nesting depth and string lengths of JSON text read in chunks, checked as each chunk arrives
+    (vectorized over the chunk, state carried between chunks): a string is what lies between two
+    unescaped double quotes (one preceded by an even run of backslashes), depth counts the brackets
+    and braces outside strings. Refuses, naming the limit, text nested deeper than ``max_depth`` or
+    holding a string of over ``max_string`` bytes, so that a parser reading after it never holds
+    either (its cost is one pass over the bytes)."""
+
+    QUOTE, BACKSLASH = ord('"'), ord("\\")
+    OPENERS, CLOSERS = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+
+    def __init__(self, max_depth: int = MAX_DEPTH, max_string: int = MAX_STRING_BYTES):
+        self.max_depth, self.max_string = max_depth, max_string
+        self.depth, self.in_string, self.backslashes, self.string_bytes = 0, False, 0, 0
+
+    def feed(self, chunk) -> None:
+        data = np.frombuffer(chunk, np.uint8)
+        if not data.size:
+            return
+        slash = data == self.BACKSLASH
+        # The run of backslashes ending just before each byte (the previous chunk's carried in).
+        index = np.arange(data.size)
+        last_other = np.maximum.accumulate(np.where(slash, -1, index))
+        run_through = np.where(slash, index - last_other, 0)
+        run_through = np.where(slash & (last_other < 0), run_through + self.backslashes, run_through)
+        before = np.concatenate(([self.backslashes], run_through[:-1]))
+        quote = (data == self.QUOTE) & (before % 2 == 0)
+        toggles = np.cumsum(quote)
+        inside = ((toggles % 2 == 1) != self.in_string) | quote  # a string's bytes, its quotes included
+        outside = ~inside
+        step = np.where(outside & np.isin(data, self.OPENERS), 1, 0) - np.where(outside & np.isin(data, self.CLOSERS),
+                                                                               1, 0)
+        depth = self.depth + np.cumsum(step)
+        if depth.size and int(depth.max()) > self.max_depth:
+            raise ScenarioError("file", f"JSON nested over {self.max_depth} levels deep: not a profiler trace")
+        # The longest run of string bytes, the one left open from the previous chunk carried in.
+        edges = np.flatnonzero(np.diff(np.concatenate(([False], inside, [False])).astype(np.int8)))
+        starts, ends = edges[::2], edges[1::2]
+        lengths = ends - starts
+        if lengths.size and starts[0] == 0:
+            lengths[0] += self.string_bytes
+        if lengths.size and int(lengths.max()) > self.max_string:
+            raise ScenarioError("file", f"a JSON string of over {self.max_string:,} bytes: not a profiler trace")
+        self.depth = int(depth[-1])
+        self.in_string = bool((toggles[-1] % 2 == 1) != self.in_string)
+        self.string_bytes = int(lengths[-1]) if self.in_string else 0
+        self.backslashes = int(run_through[-1])
+
+
 class _Bounded(io.RawIOBase):
-    """A binary stream that refuses to be read past ``limit`` bytes."""
+    """A binary stream that refuses to be read past ``limit`` bytes, and checks the JSON's shape
+    (:class:`JsonShape`) as its bytes pass; a gzip stream that breaks off or fails its check is
+    refused naming why."""
 
     def __init__(self, raw, limit: int):
-        self.raw, self.limit, self.read_bytes = raw, limit, 0
+        self.raw, self.limit, self.read_bytes, self.shape = raw, limit, 0, JsonShape()
 
     def readable(self):
         return True
 
     def readinto(self, buffer):
-        data = self.raw.read(len(buffer))
+        try:
+            data = self.raw.read(len(buffer))
+        except (OSError, EOFError, zlib.error) as error:
+            raise ScenarioError("file", f"not a whole gzip file ({error})") from None
         self.read_bytes += len(data)
         if self.read_bytes > self.limit:
             raise ScenarioError("file", f"the trace is over {self.limit:,} bytes of JSON")
+        self.shape.feed(data)
         buffer[:len(data)] = data
         return len(data)
 
@@ -168,9 +232,9 @@ def _gpu_events(path, max_bytes: int, max_events: int, file_rank: int | None) ->
     stream = _open(path, max_bytes)
     try:
         for event in ijson.items(stream, "traceEvents.item", use_float=True):
-            if not isinstance(event, dict) or event.get("ph") != "X":
+            if not isinstance(event, dict) or event.get("ph") != "X" or not isinstance(event.get("cat"), str):
                 continue
-            category = event.get("cat")
+            category = event["cat"]
             if category in GPU_CATEGORIES:
                 _keep_gpu_event(event, category, columns, names, file_rank)
             elif category in LAUNCH_CATEGORIES:
@@ -189,30 +253,40 @@ def _gpu_events(path, max_bytes: int, max_events: int, file_rank: int | None) ->
     return columns, names, launches, windows
 
 
+def _whole(value) -> bool:
+    """A JSON whole number an int64 holds (not a boolean)."""
+    return type(value) is int and -2**63 <= value < 2**63
+
+
+def _finite(value) -> bool:
+    """A finite JSON number (not a boolean)."""
+    return type(value) in (int, float) and math.isfinite(value)
+
+
 def _keep_gpu_event(event: dict, category: str, columns: dict, names: dict, file_rank: int | None) -> None:
-    name = str(event.get("name", ""))
+    name = str(event.get("name", ""))[:MAX_NAME_CHARS]
     known = names.get(name) or [classify(name, category), 0, 0.0]
     if name not in names and len(names) < MAX_NAMES:
         names[name] = known
     args = event.get("args")
     correlation = args.get("correlation", -1) if isinstance(args, dict) else -1
-    values = (file_rank if file_rank is not None else event.get("pid"), event.get("tid"), event.get("ts"),
-              event.get("dur", 0.0), known[0], correlation if isinstance(correlation, int) else -1)
-    try:
-        for column, value in zip(columns.values(), values):
-            column.append(value)
-    except TypeError:
+    rank, tid, ts, dur = (file_rank if file_rank is not None else event.get("pid"), event.get("tid"), event.get("ts"),
+                          event.get("dur", 0.0))
+    if not (_whole(rank) and _whole(tid) and _finite(ts) and _finite(dur) and dur >= 0):
         raise ScenarioError("file", f"GPU event {len(columns['part']) + 1:,} has no whole-number pid and tid "
-                                    "or no numeric ts and dur") from None
+                                    "or no numeric ts and non-negative dur")
+    values = (rank, tid, ts, dur, known[0], correlation if _whole(correlation) else -1)
+    for column, value in zip(columns.values(), values):
+        column.append(value)
     known[1] += 1
-    known[2] += float(values[3])
+    known[2] += float(dur)
 
 
 def _keep_launch(event: dict, launches: dict) -> None:
     """A CUDA runtime or driver call that launched GPU work: its correlation id and time."""
     args = event.get("args")
     correlation = args.get("correlation") if isinstance(args, dict) else None
-    if isinstance(correlation, int) and isinstance(event.get("ts"), float | int):
+    if _whole(correlation) and _finite(event.get("ts")):
         launches["correlation"].append(correlation)
         launches["ts"].append(event["ts"])
 
@@ -220,7 +294,7 @@ def _keep_launch(event: dict, launches: dict) -> None:
 def _keep_step(event: dict, windows: list) -> None:
     """A ``ProfilerStep#N`` annotation on the CPU: the window its kernels were launched in."""
     found = STEP_NAME.match(str(event.get("name", "")))
-    if found and isinstance(event.get("ts"), float | int) and isinstance(event.get("dur"), float | int):
+    if found and _finite(event.get("ts")) and _finite(event.get("dur")):
         windows.append((float(event["ts"]), float(event["ts"] + event["dur"]), int(found.group(1))))
 
 
@@ -236,17 +310,33 @@ def _metadata(path, max_bytes: int) -> tuple[list, dict]:
             if prefix == "traceEvents":
                 break
             if prefix.startswith("deviceProperties.item.") and event in ("string", "number"):
-                if prefix.endswith(".id"):
+                if prefix.endswith(".id") and len(devices) < MAX_DEVICES:
                     devices.append({})
                 if devices:
-                    devices[-1][prefix.rsplit(".", 1)[1]] = value
+                    _keep_field(devices[-1], prefix.rsplit(".", 1)[1], value)
             elif prefix.startswith("distributedInfo.") and event in ("string", "number"):
-                distributed[prefix.split(".", 1)[1]] = value
+                _keep_field(distributed, prefix.split(".", 1)[1], value)
     except ijson.JSONError as error:
         raise ScenarioError("file", f"not JSON a trace reader can read: {error}") from None
     finally:
         stream.close()
     return devices, distributed
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _keep_field(fields: dict, key: str, value) -> None:
+    """One field of the trace's description as kept (and stored with a measurement): at most
+    ``MAX_FIELDS`` a mapping, keys and text cut to ``MAX_FIELD_CHARS`` without control characters
+    (PostgreSQL's JSON refuses NUL), numbers only finite (a whole number an int64 holds)."""
+    key = CONTROL.sub("", key)[:MAX_FIELD_CHARS]
+    if len(fields) >= MAX_FIELDS and key not in fields:
+        return
+    if isinstance(value, str):
+        fields[key] = CONTROL.sub("", value)[:MAX_FIELD_CHARS]
+    elif _whole(value) or (_finite(value) and type(value) is float):
+        fields[key] = value
 
 
 def timeline(trace: Trace, window_us: tuple[float, float] | None = None, by_step: bool = False,

@@ -121,6 +121,12 @@ def test_a_run_from_a_megatron_log_is_its_median_step_with_its_timers_beside_the
 @pytest.mark.parametrize(("body", "field"), [
     ({"workload": WORKLOAD, "measured_s": 10, "source": "s"}, "plan"),
     ({"plan": "my-dgx", "workload": WORKLOAD, "measured_s": -1, "source": "s"}, "measured_s"),
+    ({"plan": "my-dgx", "workload": WORKLOAD, "measured_s": 1e30, "source": "s"}, "measured_s"),
+    ({"plan": "my-dgx", "workload": WORKLOAD, "measured_s": 2**64, "source": "s"}, "measured_s"),
+    ({"plan": "my-dgx", "workload": WORKLOAD, "source": "s",
+      "megatron_log": "iteration 1/10 | elapsed time per iteration (ms): 1.2.3\niteration 2/10 | elapsed time per "
+                      "iteration (ms): ...\n"}, "megatron_log"),
+    ({"plan": "my-dgx", "workload": WORKLOAD, "source": "s", "megatron_log": "iteration 1/1 |" * 8000}, "megatron_log"),
     ({"plan": "my-dgx", "workload": WORKLOAD, "measured_s": 10}, "source"),
     ({"plan": "my-dgx", "workload": "no-such-workload", "measured_s": 10, "source": "s"}, "workload"),
     ({"trace": 10**6}, "trace"),
