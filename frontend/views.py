@@ -31,7 +31,7 @@ from planner.services import runs as run_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_band_coverage, engine_bands, engine_validation
 from planner.services.sweep_spec import CATEGORICAL_AXES
-from simcore import outputs
+from simcore import fitted, outputs
 from simcore.document import field_docs, field_labels
 from simcore.errors import ScenarioError
 from simcore.formulas.devices import constant_rows
@@ -529,7 +529,7 @@ def validation(request):
                                                         "weak_checks": sum(r["weak_check"] for r in rows),
                                                         "weak_passing": sum(r["weak_check"] and r["passes"]
                                                                             for r in rows),
-                                                        "constants": constant_rows(),
+                                                        "constants": constant_rows(fitted.values()),
                                                         "bands": [{"group": group, **band} for group, band
                                                                   in sorted(engine_bands().items())],
                                                         "coverage": engine_band_coverage(),

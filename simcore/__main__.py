@@ -193,11 +193,12 @@ def _validate(as_json: bool) -> int:
     known miss now passes (the list is then stale), else 0."""
     from simcore.fitted import declarations
     from simcore.formulas.devices import constant_rows
+    from simcore.stages.scenario import EngineParams
     from simcore.tools.fit import report
     from simcore.tools.references import KNOWN_MISSES, validate
 
     rows, summary = validate()
-    constants = constant_rows()
+    constants = constant_rows(EngineParams().fitted)
     unexpected = [row["key"] for row in rows if not row["passes"] and row["key"] not in KNOWN_MISSES]
     stale = [row["key"] for row in rows if row["passes"] and row["key"] in KNOWN_MISSES]
     if as_json:

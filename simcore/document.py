@@ -498,11 +498,13 @@ SPEC: dict[str, Any] = {
                                           doc="recompute MLA's query and key/value up-projections in backward, "
                                               "keeping only the latents (Megatron-Core's mla_up_proj; "
                                               "DeepSeek-V3 3.2.3)"),
-            "precision": Choice(("tf32", "fp16", "bf16", "fp8", "nvfp4"), "bf16", label="GEMM precision",
+            "precision": Choice(("tf32", "fp16", "bf16", "fp8", "nvfp4", "mxfp4"), "bf16", label="GEMM precision",
                                 labels=("TF32", "FP16", "BF16", "FP8 GEMMs (BF16 elsewhere)",
-                                        "NVFP4 GEMMs (BF16 elsewhere; Blackwell and later)"),
-                                doc="GEMM precision (fp8, nvfp4: bf16 elsewhere; nvfp4 is NVIDIA's recipe, "
-                                    "16-element blocks with E4M3 scales, needs an FP4 peak)"),
+                                        "NVFP4 GEMMs (BF16 elsewhere; Blackwell and later)",
+                                        "MXFP4 GEMMs (BF16 elsewhere; AMD CDNA 4, Blackwell and later)"),
+                                doc="GEMM precision (fp8, nvfp4, mxfp4: bf16 elsewhere; mxfp4 is the OCP "
+                                    "microscaling format, 32-element blocks with E8M0 scales; nvfp4 is NVIDIA's "
+                                    "recipe, 16-element blocks with E4M3 scales, needs an FP4 peak)"),
             "nvfp4_bf16_layers": opt("non_negative", 0, integer=True, label="layers kept in BF16",
                                      doc="with nvfp4: transformer layers whose linear layers stay in BF16 "
                                          "(NVIDIA's NVFP4 recipe keeps the last few; their GEMMs run at the "

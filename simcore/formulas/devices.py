@@ -88,6 +88,12 @@ class DeviceFamily:
     dispatcher_network_gbyte_s: dict = field(default_factory=dict)
     vendor: str = "NVIDIA"  # whose driver's fault codes the device reports (NVIDIA: Xids)
     basis: dict = field(default_factory=dict)  # constant name -> (confidence, source)
+    # Constants fitted over the development set (simcore.fitted): attribute -> the fitted constant's name,
+    # taken by :func:`with_fitted`.
+    fitted: dict = field(default_factory=dict)
+    # The board power the GEMM shares were measured at, where their part's power cap bound then (NaN: at
+    # full clock): :func:`with_fitted` turns them into full-clock shares.
+    shares_measured_at_w: float = float("nan")
 
 
 AZURE = "Azure/AI-benchmarking-guide"
@@ -285,22 +291,61 @@ FAMILIES["cdna3"] = DeviceFamily(
     hbm_fraction=MI300X_TRIAD_TBYTE_S / MI300X_HBM_TBYTE_S, scaleup_fraction=MI300X_RING_BUSBW / MI300X_XGMI_ONE_WAY,
     conv_fraction=float("nan"), reference_sm_count=304, reference_hbm_gbyte_s=MI300X_HBM_TBYTE_S * 1000,
     overlap_gemm_slowdown=OVERLAP_SLOWDOWN, basis=CDNA3_BASIS)
-# CDNA 4 (MI350X, MI355X): no GEMM, HBM or RCCL microbenchmark found; CDNA 3's shares, each an estimate. Its
-# FP4 is MXFP4, not NVFP4: NVFP4 is refused.
+# CDNA 4 (MI350X, MI355X), measured on an MI355X at its 1,400 W: BF16 matmul 1,565.0 TFLOPS at 12288 x 8192 x
+# 8192 (Bekman's maximum-achievable-matmul table, torch 2.8 ROCm 7.0.2, whose "theory 2300" is the MI350X's peak:
+# over the MI355X's 2,516.6); hipBLASLt FP8 GEMM 3,130.21 at 8192^3 (AMD ROCm blog "FP8 GEMM Optimization on
+# AMD CDNA4", 2026-03-10, Table 5); an MXFP4 GEMM 5,255 at 4096 x 4096 x 32768 (AMD ROCm blog "Gluon GEMM
+# tutorial", May 2026). Peaks: 256 CUs at 2.4 GHz, 4,096 FP16 FLOPs a clock a CU, twice for FP8, four times for
+# MXFP4. No HBM or RCCL microbenchmark found: CDNA 3's, estimates. Its FP4 is MXFP4: NVFP4 is refused. Its
+# sustained clock under each part's cap is fitted (cdna4_full_clock_power_w): no clock was measured under load.
+MI355X_BF16_PEAK = 256 * 2.4e9 * 4096 / 1e12
+MI355X_BF16_TFLOPS, MI355X_FP8_TFLOPS, MI355X_MXFP4_TFLOPS = 1565.0, 3130.21, 5255.0
+CDNA4_MEASURED = {
+    "gemm_fraction": ("measured", f"{BEKMAN}: MI355X 1565.0 TFLOPS BF16 at 12288x8192x8192 (its 'theory 2300' is "
+                                  "the MI350X's peak; over the MI355X's 2,516.6), at the part's 1,400 W"),
+    "fp8_gemm_fraction": ("measured", "AMD ROCm blog 'FP8 GEMM Optimization on AMD CDNA4' (2026-03-10), Table 5: "
+                                      "hipblaslt-bench FP8 E4M3 3,130.21 TFLOPS at 8192^3 on an MI355X, ROCm 7.1.0, "
+                                      "over 5,033.2"),
+    "fp4_gemm_fraction": ("measured", "AMD ROCm blog 'Gluon GEMM tutorial' (May 2026): MXFP4 (a4w4) GEMM 5,255 "
+                                      "TFLOPS at 4096x4096x32768 on an MI355X, over 10,066.3"),
+    "full_clock_power_w": ("fitted", "cdna4_full_clock_power_w (simcore/data/fitted_constants.yaml): no clock under "
+                                     "load measured; fitted on MLPerf Training's MI350X / MI355X throughput ratios"),
+}
 FAMILIES["cdna4"] = replace(
     FAMILIES["cdna3"], key="cdna4", name="AMD CDNA 4 (MI350X, MI355X)", reference_sm_count=256,
-    reference_hbm_gbyte_s=8000.0,
-    basis=_borrowed(CDNA3_BASIS, "CDNA 3 (MI300X)", "no CDNA 4 microbenchmark found"))
+    reference_hbm_gbyte_s=8000.0, gemm_fraction=MI355X_BF16_TFLOPS / MI355X_BF16_PEAK,
+    fp8_gemm_fraction=MI355X_FP8_TFLOPS / (2 * MI355X_BF16_PEAK),
+    fp4_gemm_fraction=MI355X_MXFP4_TFLOPS / (4 * MI355X_BF16_PEAK), shares_measured_at_w=1400.0,
+    fitted={"full_clock_power_w": "cdna4_full_clock_power_w"},
+    basis={**_borrowed({name: CDNA3_BASIS[name] for name in ("hbm_fraction", "scaleup_fraction",
+                                                              "overlap_gemm_slowdown")},
+                       "CDNA 3 (MI300X)", "no CDNA 4 microbenchmark found"), **CDNA4_MEASURED})
+GEMM_SHARES = ("gemm_fraction", "fp8_gemm_fraction", "fp4_gemm_fraction")
+
+
+def with_fitted(family: DeviceFamily, fitted: dict) -> DeviceFamily:
+    """The family with its fitted constants (``family.fitted``) at their values in ``fitted`` (by the
+    fitted constant's name: :class:`simcore.EngineParams`'s ``fitted``); GEMM shares measured on a part
+    whose cap bound (``shares_measured_at_w``) divided by its sustained clock there, so that they are the
+    full clock's and each part's own cap derates them again."""
+    if not family.fitted:
+        return family
+    family = replace(family, **{attribute: fitted[name] for attribute, name in family.fitted.items()})
+    if family.shares_measured_at_w == family.shares_measured_at_w:  # not NaN
+        clock = float(sustained_clock_factor(family.shares_measured_at_w, family.full_clock_power_w))
+        family = replace(family, **{name: getattr(family, name) / clock for name in GEMM_SHARES})
+    return family
 FAMILY_KEYS = tuple(FAMILIES)
 
 
-def constant_rows() -> list[dict]:
-    """Every family constant with its confidence and source (for validation output and docs), its
-    MoE dispatchers' measured rates, and each family's fused attention rates, shown by the share
-    its usual kernel reaches forward with a causal mask over 8k tokens of 128-wide heads; then the
-    host model's (:func:`simcore.formulas.host.constant_rows`)."""
+def constant_rows(fitted: dict) -> list[dict]:
+    """Every family constant with its confidence and source (for validation output and docs; a fitted
+    one at its value in ``fitted``, and the shares it turns to full clock as they are used), its MoE
+    dispatchers' measured rates, and each family's fused attention rates, shown by the share its usual
+    kernel reaches forward with a causal mask over 8k tokens of 128-wide heads; then the host model's
+    (:func:`simcore.formulas.host.constant_rows`)."""
     rows = []
-    for family in FAMILIES.values():
+    for family in (with_fitted(family, fitted) for family in FAMILIES.values()):
         for name in CONSTANT_NAMES:
             if name in family.basis:
                 confidence, source = family.basis[name]

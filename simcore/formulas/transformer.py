@@ -489,6 +489,19 @@ def nvfp4_cast_bytes() -> float:
     return 2.0 + 2.0 + 2.0 * NVFP4_OPERAND_BYTES
 
 
+# MXFP4 (the OCP microscaling format, AMD CDNA 4's and NVIDIA Blackwell's FP4): 4-bit E2M1 elements with one
+# E8M0 scale per 32-element block (OCP Microscaling Formats (MX) v1.0, 2023), no per-tensor scale.
+MXFP4_OPERAND_BYTES = 0.5 + 1 / 32
+
+
+def mxfp4_cast_bytes() -> float:
+    """Bytes moved per element to quantize a tensor for MXFP4 GEMMs: the 16-bit tensor read once (each
+    block's scale is its own amax, found inside the cast kernel: no per-tensor pass) and written row-wise
+    and, transposed, column-wise (the block scales run along one axis), each copy half a byte with its
+    scales."""
+    return 2.0 + 2.0 * MXFP4_OPERAND_BYTES
+
+
 def fp8_cast_s(shapes, layout: Layout, device: Device):
     """(forward, backward) HBM time of the FP8 casts around GEMMs of ``shapes`` (m, n, k, batch):
     each GEMM's input (m x k) forward and its output gradient (m x n) backward, where the GEMMs run

@@ -10,7 +10,7 @@ from simcore.arrays import label, where
 from simcore.document import SPEC
 from simcore.errors import ScenarioError
 from simcore.formulas import collectives, compute, cost, power, storage, topology
-from simcore.formulas.devices import DeviceFamily
+from simcore.formulas.devices import DeviceFamily, with_fitted
 from simcore.formulas.node import collective_json, domain_io
 
 
@@ -42,7 +42,7 @@ def calibration_section(family: DeviceFamily, calibration) -> dict:
 def hardware(acc, calibration, params) -> Hardware:
     """Achieved GEMM per precision at the sustained clock (:func:`simcore.formulas.compute.gemm_tflops`), with
     the family's shares or the measured ones of ``calibration``."""
-    family = calibrated_family(params.families[acc["family"]], calibration)
+    family = calibrated_family(with_fitted(params.families[acc["family"]], params.fitted), calibration)
     full_clock_w = compute.full_clock_w(acc, family.full_clock_power_w)
     clock = compute.sustained_clock_factor(acc["tdp_w"], full_clock_w, params.compute)
     shares = {"fp8": family.fp8_gemm_fraction, "fp4": family.fp4_gemm_fraction}

@@ -18,8 +18,9 @@ from simcore.formulas.reliability import SECONDS_PER_DAY
 from simcore.stages.cluster import constraint
 
 PRECISION_PEAK = {"tf32": "peak_tf32_tflops", "fp16": "peak_fp16_tflops", "bf16": "peak_fp16_tflops",
-                  "fp8": "peak_fp8_tflops", "nvfp4": "peak_fp4_tflops"}
-LOW_PRECISIONS = ("fp8", "nvfp4")  # GEMMs that quantize their operands (BF16 elsewhere)
+                  "fp8": "peak_fp8_tflops", "nvfp4": "peak_fp4_tflops", "mxfp4": "peak_fp4_tflops"}
+LOW_PRECISIONS = ("fp8", "nvfp4", "mxfp4")  # GEMMs that quantize their operands (BF16 elsewhere)
+FP4_PRECISIONS = ("nvfp4", "mxfp4")
 INFEASIBLE_REASONS = (
     "",
     "the job needs more GPUs than the cluster has",
@@ -266,12 +267,16 @@ def device_at(acc, family, clock, precision, attention_kernel="default",
     the fused attention kernel's measured rates) and that precision's peak in TFLOPS. With NVFP4,
     ``bf16_share`` of the layers run their GEMMs in BF16 (:func:`nvfp4_gemm_fraction`)."""
     peak_tflops = acc[PRECISION_PEAK[precision]]
+    if precision == "nvfp4" and family.vendor != "NVIDIA":
+        raise ScenarioError("workload.precision", f"NVFP4 is NVIDIA's format (16-element blocks with E4M3 scales): "
+                                                  f"the {family.name} family's FP4 is MXFP4 (precision mxfp4)")
     if np.isnan(peak_tflops).any():
-        needs = " (NVFP4 needs FP4 tensor cores with 16-element block scales: NVIDIA Blackwell and later)" \
-            if precision == "nvfp4" else ""
+        needs = {"nvfp4": " (NVFP4 needs FP4 tensor cores with 16-element block scales: NVIDIA Blackwell and later)",
+                 "mxfp4": " (MXFP4 needs FP4 matrix cores with 32-element block scales: AMD CDNA 4, NVIDIA "
+                          "Blackwell and later)"}.get(precision, "")
         raise ScenarioError("workload.precision", f"the accelerator has no {precision} peak in the catalogue{needs}")
-    gemm_fraction = {"fp8": family.fp8_gemm_fraction, "nvfp4": family.fp4_gemm_fraction}.get(precision,
-                                                                                            family.gemm_fraction)
+    gemm_fraction = {"fp8": family.fp8_gemm_fraction, "nvfp4": family.fp4_gemm_fraction,
+                     "mxfp4": family.fp4_gemm_fraction}.get(precision, family.gemm_fraction)
     if np.isnan(gemm_fraction):
         raise ScenarioError("workload.precision", f"no measured {precision} GEMM share for the {family.name} family")
     if precision == "nvfp4":
@@ -288,8 +293,8 @@ def device_at(acc, family, clock, precision, attention_kernel="default",
         sm_count=where(np.isnan(acc["sm_count"]), family.reference_sm_count, acc["sm_count"]),
         gemm_fraction=np.asarray(gemm_fraction), attention_gemm_fraction=np.asarray(family.gemm_fraction),
         attention_kernel=np.asarray(attention_row), attention_scale=np.asarray(family.attention_scale),
-        gemm_operand_bytes=np.asarray({"tf32": 4.0, "fp8": 1.0, "nvfp4": transformer.NVFP4_OPERAND_BYTES}
-                                      .get(precision, 2.0)),
+        gemm_operand_bytes=np.asarray({"tf32": 4.0, "fp8": 1.0, "nvfp4": transformer.NVFP4_OPERAND_BYTES,
+                                       "mxfp4": transformer.MXFP4_OPERAND_BYTES}.get(precision, 2.0)),
         hbm_bytes_s=hbm * 1e9 * family.hbm_fraction, **grouped_shares(family, precision))
     return device, peak_tflops
 
@@ -308,7 +313,7 @@ def grouped_shares(family, precision) -> dict:
     grouped GEMM measured: its kernels taken to lose to dense what FP8's do), the BF16 ones by group
     count otherwise (NaN: the dense share)."""
     if precision in LOW_PRECISIONS:
-        ratio = family.fp4_gemm_fraction / family.fp8_gemm_fraction if precision == "nvfp4" else 1.0
+        ratio = family.fp4_gemm_fraction / family.fp8_gemm_fraction if precision in FP4_PRECISIONS else 1.0
         return {"grouped_gemm_fraction": np.asarray(family.fp8_grouped_gemm_fraction * ratio),
                 "grouped_eight_ratio": np.asarray(1.0)}
     if precision == "tf32":
@@ -404,6 +409,8 @@ def fp8_cast_bytes(w, family):
     needs tensor cores that scale per 32-element block (Blackwell)."""
     if w["precision"] == "nvfp4":
         return np.asarray(transformer.nvfp4_cast_bytes() * (1.0 - nvfp4_bf16_share(w)))
+    if w["precision"] == "mxfp4":
+        return np.asarray(transformer.mxfp4_cast_bytes())
     if w["precision"] != "fp8":
         return np.asarray(0.0)
     if w["fp8_recipe"] == "mxfp8" and not family.fp8_columnwise:

@@ -33,22 +33,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore import fitted
 from simcore.arrays import MAX_MAGNITUDE, MIN_POSITIVE
 from simcore.document import parse_node
 from simcore.errors import ScenarioError
 from simcore.formulas import collectives, transformer
 from simcore.formulas.collectives import CollectiveParams
 from simcore.formulas.compute import full_clock_w, sustained_clock_factor
-from simcore.formulas.devices import FAMILIES
+from simcore.formulas.devices import FAMILIES, with_fitted
 from simcore.formulas.node import domain_io, node_io, scaleup_domain_gpus
 from simcore.stages import job
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 FIT_MIN_BYTES = 64 * 2**20
 GEMM_COLUMNS = ("m", "n", "k", "dtype", "tflops")
-GEMM_DTYPES = ("fp16", "bf16", "tf32", "fp8", "nvfp4")
+GEMM_DTYPES = ("fp16", "bf16", "tf32", "fp8", "nvfp4", "mxfp4")
 FIT_BY_DTYPE = {"fp16": "gemm_fraction", "bf16": "gemm_fraction", "fp8": "fp8_gemm_fraction",
-                "nvfp4": "fp4_gemm_fraction"}
+                "nvfp4": "fp4_gemm_fraction", "mxfp4": "fp4_gemm_fraction"}
 MAX_ROWS = 10_000
 # cuBLAS takes GEMM dimensions as 32-bit signed integers (cublasGemmEx's int m, n, k): no benchmark
 # row can be larger, and the engine's FLOP count stays finite.
@@ -319,7 +320,7 @@ def _node(node_document: dict):
     """The node parsed with its calibration-free family: (parsed node, family, clock factor)."""
     node = parse_node(node_document)
     acc = node["accelerator"]
-    family = FAMILIES[acc["family"]]
+    family = with_fitted(FAMILIES[acc["family"]], fitted.values())
     return node, family, sustained_clock_factor(acc["tdp_w"], full_clock_w(acc, family.full_clock_power_w))
 
 

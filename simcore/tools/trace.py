@@ -477,7 +477,7 @@ def predicted_exposed_communication(document: dict, moe_layers: int = 0, dense_l
 
 # The family constant a traced class calibrates, by the workload's GEMM precision: GEMMs their share
 # of that precision's peak; the casts and other compute, HBM-bound, the HBM share.
-GEMM_CONSTANT = {"fp8": "fp8_gemm_fraction", "nvfp4": "fp4_gemm_fraction"}
+GEMM_CONSTANT = {"fp8": "fp8_gemm_fraction", "nvfp4": "fp4_gemm_fraction", "mxfp4": "fp4_gemm_fraction"}
 # The most a calibrated constant may reach: a share its peak (1); the attention scale ten times the family's
 # measured rates (each scaled share is held at the peak, so a larger scale would change nothing).
 SHARE_CAP = {"attention_scale": 10.0}
@@ -530,10 +530,12 @@ def predict_split_with(document: dict, calibration: dict, moe_layers: int, dense
 
 
 def _family(p: dict):
-    from simcore.formulas.devices import FAMILIES
+    from simcore import fitted
+    from simcore.formulas.devices import FAMILIES, with_fitted
     from simcore.stages.cluster import calibrated_family
 
-    return calibrated_family(FAMILIES[p["cluster"]["node"]["accelerator"]["family"]], p["cluster"]["calibration"])
+    family = with_fitted(FAMILIES[p["cluster"]["node"]["accelerator"]["family"]], fitted.values())
+    return calibrated_family(family, p["cluster"]["calibration"])
 
 
 def trace_rows(path, window_us: tuple[float, float] | None = None,

@@ -3,7 +3,6 @@ keeps in BF16 at BF16's, the cast's bytes; refused, naming the field, where a pa
 the new families' constants listed with their sources."""
 import copy
 
-import numpy as np
 import pytest
 
 from simcore import evaluate
@@ -60,19 +59,26 @@ def test_nvfp4_is_refused_naming_the_precision_without_an_fp4_peak_or_a_measured
     with pytest.raises(ScenarioError) as refused:
         evaluate(scenario("nvfp4", node=node))
     assert refused.value.field == "workload.precision"
-    assert "NVFP4 needs FP4 tensor cores" in refused.value.reason or "no measured nvfp4 GEMM share" in \
+    assert "NVFP4 needs FP4 tensor cores" in refused.value.reason or "FP4 is MXFP4 (precision mxfp4)" in \
         refused.value.reason
 
 
 def test_every_new_familys_constants_are_listed_with_their_sources():
-    rows = constant_rows()
+    rows = constant_rows(__import__("simcore").fitted.values())
     by_family = {family: {row["constant"]: row for row in rows if row["family"] == family}
                  for family in ("rubin", "cdna3", "cdna4", "blackwell")}
     assert by_family["blackwell"]["fp4_gemm_fraction"]["source"].startswith("deepseek-ai/DeepGEMM PR #348")
-    for family in ("rubin", "cdna4"):  # nothing of theirs measured: every constant an estimate saying whose
-        assert by_family[family] and all(row["confidence"] == "estimate" for name, row in by_family[family].items()
-                                         if not name.startswith("attention_rates"))
+    rubin = by_family["rubin"]  # nothing of Rubin's measured: every constant an estimate saying whose
+    assert rubin and all(row["confidence"] == "estimate" for name, row in rubin.items()
+                         if not name.startswith("attention_rates"))
+    # CDNA 4's GEMM shares are measured on an MI355X, its sustained clock fitted; the rest CDNA 3's, estimates.
+    cdna4 = by_family["cdna4"]
+    assert {name for name, row in cdna4.items() if row["confidence"] == "measured"} == {
+        "gemm_fraction", "fp8_gemm_fraction", "fp4_gemm_fraction"}
+    assert cdna4["full_clock_power_w"]["confidence"] == "fitted"
+    assert cdna4["hbm_fraction"]["confidence"] == "estimate" and "CDNA 3" in cdna4["hbm_fraction"]["source"]
     assert "Blackwell's" in by_family["rubin"]["gemm_fraction"]["source"]
     assert by_family["cdna3"]["fp8_gemm_fraction"]["confidence"] == "measured"
     assert by_family["cdna3"]["scaleup_fraction"]["value"] == pytest.approx(317 / 448)
-    assert np.isnan(FAMILIES["cdna4"].fp4_gemm_fraction) and FAMILIES["cdna4"].vendor == "AMD"
+    assert FAMILIES["cdna4"].fp4_gemm_fraction == pytest.approx(5255 / 10066.3, rel=1e-4)
+    assert FAMILIES["cdna4"].vendor == "AMD"
