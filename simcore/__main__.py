@@ -224,7 +224,7 @@ def _validate(as_json: bool) -> int:
               f"{entry['max_abs_error']:>10.1%}")
     print()
     print("calibrated constants: accelerator families, the host, the MoE router (each from a microbenchmark or "
-          "a profile, never a training run):")
+          "a profile; one marked fitted is fitted over the development set, below):")
     for row in constants:
         print(f"  {row['family']:10} {row['constant']:20} {row['value']:8.4f}  {row['confidence']:9}  "
               f"{row['source']}")
