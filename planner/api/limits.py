@@ -1,4 +1,5 @@
 """The API's limits on what one request may ask of the engine."""
+import threading
 from contextlib import contextmanager
 
 from django.conf import settings
@@ -31,15 +32,31 @@ class CacheUnavailable(APIException):
     default_code = "cache_unavailable"
 
 
+# A lock's lease: held for this long, renewed a third of the way through while its holder runs, so that
+# a holder killed inside it (its process gone) frees it within a lease.
+LEASE_S = 30.0
+
+
 @contextmanager
-def one_at_a_time(key: str, busy: Exception, timeout_s: int = 600):
+def one_at_a_time(key: str, busy: Exception, lease_s: float = LEASE_S):
     """Run the block only if no other holds ``key`` (across processes, through the cache); else
     raise ``busy`` (a 409 or 429 answer), or :class:`CacheUnavailable` (503) when the cache cannot be
-    reached, so that nobody holds the key (the fail-soft cache answers as an empty one). The key is
-    freed when the block ends, or after ``timeout_s`` should the process die inside it."""
-    if not cache.add(key, 1, timeout=timeout_s):
+    reached, so that nobody holds the key (the fail-soft cache answers as an empty one). The key is a
+    lease of ``lease_s`` a thread renews while the block runs; it is freed when the block ends, or
+    within ``lease_s`` should the process die inside it."""
+    if not cache.add(key, 1, timeout=lease_s):
         raise busy if cache.get(key) is not None else CacheUnavailable()
+    done = threading.Event()
+
+    def renew():
+        while not done.wait(lease_s / 3):
+            cache.touch(key, lease_s)
+
+    renewer = threading.Thread(target=renew, name=f"lease {key}", daemon=True)
+    renewer.start()
     try:
         yield
     finally:
+        done.set()
+        renewer.join()
         cache.delete(key)

@@ -8,17 +8,29 @@ import hashlib
 import tempfile
 
 import numpy as np
-from django.db import models
+from django.db import models, transaction
 
 from planner.adapters import calibration, node_document, scenario_document
 from planner.models import CarriedCalibration, ClusterPlan, ComputeNodeType, Measurement, Workload
 from planner.services.engine import memoized
-from planner.services.errors import InputError
+from planner.services.errors import InputError, QuotaExceeded
+from planner.services.quotas import lock_owner
 from simcore import ScenarioError
 from simcore.tools import measurements as engine
 from simcore.tools import trace as trace_engine
 
 MAX_FILE_BYTES = 2 * 2**20
+# Each user's measurements: a bound on their count, and so on the bytes they store (each file at most
+# MAX_FILE_BYTES), taken under the owner's row lock (planner.services.quotas).
+MAX_MEASUREMENTS_PER_USER = 500
+
+
+def _room_for_one_more(owner, locked: bool = False) -> None:
+    if locked:
+        lock_owner(owner)
+    if Measurement.objects.filter(owner=owner).count() >= MAX_MEASUREMENTS_PER_USER:
+        raise QuotaExceeded("measurements", f"at most {MAX_MEASUREMENTS_PER_USER} measurements a user: delete some "
+                                            "first", 409)
 
 
 def _decode(content: bytes) -> str:
@@ -84,6 +96,7 @@ def measurement_upload(*, owner, kind: str, content: bytes, filename: str, name:
         raise InputError({"kind": [f"must be one of {', '.join(Measurement.Kind.values)}"]})
     if (plan is None) == (node_type is None):
         raise InputError({"plan": ["give the plan or the node type the measurement is of, one of them"]})
+    _room_for_one_more(owner)
     node_type = node_type or plan.node_type
     try:
         if kind == Measurement.Kind.TRACE:
@@ -96,10 +109,12 @@ def measurement_upload(*, owner, kind: str, content: bytes, filename: str, name:
         raise InputError({"use_as_override": [_no_fit_reason(comparison)]})
     facts["sha256"] = hashlib.sha256(content).hexdigest()
     facts["bytes"] = len(content)
-    return Measurement.objects.create(
-        owner=owner, name=name or filename, kind=kind, node_type=node_type, plan=plan,
-        collective=comparison.get("collective", ""), filename=filename, note=note, provenance=facts, rows=rows,
-        fitted=comparison["fitted"], use_as_override=use_as_override)
+    with transaction.atomic():
+        _room_for_one_more(owner, locked=True)
+        return Measurement.objects.create(
+            owner=owner, name=name or filename, kind=kind, node_type=node_type, plan=plan,
+            collective=comparison.get("collective", ""), filename=filename, note=note, provenance=facts, rows=rows,
+            fitted=comparison["fitted"], use_as_override=use_as_override)
 
 
 def _no_fit_reason(comparison: dict) -> str:

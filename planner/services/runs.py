@@ -13,6 +13,7 @@ import json
 import math
 
 import jsonschema
+from django.db import transaction
 
 from planner.adapters import scenario_document
 from planner.models import ClusterPlan, MeasuredRun, Measurement, Workload
@@ -20,6 +21,7 @@ from planner.services import engine
 from planner.services.engine import OWN_PREFIX
 from planner.services.errors import InputError, QuotaExceeded
 from planner.services.plans import PlanInfeasible, plan_evaluate
+from planner.services.quotas import lock_owner
 from simcore import EngineParams, ScenarioError
 from simcore.tools.megatron import MAX_STEP_MS, STEP_TIMERS, parse_megatron_log
 from simcore.tools.references import SCHEMA_PATH, case_from, case_row, parallel_scheme
@@ -48,7 +50,11 @@ def _case(*, name: str, measured_s: float, source: str, prediction: dict, plan: 
     return case
 
 
-def _room_for_one_more(owner) -> None:
+def _room_for_one_more(owner, locked: bool = False) -> None:
+    """Refused (409) when the owner has their bound of runs: first before any work, then again, with
+    ``locked``, on the owner's row locked in the transaction that inserts (:mod:`planner.services.quotas`)."""
+    if locked:
+        lock_owner(owner)
     if MeasuredRun.objects.filter(owner=owner).count() >= MAX_RUNS_PER_USER:
         raise QuotaExceeded("runs", f"at most {MAX_RUNS_PER_USER} runs a user: delete some first", 409)
 
@@ -95,9 +101,11 @@ def run_create(*, owner, plan: ClusterPlan, workload: Workload, measured_s: floa
     name = name or f"{workload.slug} on {plan.slug}"
     prediction = {"scenario": scenario_document(plan, workload, overrides={}), "output": "training.step_time_s"}
     case = _case(name=name, measured_s=measured_s, source=source, prediction=prediction, plan=plan, workload=workload)
-    return MeasuredRun.objects.create(owner=owner, name=name, quantity=MeasuredRun.Quantity.STEP_TIME,
-                                      measured_s=measured_s, source=source, measured_on=measured_on, plan=plan,
-                                      workload_slug=workload.slug, case=case, details=details)
+    with transaction.atomic():
+        _room_for_one_more(owner, locked=True)
+        return MeasuredRun.objects.create(owner=owner, name=name, quantity=MeasuredRun.Quantity.STEP_TIME,
+                                          measured_s=measured_s, source=source, measured_on=measured_on, plan=plan,
+                                          workload_slug=workload.slug, case=case, details=details)
 
 
 def run_from_trace(*, owner, trace: Measurement, name: str = "", source: str = "") -> MeasuredRun:
@@ -118,9 +126,11 @@ def run_from_trace(*, owner, trace: Measurement, name: str = "", source: str = "
                   "moe_layers": facts["moe_layers"], "dense_layers": facts["dense_layers"]}
     case = _case(name=name, measured_s=measured_s, source=source, prediction=prediction, plan=trace.plan,
                  workload=workload)
-    return MeasuredRun.objects.create(owner=owner, name=name, quantity=MeasuredRun.Quantity.TRACED_COMPUTE,
-                                      measured_s=measured_s, source=source, plan=trace.plan,
-                                      workload_slug=workload.slug, trace=trace, case=case)
+    with transaction.atomic():
+        _room_for_one_more(owner, locked=True)
+        return MeasuredRun.objects.create(owner=owner, name=name, quantity=MeasuredRun.Quantity.TRACED_COMPUTE,
+                                          measured_s=measured_s, source=source, plan=trace.plan,
+                                          workload_slug=workload.slug, trace=trace, case=case)
 
 
 def run_update(*, run: MeasuredRun, changes: dict) -> MeasuredRun:

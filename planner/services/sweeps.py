@@ -19,6 +19,7 @@ from planner.adapters import calibration
 from planner.events import publish_sweep_state
 from planner.models import ClusterPlan, Sweep, SweepChunk, Workload
 from planner.services.errors import QuotaExceeded
+from planner.services.quotas import lock_owner
 from planner.services.site_results import site_ranking
 from planner.services.sweep_results import sweep_state
 from planner.services.sweep_spec import (
@@ -109,9 +110,12 @@ def sweep_record(*, owner, plan: ClusterPlan, workload: Workload | None, name: s
         sweep.goal_result = previous.goal_result
         sweep.site_result = previous.site_result
         sweep.started_at = sweep.finished_at = timezone.now()
-    else:
+        sweep.save()
+        return sweep
+    with transaction.atomic():  # the count and the insert on the owner's row locked: racing sweeps see each other
+        lock_owner(owner)
         check_quotas(owner, size)
-    sweep.save()
+        sweep.save()
     return sweep
 
 

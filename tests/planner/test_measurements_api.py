@@ -218,3 +218,11 @@ def test_an_nccl_json_report_with_a_nan_rank_is_refused(reader_client):
                                                          "file": file(path, report.encode())}, format="multipart")
     assert response.status_code == 400 and "rank must be a whole number" in str(response.json()["errors"])
     assert not Measurement.objects.exists()
+
+
+def test_a_user_past_the_measurements_bound_is_told_to_delete_some(reader_client, my_plan, monkeypatch):
+    monkeypatch.setattr("planner.services.measurements.MAX_MEASUREMENTS_PER_USER", 1)
+    assert upload(reader_client, NCCL_8, "nccl-tests", plan=my_plan.slug).status_code == 201
+    refused = upload(reader_client, NCCL_8, "nccl-tests", plan=my_plan.slug)
+    assert refused.status_code == 409 and "delete some first" in refused.json()["errors"]["measurements"][0]
+    assert Measurement.objects.filter(owner=my_plan.owner).count() == 1

@@ -872,8 +872,8 @@ def test_bands_held_back_from_a_group_are_checked_on_it():
                 and not r["calibration"]]
     checks = {c["group"]: c for c in held_back_coverage(rows)}
     assert set(checks) == {"step_time:ampere:dense", "step_time:ampere:cnn", "step_time:hopper:dense",
-                           "step_time:hopper:moe", "step_time:blackwell:moe", "step_time:ampere:dense:3d",
-                           "step_time:ampere:dense:zero3"}
+                           "step_time:hopper:moe", "step_time:blackwell:moe", "step_time:blackwell:dense",
+                           "step_time:ampere:dense:3d", "step_time:ampere:dense:zero3"}
     for group, check in checks.items():
         _, family, kind, *scheme = group.split(":")
         mine = [r["trains"] == [family, kind] and (not scheme or r["parallel"] == scheme[0]) for r in training]
@@ -886,7 +886,8 @@ def test_bands_held_back_from_a_group_are_checked_on_it():
         fastest, slowest = 1 / (1 + max(without)), 1 / (1 + min(without))  # the band's step times, per predicted
         assert check["within"] == {level: sum(1 / (1 + e) <= fastest + c * (slowest - fastest) for e in own)
                                    for level, c in (("0.5", 0.5), ("0.8", 0.8), ("0.95", 0.95))}
-    assert (checks["step_time:ampere:dense:zero3"]["cases"], checks["step_time:ampere:dense:zero3"]["inside"]) == (6, 0)
+    # SC21's ZeRO-3 rows at their held-out errors (a constant is fitted on them): one in the 3D runs' band.
+    assert (checks["step_time:ampere:dense:zero3"]["cases"], checks["step_time:ampere:dense:zero3"]["inside"]) == (6, 1)
     assert error_bands(rows, leave_out="step_time:hopper:dense")["step_time"]["cases"] == (
         error_bands(rows)["step_time"]["cases"] - checks["step_time:hopper:dense"]["cases"])
 
@@ -945,16 +946,12 @@ def test_the_bill_and_its_workbook_carry_the_totals_band(catalog, reader_client)
 
 
 def test_a_headline_its_band_does_not_hold_is_flagged(catalog, reader_client):
-    """Every published ZeRO-3 run on Ampere came in slower than the engine predicts: a ZeRO-3 plan's
-    step time lies outside its own band, and the band says so (headline_inside false, the message
-    naming the figure); a 3D-parallel run's band holds its figure."""
-    workload = Workload.objects.get(slug="llama-13b-512")
-    workload.pk, workload.slug, workload.zero_stage, workload.pp = None, "llama-13b-zero3", 3, 1
-    workload.save()
-    bands = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "llama-13b-zero3"},
-                               format="json").json()["bands"]
+    """Every published CNN run on Ampere (Fire-Flyer's VGG16) came in slower than the engine predicts: a
+    CNN plan's step time lies outside its own band, and the band says so (headline_inside false, the
+    message naming the figure); a transformer's band holds its figure."""
+    bands = reader_client.post(f"/api/plans/{FF}/evaluate/", {"workload": "vgg16-512"}, format="json").json()["bands"]
     step, mfu = bands["training.step_time_s"], bands["training.mfu"]
-    assert step["group"] == "step_time:ampere:dense:zero3" and step["high_error"] < 0
+    assert step["group"] == "step_time:ampere:cnn:3d" and step["high_error"] < 0
     assert step["headline_inside"] is False and mfu["headline_inside"] is False
     assert step["actual_low"] > step["value"] and "itself lies outside that range" in step["message"]
     assert "came in above the engine's figure" in step["message"] and "came in below" in mfu["message"]
