@@ -22,7 +22,7 @@ from simcore.formulas.transformer import gemm_efficiency
 from simcore.stages import cluster, job
 from simcore.stages.scenario import EngineParams, evaluate
 from simcore.tools.charts import curves
-from simcore.tools.references import CASES, validate
+from simcore.tools.references import validate
 from simcore.tools.table import table, to_frame
 from simcore.version import ENGINE_VERSION
 
@@ -63,3 +63,12 @@ __all__ = [
     "sustained_clock_factor",
     "validate",
 ]
+
+
+def __getattr__(name: str):
+    """``CASES``, the validation record's cases, read on first use (:func:`simcore.tools.references.record`)."""
+    if name == "CASES":
+        from simcore.tools.references import record
+
+        return record()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

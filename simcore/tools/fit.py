@@ -16,11 +16,11 @@ from scipy.optimize import least_squares
 
 from simcore.fitted import FITTED_PATH, declarations
 from simcore.stages.scenario import EngineParams
-from simcore.tools.references import CASES, ReferenceCase
+from simcore.tools.references import ReferenceCase, record
 
 
 def _cases(keys) -> list[ReferenceCase]:
-    by_key = {case.key: case for case in CASES}
+    by_key = {case.key: case for case in record()[1]}
     missing = [key for key in keys if key not in by_key]
     if missing:
         raise KeyError(f"no reference case {', '.join(missing)}")

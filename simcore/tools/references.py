@@ -9,6 +9,7 @@ from any mapping, so that a user's own measured runs are checked, and banded, as
 """
 import copy
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -176,24 +177,45 @@ def load_cases(path: Path = CASES_PATH) -> tuple[dict[str, dict], list[Reference
     return data["parts"], [case_from(entry) for entry in data["cases"]]
 
 
-PARTS, CASES = load_cases()
-# Parts other modules and the tests build on.
-FF_NODE, DGX_A100_NODE, FF_2ZONE, FF_3LAYER = (PARTS[n] for n in ("ff-node", "dgx-a100-node", "ff-2zone", "ff-3layer"))
-DGX_3LAYER, SELENE, SC21_GPT = PARTS["dgx-3layer"], PARTS["selene"], PARTS["sc21-gpt"]
-VGG16, GPT2_MEDIUM, LLAMA_13B = PARTS["vgg16"], PARTS["gpt2-medium"], PARTS["llama-13b"]
-LLAMA3_NODE, LLAMA3_CLUSTER, LLAMA3_405B = PARTS["llama3-node"], PARTS["llama3-cluster"], PARTS["llama3-405b"]
-GB200_TRAY, NVL72_RACKS, DGX_B200_NODE = PARTS["gb200-tray"], PARTS["nvl72-racks"], PARTS["dgx-b200-node"]
-DGXC_FABRIC, DGXC_LLAMA_70B = PARTS["dgxc-fabric"], PARTS["dgxc-llama-70b"]
-DEEPSEEK_V3, DEEPSEEK_V3_RUN, DEEPSEEK_V3_CLUSTER = (PARTS[n] for n in ("deepseek-v3", "deepseek-v3-run",
-                                                                       "deepseek-v3-cluster"))
-# Cases the engine misses today, each with why (docs/engine.md, "Known misses", says more): the test
-# suite expects each to fail, and ``simcore validate`` exits non-zero for a failure not listed here.
-KNOWN_MISSES = {case.key: case.known_miss for case in CASES if case.known_miss}
+@cache
+def record() -> tuple[dict[str, dict], tuple[ReferenceCase, ...]]:
+    """The case file's parts and cases, read on first use (not at import: the file is large)."""
+    parts, cases = load_cases()
+    return parts, tuple(cases)
+
+
+# Parts other modules and the tests build on, by module attribute (read from the record on first use).
+NAMED_PARTS = {"FF_NODE": "ff-node", "DGX_A100_NODE": "dgx-a100-node", "FF_2ZONE": "ff-2zone",
+               "FF_3LAYER": "ff-3layer", "DGX_3LAYER": "dgx-3layer", "SELENE": "selene", "SC21_GPT": "sc21-gpt",
+               "VGG16": "vgg16", "GPT2_MEDIUM": "gpt2-medium", "LLAMA_13B": "llama-13b", "LLAMA3_NODE": "llama3-node",
+               "LLAMA3_CLUSTER": "llama3-cluster", "LLAMA3_405B": "llama3-405b", "GB200_TRAY": "gb200-tray",
+               "NVL72_RACKS": "nvl72-racks", "DGX_B200_NODE": "dgx-b200-node", "DGXC_FABRIC": "dgxc-fabric",
+               "DGXC_LLAMA_70B": "dgxc-llama-70b", "DEEPSEEK_V3": "deepseek-v3", "DEEPSEEK_V3_RUN": "deepseek-v3-run",
+               "DEEPSEEK_V3_CLUSTER": "deepseek-v3-cluster"}
+
+
+def known_misses() -> dict[str, str]:
+    """Cases the engine misses today, each with why (docs/engine.md, "Known misses", says more): the test
+    suite expects each to fail, and ``simcore validate`` exits non-zero for a failure not listed here."""
+    return {case.key: case.known_miss for case in record()[1] if case.known_miss}
+
+
+def __getattr__(name: str):
+    """``PARTS``, ``CASES``, ``KNOWN_MISSES`` and the named parts, from the record read on first use."""
+    if name == "PARTS":
+        return record()[0]
+    if name == "CASES":
+        return record()[1]
+    if name == "KNOWN_MISSES":
+        return known_misses()
+    if name in NAMED_PARTS:
+        return record()[0][NAMED_PARTS[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def scenario(key: str) -> dict:
     """The scenario document a case predicts from (its first, for a ratio)."""
-    return next(case.prediction["scenario"] for case in CASES if case.key == key)
+    return next(case.prediction["scenario"] for case in record()[1] if case.key == key)
 
 
 def training_record(rows: list[dict], family: str, kind: str) -> dict:
@@ -319,7 +341,7 @@ def validate(params: EngineParams | None = None) -> tuple[list[dict], dict[str, 
     params = params or EngineParams()
     held_out = fitted.held_out_values()
     rows = []
-    for case in CASES:
+    for case in record()[1]:
         row = case_row(case, case.predict(params))
         row["fitted"], row["held_out_error"] = sorted(held_out.get(case.key, {})), None
         if case.key in held_out:

@@ -1,0 +1,26 @@
+"""Importing the engine reads no data file: the validation record and the fitted constants are read on
+first use (a CLI evaluation, a library call), so ``import simcore`` stays quick."""
+import json
+import subprocess
+import sys
+
+from simcore.tools.references import scenario
+
+CODE = """
+import json, sys
+import simcore, simcore.fitted as fitted, simcore.tools.references as references
+def read():
+    return references.record.cache_info().currsize, fitted.declarations.cache_info().currsize
+print(*read())
+simcore.evaluate(json.loads(sys.argv[1]))
+print(*read())
+print(len(simcore.CASES) > 100, references.record.cache_info().currsize)
+"""
+
+
+def test_importing_the_engine_reads_neither_the_record_nor_the_fitted_constants():
+    document = json.dumps(scenario("llama-13b-64"))
+    out = subprocess.run([sys.executable, "-c", CODE, document], capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    # Nothing read at import; an evaluation reads the fitted constants alone; the record when it is asked for.
+    assert out.split("\n")[:3] == ["0 0", "0 1", "True 1"]
