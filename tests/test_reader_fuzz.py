@@ -149,3 +149,50 @@ KERNEL_LINES = st.lists(st.one_of(
 def test_a_kernel_log_reads_or_is_refused_within_bounds(lines):
     text = "\n".join(lines)
     bounded(kernel_log.xid_lines, text, len(text.encode()))
+
+
+def shape_of(text: str) -> tuple[int, int]:
+    """(deepest nesting, longest string with its quotes) of JSON text, one character at a time."""
+    depth = deepest = longest = length = 0
+    inside = escaped = False
+    for char in text:
+        if inside:
+            length += 1
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                inside, longest = False, max(longest, length)
+        elif char == '"':
+            inside, length = True, 1
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest, max(longest, length if inside else 0)
+
+
+@FUZZ
+@given(document=VALUES, chunk=st.integers(1, 64))
+def test_the_shape_check_agrees_with_a_character_by_character_reading(document, chunk):
+    """JsonShape (vectorized over chunks of any size, escapes across their edges) refuses exactly what is
+    deeper or holds a longer string than its limits, as a plain scan counts them."""
+    data = json.dumps(document, ensure_ascii=True).encode()
+    deepest, longest = shape_of(data.decode())
+
+    def refused(max_depth, max_string) -> bool:
+        shape = trace.JsonShape(max_depth, max_string)
+        try:
+            for start in range(0, len(data), chunk):
+                shape.feed(data[start:start + chunk])
+        except ScenarioError:
+            return True
+        return False
+
+    assert not refused(deepest, longest)
+    if deepest:
+        assert refused(deepest - 1, 10**9)
+    if longest:
+        assert refused(10**9, longest - 1)

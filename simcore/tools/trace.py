@@ -84,51 +84,68 @@ class Trace:
 
 class JsonShape:
     """The nesting depth and string lengths of JSON text read in chunks, checked as each chunk arrives
-    (vectorized over the chunk, state carried between chunks): a string is what lies between two
-    unescaped double quotes (one preceded by an even run of backslashes), depth counts the brackets
-    and braces outside strings. Refuses, naming the limit, text nested deeper than ``max_depth`` or
-    holding a string of over ``max_string`` bytes, so that a parser reading after it never holds
-    either (its cost is one pass over the bytes)."""
+    (vectorized over the chunk's quotes and brackets, state carried between chunks): a string is what
+    lies between two unescaped double quotes (one preceded by an even run of backslashes), depth counts
+    the brackets and braces outside strings. Refuses, naming the limit, text nested deeper than
+    ``max_depth`` or holding a string of over ``max_string`` bytes (its quotes counted), so that a
+    parser reading after it never holds either; its cost is a few passes over each chunk's bytes."""
 
     QUOTE, BACKSLASH = ord('"'), ord("\\")
-    OPENERS, CLOSERS = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+    DELTA = np.zeros(256, np.int8)
+    DELTA[[ord("["), ord("{")]] = 1
+    DELTA[[ord("]"), ord("}")]] = -1
 
     def __init__(self, max_depth: int = MAX_DEPTH, max_string: int = MAX_STRING_BYTES):
         self.max_depth, self.max_string = max_depth, max_string
         self.depth, self.in_string, self.backslashes, self.string_bytes = 0, False, 0, 0
 
+    def _quotes(self, chunk, data) -> np.ndarray:
+        """The positions of the chunk's unescaped quotes (a backslash run before a quote, carried in
+        from the previous chunk where it reaches the start, escapes it when odd)."""
+        quotes = np.flatnonzero(data == self.QUOTE)
+        if not self.backslashes and b"\\" not in chunk:
+            return quotes
+        slash = data == self.BACKSLASH
+        index = np.arange(data.size)
+        last_other = np.maximum.accumulate(np.where(slash, -1, index))
+        run = np.where(slash, index - last_other + np.where(last_other < 0, self.backslashes, 0), 0)
+        before = np.concatenate(([self.backslashes], run[:-1]))[quotes]
+        return quotes[before % 2 == 0]
+
     def feed(self, chunk) -> None:
         data = np.frombuffer(chunk, np.uint8)
         if not data.size:
             return
-        slash = data == self.BACKSLASH
-        # The run of backslashes ending just before each byte (the previous chunk's carried in).
-        index = np.arange(data.size)
-        last_other = np.maximum.accumulate(np.where(slash, -1, index))
-        run_through = np.where(slash, index - last_other, 0)
-        run_through = np.where(slash & (last_other < 0), run_through + self.backslashes, run_through)
-        before = np.concatenate(([self.backslashes], run_through[:-1]))
-        quote = (data == self.QUOTE) & (before % 2 == 0)
-        toggles = np.cumsum(quote)
-        inside = ((toggles % 2 == 1) != self.in_string) | quote  # a string's bytes, its quotes included
-        outside = ~inside
-        step = np.where(outside & np.isin(data, self.OPENERS), 1, 0) - np.where(outside & np.isin(data, self.CLOSERS),
-                                                                               1, 0)
-        depth = self.depth + np.cumsum(step)
-        if depth.size and int(depth.max()) > self.max_depth:
-            raise ScenarioError("file", f"JSON nested over {self.max_depth} levels deep: not a profiler trace")
-        # The longest run of string bytes, the one left open from the previous chunk carried in.
-        edges = np.flatnonzero(np.diff(np.concatenate(([False], inside, [False])).astype(np.int8)))
-        starts, ends = edges[::2], edges[1::2]
-        lengths = ends - starts
-        if lengths.size and starts[0] == 0:
-            lengths[0] += self.string_bytes
-        if lengths.size and int(lengths.max()) > self.max_string:
+        quotes = self._quotes(chunk, data)
+        opened = int(self.in_string)  # 1: the first quote closes the string carried in
+        # String lengths: each closing quote's distance from its opening one (the carried one's length added).
+        openings = quotes[opened::2]
+        closings = quotes[opened + 1::2]
+        lengths = closings - openings[:closings.size] + 1
+        longest = int(lengths.max()) if lengths.size else 0
+        if opened:
+            carried = self.string_bytes + (int(quotes[0]) + 1 if quotes.size else data.size)
+            longest = max(longest, carried)
+        still_open = (quotes.size + opened) % 2 == 1
+        if still_open:
+            open_bytes = (data.size - int(openings[-1])) if openings.size > closings.size else \
+                self.string_bytes + data.size
+            longest = max(longest, open_bytes)
+        if longest > self.max_string:
             raise ScenarioError("file", f"a JSON string of over {self.max_string:,} bytes: not a profiler trace")
-        self.depth = int(depth[-1])
-        self.in_string = bool((toggles[-1] % 2 == 1) != self.in_string)
-        self.string_bytes = int(lengths[-1]) if self.in_string else 0
-        self.backslashes = int(run_through[-1])
+        # Depth: the brackets outside strings (an even count of quotes before them, the carried state added).
+        brackets = np.flatnonzero(self.DELTA[data])
+        if brackets.size:
+            outside = (np.searchsorted(quotes, brackets) + opened) % 2 == 0
+            path = self.depth + np.cumsum(self.DELTA[data[brackets[outside]]], dtype=np.int64)
+            if path.size:
+                if int(path.max()) > self.max_depth:
+                    raise ScenarioError("file", f"JSON nested over {self.max_depth} levels deep: not a profiler trace")
+                self.depth = int(path[-1])
+        self.in_string = still_open
+        self.string_bytes = open_bytes if still_open else 0
+        trailing = len(chunk) - len(bytes(chunk).rstrip(b"\\"))
+        self.backslashes = trailing + (self.backslashes if trailing == len(chunk) else 0)
 
 
 class _Bounded(io.RawIOBase):
