@@ -101,6 +101,10 @@ class MeasuredRun(models.Model):
     case = models.JSONField(help_text="The case in the validation record's form (simcore/data/reference_cases.yaml).")
     details = models.JSONField(default=dict, blank=True,
                                help_text="What a Megatron-LM log said: its intervals' step times and timers.")
+    prediction = models.JSONField(default=dict, blank=True,
+                                  help_text="The engine's prediction for the case as stored: its engine version, the "
+                                            "figure and, for a step time, the step's parts (computed again only "
+                                            "when the engine changes).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = MeasuredRunQuerySet.as_manager()

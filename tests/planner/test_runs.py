@@ -143,3 +143,33 @@ def test_a_user_past_the_runs_bound_is_told_to_delete_some(reader_client, my_pla
     assert reader_client.post("/api/runs/", body, format="json").status_code == 201
     refused = reader_client.post("/api/runs/", body, format="json")
     assert refused.status_code == 409 and "delete some first" in refused.json()["errors"]["runs"][0]
+
+
+def test_a_runs_prediction_is_stored_with_it_and_lists_do_not_evaluate(reader_client, my_plan, monkeypatch):
+    """Issue 69 item 7: the run's prediction is computed when it is made and stored with its engine
+    version; lists and pages read it, and compute it again only once the engine has changed."""
+    import simcore
+    from planner.models import MeasuredRun
+    from simcore.tools import references
+    from tests.simcore.test_megatron import megatron_log
+
+    body = {"plan": my_plan.slug, "workload": WORKLOAD, "source": "our cluster", "megatron_log": megatron_log()}
+    made = reader_client.post("/api/runs/", body, format="json").json()
+    run = MeasuredRun.objects.get(pk=made["id"])
+    assert run.prediction["engine_version"] == simcore.ENGINE_VERSION
+    assert run.prediction["predicted"] == pytest.approx(made["predicted_s"])
+    assert set(run.prediction["step_parts_s"]) >= {"forward", "backward", "optimizer"}
+    predictions = []
+    predict = references.ReferenceCase.predict
+    monkeypatch.setattr(references.ReferenceCase, "predict",
+                        lambda case, params: predictions.append(case.key) or predict(case, params))
+    listed = reader_client.get("/api/runs/").json()["results"]
+    assert [r["predicted_s"] for r in listed] == [made["predicted_s"]] and predictions == []
+    by_timer = lambda timers: sorted(timers, key=lambda t: t["timer"])  # noqa: E731 (PostgreSQL orders JSON keys)
+    assert by_timer(reader_client.get(f"/api/runs/{run.pk}/").json()["megatron_timers"]) == by_timer(
+        made["megatron_timers"])
+    assert predictions == []
+    MeasuredRun.objects.filter(pk=run.pk).update(prediction={**run.prediction, "engine_version": "0.0.0"})
+    again = reader_client.get("/api/runs/").json()["results"]
+    assert again[0]["predicted_s"] == pytest.approx(made["predicted_s"]) and len(predictions) == 1
+    assert MeasuredRun.objects.get(pk=run.pk).prediction["engine_version"] == simcore.ENGINE_VERSION
