@@ -32,7 +32,20 @@ async def leave_group(consumer) -> None:
                        consumer.group, error)
 
 
-class SweepProgressConsumer(AsyncJsonWebsocketConsumer):
+class LayerTolerantConsumer(AsyncJsonWebsocketConsumer):
+    """A consumer whose channel layer going away (Redis restarting: its receive raises) ends the socket
+    with a logged warning, not a traceback at ERROR: its viewer reconnects and is sent the current state.
+    Every other error propagates as before."""
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        except (RedisError, OSError) as error:  # TimeoutError and ConnectionError are OSErrors
+            logger.warning("%s: the channel layer went away (%s); the socket closes and its viewer reconnects",
+                           type(self).__name__, error)
+
+
+class SweepProgressConsumer(LayerTolerantConsumer):
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:

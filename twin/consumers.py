@@ -9,9 +9,8 @@ import asyncio
 import time
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from planner.consumers import leave_group
+from planner.consumers import LayerTolerantConsumer, leave_group
 from twin.models import Twin
 from twin.services.persistence import snapshot, twin_group
 
@@ -32,7 +31,7 @@ def merge(pending: dict, delta: dict) -> dict:
     return merged
 
 
-class TwinConsumer(AsyncJsonWebsocketConsumer):
+class TwinConsumer(LayerTolerantConsumer):
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:

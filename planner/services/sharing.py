@@ -1,6 +1,6 @@
 """Shared entries that others' work names: when a plan or workload stops being shared with a user
 (its owner deletes it or makes it private), each of that user's objects that names it (a twin, a
-sweep or site plan) is given the user's own private copy of the entry as it stands, in its place.
+sweep or site plan, a measured run) is given the user's own private copy of the entry as it stands, in its place.
 Their work keeps running and reading as before, and the owner's delete or change goes through: the
 others' objects no longer pin the owner's entry, nor show it once it is private. The owner's own
 objects that name the entry still keep it (409)."""
@@ -45,8 +45,11 @@ def hand_over_references(*, entry: ClusterPlan | Workload) -> dict[int, models.M
     here, one per user); returns {user id: their copy}. Run it inside the transaction that deletes
     the entry or makes it private, so that a refused delete undoes it."""
     copies = {}
-    for relation in entry._meta.related_objects:
-        if not relation.one_to_many or "owner" not in {f.name for f in relation.related_model._meta.fields}:
+    # Every foreign key to the entry, those declared without a reverse accessor (a run's plan) included.
+    relations = (field for field in entry._meta.get_fields(include_hidden=True) if field.auto_created
+                 and not field.concrete and field.one_to_many)
+    for relation in relations:
+        if "owner" not in {f.name for f in relation.related_model._meta.fields}:
             continue
         rows = relation.related_model._base_manager.filter(**{relation.field.name: entry})
         others = rows.exclude(owner_id=entry.owner_id) if entry.owner_id is not None else rows.filter(

@@ -25,6 +25,9 @@ def test_others_twins_and_sweeps_keep_their_own_copy_when_the_owner_stops_sharin
     sweep = other.post("/api/sweeps/", {"plan": "alice-ff", "workload": "alice-llama",
                                         "axes": {"workload.gpus": [64, 128]}}, format="json").json()
     own_twin = owner.post("/api/twins/", {"plan": "alice-ff", "seed": 1}, format="json").json()
+    run = other.post("/api/runs/", {"plan": "alice-ff", "workload": "alice-llama", "measured_s": 10.0,
+                                    "source": "bob's cluster"}, format="json")
+    assert run.status_code == 201, run.json()
 
     held = owner.delete("/api/plans/alice-ff/")  # the owner's own twin still keeps it, and nothing changed
     assert held.status_code == 409 and not ClusterPlan.objects.filter(owner=bob).exists()
@@ -38,6 +41,7 @@ def test_others_twins_and_sweeps_keep_their_own_copy_when_the_owner_stops_sharin
                                                              ClusterPlan.objects.get(slug="ff2-pcie-2zone").node_count)
     assert other.get(f"/api/twins/{twin['id']}/").json()["plan"] == copy.slug
     assert other.get(f"/api/sweeps/{sweep['id']}/").json()["plan"] == copy.slug
+    assert other.get(f"/api/runs/{run.json()['id']}/").json()["plan"] == copy.slug  # his run names his copy
     evaluated = other.post(f"/api/plans/{copy.slug}/evaluate/", {"workload": "alice-llama"}, format="json")
     assert evaluated.status_code == 200
 

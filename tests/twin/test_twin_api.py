@@ -651,3 +651,36 @@ def test_a_twins_job_trains_a_workload_at_the_engines_rate(catalog, owner_client
     both = owner_client.post("/api/twins/", {"plan": "dgx-h200-1024", "workload": "llama-13b-512",
                                              "jobs": [plain]}, format="json")
     assert both.status_code == 400 and "workload" in both.json()["errors"]
+
+
+@WEBSOCKET_DB
+def test_a_channel_layer_that_goes_away_ends_the_socket_with_a_warning_not_an_error(catalog, owner_client, user,
+                                                                                 monkeypatch):
+    """Issue 69 item 10: Redis restarting under open twin websockets logged a traceback at ERROR for each.
+    The channel layer's receive failing now ends the socket with one warning (no exception leaves the
+    application); the viewer reconnects."""
+    from channels.layers import get_channel_layer
+
+    from config.asgi import application
+    from planner import consumers
+
+    twin = create(owner_client)
+
+    async def gone(*args, **kwargs):
+        raise ConnectionError("Connection closed by server.")
+
+    monkeypatch.setattr(type(get_channel_layer()), "receive", gone)
+    warned = []
+    monkeypatch.setattr(consumers.logger, "warning", lambda message, *args: warned.append(message % args))
+    headers = session_headers(user)
+
+    async def watch():
+        viewer = WebsocketCommunicator(application, f"/ws/twins/{twin.pk}/", headers=headers)
+        await viewer.connect()
+        snapshot = await viewer.receive_json_from(timeout=10)  # sent on connect, before the layer is read
+        await viewer.wait(timeout=10)  # the application ends; an exception from it would raise here
+        return snapshot
+
+    assert async_to_sync(watch)()["type"] == "snapshot"
+    assert warned == ["TwinConsumer: the channel layer went away (Connection closed by server.); the socket closes "
+                      "and its viewer reconnects"]
