@@ -485,14 +485,16 @@ def _data_parallel(w, node, io, g, nccl_unit, dp_ranks, step, m, params, family,
         dp_nodes, dp_io = _group_io(io, unit_io, unit, reduce_ranks, unit / tp_)
         ar = collectives.nccl_allreduce(dense_bytes, dp_nodes, dp_io, nvlink_all_to_all=nvlink,
                                         params=params.collectives)
-        expert_ranks = step["expert_dp"]
-        expert_nodes, expert_io = _group_io(io, unit_io, unit, expert_ranks,
-                                            np.floor(unit / (w["ep"] * expert_tp(w))))
-        experts = collectives.nccl_allreduce(np.maximum(step["local_expert_params"] * w["grad_bytes"], 1.0),
-                                             expert_nodes, expert_io, nvlink_all_to_all=nvlink,
-                                             params=params.collectives)
-        dp_s = (where(reduce_ranks > 1, ar.time_s, 0.0)
-                + where((expert_ranks > 1) & (step["local_expert_params"] > 0), experts.time_s, 0.0))
+        dp_s = where(reduce_ranks > 1, ar.time_s, 0.0)
+        has_experts = step["local_expert_params"] > 0
+        if np.any(has_experts):  # a dense model's points skip the experts' collective altogether
+            expert_ranks = step["expert_dp"]
+            expert_nodes, expert_io = _group_io(io, unit_io, unit, expert_ranks,
+                                                np.floor(unit / (w["ep"] * expert_tp(w))))
+            experts = collectives.nccl_allreduce(np.maximum(step["local_expert_params"] * w["grad_bytes"], 1.0),
+                                                 expert_nodes, expert_io, nvlink_all_to_all=nvlink,
+                                                 params=params.collectives)
+            dp_s = dp_s + where((expert_ranks > 1) & has_experts, experts.time_s, 0.0)
     # ZeRO-3 / FSDP: every micro-batch allgathers the weights for forward and again for backward (and
     # for a fully recomputed forward) and reduce-scatters the gradients, all of which can hide behind the
     # whole step's compute instead of the last backward alone. With NCCL each moves half an allreduce's

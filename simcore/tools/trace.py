@@ -144,8 +144,11 @@ class JsonShape:
                 self.depth = int(path[-1])
         self.in_string = still_open
         self.string_bytes = open_bytes if still_open else 0
-        trailing = len(chunk) - len(bytes(chunk).rstrip(b"\\"))
-        self.backslashes = trailing + (self.backslashes if trailing == len(chunk) else 0)
+        trailing = 0
+        if data[-1] == self.BACKSLASH:  # the run of backslashes the chunk ends with, carried into the next
+            others = np.flatnonzero(data != self.BACKSLASH)
+            trailing = data.size - 1 - int(others[-1]) if others.size else data.size + self.backslashes
+        self.backslashes = trailing
 
 
 class _Bounded(io.RawIOBase):
