@@ -78,15 +78,23 @@ def process_turns(name: str, count: int) -> threading.BoundedSemaphore:
 @contextmanager
 def turn(name: str, count: int, wait_s: float):
     """Hold one of this process's ``count`` turns at ``name`` for the block, waiting at most
-    ``wait_s`` for it: yields whether one came. The block's database connection goes back to the
-    pool before its turn does, so that the turns bound the connections they take."""
+    ``wait_s`` for it: yields whether one came. The request's database connection (opened already
+    by its token or session lookup) goes back to the pool before it waits, and the block's before
+    its turn does, so that only the turns' holders hold connections: waiters hold none."""
     turns = process_turns(name, count)
+    _give_back_connection()
     if not turns.acquire(timeout=wait_s):
         yield False
         return
     try:
         yield True
     finally:
-        if not connection.in_atomic_block:  # (a test's transaction keeps its connection)
-            connection.close()
+        _give_back_connection()
         turns.release()
+
+
+def _give_back_connection() -> None:
+    """Return this thread's database connection to the pool (it opens again at its next query);
+    a test's transaction keeps its connection."""
+    if not connection.in_atomic_block:
+        connection.close()

@@ -23,7 +23,7 @@ from django.conf import settings
 from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import RedisError
 
-from planner.models import Sweep
+from planner.models import Sweep, TraceRead
 from planner.services.sweeps import sweep_settle
 
 logger = logging.getLogger(__name__)
@@ -155,3 +155,37 @@ def scan_for_lost_chunks(enqueue, release=None) -> dict[int, list[int]]:
     for sweep in owners.values() if release is not None else ():
         release(sweep)
     return requeued
+
+
+def scan_for_lost_records(active_ids, task: str, claim_key, lock: str, enqueue) -> list[int]:
+    """One scan for work recorded in the database and run by ``task`` on the ``celery`` queue (a
+    kernel log's ingest, a trace's read), skipped while another worker's scan holds ``lock``: each
+    record of ``active_ids`` (a query of the ids queued or running) whose task is neither waiting in
+    the queue nor claimed (``claim_key(id)``) in two scans is ``enqueue(id)``-ed; returns their ids."""
+    with broker_redis() as redis:
+        if not scan_lock(redis, lock):
+            return []
+        queued = [args[0] for args in queued_tasks(redis, "celery", task)]
+        claims = {claim_key(pk): pk for pk in active_ids.exclude(pk__in=queued)}
+        lost = [claims[key] for key in lost_keys(redis, list(claims), time.time())]
+    for record_id in lost:
+        enqueue(record_id)
+    return lost
+
+
+TRACE_TASK = "planner.tasks.read_trace"
+TRACE_SCAN_LOCK = "trace-read-watch"
+
+
+def trace_claim_key(read_id: int) -> str:
+    return f"trace-read-claim:{read_id}"
+
+
+def scan_for_lost_trace_reads(enqueue) -> list[int]:
+    """One scan for lost trace reads (the web killed between recording a trace and queueing it, a
+    worker killed while reading one, Redis restarted empty), which would otherwise hold their owner's
+    slot until judged lost: ``enqueue(read_id)`` for each; returns their ids. Queued twice by mistake,
+    a read stores one measurement (a finished read is not run again)."""
+    active = TraceRead.objects.filter(status__in=[TraceRead.Status.QUEUED, TraceRead.Status.RUNNING]) \
+        .values_list("pk", flat=True)
+    return scan_for_lost_records(active, TRACE_TASK, trace_claim_key, TRACE_SCAN_LOCK, enqueue)

@@ -11,8 +11,8 @@ from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from planner import chunk_watch
-from planner.models import Sweep
-from planner.services import sweeps
+from planner.models import Sweep, TraceRead
+from planner.services import sweeps, trace_reads
 from planner.services.retention import retention_enforce
 
 logger = logging.getLogger(__name__)
@@ -116,6 +116,53 @@ def watch_every_round(sender, scan, what: str) -> None:
 def watch_for_lost_chunks(sender, **kwargs):
     """Every worker takes part in the watch for lost chunks (planner.chunk_watch)."""
     watch_every_round(sender, lambda: chunk_watch.scan_for_lost_chunks(sweep_enqueue, sweep_enqueue), "sweep chunks")
+
+
+class TraceQueueUnavailable(QueueUnavailable):
+    MESSAGE = ("the task queue (Redis) is unreachable, so the trace was not queued and nothing of it was saved; "
+               "send it again when the queue is back")
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, autoretry_for=TRANSIENT, retry_backoff=True,
+             retry_backoff_max=60, max_retries=5, soft_time_limit=540, time_limit=600)
+def read_trace(self, read_id: int) -> bool:
+    try:
+        if runs_in_process():
+            return trace_reads.trace_read_run(read_id=read_id)
+        with chunk_watch.claimed_key(chunk_watch.trace_claim_key(read_id)):
+            return trace_reads.trace_read_run(read_id=read_id)
+    except TRANSIENT:
+        raise
+    except Exception as error:
+        trace_reads.trace_read_fail(read_id=read_id, error=f"{type(error).__name__}: {error}")
+        raise
+
+
+def trace_read_enqueue(read: TraceRead) -> TraceRead:
+    """Queue a recorded trace's read (the embedded default runs it in this process, so it comes back
+    finished). A broker that cannot be reached raises :class:`TraceQueueUnavailable` and the record
+    is deleted: nothing of a trace that could not be queued stays."""
+    try:
+        with queueing(TraceQueueUnavailable):
+            read_trace.apply_async(args=(read.pk,), queue="celery")
+    except TraceQueueUnavailable:
+        read.delete()
+        raise
+    read.refresh_from_db()
+    return read
+
+
+def trace_read_resend(read_id: int) -> None:
+    """Queue a recorded trace's read again (the watch for lost reads), its record touched so that it
+    is not judged lost meanwhile."""
+    trace_reads.trace_read_touch(read_id=read_id)
+    read_trace.apply_async(args=(read_id,), queue="celery")
+
+
+@worker_ready.connect
+def watch_for_lost_trace_reads(sender, **kwargs):
+    """Every worker takes part in the watch for lost trace reads (planner.chunk_watch)."""
+    watch_every_round(sender, lambda: chunk_watch.scan_for_lost_trace_reads(trace_read_resend), "trace reads")
 
 
 @shared_task

@@ -698,3 +698,62 @@ def test_engine_requests_take_a_users_slot_and_a_process_turn(catalog, settings)
     cache.set(f"heavy-requests:{user.pk}", 1, timeout=60)
     assert client.post("/api/plans/ff2-pcie-2zone/evaluate/", {}, format="json").status_code == 200
     assert cache.get(f"heavy-requests:{user.pk}") == 1  # the slot it held is given back
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # threads see committed rows; the seed returns
+def test_requests_waiting_for_a_turn_hold_no_pooled_connection(catalog, settings, monkeypatch):
+    """Issue 69, item 4: ten users each sending two engine requests at once (within their own limit
+    of two) against two turns and a pool of 8. Each request looked its token up (a connection) before
+    it waited for its turn; eighteen waiters held the pool, and the requests past it answered 500.
+    Now the connection goes back to the pool before the wait: at most the turns' holders hold one,
+    every request answers 200, and an uninvolved user's read is answered at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import planner.api.plan_views as plan_views
+
+    assert settings.DATABASES["default"]["OPTIONS"]["pool"]["max_size"] == 8
+    settings.HEAVY_REQUESTS_AT_ONCE, settings.HEAVY_QUEUE_WAIT_S = 2, 30.0
+    tokens = [token_issue(get_user_model().objects.create_user(f"burst-{i}", password=PASSWORD)) for i in range(11)]
+    answer = plan_views.evaluation_response
+    in_use, sampling = [0], [True]
+
+    def slow_evaluation(*args, **kwargs):
+        time.sleep(0.4)
+        return answer(*args, **kwargs)
+
+    def evaluate(i):
+        try:
+            client = APIClient(HTTP_AUTHORIZATION=f"Token {tokens[i // 2]}")
+            return client.post(f"/api/plans/{FF}/evaluate/", {}, format="json").status_code
+        finally:
+            connection.close()
+
+    def sample():
+        time.sleep(1.0)  # every request has looked its token up: from here on, most are waiting for a turn
+        while sampling[0]:
+            stats = connection.pool.get_stats()
+            in_use[0] = max(in_use[0], stats["pool_size"] - stats["pool_available"])
+            time.sleep(0.01)
+
+    def other_user():
+        time.sleep(1.0)  # every request has looked its token up, and most are waiting
+        began = time.monotonic()
+        try:
+            status = APIClient(HTTP_AUTHORIZATION=f"Token {tokens[10]}").get("/api/plans/").status_code
+            return status, time.monotonic() - began
+        finally:
+            connection.close()
+
+    monkeypatch.setattr(plan_views, "evaluation_response", slow_evaluation)
+    connection.ensure_connection()
+    with ThreadPoolExecutor(max_workers=22) as pool:
+        sampler = pool.submit(sample)
+        reading = pool.submit(other_user)
+        codes = list(pool.map(evaluate, range(20)))
+        sampling[0] = False
+        sampler.result()
+    assert codes == [200] * 20, codes
+    assert in_use[0] <= settings.HEAVY_REQUESTS_AT_ONCE + 2, in_use[0]  # the turns' holders, the reader, this test
+    # (8, the whole pool, before the fix)
+    status, seconds = reading.result()
+    assert status == 200 and seconds < 1.0, seconds

@@ -6,8 +6,6 @@ between recording a log and queueing it, a worker killed while reading one, or R
 empty no longer leave the twin refusing logs until the record is judged lost. Queued twice by
 mistake, an ingest is applied once (a finished ingest is not run again, and a fault already
 ingested is counted, not applied)."""
-import time
-
 from planner import chunk_watch
 from twin.models import LogIngest
 from twin.services.log_ingests import ACTIVE
@@ -21,15 +19,6 @@ def claim_key(ingest_id: int) -> str:
 
 
 def scan_for_lost_ingests(enqueue) -> list[int]:
-    """One scan (skipped while another worker's holds the lock): ``enqueue(ingest_id)`` for each lost
-    ingest; returns their ids."""
-    with chunk_watch.broker_redis() as redis:
-        if not chunk_watch.scan_lock(redis, SCAN_LOCK):
-            return []
-        queued = [args[0] for args in chunk_watch.queued_tasks(redis, "celery", INGEST_TASK)]
-        active = LogIngest.objects.filter(status__in=ACTIVE).exclude(pk__in=queued).values_list("pk", flat=True)
-        claims = {claim_key(pk): pk for pk in active}
-        lost = [claims[key] for key in chunk_watch.lost_keys(redis, list(claims), time.time())]
-    for ingest_id in lost:
-        enqueue(ingest_id)
-    return lost
+    """One scan: ``enqueue(ingest_id)`` for each lost ingest; returns their ids."""
+    active = LogIngest.objects.filter(status__in=ACTIVE).values_list("pk", flat=True)
+    return chunk_watch.scan_for_lost_records(active, INGEST_TASK, claim_key, SCAN_LOCK, enqueue)

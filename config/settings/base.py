@@ -187,6 +187,11 @@ LOGIN_CHECKS_AT_ONCE = int(os.environ.get("LOGIN_CHECKS_AT_ONCE", str(max(1, DB_
 HEAVY_REQUESTS_PER_USER = int(os.environ.get("HEAVY_REQUESTS_PER_USER", "2"))
 HEAVY_REQUESTS_AT_ONCE = int(os.environ.get("HEAVY_REQUESTS_AT_ONCE", str(max(1, DB_POOL_MAX // 4))))
 HEAVY_QUEUE_WAIT_S = float(os.environ.get("HEAVY_QUEUE_WAIT_S", "5"))
+# Profiler traces (POST /api/measurements/): one of more than TRACE_INLINE_MAX_BYTES of JSON once
+# gunzipped is read by a worker (202), one a user at a time; none of more than TRACE_MAX_JSON_BYTES is
+# read (a 2 MiB upload of gzip may hold gigabytes: 256 MiB of JSON reads in about 6 s).
+TRACE_INLINE_MAX_BYTES = int(os.environ.get("TRACE_INLINE_MAX_BYTES", str(8 * 2**20)))
+TRACE_MAX_JSON_BYTES = int(os.environ.get("TRACE_MAX_JSON_BYTES", str(256 * 2**20)))
 LOGIN_QUEUE_WAIT_S = float(os.environ.get("LOGIN_QUEUE_WAIT_S", "2"))
 AXES_FAILURE_LIMIT = LOGIN_ADDRESS_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15")))

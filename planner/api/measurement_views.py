@@ -9,17 +9,19 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from planner.api.parsers import BoundedJSONParser
 from planner.api.permissions import OwnedEntryPermission, TokenScopePermission
 from planner.api.renderers import XLSXRenderer, attachment
-from planner.models import ClusterPlan, ComputeNodeType, Measurement, Workload
+from planner.models import ClusterPlan, ComputeNodeType, Measurement, TraceRead, Workload
 from planner.serializers.base import ModelSerializer, NumberField, validated_changes
 from planner.services import measurements as services
+from planner.services import trace_reads
 from planner.services.spreadsheets import XLSX_MEDIA_TYPE, measurement_xlsx
+from planner.tasks import trace_read_enqueue
 from simcore import ScenarioError
 from simcore.tools.measurements import COLLECTIVES
 
@@ -129,6 +131,23 @@ class MeasurementUploadSerializer(serializers.Serializer):
         return data
 
 
+class TraceReadSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(TraceRead.Status.choices, help_text="queued, running, then done or failed")
+    name = serializers.CharField()
+    filename = serializers.CharField()
+    plan = serializers.CharField(help_text="The plan's slug.")
+    workload = serializers.CharField(help_text="The workload's slug.")
+    size_bytes = serializers.IntegerField(help_text="The file's size as sent.")
+    measurement = serializers.IntegerField(allow_null=True, help_text="done: the measurement stored.")
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), allow_null=True,
+                                   help_text="failed for its input: field -> reasons, as a 400 would give them")
+    error = serializers.CharField(allow_blank=True, help_text="failed otherwise: why")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
 class CarrySerializer(serializers.Serializer):
     plan = serializers.SlugField(help_text="A plan of yours of the same accelerator family.")
 
@@ -153,11 +172,15 @@ class MeasurementChangeSerializer(serializers.Serializer):
     retrieve=extend_schema(tags=TAG, responses=MeasurementDetailSerializer,
                            description="The measurement beside the engine's prediction, row by row."),
     create=extend_schema(tags=TAG, request={"multipart/form-data": MeasurementUploadSerializer},
-                         responses={201: MeasurementDetailSerializer,
-                                    400: OpenApiResponse(description="a field error; a file error names its line")},
+                         responses={201: MeasurementDetailSerializer, 202: TraceReadSerializer,
+                                    400: OpenApiResponse(description="a field error; a file error names its line"),
+                                    429: OpenApiResponse(description="another large trace of yours is being read")},
                          description="Upload nccl-tests output or a GEMM CSV against your plan or a node type, or a "
                                      "profiler trace against your plan with the workload and layers it ran. "
-                                     "It is read, compared and stored in one step, or refused whole."),
+                                     "It is read, compared and stored in one step, or refused whole. A trace of "
+                                     "more than TRACE_INLINE_MAX_BYTES of JSON once gunzipped (8 MiB by default) "
+                                     "is read by a task: the answer is 202 with the read, whose measurement (or "
+                                     "why it was refused) is at its Location; one such trace of yours at a time."),
     partial_update=extend_schema(tags=TAG, request={"application/json": MeasurementChangeSerializer},
                                  responses=MeasurementDetailSerializer,
                                  description="Rename, annotate, or mark as an override of the engine's constants."),
@@ -175,6 +198,12 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
 
     def get_queryset(self):
         return Measurement.objects.select_related("owner", "node_type", "plan").visible_to(self.request.user)
+
+    def _reads(self):
+        """The caller's own trace reads, without their files."""
+        if not self.request.user.is_authenticated:
+            return TraceRead.objects.none()
+        return TraceRead.objects.filter(owner=self.request.user).select_related("plan", "workload").defer("content")
 
     def get_serializer_class(self):
         return MeasurementSerializer if self.action == "list" else MeasurementDetailSerializer
@@ -195,14 +224,39 @@ class MeasurementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixin
         workload = Workload.objects.visible_slug(request.user, data["workload"], field="workload") \
             if data.get("workload") else None
         file = data["file"]
+        content = file.read(services.MAX_FILE_BYTES + 1)
+        traced = {"workload": workload, "moe_layers": data["moe_layers"], "dense_layers": data["dense_layers"],
+                  "steps": (data["first_step"], data["last_step"]) if "first_step" in data else None}
+        if data["kind"] == Measurement.Kind.TRACE and services.trace_reads_later(content):
+            read = trace_read_enqueue(trace_reads.trace_read_create(
+                owner=request.user, plan=plan, content=content, filename=file.name, name=data.get("name", ""),
+                note=data.get("note", ""), use_as_override=data["use_as_override"], traced=traced))
+            return Response(trace_reads.trace_read_json(read), status=status.HTTP_202_ACCEPTED,
+                            headers={"Location": f"/api/measurements/reads/{read.pk}/"})
         measurement = services.measurement_upload(
-            owner=request.user, kind=data["kind"], content=file.read(services.MAX_FILE_BYTES + 1),
-            filename=file.name, name=data.get("name", ""), plan=plan, node_type=node_type,
-            collective=data.get("collective", ""), note=data.get("note", ""),
-            use_as_override=data["use_as_override"],
-            traced={"workload": workload, "moe_layers": data["moe_layers"], "dense_layers": data["dense_layers"],
-                    "steps": (data["first_step"], data["last_step"]) if "first_step" in data else None})
+            owner=request.user, kind=data["kind"], content=content, filename=file.name, name=data.get("name", ""),
+            plan=plan, node_type=node_type, collective=data.get("collective", ""), note=data.get("note", ""),
+            use_as_override=data["use_as_override"], traced=traced)
         return Response(MeasurementDetailSerializer(measurement).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(tags=TAG, responses={200: TraceReadSerializer(many=True)},
+                   description="Your traces read by a task, newest first, a page at a time.")
+    @action(detail=False, methods=["get"], url_path="reads", filter_backends=[])
+    def reads(self, request):
+        rows = self.paginate_queryset(self._reads())
+        return self.get_paginated_response([trace_reads.trace_read_json(row) for row in rows])
+
+    @extend_schema(tags=TAG, responses={200: TraceReadSerializer},
+                   parameters=[OpenApiParameter("read_id", int, OpenApiParameter.PATH,
+                                                description="The read's id, as the upload's Location gives it.")],
+                   description="One trace read by a task: queued, running, then its measurement or why it was "
+                               "refused.")
+    @action(detail=False, methods=["get"], url_path=r"reads/(?P<read_id>[0-9]+)")
+    def read(self, request, read_id=None):
+        found = self._reads().filter(pk=read_id).first()
+        if found is None:
+            raise NotFound("no such trace read of yours")
+        return Response(trace_reads.trace_read_json(found))
 
     @extend_schema(tags=TAG, responses={(200, XLSX_MEDIA_TYPE): OpenApiTypes.BINARY},
                    description="The measurement beside the engine as an Excel workbook: its rows compared, what "

@@ -10,7 +10,7 @@ from .catalog import (
     StorageNodeType,
     Switch,
 )
-from .measurements import CarriedCalibration, MeasuredRun, Measurement
+from .measurements import CarriedCalibration, MeasuredRun, Measurement, TraceRead
 from .plans import ClusterPlan, Visibility, VisibleQuerySet, Workload
 from .sweeps import Sweep, SweepChunk
 from .tokens import AccessToken
@@ -33,6 +33,7 @@ __all__ = [
     "Switch",
     "Sweep",
     "SweepChunk",
+    "TraceRead",
     "Visibility",
     "VisibleQuerySet",
     "Workload",

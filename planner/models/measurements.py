@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 
 from planner.models.catalog import ComputeNodeType
-from planner.models.plans import ClusterPlan
+from planner.models.plans import ClusterPlan, Workload
 
 
 class MeasurementQuerySet(models.QuerySet):
@@ -114,3 +114,43 @@ class MeasuredRun(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class TraceRead(models.Model):
+    """A profiler trace too large to read in its request (more than ``TRACE_INLINE_MAX_BYTES`` of JSON
+    once gunzipped), read, compared and stored as a :class:`Measurement` by a Celery task
+    (:mod:`planner.services.trace_reads`): one per user at a time; its file is kept until it has been
+    read, then its measurement or why it was refused."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    plan = models.ForeignKey(ClusterPlan, on_delete=models.CASCADE, related_name="+")
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    name = models.CharField(max_length=200)
+    filename = models.CharField(max_length=255)
+    note = models.TextField(blank=True, default="")
+    use_as_override = models.BooleanField(default=False)
+    moe_layers = models.PositiveIntegerField(default=0)
+    dense_layers = models.PositiveIntegerField(default=0)
+    first_step = models.BigIntegerField(null=True, blank=True)
+    last_step = models.BigIntegerField(null=True, blank=True)
+    content = models.BinaryField(help_text="The file as sent until it has been read (then emptied).")
+    size_bytes = models.PositiveIntegerField(help_text="The file's size as sent.")
+    measurement = models.ForeignKey(Measurement, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                    help_text="What the read stored.")
+    errors = models.JSONField(default=dict, help_text="Field -> reasons, when the trace was refused.")
+    error = models.TextField(blank=True, default="", help_text="Why the read failed, when not for its input.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, help_text="The last progress; an active read untouched for "
+                                                               "longer than a task may run has lost its worker.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "status"], name="trace_read_owner_status")]

@@ -8,6 +8,7 @@ import hashlib
 import tempfile
 
 import numpy as np
+from django.conf import settings
 from django.db import models, transaction
 
 from planner.adapters import calibration, node_document, scenario_document
@@ -25,7 +26,9 @@ MAX_FILE_BYTES = 2 * 2**20
 MAX_MEASUREMENTS_PER_USER = 500
 
 
-def _room_for_one_more(owner, locked: bool = False) -> None:
+def room_for_one_more(owner, locked: bool = False) -> None:
+    """Refuse (409) a measurement past the owner's MAX_MEASUREMENTS_PER_USER; ``locked``: on the owner's
+    row locked, so that two uploads at once cannot both take the last place (inside a transaction)."""
     if locked:
         lock_owner(owner)
     if Measurement.objects.filter(owner=owner).count() >= MAX_MEASUREMENTS_PER_USER:
@@ -56,10 +59,9 @@ def _read(kind: str, text: str, node: dict, collective: str):
     return run.rows(), facts, engine.compare_nccl(node, run, collective)
 
 
-def _read_trace(content: bytes, plan: ClusterPlan | None, traced: dict):
-    """(the parts as stored, what the trace says, the comparison) for a profiler trace uploaded
-    against ``plan`` with the workload and layers it traced and, optionally, the profiler steps to
-    keep (``traced``: first and last)."""
+def trace_upload_check(content: bytes, plan: ClusterPlan | None, traced: dict) -> None:
+    """Refuse (400) a trace upload that could not be read whatever its file holds: no plan or workload
+    to compare it with, or a file over MAX_FILE_BYTES."""
     if plan is None:
         raise InputError({"plan": ["a trace is compared with a plan and a workload: give the plan"]})
     if traced.get("workload") is None:
@@ -67,13 +69,31 @@ def _read_trace(content: bytes, plan: ClusterPlan | None, traced: dict):
     if len(content) > MAX_FILE_BYTES:
         raise InputError({"file": [f"{len(content):,} bytes; at most {MAX_FILE_BYTES:,} per upload (gzip the "
                                    "trace: JSON packs about 10 to 1)"]})
+
+
+def _read_trace(content: bytes, plan: ClusterPlan | None, traced: dict):
+    """(the parts as stored, what the trace says, the comparison) for a profiler trace uploaded
+    against ``plan`` with the workload and layers it traced and, optionally, the profiler steps to
+    keep (``traced``: first and last); at most TRACE_MAX_JSON_BYTES of JSON once gunzipped."""
+    trace_upload_check(content, plan, traced)
     with tempfile.NamedTemporaryFile(suffix=".json") as file:
         file.write(content)
         file.flush()
-        rows, facts = trace_engine.trace_rows(file.name, steps=traced.get("steps"))
+        rows, facts = trace_engine.trace_rows(file.name, steps=traced.get("steps"),
+                                              max_bytes=settings.TRACE_MAX_JSON_BYTES)
     facts.update(workload=traced["workload"].slug, moe_layers=traced["moe_layers"],
                  dense_layers=traced["dense_layers"])
     return rows, facts, _compare_trace(plan, traced["workload"], rows, facts)
+
+
+def trace_reads_later(content: bytes) -> bool:
+    """Whether a trace is read by a worker (:mod:`planner.services.trace_reads`) rather than in its
+    request: more than TRACE_INLINE_MAX_BYTES of JSON once gunzipped (a few megabytes of gzip can
+    hold hundreds of megabytes of events)."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as file:
+        file.write(content)
+        file.flush()
+        return trace_engine.json_bytes_over(file.name, settings.TRACE_INLINE_MAX_BYTES)
 
 
 def _compare_trace(plan: ClusterPlan, workload: Workload, rows: list[dict], facts: dict) -> dict:
@@ -96,7 +116,7 @@ def measurement_upload(*, owner, kind: str, content: bytes, filename: str, name:
         raise InputError({"kind": [f"must be one of {', '.join(Measurement.Kind.values)}"]})
     if (plan is None) == (node_type is None):
         raise InputError({"plan": ["give the plan or the node type the measurement is of, one of them"]})
-    _room_for_one_more(owner)
+    room_for_one_more(owner)
     node_type = node_type or plan.node_type
     try:
         if kind == Measurement.Kind.TRACE:
@@ -110,7 +130,7 @@ def measurement_upload(*, owner, kind: str, content: bytes, filename: str, name:
     facts["sha256"] = hashlib.sha256(content).hexdigest()
     facts["bytes"] = len(content)
     with transaction.atomic():
-        _room_for_one_more(owner, locked=True)
+        room_for_one_more(owner, locked=True)
         return Measurement.objects.create(
             owner=owner, name=name or filename, kind=kind, node_type=node_type, plan=plan,
             collective=comparison.get("collective", ""), filename=filename, note=note, provenance=facts, rows=rows,

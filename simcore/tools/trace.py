@@ -186,6 +186,22 @@ def _open(path, limit: int):
     return io.BufferedReader(_Bounded(raw, limit), buffer_size=1 << 20)
 
 
+def json_bytes_over(path, limit: int) -> bool:
+    """Whether the trace holds more than ``limit`` bytes of JSON (gunzipped), found by reading at most
+    ``limit`` + 1 of them: how long it takes to read, before any of it is parsed. A gzip stream that
+    breaks off counts what came before (the read names the break)."""
+    with open(path, "rb") as file:
+        stream = gzip.GzipFile(fileobj=file) if file.read(2) == b"\x1f\x8b" else file
+        file.seek(0)
+        counted = 0
+        try:
+            while counted <= limit and (chunk := stream.read(min(1 << 20, limit + 1 - counted))):
+                counted += len(chunk)
+        except (OSError, EOFError, zlib.error):
+            pass
+        return counted > limit
+
+
 def classify(name: str, category: str) -> int:
     """The index in ``PARTS`` of a GPU event: copies and sets are memory; a kernel by its name
     (:data:`KERNEL_CLASSES`), else other compute."""
@@ -559,13 +575,14 @@ def _family(p: dict):
 
 
 def trace_rows(path, window_us: tuple[float, float] | None = None,
-               steps: tuple[int, int] | None = None) -> tuple[list[dict], dict]:
+               steps: tuple[int, int] | None = None, max_bytes: int = MAX_BYTES) -> tuple[list[dict], dict]:
     """A trace as a measurement stores it: each part's time (``PARTS`` and idle), the mean over the
     trace's ranks with the lowest and highest rank (the spread); where the profiler marked steps, the
     mean over each rank's steps, the spread over ranks and steps (the layers traced are then a
     step's; ``steps``, first and last, keeps those alone); and what the file says of the run (its
-    ranks, the steps kept, span, devices and distributed information)."""
-    read = read_trace(path)
+    ranks, the steps kept, span, devices and distributed information); a trace of more than
+    ``max_bytes`` of JSON is refused."""
+    read = read_trace(path, max_bytes=max_bytes)
     split = timeline(read, window_us, by_step=bool(read.steps), steps=steps)
     rows = [{"part": name, "traced_us": float(np.mean(values)), "low_us": float(np.min(values)),
              "high_us": float(np.max(values))} for name, values in split["parts_us"].items()]

@@ -652,6 +652,31 @@ def test_a_profiler_trace_uploads_beside_the_engine_and_its_calibration_override
     expect(page.page.locator("#runs tbody tr:not(.timers)")).to_have_count(3)
 
 
+def test_a_trace_too_large_for_its_request_is_read_on_a_worker_and_shown(page, tmp_path):
+    """6,000 profiler steps (9 MB of JSON, 150 kB of gzip: over TRACE_INLINE_MAX_BYTES) uploaded from
+    the plan page: the API answers 202, the page follows the read on the worker and shows the trace
+    once stored; a second upload while one reads would answer 429 (tests/planner)."""
+    import gzip
+    import json
+
+    from tests.planner.test_trace_measurements import SLOW_STEP
+
+    events = [{**event, "ts": event["ts"] + step * 100_000} for step in range(6_000) for event in SLOW_STEP]
+    traced = tmp_path / "six-thousand-steps.json.gz"
+    traced.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    _my_dgx_a100(page, "my-long-traced-dgx", "DGX-A100 with a long trace")
+    form = page.page.locator("#measurement-form")
+    form.locator("select[name=kind]").select_option("trace")
+    form.locator("input[name=file]").set_input_files(str(traced))
+    form.locator("select[name=workload]").select_option("llama-13b-512")
+    form.locator("input[name=dense_layers]").fill("1")
+    with page.page.expect_response(lambda response: response.url.endswith("/api/measurements/")) as posted:
+        form.locator("button[type=submit]").click()
+    assert posted.value.status == 202
+    measurement = page.page.locator("#measurements article.measurement", has_text="six-thousand-steps.json.gz")
+    expect(measurement.locator("tr[data-part=gemm]")).to_contain_text("240,000,000 µs")  # 6,000 x 40 ms
+
+
 def test_a_traces_calibration_carried_to_another_build_shows_both_figures_and_its_band(page, tmp_path):
     """A trace of two ranks on the user's DGX-A100 plan, carried from its page to their A100 PCIe build:
     that build's report uses the trace's shares, names them as carried, and shows its step time beside

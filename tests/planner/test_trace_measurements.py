@@ -116,3 +116,73 @@ def test_a_trace_of_marked_steps_keeps_the_steps_asked_for_and_spreads_over_them
                          ({"first_step": 7, "last_step": 9}, "first_step")):
         refused = upload_steps(**steps)
         assert refused.status_code == 400 and field in refused.json()["errors"], refused.json()
+
+
+def test_a_large_trace_is_read_by_a_task_one_of_a_users_at_a_time(reader_client, my_plan, settings, monkeypatch,
+                                                                   eager_celery):
+    """Issue 69, item 3: a trace of more than TRACE_INLINE_MAX_BYTES of JSON once gunzipped answers 202
+    with its read (the embedded default runs the task at once), whose Location gives the measurement
+    stored; while one of the owner's reads is active, their next answers 429 naming the file; a read
+    its worker lost frees the slot after a task's time limit; nobody else sees the read."""
+    from datetime import timedelta
+
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    from planner.models import TraceRead
+
+    inline = upload(reader_client, plan=my_plan.slug, workload=WORKLOAD, dense_layers=1)
+    assert inline.status_code == 201
+    settings.TRACE_INLINE_MAX_BYTES = 1_000  # the synthetic step's JSON is about 2 kB
+    queued = upload(reader_client, plan=my_plan.slug, workload=WORKLOAD, dense_layers=1, name="by a task")
+    assert queued.status_code == 202, queued.json()
+    assert queued["Location"] == f"/api/measurements/reads/{queued.json()['id']}/"
+    done = reader_client.get(queued["Location"]).json()
+    assert done["status"] == "done" and done["errors"] is None and done["finished_at"]
+    measurement = reader_client.get(f"/api/measurements/{done['measurement']}/").json()
+    assert measurement["name"] == "by a task"
+    assert measurement["comparison"]["rows"] == inline.json()["comparison"]["rows"]
+    assert TraceRead.objects.get(pk=done["id"]).content == b""  # the file is not kept once read
+    assert [row["id"] for row in reader_client.get("/api/measurements/reads/").json()["results"]] == [done["id"]]
+    stranger = APIClient()
+    stranger.force_authenticate(get_user_model().objects.create_user("stranger", password="pw-stranger-1234"))
+    assert stranger.get(queued["Location"]).status_code == 404
+
+    monkeypatch.setattr("planner.api.measurement_views.trace_read_enqueue", lambda read: read)  # a worker holds it
+    held = upload(reader_client, plan=my_plan.slug, workload=WORKLOAD, dense_layers=1)
+    assert held.status_code == 202 and held.json()["status"] == "queued"
+    refused = upload(reader_client, plan=my_plan.slug, workload=WORKLOAD, dense_layers=1)
+    assert refused.status_code == 429 and "another trace of yours is being read" in refused.json()["errors"]["file"][0]
+    assert stranger.post("/api/measurements/", {"kind": "trace", "file": trace_file(), "plan": "ff2-pcie-2zone",
+                                                "workload": WORKLOAD, "dense_layers": 1},
+                         format="multipart").status_code == 403  # (not the stranger's plan; no slot taken)
+    TraceRead.objects.filter(pk=held.json()["id"]).update(
+        updated_at=TraceRead.objects.get(pk=held.json()["id"]).updated_at
+        - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 1))
+    assert upload(reader_client, plan=my_plan.slug, workload=WORKLOAD, dense_layers=1).status_code == 202
+    lost = reader_client.get(held["Location"]).json()
+    assert lost["status"] == "failed" and "its worker stopped" in lost["error"]
+    assert my_plan.measurements.count() == 2
+
+
+def test_a_large_trace_refused_by_its_task_says_why_and_stores_nothing(reader_client, my_plan, settings,
+                                                                       eager_celery):
+    """A trace read by a task that is no trace, or holds more than TRACE_MAX_JSON_BYTES of JSON (a
+    small gzip may hold gigabytes of identical events), ends failed with the field's reasons, as a 400
+    would give them, and stores no measurement."""
+    settings.TRACE_INLINE_MAX_BYTES = 1_000
+    empty = reader_client.post("/api/measurements/", {"kind": "trace", "file": trace_file(events=[{"ph": "X"}] * 200),
+                                                      "plan": my_plan.slug, "workload": WORKLOAD, "dense_layers": 1},
+                               format="multipart")
+    assert empty.status_code == 202
+    failed = reader_client.get(empty["Location"]).json()
+    assert failed["status"] == "failed" and "no GPU events" in failed["errors"]["file"][0]
+    settings.TRACE_MAX_JSON_BYTES = 100_000
+    bomb = trace_file(events=SLOW_STEP * 200, name="bomb.json.gz")  # about 400 kB of JSON, 10 kB of gzip
+    response = reader_client.post("/api/measurements/", {"kind": "trace", "file": bomb, "plan": my_plan.slug,
+                                                         "workload": WORKLOAD, "dense_layers": 1}, format="multipart")
+    assert response.status_code == 202
+    refused = reader_client.get(response["Location"]).json()
+    assert refused["status"] == "failed" and refused["errors"] == {
+        "file": ["the trace is over 100,000 bytes of JSON"]}
+    assert my_plan.measurements.count() == 0

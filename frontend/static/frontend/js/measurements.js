@@ -28,8 +28,17 @@ export function measurements(section) {
     const body = new FormData(form);
     for (const name of ["collective", "workload", "first_step", "last_step"]) if (!body.get(name)) body.delete(name);
     body.set("use_as_override", form.use_as_override.checked ? "true" : "false");
-    const response = await api("/api/measurements/", { method: "POST", body });
-    if (response.ok) location.reload(); else show(response.data);
+    let response = await api("/api/measurements/", { method: "POST", body });
+    // A large trace is read by a task (202): its read is polled until it has stored the measurement.
+    const status = section.querySelector("#measurement-errors");
+    while (response.ok && ["queued", "running"].includes(response.data?.status)) {
+      status.replaceChildren(el("p", { role: "status" }, `Reading ${response.data.filename} on a worker…`));
+      await new Promise((resolve) => { setTimeout(resolve, 1000); });
+      response = await api(`/api/measurements/reads/${response.data.id}/`);
+    }
+    if (response.ok && response.data?.status === "failed") {
+      show(response.data.errors ? { errors: response.data.errors } : { detail: response.data.error });
+    } else if (response.ok) location.reload(); else show(response.data);
   });
   section.addEventListener("click", async (event) => {
     const uncarry = event.target.closest("button[data-uncarry]");
