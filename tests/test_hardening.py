@@ -331,6 +331,11 @@ def test_retention_removes_exactly_what_is_older_than_the_settings(catalog, vict
     for lines, finished_days_ago in ((1, 31), (2, 29)):
         LogIngest.objects.create(twin=twin, node=0, lines_total=lines, log="", status="done",
                                  finished_at=now - timedelta(days=finished_days_ago))
+    from planner.models import TraceRead, Workload
+
+    for size_bytes, finished_days_ago in ((1, 91), (2, 89)):
+        TraceRead.objects.create(owner=victim, plan=plan, workload=Workload.objects.get(slug="llama-13b-512"),
+                                 status="done", size_bytes=size_bytes, finished_at=now - timedelta(days=finished_days_ago))
     queued = LogIngest.objects.create(twin=twin, node=0, lines_total=3, log="x")
     LogIngest.objects.filter(pk=queued.pk).update(created_at=now - timedelta(days=45))  # not finished: kept
     before = set(Sweep.objects.values_list("pk", flat=True))
@@ -341,6 +346,7 @@ def test_retention_removes_exactly_what_is_older_than_the_settings(catalog, vict
     assert sorted(TwinEvent.objects.filter(twin=twin).values_list("seq", flat=True)) == [2]
     assert list(TwinSample.objects.filter(twin=twin).values_list("sim_time_s", flat=True)) == [6]
     assert sorted(LogIngest.objects.filter(twin=twin).values_list("lines_total", flat=True)) == [2, 3]
+    assert list(TraceRead.objects.values_list("size_bytes", flat=True)) == [2]
     assert Twin.objects.filter(pk=twin.pk).exists()
 
 

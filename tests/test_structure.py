@@ -105,6 +105,14 @@ def test_only_url_modules_import_view_modules():
     assert {module: targets for module, targets in offenders.items() if targets} == {}
 
 
+def test_the_planner_never_imports_the_twin():
+    """The twin builds on the planner, never the reverse (ARCHITECTURE.md): what both need, such as
+    retention, the twin registers with the planner from its AppConfig."""
+    offenders = {module: sorted(t for t in targets if t.startswith("twin"))
+                 for module, targets in _graph().items() if module.startswith("planner")}
+    assert {module: targets for module, targets in offenders.items() if targets} == {}
+
+
 def test_simcore_imports_no_other_project_package():
     for module, targets in _graph().items():
         if module.startswith("simcore"):

@@ -404,7 +404,8 @@ logging.captureWarnings(True)
 METRICS_ALLOWED_ADDRESSES = env_list("METRICS_ALLOWED_ADDRESSES", "127.0.0.1,::1")
 
 # Retention (days; 0 keeps forever), enforced hourly by Celery beat (planner.tasks.enforce_retention)
-# or by `manage.py enforce_retention`: finished sweeps with their results, twin events, twin samples.
+# or by `manage.py enforce_retention`: finished sweeps with their results and trace reads, twin events, twin
+# samples and kernel-log ingests (each app registers its own, planner.services.retention.register_retention).
 RETENTION_SWEEP_DAYS = float(os.environ.get("RETENTION_SWEEP_DAYS", "90"))
 RETENTION_TWIN_EVENT_DAYS = float(os.environ.get("RETENTION_TWIN_EVENT_DAYS", "30"))
 RETENTION_TWIN_SAMPLE_DAYS = float(os.environ.get("RETENTION_TWIN_SAMPLE_DAYS", "30"))

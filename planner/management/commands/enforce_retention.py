@@ -4,7 +4,8 @@ from planner.services.retention import retention_enforce
 
 
 class Command(BaseCommand):
-    help = ("Delete finished sweeps, twin events and twin samples older than the RETENTION_*_DAYS settings "
+    help = ("Delete finished sweeps and trace reads, twin events, samples and kernel-log ingests older than the "
+            "RETENTION_*_DAYS settings "
             "(Celery beat runs this hourly when Redis is configured).")
 
     def handle(self, *args, **options):
