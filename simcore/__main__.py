@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from simcore.errors import ScenarioError
 
@@ -82,7 +83,7 @@ def _evaluate(path: str) -> int:
     from simcore.stages.scenario import evaluate
 
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as error:
         print(f"error: cannot read {path}: {error.strerror}", file=sys.stderr)
         return 2
@@ -117,7 +118,7 @@ def _trace(args) -> int:
     try:
         read = read_trace(args.file)
         split = timeline(read, tuple(args.window_us) if args.window_us else None, by_step=bool(read.steps))
-        document = json.load(open(args.scenario, encoding="utf-8")) if args.scenario else None
+        document = json.loads(Path(args.scenario).read_text(encoding="utf-8")) if args.scenario else None
         predicted = predicted_split(document, args.moe_layers, args.dense_layers) if document else {}
         communication = predicted_exposed_communication(document, args.moe_layers, args.dense_layers) \
             if document else None

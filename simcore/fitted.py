@@ -13,8 +13,6 @@ The file is read once, on first use, not at import.
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 FITTED_PATH = Path(__file__).resolve().parent / "data" / "fitted_constants.yaml"
 SCHEMA_VERSION = 1
 
@@ -22,6 +20,8 @@ SCHEMA_VERSION = 1
 @cache
 def declarations() -> tuple[dict, ...]:
     """Every fitted constant's entry in the data file, as written (read once)."""
+    import yaml  # (here, not at import: the engine imports without parsing any YAML)
+
     data = yaml.safe_load(FITTED_PATH.read_text(encoding="utf-8"))
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"{FITTED_PATH.name} is version {data.get('schema_version')}, "

@@ -335,7 +335,8 @@ def test_retention_removes_exactly_what_is_older_than_the_settings(catalog, vict
 
     for size_bytes, finished_days_ago in ((1, 91), (2, 89)):
         TraceRead.objects.create(owner=victim, plan=plan, workload=Workload.objects.get(slug="llama-13b-512"),
-                                 status="done", size_bytes=size_bytes, finished_at=now - timedelta(days=finished_days_ago))
+                                 status="done", size_bytes=size_bytes,
+                                 finished_at=now - timedelta(days=finished_days_ago))
     queued = LogIngest.objects.create(twin=twin, node=0, lines_total=3, log="x")
     LogIngest.objects.filter(pk=queued.pk).update(created_at=now - timedelta(days=45))  # not finished: kept
     before = set(Sweep.objects.values_list("pk", flat=True))

@@ -55,8 +55,10 @@ def tools(tmp_path_factory) -> Path:
 
 
 def _build(tools: Path, source: Path, outdir: Path) -> Path:
-    subprocess.run([str(tools / "python"), "-m", "build", str(source), "--outdir", str(outdir)],
-                   check=True, capture_output=True, timeout=900)
+    """Build ``source``'s sdist and wheel; setuptools warns of no data folder left out of the packages."""
+    built = subprocess.run([str(tools / "python"), "-m", "build", str(source), "--outdir", str(outdir)],
+                           check=True, capture_output=True, text=True, timeout=900)
+    assert "absent from the `packages` configuration" not in built.stdout + built.stderr, built.stderr[-3000:]
     return outdir
 
 

@@ -89,7 +89,7 @@ def workload_rules(w, stage_layer_counts) -> tuple:
         ("virtual_stages", (schedule != "1f1b") & (w["virtual_stages"] > 1)),
         ("moe_max_domains", w["moe_max_domains"] > w["ep"]),
         ("offload_activation_layers", (w["offload_activation_layers"] > 0)
-         & (~transformer | (w["offload_activation_layers"] > fewest))),
+         & (np.logical_not(transformer) | (w["offload_activation_layers"] > fewest))),
     )
 
 

@@ -13,7 +13,6 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from simcore import fitted
 from simcore.document import parse
@@ -170,6 +169,8 @@ def case_from(entry: dict) -> ReferenceCase:
 
 def load_cases(path: Path = CASES_PATH) -> tuple[dict[str, dict], list[ReferenceCase]]:
     """The case file's named parts and its cases."""
+    import yaml  # (here, not at import: the record is read on first use)
+
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ScenarioError("schema_version", f"{path.name} is version {data.get('schema_version')}, "

@@ -21,6 +21,7 @@ Steps: where the profiler marked them (``ProfilerStep#N``, the CPU annotation ``
 ``correlation`` id (the CUDA runtime event and the kernel both carry it, as Kineto links them), and
 each (rank, step) is split on its own timeline: the spread of a part is then over ranks and steps.
 """
+import contextlib
 import gzip
 import io
 import math
@@ -156,11 +157,18 @@ class _Bounded(io.RawIOBase):
     (:class:`JsonShape`) as its bytes pass; a gzip stream that breaks off or fails its check is
     refused naming why."""
 
-    def __init__(self, raw, limit: int):
-        self.raw, self.limit, self.read_bytes, self.shape = raw, limit, 0, JsonShape()
+    def __init__(self, raw, limit: int, file):
+        self.raw, self.limit, self.read_bytes, self.shape, self.file = raw, limit, 0, JsonShape(), file
 
     def readable(self):
         return True
+
+    def close(self):
+        """Close the gzip stream and the file beneath it (a GzipFile leaves a file it was given open)."""
+        if not self.closed:
+            self.raw.close()
+            self.file.close()
+        super().close()
 
     def readinto(self, buffer):
         try:
@@ -177,29 +185,27 @@ class _Bounded(io.RawIOBase):
 
 def _open(path, limit: int):
     """The trace's JSON bytes from a path, gunzipped when the file starts with gzip's magic bytes."""
-    raw = open(path, "rb")
-    if raw.read(2) == b"\x1f\x8b":
-        raw.seek(0)
-        raw = gzip.GzipFile(fileobj=raw)
-    else:
-        raw.seek(0)
-    return io.BufferedReader(_Bounded(raw, limit), buffer_size=1 << 20)
+    file = open(path, "rb")
+    raw = gzip.GzipFile(fileobj=file) if file.read(2) == b"\x1f\x8b" else file
+    file.seek(0)
+    return io.BufferedReader(_Bounded(raw, limit, file), buffer_size=1 << 20)
 
 
 def json_bytes_over(path, limit: int) -> bool:
     """Whether the trace holds more than ``limit`` bytes of JSON (gunzipped), found by reading at most
     ``limit`` + 1 of them: how long it takes to read, before any of it is parsed. A gzip stream that
     breaks off counts what came before (the read names the break)."""
+    counted = 0
     with open(path, "rb") as file:
-        stream = gzip.GzipFile(fileobj=file) if file.read(2) == b"\x1f\x8b" else file
+        gzipped = file.read(2) == b"\x1f\x8b"
         file.seek(0)
-        counted = 0
-        try:
-            while counted <= limit and (chunk := stream.read(min(1 << 20, limit + 1 - counted))):
-                counted += len(chunk)
-        except (OSError, EOFError, zlib.error):
-            pass
-        return counted > limit
+        with gzip.GzipFile(fileobj=file) if gzipped else contextlib.nullcontext(file) as stream:
+            try:
+                while counted <= limit and (chunk := stream.read(min(1 << 20, limit + 1 - counted))):
+                    counted += len(chunk)
+            except (OSError, EOFError, zlib.error):
+                pass
+    return counted > limit
 
 
 def classify(name: str, category: str) -> int:

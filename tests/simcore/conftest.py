@@ -1,4 +1,7 @@
+"""The engine's tests run with every warning an error (a deprecation in the engine fails them on the
+Python that announces it, as the package's test run on 3.11 to 3.13 does)."""
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -14,3 +17,12 @@ def ff_cluster():
 @pytest.fixture
 def llama_workload():
     return copy.deepcopy(LLAMA_13B)
+
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if Path(str(item.fspath)).resolve().is_relative_to(HERE):
+            item.add_marker(pytest.mark.filterwarnings("error"))

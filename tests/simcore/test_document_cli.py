@@ -3,6 +3,7 @@ import copy
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -97,7 +98,7 @@ def test_result_carries_engine_version_and_json_safe_values():
 
 def test_every_field_is_documented_in_docs():
     """docs/scenario-format.md carries the current output of ``python -m simcore fields``."""
-    text = open("docs/scenario-format.md", encoding="utf-8").read()
+    text = Path("docs/scenario-format.md").read_text(encoding="utf-8")
     assert fields_markdown() in text
     for path, *_ in field_docs():
         assert f"`{path}`" in text, path
@@ -221,6 +222,7 @@ def test_a_reader_that_stops_early_gets_no_traceback(ff_cluster):
     assert process.stdout.readline() == "{\n"
     process.stdout.close()
     stderr = process.stderr.read()
+    process.stderr.close()
     assert process.wait(timeout=120) == 1 and "Traceback" not in stderr and "BrokenPipe" not in stderr
 
 

@@ -11,6 +11,8 @@ import pytest
 from simcore.errors import ScenarioError
 from simcore.tools import trace as t
 
+pytest.importorskip("ijson")  # the engine's trace extra (a dev requirement: CI runs these)
+
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cublas"
 ATTENTION = "void flash::compute_attn_ws<Flash_fwd_kernel_traits<128, 128, 128>>(flash::Params)"
 CAST = "void cuda::per_token_cast_to_fp8_with_channels<__nv_bfloat16, 128>(__nv_bfloat16 const*)"
