@@ -268,3 +268,17 @@ def test_a_plan_too_large_for_a_request_is_refused_before_wiring_and_the_command
     call_command("export_netbox", "gb200-nvl72-1152", str(out))
     names = zipfile.ZipFile(out).namelist()
     assert names[0] == "gb200-nvl72-1152-netbox/1-manufacturers.csv" and len(names) == len(FILES)
+
+
+def test_the_command_names_its_own_flag_for_a_missing_rack_height(catalog, tmp_path):
+    """The command takes ``--u-height PART=U`` where the API takes ``?u_height.<part>=U``: a part with no
+    height is named as the command takes it."""
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError) as refused:
+        call_command("export_netbox", "ff2-pcie-2zone", str(tmp_path / "ff.zip"))
+    assert str(refused.value).startswith("--u-height ff-3fs-storage=U: the catalogue has no rack height for this part")
+    assert "u_height." not in str(refused.value)
+    call_command("export_netbox", "ff2-pcie-2zone", str(tmp_path / "ff.zip"),
+                 *(f"--u-height={part.removeprefix('u_height.')}={units}" for part, units in GIVEN_HEIGHTS.items()))
+    assert (tmp_path / "ff.zip").stat().st_size > 0

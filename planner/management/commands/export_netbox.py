@@ -35,7 +35,15 @@ class Command(BaseCommand):
                                        existing_manufacturers=[m.strip() for m in existing_manufacturers.split(",")
                                                                if m.strip()])
         except InputError as error:
-            raise CommandError(str(error)) from None
+            raise CommandError("; ".join(f"{_flag(field)}: {' '.join(reasons)}"
+                                         for field, reasons in error.errors.items())) from None
         output.write_bytes(netbox.netbox_zip(files, plan))
         self.stdout.write(f"{output}: {len(files['racks']) - 1:,} racks, {len(files['devices']) - 1:,} devices, "
                           f"{len(files['cables']) - 1:,} cables, {len(files['inventory-items']) - 1:,} modules")
+
+
+def _flag(field: str) -> str:
+    """The command's own way of giving a field the service names (the API's query parameter)."""
+    if field.startswith("u_height."):
+        return f"--u-height {field.removeprefix('u_height.')}=U"
+    return {"existing": "--existing", "existing_manufacturers": "--existing-manufacturers"}.get(field, field)
