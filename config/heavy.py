@@ -16,7 +16,7 @@ from planner.models.tokens import token_key_digest
 # Requests that run the engine (evaluations, previews, comparisons, bills, NetBox files, a sweep's or
 # a site plan's sampled check, a twin's set-up, a measurement read and compared) and the pages that evaluate a
 # plan or compare plans.
-HEAVY_PATHS = re.compile(r"^/api/(evaluate|plans/(compare|preview)|plans/[^/]+/(evaluate|bom|netbox)"
+HEAVY_PATHS = re.compile(r"^/api/(evaluate|plans/(compare(/file)?|preview)|plans/[^/]+/(evaluate|bom(/file)?|netbox)"
                          r"|workloads/preview)/$|^/(plans/[^/]+|compare)/$")
 HEAVY_POSTS = re.compile(r"^/api/(sweeps|sweeps/site|twins|measurements)/$")
 

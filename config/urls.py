@@ -2,6 +2,7 @@ from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import DisallowedHost
 from django.http import JsonResponse
 from django.urls import include, path
 from django.views import defaults
@@ -9,6 +10,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from config import health
 from config.observability import metrics
+from planner.api.problems import PROBLEM_MEDIA_TYPE, problem
 
 # Swagger UI with its start-up script served as a file (no inline script) and a way back to the app
 # (frontend/api_docs.html); its stylesheet has an
@@ -39,4 +41,15 @@ def not_found(request, exception):
     return defaults.page_not_found(request, exception)
 
 
+def bad_request(request, exception):
+    """A request Django refuses before any view (a Host header not in ALLOWED_HOSTS, say): a problem
+    document under /api/ (what an API client parses), the site's page elsewhere."""
+    if request.path.startswith("/api/"):
+        detail = ("the Host header names no host this server answers for (ALLOWED_HOSTS)"
+                  if isinstance(exception, DisallowedHost) else "the request cannot be read")
+        return JsonResponse(problem(400, {"detail": detail}), status=400, content_type=PROBLEM_MEDIA_TYPE)
+    return defaults.bad_request(request, exception)
+
+
+handler400 = bad_request
 handler404 = not_found

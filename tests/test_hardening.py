@@ -444,6 +444,9 @@ def test_an_unknown_api_path_answers_a_problem_and_a_bearer_token_is_a_token(use
         404, "application/problem+json", {"type": "about:blank", "title": "Not Found", "status": 404,
                                           "detail": "Not found."})
     assert "text/html" in Client().get("/no-such-page/")["Content-Type"]
+    wrong_host = Client(HTTP_HOST="elsewhere.example").get("/api/plans/")
+    assert (wrong_host.status_code, wrong_host["Content-Type"], wrong_host.json()["detail"]) == (
+        400, "application/problem+json", "the Host header names no host this server answers for (ALLOWED_HOSTS)")
     key = token_issue(user, name="bearer-client")
     for scheme in ("Token", "Bearer", "bearer"):
         answer = Client().get("/api/plans/", HTTP_AUTHORIZATION=f"{scheme} {key}")

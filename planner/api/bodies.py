@@ -11,8 +11,8 @@ from simcore.outputs import result_json_schema
 RESULT_SCHEMA = result_json_schema()
 
 
-def numbers(help_text=""):
-    return serializers.ListField(child=NumberField(allow_null=True), help_text=help_text)
+def numbers(help_text="", required=True):
+    return serializers.ListField(child=NumberField(allow_null=True), help_text=help_text, required=required)
 
 
 @extend_schema_field(RESULT_SCHEMA)
@@ -79,7 +79,7 @@ class AllreduceCurveSerializer(serializers.Serializer):
     message_bytes = serializers.JSONField(help_text="message sizes (against size), or the one size (against GPUs)")
     hfreduce = numbers("HFReduce algorithm bandwidth, GB/s")
     nccl = numbers("NCCL algorithm bandwidth, GB/s")
-    hfreduce_nvlink = numbers("HFReduce with NVLink pairs, GB/s (nodes with bridged pairs)")
+    hfreduce_nvlink = numbers("HFReduce with NVLink pairs, GB/s (only for nodes with bridged pairs)", required=False)
     nccl_algorithm = serializers.ListField(child=serializers.ChoiceField(["ring", "tree"]),
                                            help_text="NCCL's algorithm at each point")
 

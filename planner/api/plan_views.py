@@ -48,6 +48,14 @@ def evaluation_response(request, plan, workload=None, options=None) -> Response:
     return Response({**evaluation, "overrides": overrides_seen_by(evaluation["overrides"], request.user)})
 
 
+COMPARE_IDS = OpenApiParameter("ids", str, required=True, description="2 to 4 plan slugs, comma-separated; the "
+                                                                     "first is the reference for ratios and "
+                                                                     "differences.")
+COMPARE_WORKLOAD = OpenApiParameter("workload", str, description="A workload slug to train on every plan.")
+FILE_FORMAT = OpenApiParameter("format", str, enum=["csv", "xlsx"], required=True,
+                               description="csv for a spreadsheet, xlsx for an Excel workbook")
+
+
 class OwnedEntryViewSet(VersionedEntryMixin, viewsets.ModelViewSet):
     """Plans and workloads, versioned (:mod:`planner.api.versions`); when one stops being shared
     (deleted or made private), others' work that names it gets their own copy
@@ -154,9 +162,7 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     @extend_schema(
         tags=PLAN_TAG,
         parameters=[
-            OpenApiParameter("ids", str, required=True, description="2 to 4 plan slugs, comma-separated; the "
-                             "first is the reference for ratios and differences."),
-            OpenApiParameter("workload", str, description="A workload slug to train on every plan."),
+            COMPARE_IDS, COMPARE_WORKLOAD,
             OpenApiParameter("format", str, enum=["json", "csv", "xlsx"],
                              description="csv for the metrics table, xlsx for an Excel workbook"),
         ],
@@ -166,6 +172,25 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     )
     @action(detail=False, methods=["get"], renderer_classes=[JSONRenderer, CSVRenderer, XLSXRenderer])
     def compare(self, request):
+        slugs, comparison = self._comparison(request)
+        if request.accepted_renderer.format == "json":
+            return Response(comparison)
+        return _comparison_file(request, slugs, comparison)
+
+    @extend_schema(
+        tags=PLAN_TAG,
+        parameters=[COMPARE_IDS, COMPARE_WORKLOAD, FILE_FORMAT],
+        responses={(200, XLSX_MEDIA_TYPE): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.BINARY},
+        description="The comparison as a download alone (what GET /api/plans/compare/?format= also gives): a "
+                    "client generated from this schema reads it as a file, whatever its format.",
+    )
+    @action(detail=False, methods=["get"], url_path="compare/file", renderer_classes=[XLSXRenderer, CSVRenderer])
+    def compare_file(self, request):
+        _file_format_given(request)
+        return _comparison_file(request, *self._comparison(request))
+
+    def _comparison(self, request) -> tuple[list[str], dict]:
+        """The plans the request names (``ids``, 2 to 4 visible to the caller) compared on its workload."""
         slugs = [s.strip() for s in request.query_params.get("ids", "").split(",") if s.strip()]
         problems = services.compare_choice_problems(slugs)
         if problems:
@@ -175,12 +200,8 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
         if missing:
             raise serializers.ValidationError({"ids": [f"no plan '{slug}' is visible to you" for slug in missing]})
         workload = self._workload(request.query_params.get("workload"))
-        comparison = services.plan_compare(plans=[found[s] for s in slugs], workload=workload,
-                                           work_budget_s=settings.API_WORK_BUDGET_S)
-        export = {"csv": comparison_csv, "xlsx": comparison_xlsx}.get(request.accepted_renderer.format)
-        if export is None:
-            return Response(comparison)
-        return attachment(export(comparison), f"comparison-{'-'.join(slugs)}.{request.accepted_renderer.format}")
+        return slugs, services.plan_compare(plans=[found[s] for s in slugs], workload=workload,
+                                            work_budget_s=settings.API_WORK_BUDGET_S)
 
     @extend_schema(
         tags=PLAN_TAG, responses={(200, "application/json"): bodies.BomSerializer, (200, "text/csv"): OpenApiTypes.STR,
@@ -194,10 +215,21 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
     def bom(self, request, slug=None):
         plan = self.get_object()
         bom = services.plan_bom(plan=plan)
-        export = {"csv": services.bom_csv, "xlsx": bom_xlsx}.get(request.accepted_renderer.format)
-        if export is None:
+        if request.accepted_renderer.format == "json":
             return Response(bom)
-        return attachment(export(bom), f"{plan.slug}-bom.{request.accepted_renderer.format}")
+        return _bom_file(request, plan, bom)
+
+    @extend_schema(
+        tags=PLAN_TAG, parameters=[FILE_FORMAT],
+        responses={(200, XLSX_MEDIA_TYPE): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.BINARY},
+        description="The bill of materials as a download alone (what GET /api/plans/{slug}/bom/?format= also "
+                    "gives): a client generated from this schema reads it as a file, whatever its format.",
+    )
+    @action(detail=True, methods=["get"], url_path="bom/file", renderer_classes=[XLSXRenderer, CSVRenderer])
+    def bom_file(self, request, slug=None):
+        _file_format_given(request)
+        plan = self.get_object()
+        return _bom_file(request, plan, services.plan_bom(plan=plan))
 
     @extend_schema(
         tags=PLAN_TAG,
@@ -212,8 +244,10 @@ class ClusterPlanViewSet(OwnedEntryViewSet):
                                      description="comma-separated names of manufacturers the NetBox "
                                                  "has already (NVIDIA from the device-type library, say): left "
                                                  "out of the manufacturers file and named as you spell them"),
-                    OpenApiParameter("u_height.{part}", int, description="the rack height (U) of a part the "
-                                                                         "catalogue has none for, by its slug")],
+                    OpenApiParameter("u_height", str, many=True, explode=True,
+                                     description="the rack height of a part the catalogue has none for, as "
+                                                 "<part slug>=<U> (repeat it for each part); "
+                                                 "u_height.<part slug>=<U> is read too")],
         responses={(200, "application/zip"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.STR,
                    (200, "application/yaml"): OpenApiTypes.STR},
         description="The plan's built fabric as NetBox bulk-import files (manufacturers, device roles, site, "
@@ -310,12 +344,35 @@ class WorkloadViewSet(OwnedEntryViewSet):
             raise
 
 
+def _file_format_given(request) -> None:
+    """A download's format is named, not left to content negotiation."""
+    if request.query_params.get("format") not in ("csv", "xlsx"):
+        raise serializers.ValidationError({"format": ["give csv or xlsx"]})
+
+
+def _comparison_file(request, slugs: list[str], comparison: dict):
+    export = {"csv": comparison_csv, "xlsx": comparison_xlsx}[request.accepted_renderer.format]
+    return attachment(export(comparison), f"comparison-{'-'.join(slugs)}.{request.accepted_renderer.format}")
+
+
+def _bom_file(request, plan: ClusterPlan, bom: dict):
+    export = {"csv": services.bom_csv, "xlsx": bom_xlsx}[request.accepted_renderer.format]
+    return attachment(export(bom), f"{plan.slug}-bom.{request.accepted_renderer.format}")
+
+
 def _u_heights(params) -> dict[str, int]:
-    """``u_height.<part slug>=<rack units>`` query parameters, each a whole number of at least 1."""
+    """Rack heights by part slug: ``u_height=<part slug>=<rack units>`` (repeated, as a client generated
+    from the schema sends an array) or ``u_height.<part slug>=<rack units>``, each a whole number of at
+    least 1 (a bad one named as ``u_height.<part slug>``)."""
+    given = [(key, value) for key, value in params.items() if key.startswith("u_height.")]
+    for item in params.getlist("u_height"):
+        part, equals, units = item.partition("=")
+        if not (part and equals):
+            raise serializers.ValidationError({"u_height": [f"'{item}': give <part slug>=<rack units>"]})
+        given.append((f"u_height.{part}", units))
     heights = {}
-    for key, value in params.items():
-        if key.startswith("u_height."):
-            if not value.isdigit() or int(value) < 1:
-                raise serializers.ValidationError({key: ["a whole number of rack units, at least 1"]})
-            heights[key.removeprefix("u_height.")] = int(value)
+    for key, value in given:
+        if not value.isdigit() or int(value) < 1:
+            raise serializers.ValidationError({key: ["a whole number of rack units, at least 1"]})
+        heights[key.removeprefix("u_height.")] = int(value)
     return heights

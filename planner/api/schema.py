@@ -27,11 +27,13 @@ ERRORS = {
     "401": "Not signed in: give a token (`Authorization: Token <key>` or `Bearer <key>`) or a session.",
     "403": "Not allowed: the object is not yours, the token is read-only, or the account lacks the permission.",
     "404": "No such object visible to you.",
+    "405": "Not a method this path takes: the Allow header lists those it does.",
     "409": "The object is still referenced by another (a delete), the same work is already under way (a "
            "kernel log being ingested into the twin), another request took the same name at the same moment (a "
            "create), or your sweeps' stored results have reached their quota (a sweep).",
     "412": "Changed since you read it: the If-Match you sent is not the object's ETag now (nothing is stored).",
     "413": "The upload or the request is larger than the server takes.",
+    "415": "The body's media type is not one this operation reads (its request body's content types).",
     "429": "Too many requests: retry after the Retry-After header's seconds.",
     "503": "The server cannot take this now (its turns for engine work are taken, or the task queue is down): "
            "retry after the Retry-After header's seconds, where it gives one.",
@@ -53,7 +55,9 @@ def _applies(code: str, path: str, method: str, operation: dict) -> bool:
         return method in ("put", "patch") and path.startswith(("/api/plans/{slug}/", "/api/workloads/{slug}/"))
     if code == "413":
         return method in ("post", "put", "patch")
-    return code in ("401", "429", "503")
+    if code == "415":
+        return "requestBody" in operation
+    return code in ("401", "405", "429", "503")
 
 
 def document_errors(result, generator, request, public):

@@ -256,7 +256,9 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
                                                             "chunk, any size, and sent as it is read); one "
                                                             "download per user at a time, until its last byte "
                                                             "is sent (429 meanwhile)")],
-                   responses={(200, media_type): OpenApiTypes.BINARY for media_type in EXPORT_TYPES.values()})
+                   # (a binary type first: a client generated from the schema reads the answer as bytes)
+                   responses={(200, media_type): OpenApiTypes.BINARY
+                              for media_type in sorted(EXPORT_TYPES.values(), key=lambda m: m.startswith("text/"))})
     @action(detail=True, methods=["get"], url_path="export")
     def export(self, request, pk=None):
         sweep = self.get_object()
