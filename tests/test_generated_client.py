@@ -187,9 +187,10 @@ def test_a_procurement_script_runs_the_whole_workflow_through_the_generated_clie
     devices = netbox.sync_detailed(mine, client=client, file=models.PlansNetboxRetrieveFile.DEVICES, u_height=HEIGHTS)
     assert devices.status_code == 200 and len(devices.content.splitlines()) > 2
 
-    quoted = _module(generated, plans + "quotes_create").sync_detailed(mine, client=client, body=models.PriceItemRequest(
-        part_kind=models.PartKindEnum.COMPUTE_NODE, part_slug=clone.parsed.node_type, unit_price="123456.00",
-        basis="our vendor's quote", confidence=models.ConfidenceEnum.MEASURED))
+    quote = models.PriceItemRequest(part_kind=models.PartKindEnum.COMPUTE_NODE, part_slug=clone.parsed.node_type,
+                                    unit_price="123456.00", basis="our vendor's quote",
+                                    confidence=models.ConfidenceEnum.MEASURED)
+    quoted = _module(generated, plans + "quotes_create").sync_detailed(mine, client=client, body=quote)
     assert quoted.status_code == 200, quoted.content[:300]
 
     axes = models.SweepCreateRequestAxes.from_dict({"cluster.node_count": [clone.parsed.node_count // 2,

@@ -26,7 +26,7 @@ def _call(token: str, label: str, *, expect: int = 200, **parts):
 
 
 @pytest.mark.parametrize("slug", PRESETS)
-def test_every_plan_operation_answers_as_the_schema_says_on_every_preset(slug, fuzz_token, settings):
+def test_every_plan_operation_answers_as_the_schema_says_on_every_preset(slug, fuzz_token, settings):  # noqa: F811
     settings.API_WORK_BUDGET_S = 5.0  # (the largest presets' NetBox files take more than the default second)
     token, path = fuzz_token, {"slug": slug}
     workload = "llama-13b-512"
