@@ -39,7 +39,7 @@ class FittedSerializer(serializers.Serializer):
 class MeasurementSerializer(ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
     node_type = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    plan = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     fitted = serializers.DictField(child=FittedSerializer(), read_only=True,
                                    help_text="Engine constant -> the value fitted from the rows.")
     provenance = serializers.DictField(read_only=True, help_text="Hosts, devices, ranks, header line, digest.")

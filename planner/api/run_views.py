@@ -20,9 +20,9 @@ class MegatronTimerSerializer(serializers.Serializer):
 
 
 class MeasuredRunSerializer(ModelSerializer):
-    plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    plan = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     workload = serializers.CharField(source="workload_slug", read_only=True)
-    trace = serializers.PrimaryKeyRelatedField(read_only=True)
+    trace = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     key = serializers.SerializerMethodField(help_text="The run's key in a band's keys: own-<id>.")
     predicted_s = serializers.SerializerMethodField(help_text="The engine's figure for the run, on the family's "
                                                               "own constants (s).")

@@ -110,7 +110,7 @@ class SitePlanCreateSerializer(serializers.Serializer):
 
 class SweepSerializer(ModelSerializer):
     plan = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    workload = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    workload = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
     progress = NumberField(read_only=True)
     calibration = serializers.ListField(
