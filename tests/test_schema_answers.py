@@ -215,8 +215,10 @@ def test_every_twin_operation_answers_as_the_schema_says(live_token, settings):
     line = dmesg(Twin.objects.get(pk=twin["id"]), 1).splitlines()[-1]
     _call(token, "POST /api/twins/{id}/ingest/", path_parameters=one, body={"node": 1, "line": line}, expect=201)
     log = dmesg(Twin.objects.get(pk=twin["id"]), 3)
-    _call(token, "POST /api/twins/{id}/ingest-log/", path_parameters=one, body={"node": 4, "log": log, "boot_time": BOOT_ISO}, expect=201)
+    sent = {"log": log, "boot_time": BOOT_ISO}
+    _call(token, "POST /api/twins/{id}/ingest-log/", path_parameters=one, body={"node": 4, **sent}, expect=201)
     settings.TWIN_INGEST_INLINE_MAX_LINES = 5
-    ingest = _call(token, "POST /api/twins/{id}/ingest-log/", path_parameters=one, body={"node": 6, "log": log, "boot_time": BOOT_ISO}, expect=202).json()
+    ingest = _call(token, "POST /api/twins/{id}/ingest-log/", path_parameters=one, body={"node": 6, **sent},
+                   expect=202).json()
     _call(token, "GET /api/twins/{id}/ingests/{ingest_id}/", path_parameters={**one, "ingest_id": ingest["id"]})
     _call(token, "DELETE /api/twins/{id}/", path_parameters=one, expect=204)
