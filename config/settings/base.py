@@ -372,6 +372,7 @@ SPECTACULAR_SETTINGS = {
         "MeasurementKindEnum": "planner.models.measurements.Measurement.Kind",
         "MeasuredCollectiveEnum": "simcore.tools.measurements.COLLECTIVES",
         "GradientCollectiveEnum": "planner.models.plans.GRADIENT_COLLECTIVES",
+        "TraceReadStatusEnum": "planner.models.measurements.TraceRead.Status",
     },
 }
 
