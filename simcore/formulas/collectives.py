@@ -41,6 +41,12 @@ class CollectiveParams:
         which only binds if D2H and H2D traffic share its ~37.5 GB/s.
     host_memory_efficiency: practical / peak host memory bandwidth, used when a node has no
         measurement. Basis: FF IV-D3, 320 GB/s measured on 16-channel DDR4-3200 (409.6 peak).
+    ll_base_latency_s, ll_step_latency_s: NCCL's LL protocol on a ring over NVLink, which NCCL's
+        tuner picks for small messages: its fixed start and each step's latency. Basis: NCCL's
+        tuner constants, ``src/graph/tuning.cc`` (NVIDIA/nccl at 5067397): baseLat[ring][LL] 6.6 us,
+        hwLat[NVLink][ring][LL] 0.6 us.
+    ll_bw_share: the share of the link's bandwidth LL carries: each 8-byte store holds 4 bytes of
+        data beside a 4-byte flag (NCCL's LL protocol), 0.5.
     """
 
     hop_latency_s: float = 3.7e-6
@@ -51,6 +57,9 @@ class CollectiveParams:
     nccl_tree_min_ranks: int = 1024
     root_port_shared_by_both_directions: bool = True
     host_memory_efficiency: float = 320 / 409.6
+    ll_base_latency_s: float = 6.6e-6
+    ll_step_latency_s: float = 0.6e-6
+    ll_bw_share: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,20 @@ def ring_allreduce_time_s(size_bytes, ranks, bus_bw_gbyte_s, hop_latency_s):
     """Ring allreduce: 2(n-1) steps, each moving size/n: t = 2(n-1) alpha + 2(n-1)/n S/B."""
     n = np.maximum(ranks, 1)
     return 2 * (n - 1) * hop_latency_s + 2 * (n - 1) / n * size_bytes / (bus_bw_gbyte_s * GB)
+
+
+def low_latency_allreduce_time_s(size_bytes, ranks, bus_bw_gbyte_s, params: CollectiveParams = CollectiveParams()):
+    """A ring allreduce in NCCL's LL protocol over NVLink (``params.ll_*``): a fixed start, steps of
+    well under a microsecond, half the bandwidth. NCCL's tuner takes it for small messages, where
+    it beats the Simple protocol's per-step latency (:func:`ring_allreduce_time_s`)."""
+    return params.ll_base_latency_s + ring_allreduce_time_s(size_bytes, ranks, bus_bw_gbyte_s * params.ll_bw_share,
+                                                            params.ll_step_latency_s)
+
+
+def low_latency_ring_time_s(size_bytes, ranks, bw_gbyte_s, params: CollectiveParams = CollectiveParams()):
+    """An allgather, reduce-scatter or all-to-all in NCCL's LL protocol over NVLink, likewise."""
+    return params.ll_base_latency_s + ring_collective_time_s(size_bytes, ranks, bw_gbyte_s * params.ll_bw_share,
+                                                             params.ll_step_latency_s)
 
 
 def pipelined_tree_time_s(size_bytes, depth, bw_gbyte_s, hop_latency_s, chunk_bytes):

@@ -82,19 +82,25 @@ class TrainingParams:
 @dataclass(frozen=True)
 class Link:
     """A path between ranks as collectives see it: achievable bus bandwidth per GPU one way
-    (GB/s) and per-step latency (s)."""
+    (GB/s), per-step latency (s), and whether NCCL's LL protocol serves small collectives on it (a
+    scale-up link; :func:`collectives.low_latency_allreduce_time_s`, with ``params``' constants):
+    a collective then takes the faster protocol, as NCCL's tuner picks it."""
 
     bw_gbyte_s: np.ndarray
     latency_s: np.ndarray
+    low_latency: np.ndarray | bool = False
+    params: collectives.CollectiveParams = collectives.CollectiveParams()
 
     def allreduce_s(self, size_bytes, ranks):
-        return where(ranks > 1, collectives.ring_allreduce_time_s(size_bytes, ranks, self.bw_gbyte_s,
-                                                                     self.latency_s), 0.0)
+        simple = collectives.ring_allreduce_time_s(size_bytes, ranks, self.bw_gbyte_s, self.latency_s)
+        low = collectives.low_latency_allreduce_time_s(size_bytes, ranks, self.bw_gbyte_s, self.params)
+        return where(ranks > 1, where(self.low_latency, np.minimum(simple, low), simple), 0.0)
 
     def ring_s(self, size_bytes, ranks):
         """All-to-all, all-gather or reduce-scatter of ``size_bytes`` per rank in all."""
-        return where(ranks > 1, collectives.ring_collective_time_s(size_bytes, ranks, self.bw_gbyte_s,
-                                                                      self.latency_s), 0.0)
+        simple = collectives.ring_collective_time_s(size_bytes, ranks, self.bw_gbyte_s, self.latency_s)
+        low = collectives.low_latency_ring_time_s(size_bytes, ranks, self.bw_gbyte_s, self.params)
+        return where(ranks > 1, where(self.low_latency, np.minimum(simple, low), simple), 0.0)
 
     def send_s(self, size_bytes):
         return self.latency_s + size_bytes / (self.bw_gbyte_s * collectives.GB)
@@ -103,7 +109,8 @@ class Link:
 def pick_link(inside_domain, scaleup: Link, network: Link) -> Link:
     """The scale-up link where a group fits inside the scale-up domain, else the network."""
     return Link(where(inside_domain, scaleup.bw_gbyte_s, network.bw_gbyte_s),
-                where(inside_domain, scaleup.latency_s, network.latency_s))
+                where(inside_domain, scaleup.latency_s, network.latency_s),
+                where(inside_domain, scaleup.low_latency, network.low_latency), scaleup.params)
 
 
 # A step's parts: the result's key (``training.step_parts_s``) and the label a report shows.

@@ -195,7 +195,7 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
     topology = node["nvlink_topology"]
     domain = scaleup_domain_gpus(node) if topology == "all-to-all" else (2.0 if topology == "pairs" else 1.0)
     domain = where(nvlink & (node["accelerator"]["scaleup_bw_gbyte_s"] > 0), domain, 1.0)
-    scaleup = training.Link(io.scaleup_bw_gbyte_s, params.scaleup_latency_s)
+    scaleup = training.Link(io.scaleup_bw_gbyte_s, params.scaleup_latency_s, True, params)
     pcie = training.Link(io.pcie_bw_gbyte_s / 2, params.hop_latency_s)
     network = training.Link(io.nic_bw_gbyte_s / g, params.hop_latency_s)
     tp, cp, ep = w["tp"], w["cp"], w["ep"]
@@ -203,7 +203,7 @@ def parallel_links(node, io, family, w, g, dp, job_gpus, cluster_gpus, params: C
     switched = topology == "all-to-all" and node["nvlink_sharp"] and not np.isnan(family.nvls_allreduce_gain)
     sharp_gain = family.nvls_allreduce_gain if switched else 1.0
     tp_scaleup = training.Link(scaleup.bw_gbyte_s * where(w["sequence_parallel"], 1.0, sharp_gain),
-                               scaleup.latency_s)
+                               scaleup.latency_s, True, params)
 
     def place(span, stride, on_scaleup=scaleup):
         """Group of ``span`` GPUs ``stride`` apart: the first link that holds it."""

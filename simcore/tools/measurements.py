@@ -413,8 +413,12 @@ def compare_nccl(node_document: dict, run: NcclRun, collective: str, params: Col
         time_s = across.time_s
     elif collective == "all_reduce":
         time_s = collectives.ring_allreduce_time_s(size, n, bw, latency)
+        if link == "scale-up":  # NCCL's LL protocol for small messages, as its tuner picks it
+            time_s = np.minimum(time_s, collectives.low_latency_allreduce_time_s(size, n, bw, params))
     else:
         time_s = collectives.ring_collective_time_s(size, n, bw, latency)
+        if link == "scale-up":
+            time_s = np.minimum(time_s, collectives.low_latency_ring_time_s(size, n, bw, params))
     predicted = size / (time_s * 1e9) * _bus_factor(collective, n)
     # Bus bandwidth is size / time x a constant: its error is the time's, which the file gives unrounded.
     error, mean_abs = _errors_pct(1 / run.time_us, 1e-6 / time_s)

@@ -6,7 +6,7 @@ import pytest
 
 from simcore import ScenarioError, evaluate
 from simcore.tools import measurements as m
-from simcore.tools.references import DGX_A100_NODE
+from simcore.tools.references import DGX_A100_NODE, LLAMA3_NODE
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 EIGHT = (DATA / "nccl_all_reduce_dgx_a100_8gpu.txt").read_text()
@@ -237,3 +237,37 @@ def test_a_run_whose_own_check_failed_is_no_measurement():
     unchecked = [text.replace("      0 ", "    N/A ").replace("      0", "    N/A") if text.strip()[:1].isdigit()
                  else text for text in lines]
     assert len(m.parse_nccl_tests("\n".join(unchecked)).size_bytes) == len(m.parse_nccl_tests(EIGHT).size_bytes)
+
+
+def _all_reduce_run(rows_us: dict[int, float]) -> m.NcclRun:
+    """An 8-rank, one-host all_reduce_perf run of the given out-of-place times (the DGX A100 file's
+    header and devices)."""
+    header = [line for line in EIGHT.split("#        (B)")[0].splitlines() if "minBytes" not in line]
+    rows = "".join(f"{size:12d} {size // 4:13d}     float     sum      -1 {us:8.2f}    0.00    0.00      0 {us:8.2f}"
+                   "    0.00    0.00      0\n" for size, us in rows_us.items())
+    columns = ("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)"
+               "  (GB/s)\n")
+    return m.parse_nccl_tests("\n".join(header) + "\n" + columns + rows + "# Avg bus bandwidth    : 1.0\n")
+
+
+def _predicted_us(comparison: dict) -> list[float]:
+    return [row["size_bytes"] * 2 * 7 / 8 / row["predicted_busbw_gbyte_s"] / 1e3 for row in comparison["rows"]]
+
+
+def test_small_messages_on_nvlink_take_nccls_low_latency_protocol():
+    """Built from NCCL's tuner constants (src/graph/tuning.cc): an 8-rank ring in the LL protocol
+    starts in 6.6 us and takes 0.6 us a step at half the bandwidth, so an 8-byte all-reduce on 8
+    NVLink GPUs takes 6.6 + 14 x 0.6 = 15.0 us (the Simple protocol's measured 3.33 us steps gave
+    46.6); from a few megabytes on, Simple at the full bandwidth is faster and unchanged. Checked on
+    published runs not used to build it: 8 x H20 (deepseek-ai/DeepEP issue 303, the H100's NVLink):
+    12.49 / 14.50 / 16.26 / 16.69 us at 8 B / 64 B / 512 B / 4 KiB, each within 20% by the comparison's
+    own error (on bus bandwidth, as the page shows it; the Simple model was 64-73% slow)."""
+    a100 = m.compare_nccl(DGX_A100_NODE, _all_reduce_run({8: 20.0, 256 * 2**20: 2000.0}), "all_reduce")
+    small, large = _predicted_us(a100)
+    assert small == pytest.approx(15.0, rel=1e-3)
+    assert large == pytest.approx(14 * 3.33 + 2 * 7 / 8 * 256 * 2**20 / 231.6e3, rel=1e-4)  # Simple at 231.6 GB/s
+    h20 = {8: 12.49, 64: 14.50, 512: 16.26, 4096: 16.69}
+    checked = m.compare_nccl(LLAMA3_NODE, _all_reduce_run(h20), "all_reduce")
+    assert checked["link"] == "scale-up"
+    assert [round(row["error_pct"]) for row in checked["rows"]] == [-17, -3, 8, 11]
+    assert all(abs(row["error_pct"]) <= 20 for row in checked["rows"])
