@@ -1,6 +1,7 @@
 """A finished site-first plan's answer: its sweep's points ranked build by build under the site's
 limits (:func:`simcore.tools.site.rank_builds`), each best point with its figures and the error
-band of its time to train."""
+band of its time to train. Planning at a confidence, a row's days and cost are one quantile of
+their bands (:func:`simcore.tools.site.figures_at`), the engine's days beside them."""
 import numpy as np
 
 from planner.models import Sweep
@@ -12,9 +13,8 @@ from simcore.tools import site as site_engine
 from simcore.tools.sweep import DATA_PARALLEL_AXIS, grid_shape, pareto_front
 
 # A best point's figures: result path -> the ranking row's key.
-FIGURES = {"cluster.gpus": "gpus", "cluster.nodes": "node_count", "training.time_to_train_days": "time_to_train_days",
-           "training.mfu": "mfu", "power.facility_w": "facility_w", "racks.total_count": "racks",
-           "cost.capex_total": "capex", "cost.capex_low": "capex_low", "cost.capex_high": "capex_high",
+FIGURES = {"cluster.gpus": "gpus", "cluster.nodes": "node_count", "training.mfu": "mfu",
+           "power.facility_w": "facility_w", "racks.total_count": "racks", "cost.capex_total": "capex", "cost.capex_low": "capex_low", "cost.capex_high": "capex_high",
            "training.rent_cost_to_train": "rent_cost"}
 
 
@@ -41,9 +41,12 @@ def site_ranking(sweep: Sweep) -> dict:
     bands = {family: step_time_band(family, sweep.workload) for family in set(site["families"])}
     for key in ("low_error", "high_error"):  # each point's band: its build's family's
         columns[f"band.{key}"] = np.array([bands[f][key] for f in site["families"]])[index["site.build"]]
-    ranking = site_engine.rank_builds(columns, index["site.build"], values["cluster.fabric.layers"],
-                                      site_limits(site))
-    costs = {ownership: site_engine.objective(columns, "by_date", ownership) for ownership in site_engine.OWNERSHIPS}
+    limits = site_limits(site)
+    ranking = site_engine.rank_builds(columns, index["site.build"], values["cluster.fabric.layers"], limits)
+    # The days and cost each row shows: the engine's, or one quantile of both bands at the confidence.
+    planned = {ownership: site_engine.figures_at(columns, limits, ownership) for ownership in site_engine.OWNERSHIPS}
+    engine_costs = {ownership: site_engine.objective(columns, "by_date", ownership)
+                    for ownership in site_engine.OWNERSHIPS}
     rows = []
     for entry in ranking:
         build, at = entry["build"], entry["point"]
@@ -58,10 +61,13 @@ def site_ranking(sweep: Sweep) -> dict:
             row.update({"dp": int(values[DATA_PARALLEL_AXIS][at]), "tp": int(values["workload.tp"][at]),
                         "pp": int(values["workload.pp"][at]),
                         **{key: _number(columns[path][at]) for path, key in FIGURES.items()},
-                        "cost": _number(costs[entry["ownership"]][at]),
+                        "engine_time_to_train_days": _number(columns["training.time_to_train_days"][at]),
+                        "time_to_train_days": _number(planned[entry["ownership"]]["days"][at]),
+                        "cost": _number(planned[entry["ownership"]]["cost"][at]),
+                        "engine_cost": _number(engine_costs[entry["ownership"]][at]),
                         "rent_term": RENT_TERM_LABELS[int(columns["training.rent_term_code"][at])]})
             band = bands[row["family"]]
-            days = row["time_to_train_days"]
+            days = row["engine_time_to_train_days"]
             row["time_band"] = {**band, "days_low": days / (1 + band["high_error"]),
                                 "days_high": days / (1 + band["low_error"])}
         rows.append(row)

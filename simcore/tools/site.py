@@ -33,7 +33,8 @@ estimates), plus the energy. Where in its band a run will land, the record does 
 chance of meeting the deadline (or the budget) is the share of the band at or under it, the band
 taken as uniform (:func:`share_within`). Planning at a confidence c (``Site.confidence``) holds each
 point to its band's c-quantile (:func:`at_confidence`) instead of the engine's figure: at 95% a
-build meets the deadline only if 95% of its band does.
+build meets the deadline only if 95% of its band does, and its cost, ranked and shown, is that of
+the same quantile's days (:func:`figures_at`), never the engine's days' cost beside the band's days.
 """
 from dataclasses import dataclass
 
@@ -79,39 +80,61 @@ def share_within(low, high, limit):
 
 
 def bands(columns: dict, ownership: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each point's time to train (days) and cost as (low, high): the step time's band, the price
-    book's for an owned build's price (a rented one is priced as quoted)."""
+    """Each point's time to train (days) and cost as (low, high): the step time's band, and the cost
+    over the same band, since what the run pays by the hour (a rented build's rent, an owned one's
+    energy) lasts as long as the run: low at the band's short end (and an owned build's price at
+    the price book's low), high at its long end (and the price at its high)."""
     days = columns["training.time_to_train_days"]
     low_error = columns.get("band.low_error", np.zeros_like(days))
     high_error = columns.get("band.high_error", np.zeros_like(days))
-    cost = columns["training.buy_and_run_cost"] if ownership == "owned" else columns["training.rent_cost_to_train"]
+    short, long = days / (1 + high_error), days / (1 + low_error)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stretches = [np.where(np.isfinite(end / days), end / days, 1.0) for end in (short, long)]
+    cost = _cost(columns, ownership)
     if ownership == "owned":
         capex = columns["cost.capex_total"]
         low, high = (columns.get(f"cost.capex_{end}", capex) for end in ("low", "high"))
         low, high = np.where(np.isfinite(low), low, capex), np.where(np.isfinite(high), high, capex)
-        costs = (cost - capex + low, cost - capex + high)
+        costs = (low + (cost - capex) * stretches[0], high + (cost - capex) * stretches[1])
     else:
-        costs = (cost, cost)
-    return {"days": (days / (1 + high_error), days / (1 + low_error)), "cost": costs}
+        costs = (cost * stretches[0], cost * stretches[1])
+    return {"days": (short, long), "cost": costs}
 
 
-def objective(columns: dict, goal: str, ownership: str) -> np.ndarray:
-    """The value a goal minimises, per point, for one way of paying."""
+def _cost(columns: dict, ownership: str) -> np.ndarray:
+    """The engine's cost of the run: buying the build and powering it, or renting it."""
+    return columns["training.buy_and_run_cost"] if ownership == "owned" else columns["training.rent_cost_to_train"]
+
+
+def figures_at(columns: dict, site: Site, ownership: str, found: dict | None = None) -> dict[str, np.ndarray]:
+    """Each point's time to train (days) and cost as the site plans them: the engine's figures, or,
+    at a confidence, the same quantile of both bands (one answer: the cost of that many days)."""
+    if site.confidence is None:
+        return {"days": columns["training.time_to_train_days"], "cost": _cost(columns, ownership)}
+    found = found or bands(columns, ownership)
+    return {key: at_confidence(*found[key], site.confidence) for key in ("days", "cost")}
+
+
+def objective(columns: dict, goal: str, ownership: str, site: Site | None = None,
+              found: dict | None = None) -> np.ndarray:
+    """The value a goal minimises, per point, for one way of paying: the cost (by a date) or the
+    cost per million tokens, at the site's confidence when it plans at one."""
+    engine_cost = _cost(columns, ownership)
+    cost = engine_cost if site is None else figures_at(columns, site, ownership, found)["cost"]
     if goal == "by_date":
-        return columns["training.buy_and_run_cost"] if ownership == "owned" else columns["training.rent_cost_to_train"]
-    return columns["training.cost_per_million_tokens" if ownership == "owned"
-                   else "training.rent_cost_per_million_tokens"]
+        return cost
+    per_million = columns["training.cost_per_million_tokens" if ownership == "owned"
+                          else "training.rent_cost_per_million_tokens"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return per_million * np.where(engine_cost > 0, cost / engine_cost, 1.0)
 
 
 def limit_masks(columns: dict, site: Site, ownership: str, found: dict | None = None) -> dict[str, np.ndarray]:
     """Each limit of the site as a mask of the points that meet it (NaN never meets one): the time
     and the cost the engine gives, or, planning at a confidence, their bands' quantiles (``found``:
     :func:`bands`, when the caller has them)."""
-    cost = columns["training.buy_and_run_cost"] if ownership == "owned" else columns["training.rent_cost_to_train"]
-    days = columns["training.time_to_train_days"]
-    if site.confidence is not None:
-        found = found or bands(columns, ownership)
-        days, cost = (at_confidence(*found[key], site.confidence) for key in ("days", "cost"))
+    planned = figures_at(columns, site, ownership, found)
+    days, cost = planned["days"], planned["cost"]
     with np.errstate(invalid="ignore"):
         masks = {"power": columns["power.facility_w"] <= site.facility_w,
                  "floor": columns["racks.total_count"] <= site.floor_racks,
@@ -165,7 +188,7 @@ def rank_builds(columns: dict, build: np.ndarray, layers: np.ndarray, site: Site
         feasible = valid.copy()
         for ok in masks.values():
             feasible &= ok
-        value = objective(columns, site.goal, ownership)
+        value = objective(columns, site.goal, ownership, site, found)
         order = np.lexsort((np.arange(value.size), np.where(feasible, value, np.inf)))
         for combo in np.unique(build):  # a few catalogue builds, never the points
             for layer in np.unique(layers[build == combo]):

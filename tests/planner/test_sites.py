@@ -170,6 +170,16 @@ def test_planning_at_95_percent_confidence_keeps_only_builds_95_percent_of_whose
             low, high = row["time_band"]["days_low"], row["time_band"]["days_high"]
             assert row["deadline_probability"] == pytest.approx(min(max((deadline - low) / (high - low), 0), 1))
             assert row["deadline_probability"] >= confidence
+            # Issue 70, item 1: the days and the cost shown are one quantile of the band, by hand.
+            days = low + confidence * (high - low)
+            assert row["time_to_train_days"] == pytest.approx(days)
+            stretch = days / row["engine_time_to_train_days"]
+            if row["ownership"] == "rented":
+                assert row["cost"] == pytest.approx(row["rent_cost"] * stretch)
+            else:
+                capex = row["capex_low"] + confidence * (row["capex_high"] - row["capex_low"])
+                energy = row["engine_cost"] - row["capex"]
+                assert row["cost"] == pytest.approx(capex + energy * stretch)
     risky = {(b["build"], b["point"]) for b in answers[0.5]["site_result"]["builds"] if b["point"] is not None
              and b["deadline_probability"] < 0.95}
     kept = {(b["build"], b["point"]) for b in answers[0.95]["site_result"]["builds"] if b["point"] is not None}

@@ -3,7 +3,7 @@ order, and the limit named as binding."""
 import numpy as np
 import pytest
 
-from simcore.tools.site import Site, at_confidence, rank_builds, share_within
+from simcore.tools.site import Site, at_confidence, bands, figures_at, objective, rank_builds, share_within
 
 
 def columns(**given):
@@ -88,7 +88,8 @@ def test_planning_at_a_higher_confidence_needs_a_faster_point_and_each_build_has
     assert safe["point"] == 2 and safe["deadline_probability"] == 1.0  # 1.6 to 2.5 days
     assert safe["binding"]["limit"] == "deadline"  # the cheaper points fail the deadline at 95%
     budgeted = ranked(Site(**site, budget=2.2), cols)[(0, "rented")]
-    assert budgeted["budget_probability"] == 1.0  # a rented cost is quoted: no band
+    # A rented run pays by the hour: its cost has the time's band, 2 / 1.25 to 2 / 0.8 for point 1's 2.
+    assert budgeted["budget_probability"] == pytest.approx((2.2 - 1.6) / (2.5 - 1.6))
 
 
 def test_an_owned_builds_cost_band_is_its_prices_band_plus_the_energy():
@@ -101,3 +102,27 @@ def test_an_owned_builds_cost_band_is_its_prices_band_plus_the_energy():
                    cols)[(0, "owned")]
     assert owned["point"] == 1  # 12 at its headline: 10 for the build, 2 of energy
     assert owned["budget_probability"] == pytest.approx((12 - 10) / (16 - 10))  # 10 to 16
+
+
+def test_at_a_confidence_the_days_and_the_cost_are_one_quantile_of_one_band():
+    """Issue 70, item 1: planning at 95%, a rented point shown at its band's 95% days (6.14 for the
+    5-day point) costs those days' rent (its cost x 6.14 / 5), not the engine's days' rent; an owned
+    point adds the energy of those days to its price at the same quantile; the objective ranks the
+    same figure; without a confidence, the engine's figures."""
+    cols = columns(**{"band.low_error": np.full(5, -0.2), "band.high_error": np.full(5, 0.25),
+                      "training.buy_and_run_cost": np.array([11.0, 12.0, 13.0, 12.0, 14.0]),
+                      "cost.capex_total": np.full(5, 10.0), "cost.capex_low": np.full(5, 8.0),
+                      "cost.capex_high": np.full(5, 14.0)})
+    site = Site(facility_w=9e6, floor_racks=100, goal="by_date", deadline_days=6, confidence=0.95)
+    days = cols["training.time_to_train_days"]
+    rented = figures_at(cols, site, "rented")
+    expected_days = days / 1.25 + 0.95 * (days / 0.8 - days / 1.25)
+    assert rented["days"] == pytest.approx(expected_days)
+    assert rented["cost"] == pytest.approx(cols["training.rent_cost_to_train"] * expected_days / days)
+    owned = figures_at(cols, site, "owned")
+    energy = cols["training.buy_and_run_cost"] - 10.0
+    assert owned["cost"] == pytest.approx(8.0 + 0.95 * 6.0 + energy * expected_days / days)
+    assert objective(cols, "by_date", "rented", site) == pytest.approx(rented["cost"])
+    assert objective(cols, "by_date", "rented") == pytest.approx(cols["training.rent_cost_to_train"])
+    low, high = bands(cols, "rented")["cost"]
+    assert (low <= rented["cost"]).all() and (rented["cost"] <= high).all()

@@ -684,3 +684,29 @@ def test_a_channel_layer_that_goes_away_ends_the_socket_with_a_warning_not_an_er
     assert async_to_sync(watch)()["type"] == "snapshot"
     assert warned == ["TwinConsumer: the channel layer went away (Connection closed by server.); the socket closes "
                       "and its viewer reconnects"]
+
+
+def test_a_twin_of_a_plan_runs_a_workload_as_large_as_the_plan(catalog, owner_client, user):
+    """Issue 70, item 6: a twin of the 1,024-GPU DGX H200 plan refused its own 1,024-GPU job ("at most
+    124 nodes ... lower spare_nodes", a field its form lacked): the workload's nodes come first and the
+    spare pool is what they leave; spare_nodes given past that is refused naming it, with the most it
+    can be; the twin form offers the field."""
+    from planner.models import Workload
+
+    whole = Workload.objects.get(slug="llama-13b-512")
+    whole.pk, whole.slug, whole.owner, whole.visibility, whole.gpus = None, "llama-13b-1024", user, "private", 1024
+    whole.save()
+    twin = owner_client.post("/api/twins/", {"plan": "dgx-h200-1024", "workload": "llama-13b-1024", "tokens": 2e11},
+                             format="json")
+    assert twin.status_code == 201, twin.json()
+    assert twin.json()["jobs"][0]["nodes"] == 128
+    refused = owner_client.post("/api/twins/", {"plan": "dgx-h200-1024", "workload": "llama-13b-1024",
+                                                "tokens": 2e11, "spare_nodes": 4}, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == {"spare_nodes": ["llama-13b-1024 needs 128 of the 128 nodes: at most 0 can "
+                                                        "be spares"]}
+    from django.test import Client
+
+    page = Client()
+    page.force_login(user)
+    assert 'name="spare_nodes"' in page.get("/twins/").content.decode()

@@ -104,7 +104,8 @@ def default_jobs(plan, result: dict | None = None, spare_nodes: int | None = Non
 
 def workload_job(plan, workload, tokens: float | None, spare_nodes: int | None = None) -> dict:
     """The default job sized to train ``workload`` (``tokens``, or its tokens_to_train): its nodes the
-    workload's GPUs need, its work the tokens over the engine's training rate (tokens per second
+    workload's GPUs need (a spare pool of ``spare_nodes``, or the engine's, shrunk to the nodes the
+    workload leaves), its work the tokens over the engine's training rate (tokens per second
     with no interruption), its checkpoint stall and interval the engine's for it (or the default
     job's where the plan gives none)."""
     tokens = tokens or workload.tokens_to_train
@@ -118,12 +119,16 @@ def workload_job(plan, workload, tokens: float | None, spare_nodes: int | None =
     if not training.get("feasible"):
         raise TwinInputError({"workload": [f"{workload.slug} cannot run on {plan.slug}: "
                                            f"{training.get('infeasible_reason', 'no training result')}"]})
-    job = default_jobs(plan, result, spare_nodes)[0]
     gpn = plan.node_type.accelerators_per_node
-    nodes = -(-int(training["gpus"]) // gpn)
+    nodes, cluster_nodes = -(-int(training["gpus"]) // gpn), int(result["cluster"]["nodes"])
+    if nodes > cluster_nodes:
+        raise TwinInputError({"workload": [f"{workload.slug} needs {nodes} nodes; {plan.slug} has {cluster_nodes}"]})
+    job = default_jobs(plan, result, spare_nodes)[0]
+    if nodes > job["nodes"] and spare_nodes is None:  # the workload's nodes first, the spare pool what is left
+        job = default_jobs(plan, result, cluster_nodes - nodes)[0]
     if nodes > job["nodes"]:
-        raise TwinInputError({"workload": [f"{workload.slug} needs {nodes} nodes; the twin's job can have at most "
-                                           f"{job['nodes']} (the rest are the spare pool: lower spare_nodes)"]})
+        raise TwinInputError({"spare_nodes": [f"{workload.slug} needs {nodes} of the {cluster_nodes} nodes: at most "
+                                              f"{cluster_nodes - nodes} can be spares"]})
     rel = result["reliability"]
     checkpoint_s = rel.get("checkpoint_time_s")
     interval_s = rel.get("checkpoint_interval_s") or job["interval_s"]

@@ -20,7 +20,8 @@ export function twinForm(form, errors) {
     event.preventDefault();
     const body = { plan: form.elements.plan.value, name: form.elements.name.value, speed: Number(form.elements.speed.value),
       seed: Number(form.elements.seed.value), visibility: form.elements.visibility.value,
-      exclude_after: Number(form.elements.exclude_after.value), ...(form.elements.workload.value && { workload: form.elements.workload.value }) };
+      exclude_after: Number(form.elements.exclude_after.value), ...(form.elements.workload.value && { workload: form.elements.workload.value }),
+      ...(form.elements.spare_nodes.value !== "" && { spare_nodes: Number(form.elements.spare_nodes.value) }) };
     const response = await api("/api/twins/", { method: "POST", body });
     if (response.ok) { location.assign(`/twins/${response.data.id}/`); return; }
     errors.hidden = false;
