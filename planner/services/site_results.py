@@ -14,8 +14,8 @@ from simcore.tools.sweep import DATA_PARALLEL_AXIS, grid_shape, pareto_front
 
 # A best point's figures: result path -> the ranking row's key.
 FIGURES = {"cluster.gpus": "gpus", "cluster.nodes": "node_count", "training.mfu": "mfu",
-           "power.facility_w": "facility_w", "racks.total_count": "racks", "cost.capex_total": "capex", "cost.capex_low": "capex_low", "cost.capex_high": "capex_high",
-           "training.rent_cost_to_train": "rent_cost"}
+           "power.facility_w": "facility_w", "racks.total_count": "racks", "cost.capex_total": "capex",
+           "cost.capex_low": "capex_low", "cost.capex_high": "capex_high", "training.rent_cost_to_train": "rent_cost"}
 
 
 def _number(value) -> float | None:
