@@ -108,6 +108,10 @@ OUTPUTS: list[Output] = [
     Output("pue", "power.pue", "facility PUE", "ratio", LOWER),
     Output("it_power_w", "power.it_total_w", "cluster IT power", "W", LOWER, table=True, sweep=True),
     Output("facility_power_w", "power.facility_w", "facility power", "W", LOWER, chart=True, sweep=True),
+    Output("it_provisioned_power_w", "power.it_provisioned_w", "cluster IT power provisioned (compute nodes at their "
+           "maximum)", "W", LOWER),
+    Output("facility_provisioned_power_w", "power.facility_provisioned_w", "facility power provisioned (compute nodes "
+           "at their maximum, through the PUE)", "W", LOWER, sweep=True),
     Output("gemm_tf32_tflops", "compute.gemm_tf32_tflops", "TF32 GEMM per GPU", "TFLOPS", HIGHER, table=True),
     Output("gemm_fp16_tflops", "compute.gemm_fp16_tflops", "FP16 GEMM per GPU", "TFLOPS", HIGHER, table=True),
     Output("gemm_mean_tflops", "", "GEMM per GPU, mean of TF32 and FP16", "TFLOPS", HIGHER, derive=_gemm_mean),

@@ -14,7 +14,8 @@ from simcore.tools.sweep import DATA_PARALLEL_AXIS, grid_shape, pareto_front
 
 # A best point's figures: result path -> the ranking row's key.
 FIGURES = {"cluster.gpus": "gpus", "cluster.nodes": "node_count", "training.mfu": "mfu",
-           "power.facility_w": "facility_w", "racks.total_count": "racks", "cost.capex_total": "capex",
+           "power.facility_w": "facility_w", "power.facility_provisioned_w": "facility_provisioned_w",
+           "racks.total_count": "racks", "cost.capex_total": "capex",
            "cost.capex_low": "capex_low", "cost.capex_high": "capex_high", "training.rent_cost_to_train": "rent_cost"}
 
 
@@ -35,6 +36,7 @@ def site_ranking(sweep: Sweep) -> dict:
     Pareto front of time to train against cost over the builds' best points."""
     site = sweep.site
     columns = sweep_columns(sweep)
+    columns.setdefault("power.facility_provisioned_w", site_engine.provisioned_w(columns))  # (a sweep before 0.15.1)
     axes, _, _ = sweep_axes(sweep)
     index = dict(zip((a.path for a in axes), np.unravel_index(columns["point"], grid_shape(axes))))
     values = {a.path: a.values[index[a.path]] for a in axes}

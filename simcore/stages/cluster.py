@@ -246,12 +246,16 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
     pue_given = ~np.isnan(c["prices"]["pue"])
     pue = where(pue_given, c["prices"]["pue"], power.HALL_PUE[rack["hall"]])
     facility_w = it_total_w * pue
+    # What a site provisions: the compute nodes at their maximum (vendor's, else their parts' peak), the
+    # rest as drawn; through the same PUE. A feed is sized for this, the energy for the training draw.
+    it_provisioned_w = it_total_w + nodes * (node_max_w - node_w)
     section = {
         "accelerator_gemm_w": gemm_w, "accelerator_idle_w": idle_w, "node_w": node_w, "node_peak_w": node_peak_w,
         "node_max_w": node_max_w,
         "node_max_basis": label(power.NODE_MAX_BASES, where(vendor_max, 0, 1)), "switch_w": switch_w,
         "optics_basis": label(power.OPTICS_BASES, optics_basis),
         "storage_node_w": storage_w, **it_power, "it_total_w": it_total_w, "facility_w": facility_w, "pue": pue,
+        "it_provisioned_w": it_provisioned_w, "facility_provisioned_w": it_provisioned_w * pue,
         "pue_basis": label(power.PUE_BASES, where(pue_given, 0, 1 + power.HALLS.index(rack["hall"]))),
         "energy_per_year_kwh": power.energy_per_year_kwh(it_total_w, pue),
         "fp16_tflops_per_kw": hw.gemm_tflops["fp16"] * nodes * g / (facility_w / 1000),

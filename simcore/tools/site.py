@@ -50,7 +50,8 @@ SITE_OUTPUTS = ("training.time_to_train_days", "training.step_time_s", "training
                 "training.cost_per_million_tokens", "training.rent_cost_to_train", "training.rent_term_code",
                 "training.rent_cost_per_million_tokens", "cost.capex_total", "cost.capex_low", "cost.capex_high",
                 "cost.unpriced_count",
-                "power.facility_w", "racks.total_count", "racks.within_power_limit", "cluster.gpus", "cluster.nodes")
+                "power.facility_w", "power.facility_provisioned_w", "racks.total_count", "racks.within_power_limit",
+                "cluster.gpus", "cluster.nodes")
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,12 @@ def objective(columns: dict, goal: str, ownership: str, site: Site | None = None
         return per_million * np.where(engine_cost > 0, cost / engine_cost, 1.0)
 
 
+def provisioned_w(columns: dict) -> np.ndarray:
+    """The facility power a site provisions for each point: its compute nodes at their maximum through
+    the PUE (a sweep stored before engine 0.15.1 has only the training draw, which stands in)."""
+    return columns.get("power.facility_provisioned_w", columns["power.facility_w"])
+
+
 def limit_masks(columns: dict, site: Site, ownership: str, found: dict | None = None) -> dict[str, np.ndarray]:
     """Each limit of the site as a mask of the points that meet it (NaN never meets one): the time
     and the cost the engine gives, or, planning at a confidence, their bands' quantiles (``found``:
@@ -136,7 +143,7 @@ def limit_masks(columns: dict, site: Site, ownership: str, found: dict | None = 
     planned = figures_at(columns, site, ownership, found)
     days, cost = planned["days"], planned["cost"]
     with np.errstate(invalid="ignore"):
-        masks = {"power": columns["power.facility_w"] <= site.facility_w,
+        masks = {"power": provisioned_w(columns) <= site.facility_w,
                  "floor": columns["racks.total_count"] <= site.floor_racks,
                  "rack_power": columns["racks.within_power_limit"] > 0,
                  "priced": np.isfinite(cost),

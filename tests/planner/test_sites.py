@@ -170,6 +170,8 @@ def test_planning_at_95_percent_confidence_keeps_only_builds_95_percent_of_whose
             low, high = row["time_band"]["days_low"], row["time_band"]["days_high"]
             assert row["deadline_probability"] == pytest.approx(min(max((deadline - low) / (high - low), 0), 1))
             assert row["deadline_probability"] >= confidence
+            # Issue 70, item 4: the site's feed holds the build as provisioned, nodes at their maximum.
+            assert row["facility_w"] < row["facility_provisioned_w"] <= answer["site"]["facility_w"]
             # Issue 70, item 1: the days and the cost shown are one quantile of the band, by hand.
             days = low + confidence * (high - low)
             assert row["time_to_train_days"] == pytest.approx(days)

@@ -16,7 +16,9 @@ def columns(**given):
             "training.rent_cost_per_million_tokens": np.array([1.0, 2.0, 3.0, 2.5, 4.0]),
             "training.buy_and_run_cost": np.full(size, np.nan),
             "training.cost_per_million_tokens": np.full(size, np.nan),
-            "cost.capex_total": np.full(size, np.nan), "power.facility_w": np.array([1e6, 2e6, 3e6, 1e6, 2e6]),
+            "cost.capex_total": np.full(size, np.nan),
+            "power.facility_w": np.array([0.8e6, 1.6e6, 2.4e6, 0.8e6, 1.6e6]),
+            "power.facility_provisioned_w": np.array([1e6, 2e6, 3e6, 1e6, 2e6]),
             "racks.total_count": np.array([10.0, 20.0, 30.0, 10.0, 20.0]), "racks.within_power_limit": np.ones(size)}
     return {**base, **given}
 
@@ -126,3 +128,13 @@ def test_at_a_confidence_the_days_and_the_cost_are_one_quantile_of_one_band():
     assert objective(cols, "by_date", "rented") == pytest.approx(cols["training.rent_cost_to_train"])
     low, high = bands(cols, "rented")["cost"]
     assert (low <= rented["cost"]).all() and (rented["cost"] <= high).all()
+
+
+def test_the_site_power_limit_holds_the_builds_provisioned_draw_not_their_training_draw():
+    """Issue 70, item 4: a site's feed is checked against the builds' compute nodes at their maximum
+    (through the PUE), as a site provisions them: build 0's 5-day point draws 1.6 MW training but is
+    provisioned at 2 MW, so with a 6-day deadline a 1.8 MW site has no point of it (its 10-day point is
+    too slow), and a 2 MW site takes it."""
+    tight = ranked(Site(facility_w=1.8e6, floor_racks=100, goal="by_date", deadline_days=6))[(0, "rented")]
+    assert tight["point"] is None and tight["binding"]["limit"] in ("power", "deadline")
+    assert ranked(Site(facility_w=2.0e6, floor_racks=100, goal="by_date", deadline_days=6))[(0, "rented")]["point"] == 1
