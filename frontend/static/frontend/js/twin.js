@@ -214,6 +214,7 @@ async function ingestLog(id, form) {
   data.append("node", form.elements.node.value);
   data.append("timezone", form.elements.timezone.value || "UTC");
   if (form.elements.boot_time.value) data.append("boot_time", form.elements.boot_time.value);
+  if (form.elements.year.value) data.append("year", form.elements.year.value);
   out.className = "";
   out.textContent = "Reading the log…";
   let response = await api(`/api/twins/${id}/ingest-log/`, { method: "POST", body: data });
