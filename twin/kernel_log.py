@@ -246,6 +246,7 @@ class Burst:
     lines: tuple[XidLine, ...]
     primary: XidLine | None
     category: str
+    repair: tuple[str, float] | None = None  # the action and hours its Xids take, where a profile's category differs
 
 
 def bursts(lines: list[XidLine], window_s: float = BURST_WINDOW_S) -> list[Burst]:

@@ -29,7 +29,7 @@ since its last checkpoint, takes replacement nodes for any that failed, and rest
 """
 import io
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -311,15 +311,20 @@ class Twin:
     # --- failures ---------------------------------------------------------------------------
 
     def apply_failure(self, category_index: int, *, gpu: int = -1, node: int = -1, part: int = -1,
-                      kind: str = "failure", events: list | None = None) -> list:
+                      kind: str = "failure", events: list | None = None, repair: tuple[str, float] | None = None
+                      ) -> list:
         """A platform failure of one category on a GPU, a node, or a fabric part (``part``: the
-        category's NIC, link or switch index), with its action."""
+        category's NIC, link or switch index), with its action; or with ``repair`` (an action and its
+        hours) where the fault's own cause says what it takes (an Xid's catalogue action, which a
+        profile's category of the same part need not share)."""
         events = [] if events is None else events
         category = self.categories[category_index]
         if category.cause == JOB:
             raise ScenarioError("category", f"{category.key} is job-caused: it stops only its job (give the job)")
+        if repair is not None:
+            category = replace(category, action=repair[0], repair_h=repair[1])
         unit, f = category.unit, self.fabric
-        repair_s = self._repair_s[category_index]
+        repair_s = category.repair_h * SECONDS_PER_HOUR
         leaf = -1
         if unit == "gpu":
             if not 0 <= gpu < self.gpus:

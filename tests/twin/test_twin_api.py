@@ -710,3 +710,24 @@ def test_a_twin_of_a_plan_runs_a_workload_as_large_as_the_plan(catalog, owner_cl
     page = Client()
     page.force_login(user)
     assert 'name="spare_nodes"' in page.get("/twins/").content.decode()
+
+
+def test_on_llama3s_profile_an_xid_takes_its_parts_category_with_the_repair_its_action_takes(catalog, owner_client):
+    """Issue 70, item 7: on Llama 3's profile every ingested GPU Xid was a 72-hour replacement (the
+    category's repair), a contained ECC error (Xid 94) included, whose action is a GPU reset (0.1 h,
+    FF VII-C). Each now takes the part's category with its own Xid's repair: 94 a GPU reset of 6
+    minutes, 48 a node reboot of half an hour, 79 a replacement of 72 hours."""
+    from twin.services.persistence import simulator
+
+    llama3 = create(owner_client, plan="dgx-h200-1024")
+    bus = llama3.pci_bus_ids[2][5:12]
+    expected = {94: ("gpu-hbm3", "gpu-reset", 0.1), 48: ("gpu-hbm3", "node-reboot", 0.5),
+                79: ("faulty-gpu", "replace", 72.0)}
+    for node, (xid, (category, action, hours)) in enumerate(expected.items(), start=1):
+        line = f"NVRM: Xid (PCI:0000:{bus}): {xid}, pid=4242, name=python3, Ch 00000010"
+        event = owner_client.post(f"/api/twins/{llama3.pk}/ingest/", {"node": node, "line": line},
+                                  format="json").json()["events"][0]
+        assert event["category"] == category and f"({action}, node {node})" in event["message"], event
+        llama3.refresh_from_db()
+        sim = simulator(llama3, llama3.state)
+        assert sim.repair_until[node] - sim.time_s == pytest.approx(hours * 3600)

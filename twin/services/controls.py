@@ -95,7 +95,8 @@ def twin_inject_all(*, twin: Twin, failures: list[dict]) -> list[TwinEvent]:
 
 
 def _apply_failure(sim: engine.Twin, *, category: str, gpu=None, node=None, part=None, job=None,
-                   kind: str = "injected", note: str = "") -> list[engine.TwinEvent]:
+                   kind: str = "injected", note: str = "", repair: tuple[str, float] | None = None
+                   ) -> list[engine.TwinEvent]:
     """One failure applied to the simulator: its events."""
     index = category_index(sim.categories, category)
     chosen = sim.categories[index]
@@ -118,7 +119,8 @@ def _apply_failure(sim: engine.Twin, *, category: str, gpu=None, node=None, part
         else:
             events = sim.apply_failure(index, gpu=-1 if gpu is None else int(gpu),
                                        node=-1 if node is None else int(node),
-                                       part=-1 if part is None else int(part), kind=kind)
+                                       part=-1 if part is None else int(part), kind=kind,
+                                       repair=None if repair is None else tuple(repair))
     except simcore.ScenarioError as error:
         raise TwinInputError({error.field: [error.reason]}) from error
     if note:

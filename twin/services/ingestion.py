@@ -7,6 +7,7 @@ from datetime import datetime, timezone, tzinfo
 
 from django.db import transaction
 
+from simcore.formulas.reliability import fire_flyer_categories
 from twin import kernel_log
 from twin.models import Twin, TwinEvent
 from twin.services.controls import twin_inject, twin_inject_all
@@ -81,6 +82,11 @@ def twin_ingest(*, twin: Twin, payload: dict) -> list[TwinEvent]:
     return twin_inject_all(twin=twin, failures=failures) if failures else []
 
 
+# Each Xid category's repair as NVIDIA's catalogue and Fire-Flyer act on it (FF VII-C): its action and hours.
+XID_REPAIRS = {category.key: (category.action, category.repair_h) for category in fire_flyer_categories()
+               if category.key.startswith("xid-")}
+
+
 def _in_profile(twin: Twin, bursts: list[kernel_log.Burst]) -> tuple[list, list]:
     """The faults with the twin's failure profile's categories (:func:`twin.kernel_log.profile_category`),
     and those it has none for, each with the reason."""
@@ -91,6 +97,10 @@ def _in_profile(twin: Twin, bursts: list[kernel_log.Burst]) -> tuple[list, list]
         if burst.category and category not in known:
             xid = f"Xid {burst.primary.xid}" if burst.primary is not None else burst.category
             unmapped.append((burst, f"{xid} has no category in this twin's failure profile ({twin.failure_profile})"))
+        elif twin.failure_profile != "fire-flyer" and burst.category in XID_REPAIRS:
+            # The profile names the part; the fault's Xids say what it takes (a contained ECC error, Xid
+            # 94, is a GPU reset, not the 72-hour replacement of Llama 3's HBM3 category).
+            mapped.append(replace(burst, category=category, repair=XID_REPAIRS[burst.category]))
         else:
             mapped.append(replace(burst, category=category))
     return mapped, unmapped
@@ -115,7 +125,7 @@ def _failures(twin: Twin, node: int, bursts: list[kernel_log.Burst]) -> list[dic
         local = twin.pci_bus_ids.index(pci_bus(burst.primary.bus))
         codes = ", ".join(f"Xid {line.xid} ({kernel_log.XID_CATALOGUE[line.xid][0]})" for line in burst.lines)
         failures.append({"category": burst.category, "gpu": node * len(twin.pci_bus_ids) + local, "node": node,
-                         "kind": "ingested",
+                         "kind": "ingested", **({"repair": burst.repair} if burst.repair else {}),
                          "note": "; ".join([codes, *(line.text[:300] for line in burst.lines[:3] if line.text)]),
                          "logged_at": burst.lines[0].logged_at})
     return failures
