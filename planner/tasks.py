@@ -126,30 +126,45 @@ class TraceQueueUnavailable(QueueUnavailable):
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, autoretry_for=TRANSIENT, retry_backoff=True,
              retry_backoff_max=60, max_retries=5, soft_time_limit=540, time_limit=600)
 def read_trace(self, read_id: int) -> bool:
-    try:
-        if runs_in_process():
-            return trace_reads.trace_read_run(read_id=read_id)
-        with chunk_watch.claimed_key(chunk_watch.trace_claim_key(read_id)):
-            return trace_reads.trace_read_run(read_id=read_id)
-    except TRANSIENT:
-        raise
-    except Exception as error:
-        trace_reads.trace_read_fail(read_id=read_id, error=f"{type(error).__name__}: {error}")
-        raise
+    return run_recorded(chunk_watch.trace_claim_key(read_id), lambda: trace_reads.trace_read_run(read_id=read_id),
+                        lambda error: trace_reads.trace_read_fail(read_id=read_id, error=error))
 
 
 def trace_read_enqueue(read: TraceRead) -> TraceRead:
     """Queue a recorded trace's read (the embedded default runs it in this process, so it comes back
-    finished). A broker that cannot be reached raises :class:`TraceQueueUnavailable` and the record
-    is deleted: nothing of a trace that could not be queued stays."""
+    finished); :func:`enqueue_recorded`."""
+    return enqueue_recorded(read_trace, read, TraceQueueUnavailable)
+
+
+def run_recorded(claim_key: str, run, fail):
+    """A task's body for work recorded in the database (a trace's read, a kernel log's ingest):
+    ``run()`` under a claim the workers' watch sees (none when tasks run in this process); any
+    failure but a transient one, which is retried, recorded by ``fail(reason)``."""
     try:
-        with queueing(TraceQueueUnavailable):
-            read_trace.apply_async(args=(read.pk,), queue="celery")
-    except TraceQueueUnavailable:
-        read.delete()
+        if runs_in_process():
+            return run()
+        with chunk_watch.claimed_key(claim_key):
+            return run()
+    except TRANSIENT:
         raise
-    read.refresh_from_db()
-    return read
+    except Exception as error:
+        fail(f"{type(error).__name__}: {error}")
+        raise
+
+
+def enqueue_recorded(task, record, unavailable: type[QueueUnavailable]):
+    """Queue ``task`` for a recorded piece of work on the ``celery`` queue and return the record as it
+    stands (the embedded default runs it here, so it comes back finished). A broker that cannot be
+    reached raises ``unavailable`` and the record is deleted: nothing of work that could not be
+    queued stays."""
+    try:
+        with queueing(unavailable):
+            task.apply_async(args=(record.pk,), queue="celery")
+    except unavailable:
+        record.delete()
+        raise
+    record.refresh_from_db()
+    return record
 
 
 def trace_read_resend(read_id: int) -> None:
