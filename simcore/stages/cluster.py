@@ -246,9 +246,7 @@ def power_and_racks(c, f: Fabrics, parts: dict, hw: Hardware, domain, params) ->
     pue_given = ~np.isnan(c["prices"]["pue"])
     pue = where(pue_given, c["prices"]["pue"], power.HALL_PUE[rack["hall"]])
     facility_w = it_total_w * pue
-    # What a site provisions: the compute nodes at their maximum (vendor's, else their parts' peak), the
-    # rest as drawn; through the same PUE. A feed is sized for this, the energy for the training draw.
-    it_provisioned_w = it_total_w + nodes * (node_max_w - node_w)
+    it_provisioned_w = it_total_w + nodes * (node_max_w - node_w)  # a feed's size: compute nodes at their maximum
     section = {
         "accelerator_gemm_w": gemm_w, "accelerator_idle_w": idle_w, "node_w": node_w, "node_peak_w": node_peak_w,
         "node_max_w": node_max_w,
