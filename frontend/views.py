@@ -30,6 +30,7 @@ from planner.services import plans as plan_services
 from planner.services import runs as run_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_band_coverage, engine_bands, engine_validation
+from planner.services.site_results import current_site_result
 from planner.services.sweep_spec import CATEGORICAL_AXES
 from simcore import fitted, outputs
 from simcore.document import field_docs, field_labels
@@ -464,6 +465,7 @@ def site_new(request):
 @login_required
 def sweep_detail(request, sweep_id):
     sweep = get_object_or_404(Sweep.objects.select_related("plan", "workload").visible_to(request.user), pk=sweep_id)
+    sweep.site_result = current_site_result(sweep)
     per_combination = sweep.calibration
     found = Counter((constant, value) for calibration in per_combination for constant, value in calibration.items())
     carried = sweep.base_document.get("carried", {})
@@ -481,10 +483,14 @@ def _site_bands(sweep) -> list[dict]:
         band = row.get("time_band")
         if band and row["family"] not in found:
             off = f"{band['low_error']:+.1%} to {band['high_error']:+.1%}"
+            own = band.get("own_cases", 0)
+            published = band["cases"] - own
+            runs = " and ".join(part for part in (
+                f"{published} {band['basis']}" if published else "",
+                f"{own} of your own run{'s' if own > 1 else ''}" if own else "") if part)
             found[row["family"]] = {"family": row["family"], "message": (
-                f"{'outside everything validated: ' if not band['validated'] else ''}on {band['cases']} "
-                f"{band['basis']} the step time was predicted {off} off (group {band['group']}); a time to train "
-                "takes its step time's band")}
+                f"{'outside everything validated: ' if not band['validated'] else ''}on {runs} the step time "
+                f"was predicted {off} off; a time to train takes its step time's band")}
     return list(found.values())
 
 

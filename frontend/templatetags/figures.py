@@ -41,6 +41,14 @@ register.filter(duration)
 
 
 @register.filter
+def duration_us(microseconds):
+    """A time given in microseconds (as traces count) in the unit people read it in: "27.1 ms"."""
+    if microseconds is None or isinstance(microseconds, bool) or not isinstance(microseconds, int | float):
+        return "–"
+    return duration(microseconds / 1e6)
+
+
+@register.filter
 def chance(fraction):
     """A probability in whole percent ("95%"), the precision a band taken as uniform supports."""
     if fraction is None or not math.isfinite(fraction):

@@ -130,7 +130,10 @@ class TrustSerializer(serializers.Serializer):
     median_abs_error = NumberField(allow_null=True)
     max_abs_error = NumberField(allow_null=True)
     models = serializers.ListField(child=serializers.CharField(), help_text="the validation groups they belong to")
-    trusted = serializers.BooleanField(help_text="every such run is predicted within its tolerance")
+    own_cases = serializers.IntegerField(help_text="your own runs of this family and kind (on your own plans)")
+    own_passing = serializers.IntegerField(help_text="of them, predicted within their tolerance")
+    trusted = serializers.BooleanField(help_text="every such run, published and yours, is predicted within its "
+                                                 "tolerance")
     message = serializers.CharField()
 
 

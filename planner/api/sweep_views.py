@@ -16,6 +16,7 @@ from planner.api.permissions import TokenScopePermission
 from planner.models import ClusterPlan, PriceBook, Sweep, Workload
 from planner.serializers.base import ModelSerializer, NumberField
 from planner.services import sweeps as services
+from planner.services.site_results import current_site_result
 from planner.services.sites import site_builds, site_facility
 from planner.services.submission import site_submit, sweep_submit
 from planner.services.sweep_results import (
@@ -124,6 +125,11 @@ class SweepSerializer(ModelSerializer):
                   "chunk_size", "chunk_count", "completed_chunks", "error", "engine_version", "input_hash",
                   "reused_from", "goal_result", "site", "site_result", "calibration", "created_at", "started_at",
                   "finished_at"]
+
+    def to_representation(self, instance):
+        """A site plan's ranking as its owner's runs now stand (:func:`current_site_result`)."""
+        instance.site_result = current_site_result(instance)
+        return super().to_representation(instance)
 
 
 def bool_param(request, name):

@@ -123,15 +123,17 @@ def _band_name(group: str, family: str, workload, bands: dict) -> tuple[str, boo
     return group, False
 
 
-def step_time_band(family: str, workload) -> dict:
-    """The step time's band for a family and workload (:func:`_band_name`) on the published runs: its
-    group, cases, lowest and highest signed error, whether validated and the sentence naming its
+def step_time_band(family: str, workload, own_rows=()) -> dict:
+    """The step time's band for a family and workload (:func:`_band_name`) on the published runs and
+    the user's own (``own_rows``, as :func:`bands_with` takes them): its group, cases (``own_cases`` of
+    them the user's), lowest and highest signed error, whether validated and the sentence naming its
     runs. Times that scale with the step time (time to train) share it."""
-    bands = engine_bands()
+    bands = bands_with(own_rows)
     name, validated = _band_name("step_time", family, workload, bands)
     band = bands[name]
-    return {"group": name, "cases": band["cases"], "low_error": band["low"], "high_error": band["high"],
-            "validated": validated, "headline_inside": headline_inside(band["low"], band["high"]),
+    return {"group": name, "cases": band["cases"], "own_cases": own_cases(band["keys"]), "low_error": band["low"],
+            "high_error": band["high"], "validated": validated,
+            "headline_inside": headline_inside(band["low"], band["high"]),
             "basis": _band_basis(name, family, workload_kind(workload))}
 
 
@@ -182,12 +184,14 @@ def price_band(result: dict) -> dict | None:
             "basis": PRICE_BAND_BASIS, "headline_inside": True, "message": message}
 
 
-def training_trust(family: str, workload) -> dict:
+def training_trust(family: str, workload, own_rows=()) -> dict:
     """How far the validation record says to trust a plan's training figures: the published runs of
     its accelerator family and the workload's kind (:func:`simcore.tools.references.training_record`),
-    with a sentence saying so for the report beside those figures."""
+    and the user's own runs like it (``own_rows``: ``own_cases`` and ``own_passing``), with a sentence
+    saying so for the report beside those figures."""
     kind = workload_kind(workload)
     record = training_record(engine_validation()[0], family, kind)
+    own = training_record(list(own_rows), family, kind)
     runs = f"published {KINDS[kind]} training runs on {family} GPUs"
     if not record["cases"]:
         message = f"No {runs} are in the validation set: these training figures are not checked against any."
@@ -198,7 +202,13 @@ def training_trust(family: str, workload) -> dict:
         message = (f"{record['passing']} of {record['cases']} {runs} are predicted within their tolerance "
                    f"(median error {record['median_abs_error']:.1%}, largest {record['max_abs_error']:.0%}): "
                    "read these training figures with that margin.")
-    return {**record, "trusted": bool(record["cases"]) and record["passing"] == record["cases"], "message": message}
+    if own["cases"]:
+        message += (f" Of your own {own['cases']} run{'s' if own['cases'] > 1 else ''} like it, {own['passing']} "
+                    f"{'is' if own['passing'] == 1 else 'are'} within tolerance (largest error "
+                    f"{own['max_abs_error']:.0%}); the bands below take {'it' if own['cases'] == 1 else 'them'}.")
+    trusted = bool(record["cases"]) and record["passing"] == record["cases"] and own["passing"] == own["cases"]
+    return {**record, "own_cases": own["cases"], "own_passing": own["passing"], "trusted": trusted,
+            "message": message}
 
 
 def memoized(kind: str, document: dict, compute):

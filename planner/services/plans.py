@@ -55,6 +55,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
     if reasons:
         raise PlanInfeasible(reasons, {"fabric": result["fabric"], "training": training})
     stale = prices.staleness(plan)
+    family = plan.node_type.accelerator.family
     if stale:  # a copy: the engine's result may be a memoized one
         result = {**result, "constraints": [*result["constraints"], {"code": STALE_PRICES, "message": stale}]}
     return {
@@ -64,9 +65,9 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "overrides": overrides,
         "result": result,
         "curves": engine.curves(document, result),
-        "trust": engine.training_trust(plan.node_type.accelerator.family, workload) if workload else None,
+        "trust": engine.training_trust(family, workload, own_rows or ()) if workload else None,
         "announced": plan.announced_parts(),
-        "bands": engine.prediction_bands(plan.node_type.accelerator.family, workload, result, own_rows or ()),
+        "bands": engine.prediction_bands(family, workload, result, own_rows or ()),
         "carried": carried_figures(plan, workload, options, overrides, work_budget_s),
     }
 

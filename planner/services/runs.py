@@ -221,13 +221,15 @@ def _listed(found) -> list[dict]:
     rows = []
     for run in found.select_related("plan"):
         row = run_row(run)
+        family, kind = row["trains"]
         rows.append({"run": run, "row": row, "group": run_group(row),
-                     "timers": megatron_timers(run)})
+                     "band": f"{engine.KINDS[kind]} training on {family} GPUs", "timers": megatron_timers(run)})
     return rows
 
 
 def user_runs(user) -> list[dict]:
-    """Every run of the user's, each with its validation row and the band group it joins (a page's table)."""
+    """Every run of the user's, each with its validation row and the band it joins, by group key and in
+    words (a page's table)."""
     return _listed(MeasuredRun.objects.visible_to(user))
 
 

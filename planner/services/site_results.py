@@ -1,11 +1,14 @@
 """A finished site-first plan's answer: its sweep's points ranked build by build under the site's
 limits (:func:`simcore.tools.site.rank_builds`), each best point with its figures and the error
-band of its time to train. Planning at a confidence, a row's days and cost are one quantile of
+band of its time to train: the published runs like it and the owner's own runs, as their plan pages
+have them (a ranking made before the owner's runs changed is made again when read,
+:func:`current_site_result`). Planning at a confidence, a row's days and cost are one quantile of
 their bands (:func:`simcore.tools.site.figures_at`), the engine's days beside them."""
 import numpy as np
 
-from planner.models import Sweep
+from planner.models import MeasuredRun, Sweep
 from planner.services.engine import step_time_band
+from planner.services.runs import own_rows
 from planner.services.sweep_spec import sweep_axes
 from planner.services.sweep_store import sweep_columns
 from simcore.formulas.cost import RENT_TERM_LABELS
@@ -31,16 +34,33 @@ def site_limits(site: dict) -> site_engine.Site:
                             confidence=site.get("confidence"))
 
 
+def _run_ids(sweep: Sweep) -> list[int]:
+    return sorted(MeasuredRun.objects.filter(owner_id=sweep.owner_id).values_list("pk", flat=True))
+
+
+def current_site_result(sweep: Sweep) -> dict | None:
+    """A finished site plan's ranking as its owner's runs now stand: ranked again (and stored) when a
+    run was added or deleted since it was made, so that its bands are the plan pages' bands."""
+    if sweep.site_result is None or sweep.site_result.get("runs") == _run_ids(sweep):
+        return sweep.site_result
+    sweep.site_result = site_ranking(sweep)
+    Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.DONE).update(site_result=sweep.site_result)
+    return sweep.site_result
+
+
 def site_ranking(sweep: Sweep) -> dict:
     """Every build, owned and rented, with its best point and binding limit, best first; the
-    Pareto front of time to train against cost over the builds' best points."""
+    Pareto front of time to train against cost over the builds' best points. ``runs``: the owner's
+    runs the bands were made with."""
     site = sweep.site
+    run_ids = _run_ids(sweep)
+    rows_of_runs = own_rows(sweep.owner) if run_ids else []
     columns = sweep_columns(sweep)
     columns.setdefault("power.facility_provisioned_w", site_engine.provisioned_w(columns))  # (a sweep before 0.15.1)
     axes, _, _ = sweep_axes(sweep)
     index = dict(zip((a.path for a in axes), np.unravel_index(columns["point"], grid_shape(axes))))
     values = {a.path: a.values[index[a.path]] for a in axes}
-    bands = {family: step_time_band(family, sweep.workload) for family in set(site["families"])}
+    bands = {family: step_time_band(family, sweep.workload, rows_of_runs) for family in set(site["families"])}
     for key in ("low_error", "high_error"):  # each point's band: its build's family's
         columns[f"band.{key}"] = np.array([bands[f][key] for f in site["families"]])[index["site.build"]]
     limits = site_limits(site)
@@ -80,4 +100,4 @@ def site_ranking(sweep: Sweep) -> dict:
     for i, row in enumerate(ranked):
         row["pareto"] = i in on_front
     return {"builds": rows, "feasible": len(ranked), "points": int(columns["point"].size),
-            "confidence": site.get("confidence")}
+            "confidence": site.get("confidence"), "runs": run_ids}

@@ -627,7 +627,7 @@ def test_a_profiler_trace_uploads_beside_the_engine_and_its_calibration_override
     form.locator("button[type=submit]").click()
     # (the user's node-type measurements of the DGX-A100, from other tests, are listed beside it)
     measurement = page.page.locator("#measurements article.measurement", has_text="Profiler trace")
-    expect(measurement.locator("tr[data-part=gemm]")).to_contain_text("40,000 µs")
+    expect(measurement.locator("tr[data-part=gemm]")).to_contain_text("40 ms")  # readable units (issue 70, item 12)
     expect(measurement).to_contain_text("Calibrated gemm_fraction")
     measurement.get_by_role("button", name="Use as override").click()
     expect(page.page.locator("#plan-report .overrides")).to_contain_text("gemm_fraction")
@@ -686,7 +686,7 @@ def test_a_trace_too_large_for_its_request_is_read_on_a_worker_and_shown(page, t
         form.locator("button[type=submit]").click()
     assert posted.value.status == 202
     measurement = page.page.locator("#measurements article.measurement", has_text="six-thousand-steps.json.gz")
-    expect(measurement.locator("tr[data-part=gemm]")).to_contain_text("240,000,000 µs")  # 6,000 x 40 ms
+    expect(measurement.locator("tr[data-part=gemm]")).to_contain_text("4.0 min")  # 6,000 x 40 ms
 
 
 def test_a_traces_calibration_carried_to_another_build_shows_both_figures_and_its_band(page, tmp_path):

@@ -302,7 +302,10 @@ def test_your_runs_show_on_your_plan_and_the_validation_page_and_nowhere_else(ca
     plan_page = text(signed_in.get("/plans/mine/"))
     assert "Your runs" in plan_page and "job 12" in plan_page and "our cluster, job 12" in plan_page
     assert "forward-backward 14,351 ms against the engine's" in plan_page and "Megatron-LM log: the median" in plan_page
-    assert "step_time:ampere:dense" in plan_page and "Add the run" in plan_page
+    assert "dense transformer training on ampere GPUs" in plan_page and "Add the run" in plan_page
+    assert "step_time:ampere:dense" not in plan_page  # the band in words, not by its key (issue 70, item 12)
+    workload_page = signed_in.get("/plans/mine/?workload=llama-13b-512").content.decode()
+    assert '<option value="llama-13b-512" selected>' in workload_page  # the run form takes the page's workload
     assert "job 12" not in text(signed_in.get("/plans/dgx-a100-3layer/"))  # not the reader's plan: no runs there
     validation = text(signed_in.get("/validation/"))
     assert "job 12" in validation and "Step time (s)" in validation and "our cluster, job 12" in validation

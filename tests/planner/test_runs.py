@@ -58,6 +58,12 @@ def test_a_run_of_yours_widens_the_bands_of_your_plans_and_no_one_elses(reader_c
     published = after["cases"] - 1
     assert f"on {published} published dense transformer training runs on ampere GPUs with" in after["message"]
     assert "and 1 of your own run the prediction was" in after["message"]
+    # Issue 70, item 12: the trust note counts your run beside the published ones.
+    trust = reader_client.post(f"/api/plans/{my_plan.slug}/evaluate/", {"workload": WORKLOAD},
+                               format="json").json()["trust"]
+    assert (trust["own_cases"], trust["own_passing"], trust["trusted"]) == (1, 0, False)
+    assert trust["message"].endswith("Of your own 1 run like it, 0 are within tolerance (largest error 50%); "
+                                     "the bands below take it.")
     # Not on anyone else's plan: another user's copy, nor the shared preset the reader evaluates.
     _, theirs = step_band(other_client, "their-dgx")
     _, preset = step_band(reader_client, "dgx-a100-3layer")

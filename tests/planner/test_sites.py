@@ -346,3 +346,43 @@ def test_your_own_plans_priced_from_your_own_book_are_weighed_by_default(catalog
     theirs = plan_site(other_client, builds=["my-h100"])
     assert theirs.status_code == 400 and "no plan 'my-h100' is visible to you" in str(theirs.json()["errors"])
     assert "my-h100" not in plan_site(other_client).json()["site"]["builds"]
+
+
+def test_the_site_ranking_takes_your_runs_as_your_plan_pages_do(small_goal, reader_client, user, client):
+    """Issue 70, item 2: a run of yours joins the bands of the site ranking's builds of its family
+    (as it joins your plan pages'), whether added before or after the ranking was made; deleted, the
+    ranking is as before."""
+    answer = plan_site(reader_client, builds=["llama3-h100-16k"], goal__workload=small_goal.slug, goal__confidence=0.5,
+                       goal__deadline=(TODAY + datetime.timedelta(days=3000)).isoformat()).json()
+    before = answer["site_result"]["builds"][0]
+    assert before["point"] is not None and before["time_band"]["own_cases"] == 0
+    plan = ClusterPlan.objects.get(slug="llama3-h100-16k")
+    plan.pk, plan.slug, plan.owner, plan.visibility, plan.node_count = None, "my-h100", user, "private", 16
+    plan.save()
+    small_goal.gpus = None  # the job on every GPU of the plan, as the site's builds run it
+    small_goal.save()
+    evaluated = reader_client.post("/api/plans/my-h100/evaluate/", {"workload": small_goal.slug}, format="json").json()
+    step_s = evaluated["result"]["training"]["step_time_s"]
+    run = reader_client.post("/api/runs/", {"plan": "my-h100", "workload": small_goal.slug, "measured_s": 2 * step_s,
+                                            "source": "our cluster, job 7"}, format="json").json()
+    page_band = reader_client.post("/api/plans/my-h100/evaluate/", {"workload": small_goal.slug},
+                                   format="json").json()["bands"]["training.step_time_s"]
+    assert page_band["own_cases"] == 1 and page_band["low_error"] == pytest.approx(-0.5)
+    after = reader_client.get(f"/api/sweeps/{answer['id']}/").json()["site_result"]
+    assert after["runs"] == [run["id"]] == Sweep.objects.get(pk=answer["id"]).site_result["runs"]  # stored
+    deadline = answer["site"]["deadline_days"]
+    for row in after["builds"]:
+        band = row["time_band"]
+        assert (band["own_cases"], band["low_error"], band["high_error"]) == (
+            1, pytest.approx(page_band["low_error"]), pytest.approx(page_band["high_error"]))
+        assert band["days_high"] == pytest.approx(2 * row["engine_time_to_train_days"])
+        assert row["time_to_train_days"] == pytest.approx((band["days_low"] + band["days_high"]) / 2)
+        share = (deadline - band["days_low"]) / (band["days_high"] - band["days_low"])
+        assert row["deadline_probability"] == pytest.approx(min(max(share, 0), 1))
+    assert after["builds"][0]["cost"] > before["cost"]  # the longer band's median rents for longer
+    client.force_login(user)
+    page = client.get(f"/sweeps/{answer['id']}/").content.decode()
+    assert "and 1 of your own run the step time was predicted" in page
+    assert reader_client.delete(f"/api/runs/{run['id']}/").status_code == 204
+    again = reader_client.get(f"/api/sweeps/{answer['id']}/").json()["site_result"]
+    assert again["runs"] == [] and again["builds"][0] == before

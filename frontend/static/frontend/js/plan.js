@@ -6,6 +6,8 @@ export async function planPage({ plan, form, output, status, compareWorkload }) 
   const run = async () => {
     const workload = form.workload.value || null;
     compareWorkload.value = workload ?? "";  // "Compare with" takes the same workload
+    const runWorkload = document.querySelector("#run-form select[name=workload]");
+    if (runWorkload && workload) runWorkload.value = workload;  // and so does a run entered here
     status.textContent = "Evaluating…";
     // One engine request at a time (the evaluation, then the bill): a user has HEAVY_REQUESTS_PER_USER
     // of them, and a download asked for meanwhile needs one.
