@@ -76,5 +76,10 @@ class RentTerm(models.TextChoices):
     THREE_YEAR = "3-year", "3-year commitment"
 
 
+# A site plan's rental basis besides one term (planner.services.sites): each GPU at the cheapest of its
+# terms that covers the run.
+CHEAPEST_TERM = "cheapest"
+
+
 AcceleratorFamily = models.TextChoices(
     "AcceleratorFamily", [(key.upper(), (key, family.name)) for key, family in FAMILIES.items()])

@@ -216,6 +216,7 @@ class RentalSerializer(serializers.Serializer):
     term = serializers.ChoiceField(choices=RentTerm.choices, help_text="the rental term")
     term_label = serializers.CharField()
     unit_price = NumberField(help_text="renting one of the plan's GPUs for an hour on this term")
+    provider = serializers.CharField(help_text="who rents at this price (an estimate: what it is derived from)")
     estimate = serializers.BooleanField(help_text="the price is an estimate (its basis says how it is derived)")
     basis = serializers.CharField()
     price_date = serializers.CharField()

@@ -13,6 +13,7 @@ from planner.api import bodies
 from planner.api.downloads import download
 from planner.api.pagination import PlannerPagination
 from planner.api.permissions import TokenScopePermission
+from planner.choices import CHEAPEST_TERM, RentTerm
 from planner.models import ClusterPlan, PriceBook, Sweep, Workload
 from planner.serializers.base import ModelSerializer, NumberField
 from planner.services import sweeps as services
@@ -96,6 +97,11 @@ class SiteGoalSerializer(serializers.Serializer):
                                        "all but its worst 5%), the band taken as uniform; null: the engine's "
                                        "figures. Each build's chance of meeting the deadline and the budget is "
                                        "given either way.")
+    rent_term = serializers.ChoiceField(
+        [*RentTerm.values, CHEAPEST_TERM], required=False, default=RentTerm.ON_DEMAND,
+        help_text="the rental term every rented build is compared on (each GPU at its book's rate on that term; a "
+                  "GPU with no rate on it is unpriced), or cheapest: each at the cheapest of its book's terms that "
+                  "covers the run. Default on-demand, the one term every GPU on sale is rented on.")
 
 
 class SitePlanCreateSerializer(serializers.Serializer):
@@ -193,7 +199,7 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         sweep = site_submit(
             owner=request.user, name=data.get("name", ""), workload=workload, price_book=book,
             budget=data.get("budget"), builds=site_builds(request.user, data.get("builds")),
-            goal={key: goal.get(key) for key in ("objective", "deadline", "tokens", "confidence")},
+            goal={key: goal.get(key) for key in ("objective", "deadline", "tokens", "confidence", "rent_term")},
             facility=site_facility(**facility))
         return Response(SweepSerializer(sweep).data, status=status.HTTP_201_CREATED)
 

@@ -391,6 +391,9 @@ class PriceItem(models.Model):
                                      help_text="The high end of an estimated price; null: the price itself.")
     term = models.CharField(max_length=16, choices=RentTerm.choices, blank=True, default="",
                             help_text="A GPU-hour's rental term (required for GPU-hour rows, blank otherwise).")
+    provider = models.CharField(max_length=200, blank=True, default="",
+                                help_text="Who rents at this GPU-hour price (a cloud or GPU provider; an estimate "
+                                          "names what it is derived from). Required for GPU-hour rows.")
 
     class Meta:
         ordering = ["part_kind", "part_slug", "term"]
@@ -415,8 +418,12 @@ class PriceItem(models.Model):
             )
         if self.part_kind == PartKind.GPU_HOUR and not self.term:
             raise ValidationError({"term": "a GPU-hour price needs its rental term"})
+        if self.part_kind == PartKind.GPU_HOUR and not self.provider.strip():
+            raise ValidationError({"provider": "a GPU-hour price names who rents at it"})
         if self.part_kind != PartKind.GPU_HOUR and self.term:
             raise ValidationError({"term": "only a GPU-hour price has a rental term"})
+        if self.part_kind != PartKind.GPU_HOUR and self.provider:
+            raise ValidationError({"provider": "only a GPU-hour price has a provider"})
         self._clean_band()
 
     def _clean_band(self):

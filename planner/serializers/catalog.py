@@ -70,8 +70,8 @@ class StorageNodeTypeSerializer(CleanModelSerializer):
 class PriceItemSerializer(ModelSerializer):
     class Meta:
         model = PriceItem
-        fields = ["part_kind", "part_slug", "term", "unit_price", "low_price", "high_price", "basis", "confidence",
-                  "price_date", "source_url"]
+        fields = ["part_kind", "part_slug", "term", "provider", "unit_price", "low_price", "high_price", "basis",
+                  "confidence", "price_date", "source_url"]
 
     def validate(self, attrs):
         full_clean_or_raise(PriceItem(**attrs), exclude=["price_book"])

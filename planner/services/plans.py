@@ -216,7 +216,7 @@ def _rental(item: PriceItem, book) -> dict:
     """The book's price for renting one of the plan's GPUs an hour on one term, with its basis,
     date and link."""
     return {"term": item.term, "term_label": item.get_term_display(), "unit_price": float(item.unit_price),
-            "estimate": item.confidence == Confidence.ESTIMATE, "basis": item.basis,
+            "provider": item.provider, "estimate": item.confidence == Confidence.ESTIMATE, "basis": item.basis,
             "price_date": (item.price_date or book.price_date).isoformat(), "source_url": item.source_url}
 
 

@@ -40,7 +40,7 @@ def copy_book(*, book: PriceBook, owner, slug: str, name: str | None = None,
         PriceItem(price_book=copy, part_kind=item.part_kind, part_slug=item.part_slug, term=item.term,
                   unit_price=item.unit_price, low_price=item.low_price, high_price=item.high_price,
                   basis=item.basis, confidence=item.confidence, price_date=item.price_date or book.price_date,
-                  source_url=item.source_url) for item in items)
+                  source_url=item.source_url, provider=item.provider) for item in items)
     if plan is not None:
         _price_plan_from(plan, copy)
     return copy

@@ -6,6 +6,7 @@ have them (a ranking made before the owner's runs changed is made again when rea
 their bands (:func:`simcore.tools.site.figures_at`), the engine's days beside them."""
 import numpy as np
 
+from planner.choices import CHEAPEST_TERM
 from planner.models import MeasuredRun, Sweep
 from planner.services.engine import step_time_band
 from planner.services.runs import own_rows
@@ -48,6 +49,22 @@ def current_site_result(sweep: Sweep) -> dict | None:
     return sweep.site_result
 
 
+def _rent(site: dict, build: int, term: str) -> dict | None:
+    """The rate a rented row pays a GPU-hour, with its provider and date (a site stored before rates
+    were kept with it: None)."""
+    rents = site.get("rents")
+    return None if rents is None else rents[build].get(term)
+
+
+def _unrented_reason(site: dict, build: int) -> str | None:
+    """Why a build cannot be rented on the site's term: its book has no rate for its GPU there."""
+    if site.get("rents") is None or site["rents"][build]:
+        return None
+    term = site["rent_term"]
+    return (f"the book has no {'' if term == CHEAPEST_TERM else term + ' '}GPU-hour rate for its GPU"
+            f"{' on any term' if term == CHEAPEST_TERM else ''}: renting it is unpriced")
+
+
 def site_ranking(sweep: Sweep) -> dict:
     """Every build, owned and rented, with its best point and binding limit, best first; the
     Pareto front of time to train against cost over the builds' best points. ``runs``: the owner's
@@ -88,10 +105,14 @@ def site_ranking(sweep: Sweep) -> dict:
                         "cost": _number(planned[entry["ownership"]]["cost"][at]),
                         "engine_cost": _number(engine_costs[entry["ownership"]][at]),
                         "rent_term": RENT_TERM_LABELS[int(columns["training.rent_term_code"][at])]})
+            row["rent"] = _rent(site, build, row["rent_term"]) if entry["ownership"] == "rented" else None
             band = bands[row["family"]]
             days = row["engine_time_to_train_days"]
             row["time_band"] = {**band, "days_low": days / (1 + band["high_error"]),
                                 "days_high": days / (1 + band["low_error"])}
+        unrented = _unrented_reason(site, build) if entry["ownership"] == "rented" else None
+        if unrented:
+            row["binding"] = {"limit": "priced", "reason": unrented}
         rows.append(row)
     ranked = [r for r in rows if r["point"] is not None]
     front = pareto_front(np.array([r["time_to_train_days"] for r in ranked]), np.array([r["cost"] for r in ranked]),

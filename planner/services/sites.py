@@ -7,6 +7,11 @@ degree the workload's batch splits into, the cluster holding TP x PP x DP GPUs),
 layers and the workload's tensor and pipeline degrees; its finished points are ranked by
 :mod:`planner.services.site_results`. A build whose nodes need liquid cooling on an air-cooled site
 is kept, with every point invalid and the reason said.
+
+Renting is compared like for like: every build on one rental term of the book (on demand unless the
+goal names another; a GPU with no rate on it is unpriced rented, and says so), or each at the
+cheapest of its terms that covers the run (``cheapest``, one rule for every GPU). Each build's rates
+are kept with their providers and dates for the rows to name.
 """
 import copy
 
@@ -14,11 +19,13 @@ import numpy as np
 from django.db.models import Q
 from django.utils import timezone
 
-from planner.adapters import calibration, scenario_document
+from planner.adapters import RENT_TERM_FIELDS, calibration, plan_price_items, scenario_document
+from planner.choices import CHEAPEST_TERM, Confidence, RentTerm
 from planner.models import ClusterPlan, PriceBook, Sweep, Visibility, Workload
 from planner.services.sweep_spec import SweepInputError, check_sample
 from planner.services.sweeps import check_grid_size, sweep_record
 from simcore.document import MAX_CLUSTER_GPUS
+from simcore.formulas.cost import RENT_TERMS
 from simcore.tools import site as site_engine
 from simcore.tools import sweep as sweep_engine
 
@@ -58,17 +65,40 @@ def site_facility(*, power_mw: float, floor_racks: int, cooling: str, hall: str,
             "hall": hall, "pue": pue, "storage_write_gbyte_s": storage_write_gbyte_s}
 
 
-def _site_document(plan: ClusterPlan, facility: dict, book: PriceBook, workload: Workload,
-                   tokens: float) -> tuple[dict, str]:
-    """The plan moved onto the site, training ``tokens`` of the workload on every GPU; and why it
-    cannot be built there ('' when it can)."""
+def _on_site(plan: ClusterPlan, facility: dict, book: PriceBook) -> ClusterPlan:
+    """The plan with the site's price book, hall (or PUE) and rack power limit (unsaved)."""
     variant = copy.copy(plan)
     variant.price_book = book
     variant.hall = facility["hall"]
     variant.pue = facility["pue"]
     variant.rack_power_limit_w = facility["rack_power_limit_w"]
-    document = scenario_document(variant, workload)
+    return variant
+
+
+def site_rents(plan: ClusterPlan, rent_term: str) -> dict[str, dict]:
+    """The rates a build is rented at on the site (``plan`` as :func:`_on_site` gives it), by the
+    engine's term label: each with its provider, date and whether it is an estimate; only
+    ``rent_term``'s, or every term's for :data:`CHEAPEST_TERM`."""
+    items = plan_price_items(plan)
+    book = plan.price_book
+    labels = {term.field: term.label for term in RENT_TERMS}
+    return {labels[field]: {"rate": float(item.unit_price), "provider": item.provider,
+                            "price_date": (item.price_date or book.price_date).isoformat(),
+                            "estimate": item.confidence == Confidence.ESTIMATE}
+            for term, field in RENT_TERM_FIELDS.items()
+            if (item := items[field]) is not None and rent_term in (term, CHEAPEST_TERM)}
+
+
+def _site_document(plan: ClusterPlan, facility: dict, book: PriceBook, workload: Workload,
+                   tokens: float, rent_term: str) -> tuple[dict, str]:
+    """The plan moved onto the site, training ``tokens`` of the workload on every GPU, rented on
+    ``rent_term`` only (or any term, :data:`CHEAPEST_TERM`); and why it cannot be built there ('' when
+    it can)."""
+    document = scenario_document(_on_site(plan, facility, book), workload)
     document["workload"].update(gpus=None, tokens_to_train=tokens)
+    if rent_term != CHEAPEST_TERM:
+        document["cluster"]["prices"].update({field: None for term, field in RENT_TERM_FIELDS.items()
+                                              if term != rent_term})
     storage = document["cluster"]["storage"]
     if not storage.get("nodes") and storage.get("external_write_gbyte_s") is None:
         storage["external_write_gbyte_s"] = facility["storage_write_gbyte_s"]
@@ -126,7 +156,8 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
     if tokens is None:
         raise SiteInputError({"goal.tokens": [f"{workload.slug} gives no tokens_to_train: give the tokens to train"]})
     deadline_days = _deadline_days(goal)
-    made = [_site_document(plan, facility, price_book, workload, tokens) for plan in builds]
+    rent_term = goal.get("rent_term") or RentTerm.ON_DEMAND
+    made = [_site_document(plan, facility, price_book, workload, tokens, rent_term) for plan in builds]
     documents, reasons = [d for d, _ in made], [r for _, r in made]
     if all(reasons):
         raise SiteInputError({"builds": ["no build can stand on this site: " + "; ".join(reasons)]})
@@ -144,7 +175,9 @@ def site_plan_create(*, owner, facility: dict, goal: dict, price_book: PriceBook
             "goal": None}
     site = {**facility, "budget": budget, "currency": price_book.currency, "price_book": price_book.slug,
             "goal": goal["objective"], "deadline": goal["deadline"].isoformat() if goal.get("deadline") else None,
-            "deadline_days": deadline_days, "confidence": goal.get("confidence"), "workload": workload.slug,
+            "deadline_days": deadline_days, "confidence": goal.get("confidence"), "rent_term": rent_term,
+            "rents": [site_rents(_on_site(p, facility, price_book), rent_term) for p in builds],
+            "workload": workload.slug,
             "tokens": float(tokens),
             "builds": [p.slug for p in builds], "build_names": [p.name for p in builds],
             "families": [p.node_type.accelerator.family for p in builds],

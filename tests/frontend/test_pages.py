@@ -1,5 +1,6 @@
 """Server-rendered pages: what they show, read through Django's test client (the browser flows
 are in tests/e2e)."""
+import html
 import re
 
 import pytest
@@ -218,10 +219,15 @@ def test_a_site_plan_shows_its_ranked_builds_with_what_binds_them(catalog, signe
     assert (f"{first['family']}: {outside}on {band['cases']} {band['basis']} the step time was predicted "
             f"{band['low_error']:+.1%} to {band['high_error']:+.1%} off") in body
     assert "deadline : the points that would do better break the deadline limit" in body
-    assert "priced : no valid point meets the prices limit" in body  # the A100 builds rented: no dated rate
+    # Rubin, not on sale, has no rate to rent it at.
+    assert "priced : the book has no on-demand GPU-hour rate for its GPU: renting it is unpriced" in body
     owned = next(row for row in sweep["site_result"]["builds"] if row["ownership"] == "owned" and row["point"])
     rented = next(row for row in sweep["site_result"]["builds"] if row["ownership"] == "rented" and row["point"])
-    assert f"{owned['cost']:,.0f}".replace(",", "") in body.replace(",", "") and rented["rent_term"] in body
+    assert f"{owned['cost']:,.0f}".replace(",", "") in body.replace(",", "")
+    rent = rented["rent"]  # the rate, its term, provider and date (issue 70, item 3)
+    assert (f"{rent['rate']:g} USD a GPU-hour on demand{' (estimate)' if rent['estimate'] else ''}, "
+            f"{rent['provider']}, {rent['price_date']}") in html.unescape(body)
+    assert "at its GPU's on-demand rate, every build on the same term" in body
     assert 'id="site-builds"' in page.content.decode()
 
 

@@ -353,6 +353,20 @@ BAD_INPUT = [
         "items",
         "only a GPU-hour price has a rental term",
     ),
+    (
+        "pricebook",
+        {"items": [{"part_kind": "gpu-hour", "part_slug": "h100-sxm5-80gb", "term": "1-year", "unit_price": "2",
+                    "basis": "x", "confidence": "secondary"}]},
+        "items",
+        "a GPU-hour price names who rents at it",
+    ),
+    (
+        "pricebook",
+        {"items": [{"part_kind": "switch", "part_slug": "qm8700", "provider": "a cloud", "unit_price": "2",
+                    "basis": "x", "confidence": "secondary"}]},
+        "items",
+        "only a GPU-hour price has a provider",
+    ),
 ]
 
 

@@ -135,6 +135,7 @@ def test_the_llama3_preset_sets_renting_its_gpus_against_owning_them(catalog, re
                                                                       ("3-year", 4.86)]
     three_year = bom["rentals"][2]
     assert three_year["price_date"] == "2025-03-17" and "3-year committed-use" in three_year["basis"]
+    assert three_year["provider"] == "Google Cloud (a3-highgpu)"
     evaluated = reader_client.post("/api/plans/llama3-h100-16k/evaluate/", {"workload": "llama3-405b-like"},
                                    format="json").json()["result"]
     cost, training = evaluated["cost"], evaluated["training"]

@@ -142,17 +142,28 @@ def test_each_build_names_what_binds_it_and_carries_its_time_band(catalog, reade
     assert first["time_band"]["days_high"] == pytest.approx(first["time_to_train_days"] / (1 + band["low_error"]))
     assert all(b["binding"]["limit"] in (*LIMITS, "valid", None) for b in builds)
     assert any(b["pareto"] for b in builds[:result["feasible"]])
-    # Every build is priced owned in the current book, and rented wherever it has a GPU-hour rate (Ascend's
-    # estimated from the H100's): owned and rented rows rank side by side. Only the builds no dated rate rents
-    # (the A100s, GB300, MI355X and Rubin) name their prices as what binds them, rented.
+    # Every build is priced owned in the current book, and rented on demand, the one term every GPU on sale has a
+    # rate on (Ascend's, GB300's and MI355X's estimated): owned and rented rows rank side by side. Only Rubin, not
+    # on sale, names its price as what binds it, rented; each rented row names its rate, provider and date.
     ranked = builds[:result["feasible"]]
     assert {b["ownership"] for b in ranked} == {"owned", "rented"}
     owned = [b for b in ranked if b["ownership"] == "owned"]
     assert owned and all(b["capex_low"] <= b["capex"] <= b["capex_high"] and b["capex_low"] < b["capex_high"]
                          for b in owned)  # every owned build a total with its band
-    unpriced = {(b["build"], b["ownership"]) for b in builds if b["binding"]["limit"] == "priced"}
-    assert unpriced == {(slug, "rented") for slug in ("dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer",
-                                                      "gb300-nvl72-1152", "mi355x-1152", "vera-rubin-nvl144-1152")}
+    unpriced = {(b["build"], b["ownership"], b["binding"]["reason"]) for b in builds
+                if b["binding"]["limit"] == "priced"}
+    assert unpriced == {("vera-rubin-nvl144-1152", "rented", "the book has no on-demand GPU-hour rate for its GPU: "
+                                                             "renting it is unpriced")}
+    rented = [b for b in ranked if b["ownership"] == "rented"]
+    assert {b["rent_term"] for b in rented} == {"on demand"}
+    by_build = {b["build"]: b["rent"] for b in rented}
+    assert by_build["dgx-h200-1024"] == {"rate": 10.60, "provider": "AWS (p5e)", "price_date": "2025-03-17",
+                                         "estimate": False}  # on demand, never its capacity block's 5.41
+    assert by_build["llama3-h100-16k"]["provider"] == "Google Cloud (a3-highgpu)"
+    assert by_build["gb300-nvl72-1152"]["estimate"] and by_build["mi355x-1152"]["rate"] == 2.77
+    for row in rented:  # the cost is that rate over the run's GPU-hours (the engine's figure: no confidence asked)
+        gpu_hours = row["gpus"] * 24 * row["engine_time_to_train_days"]
+        assert row["rent_cost"] == pytest.approx(row["rent"]["rate"] * gpu_hours)
 
 
 def test_planning_at_95_percent_confidence_keeps_only_builds_95_percent_of_whose_band_makes_the_date(
@@ -386,3 +397,34 @@ def test_the_site_ranking_takes_your_runs_as_your_plan_pages_do(small_goal, read
     assert reader_client.delete(f"/api/runs/{run['id']}/").status_code == 204
     again = reader_client.get(f"/api/sweeps/{answer['id']}/").json()["site_result"]
     assert again["runs"] == [] and again["builds"][0] == before
+
+
+def test_renting_is_compared_on_one_term_or_each_gpus_cheapest_that_covers_the_run(small_goal, reader_client):
+    """Issue 70, item 3: on a named term every GPU rents at its rate on that term (a GPU with none is unpriced
+    and says so); 'cheapest' takes each GPU's cheapest term that covers the run, the same rule for all."""
+    builds = ["llama3-h100-16k", "dgx-h200-1024"]
+    deadline = (TODAY + datetime.timedelta(days=3000)).isoformat()
+    answers = {term: plan_site(reader_client, builds=builds, goal__workload=small_goal.slug, goal__deadline=deadline,
+                               goal__tokens=1e11, goal__rent_term=term).json()
+               for term in ("capacity-block", "cheapest")}
+    blocks = answers["capacity-block"]
+    assert blocks["site"]["rent_term"] == "capacity-block"
+    rented = [b for b in blocks["site_result"]["builds"] if b["ownership"] == "rented"]
+    h200 = [b for b in rented if b["build"] == "dgx-h200-1024" and b["point"] is not None]
+    assert h200 and all(b["rent"]["rate"] == 5.41 and b["rent_term"] == "capacity block"
+                        and b["engine_time_to_train_days"] <= 182 for b in h200)  # one booking's longest
+    h100 = [b for b in rented if b["build"] == "llama3-h100-16k"]
+    assert len(h100) == 2 and all(b["point"] is None and b["binding"]["reason"] == (
+        "the book has no capacity-block GPU-hour rate for its GPU: renting it is unpriced") for b in h100)
+    cheapest = {(b["build"], b["point"]): b for b in answers["cheapest"]["site_result"]["builds"]
+                if b["ownership"] == "rented" and b["point"] is not None}
+    assert {build for build, _ in cheapest} == set(builds)
+    for row in cheapest.values():
+        days = row["engine_time_to_train_days"]
+        offered = answers["cheapest"]["site"]["rents"][builds.index(row["build"])]
+        covering = {term: rent["rate"] * max(days, {"on demand": 0, "capacity block": 1, "1-year commitment": 365,
+                                                    "3-year commitment": 1095}[term])
+                    for term, rent in offered.items() if term != "capacity block" or days <= 182}
+        assert row["rent_term"] == min(covering, key=covering.get) and row["rent"] == offered[row["rent_term"]]
+    assert plan_site(reader_client, goal__rent_term="weekly").json()["errors"] == {
+        "goal": {"rent_term": ['"weekly" is not a valid choice.']}}

@@ -80,7 +80,7 @@ export function siteForm(form, errors) {
       facility: { power_mw: number("power_mw"), floor_racks: number("floor_racks"), rack_power_kw: number("rack_power_kw"),
         cooling: f.cooling.value, hall: f.hall.value, pue: number("pue"), storage_write_gbyte_s: number("storage_write_gbyte_s") },
       goal: { workload: f.workload.value, objective: f.objective.value, deadline: f.deadline.value || null,
-        tokens: number("tokens"), confidence: number("confidence") },
+        tokens: number("tokens"), confidence: number("confidence"), rent_term: f.rent_term.value },
     };
     const response = await api("/api/sweeps/site/", { method: "POST", body });
     if (response.ok) { location.assign(`/sweeps/${response.data.id}/`); return; }
