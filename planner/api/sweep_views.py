@@ -81,7 +81,8 @@ class SiteFacilitySerializer(serializers.Serializer):
     storage_write_gbyte_s = NumberField(
         min_value=0.001, max_value=1e9, required=False, allow_null=True,
         help_text="the site's storage system, sustained write GB/s: where builds without storage nodes write "
-                  "checkpoints; null: none (their time to train is then unknown)")
+                  "checkpoints, in place of the external system a plan names; null: each plan's own (a build "
+                  "with none has an unknown time to train)")
 
 
 class SiteGoalSerializer(serializers.Serializer):

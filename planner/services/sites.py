@@ -100,8 +100,8 @@ def _site_document(plan: ClusterPlan, facility: dict, book: PriceBook, workload:
         document["cluster"]["prices"].update({field: None for term, field in RENT_TERM_FIELDS.items()
                                               if term != rent_term})
     storage = document["cluster"]["storage"]
-    if not storage.get("nodes") and storage.get("external_write_gbyte_s") is None:
-        storage["external_write_gbyte_s"] = facility["storage_write_gbyte_s"]
+    if not storage.get("nodes") and facility["storage_write_gbyte_s"] is not None:  # the site's system, not the plan's
+        storage.update(external_write_gbyte_s=facility["storage_write_gbyte_s"], external_read_gbyte_s=None)
     reason = ""
     if plan.node_type.cooling == "liquid" and facility["cooling"] == "air":
         reason = f"{plan.node_type.slug} is liquid cooled and the site's halls are air cooled"

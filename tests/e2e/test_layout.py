@@ -92,6 +92,17 @@ def test_compare_from_a_plan_keeps_its_workload_and_downloads_the_table(page):
     assert len(csv_rows) == 1 + len(rows) and csv_rows[0].startswith("metric,unit,ff2-pcie-2zone,ff2-pcie-3layer")
 
 
+def test_a_compare_chart_names_the_plans_it_cannot_draw(page):
+    """Issue 70, item 5: a plan without storage has no time to train; its chart names it, never drops it."""
+    page.login()
+    _api(page, "POST", "/api/plans/dgx-h200-1024/clone/", {"slug": "h200-no-storage"})
+    _api(page, "PATCH", "/api/plans/h200-no-storage/", {"external_storage_write_gbyte_s": None})
+    page.goto("/compare/?ids=dgx-h200-1024,h200-no-storage&workload=deepseek-v3-class-1024")
+    caption = page.page.locator("#compare-charts figure[data-metric=time_to_train_days] figcaption")
+    expect(caption).to_contain_text("not drawn, no figure: h200-no-storage (unknown for this build")
+    expect(page.page.locator("#compare-charts figure[data-metric=step_time_s] .missing")).to_have_count(0)
+
+
 def test_a_blank_builder_opens_without_errors_and_a_new_twin_says_it_has_not_started(page):
     page.login()
     page.goto("/plans/new/")

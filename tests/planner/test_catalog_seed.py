@@ -138,3 +138,17 @@ def test_load_catalog_command(catalog, capsys):
 
     call_command("load_catalog")
     assert f"0 created, 0 updated, {len(ALL_FILES)} unchanged" in capsys.readouterr().out
+
+
+def test_every_preset_names_where_it_writes_checkpoints_and_every_gpu_on_sale_a_rental_rate(catalog):
+    """Issue 70, items 3 and 5: a preset with no storage would have no time to train (its checkpoints
+    unpriced in time), and a GPU on sale with no on-demand rate could not be rented beside the others."""
+    presets = models.ClusterPlan.objects.filter(visibility="shared")
+    assert presets.count() == 16
+    for plan in presets:
+        assert plan.storage_node_count or plan.external_storage_write_gbyte_s, plan.slug
+    rated = set(models.PriceItem.objects.filter(price_book__slug="usd-2026", part_kind="gpu-hour", term="on-demand")
+                .values_list("part_slug", flat=True))
+    gpus = {plan.node_type.accelerator for plan in presets}
+    assert {gpu.slug for gpu in gpus if gpu.slug not in rated} == {"rubin"}  # announced: not on sale
+    assert all(gpu.confidence == "announced" for gpu in gpus if gpu.slug not in rated)

@@ -12,7 +12,11 @@ export function comparePage(comparison, charts) {
     charts.append(fig);
     barChart(fig, { groups: comparison.plans, series: [{ name: metric.label, values: metric.values.map((v) => (v === null ? NaN : v)) }],
       yLabel: `${metric.label} (${unit})`, title: `${metric.label} by plan` });
-    fig.prepend(el("figcaption", {}, `${metric.label} (${unit})`));
+    const missing = comparison.plans.filter((_, i) => metric.values[i] === null);  // never dropped silently
+    fig.prepend(el("figcaption", {}, `${metric.label} (${unit})`, missing.length
+      ? el("span", { class: "muted missing" }, ` · not drawn, no figure: ${missing.map((slug) => (comparison.infeasible[slug]
+        ? `${slug} (${comparison.infeasible[slug].join("; ")})` : `${slug} (unknown for this build: its report says why)`)).join(", ")}`)
+      : ""));
   }
 }
 
