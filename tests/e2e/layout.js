@@ -15,6 +15,18 @@
     else if (node.scrollWidth > node.clientWidth + 1 && getComputedStyle(node).overflowX === "hidden") clipped.push(`${describe(node)} is cut by its box`);
   }
   const overlaps = [];
+  // A column of a grid (the report's cost beside its power) must hold what it shows: content wider than
+  // its cell runs under the next column.
+  for (const cell of document.querySelectorAll("main .grid2 > *, main .columns > *")) {
+    if (cell.closest("[hidden]")) continue;
+    const right = cell.getBoundingClientRect().right;
+    for (const inner of cell.querySelectorAll("table, figure, svg, pre, p, ul")) {
+      const box = inner.getBoundingClientRect();
+      if (box.width > 0 && box.right > right + 1 && !inner.parentElement.closest(".scroll")) {
+        overlaps.push(`${describe(inner)} runs ${Math.round(box.right - right)}px out of its column`);
+      }
+    }
+  }
   for (const svg of document.querySelectorAll("main svg")) {
     const boxes = [...svg.querySelectorAll("text")].filter((t) => t.textContent.trim()).map((t) => [t, t.getBoundingClientRect()]);
     for (let i = 0; i < boxes.length; i++) {

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from frontend.templatetags.figures import figure, ratio
+from frontend.templatetags.figures import figure, ratio, short_money
 from planner.models import ClusterPlan, PriceItem
 
 
@@ -223,7 +223,7 @@ def test_a_site_plan_shows_its_ranked_builds_with_what_binds_them(catalog, signe
     assert "priced : the book has no on-demand GPU-hour rate for its GPU: renting it is unpriced" in body
     owned = next(row for row in sweep["site_result"]["builds"] if row["ownership"] == "owned" and row["point"])
     rented = next(row for row in sweep["site_result"]["builds"] if row["ownership"] == "rented" and row["point"])
-    assert f"{owned['cost']:,.0f}".replace(",", "") in body.replace(",", "")
+    assert short_money(owned["cost"]) in body  # "52.5 M", never a raw 52,512,345 (issue 70, item 10)
     rent = rented["rent"]  # the rate, its term, provider and date (issue 70, item 3)
     assert (f"{rent['rate']:g} USD a GPU-hour on demand{' (estimate)' if rent['estimate'] else ''}, "
             f"{rent['provider']}, {rent['price_date']}") in html.unescape(body)

@@ -477,9 +477,9 @@ export function report(container, plan, evaluation, bom) {
     bandsList(evaluation.bands) ?? "",
     overridesList(evaluation.overrides) ?? "",
     constraintsList(result) ?? "",
-    el("div", { class: "grid2" }, costSection(result, bom), powerSection(result, plan)),
+    el("div", { class: "grid2 report-pair" }, costSection(result, bom), powerSection(result, plan)),
     bomSection(bom, plan),
-    el("div", { class: "grid2" }, performanceSection(result, curves, evaluation.bands), collectivesSection(result, curves, plan)),
+    el("div", { class: "grid2 report-pair" }, performanceSection(result, curves, evaluation.bands), collectivesSection(result, curves, plan)),
     reliabilitySection(result, curves),
     topologySection(plan, result),
   );
