@@ -39,6 +39,7 @@ from simcore.formulas.devices import constant_rows
 from simcore.formulas.power import HALL_PUE
 from simcore.formulas.reliability import describe_profiles
 from simcore.tools.measurements import COLLECTIVES
+from simcore.tools.sweep import DATA_PARALLEL_AXIS
 from twin.models import Twin
 from twin.services.creation import twin_categories
 
@@ -436,17 +437,20 @@ def compare(request):
 @login_required
 def sweep_list(request):
     """Your sweeps, and a form for a new one: axes from the scenario fields, an optional goal; from a
-    plan's page, its workload chosen and its node count swept around its own."""
+    plan's page, its workload chosen and the build swept around its own size
+    (:func:`planner.services.plans.sweep_around`)."""
     numeric_axes = [path for path, kind, _, _ in field_docs() if kind.startswith(("integer", "number"))]
     plans, workloads = _visible_plans(request.user), _visible_workloads(request.user)
     chosen = next((p for p in plans if p.slug == request.GET.get("plan")), None)
     workload = next((w for w in workloads if w.slug == request.GET.get("workload")), None)
+    around_path, around_values = (plan_services.sweep_around(chosen, workload) if chosen else
+                                  ("cluster.node_count", "200..1240 step 40"))
     return render(request, "frontend/sweeps.html", {
         "sweeps": Sweep.objects.filter(owner=request.user).select_related("plan", "workload").order_by("-created_at"),
         "plans": plans, "workloads": workloads,
         "plan": request.GET.get("plan", ""), "workload": request.GET.get("workload", ""),
-        "node_counts": plan_services.node_counts_around(chosen, workload) if chosen else "200..1240 step 40",
-        "axis_paths": [*CATEGORICAL_AXES, *numeric_axes], "metrics": outputs.selected("sweep"),
+        "around_path": around_path, "around_values": around_values,
+        "axis_paths": [*CATEGORICAL_AXES, DATA_PARALLEL_AXIS, *numeric_axes], "metrics": outputs.selected("sweep"),
     })
 
 

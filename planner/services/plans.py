@@ -12,6 +12,7 @@ from planner.models import ClusterPlan, PriceItem, Workload
 from planner.services import engine, prices
 from planner.services.cells import CSV_LINE_END, csv_row
 from simcore import outputs
+from simcore.tools.sweep import DATA_PARALLEL_AXIS
 
 STALE_PRICES = "cost.stale_prices"
 
@@ -327,11 +328,34 @@ def node_counts_around(plan: ClusterPlan, workload: Workload | None = None) -> s
     step = domain * max(1, round(plan.node_count / 8 / domain))
     needed = -(-(workload.gpus or 0) // node.accelerators_per_node) if workload else 0
     start = max(domain, plan.node_count - 4 * step, -(-needed // domain) * domain)
+    stop = max(start, min(start + 8 * step, int(_most_nodes(plan) // domain) * domain))
+    return f"{start}..{start + (stop - start) // step * step} step {step}"
+
+
+def _most_nodes(plan: ClusterPlan) -> int:
+    """The compute nodes the plan's fabric holds: its switches' radix, depth, planes and zones
+    (:func:`simcore.formulas.topology.max_endpoints`), less the ports its storage takes on a shared one."""
     endpoints = float(simcore.formulas.topology.max_endpoints(plan.switch.radix, plan.fabric_layers, plan.planes,
                                                                 plan.oversubscription)) * plan.zones
     (_, nics, node_storage_nics, storage_nodes, storage_nics), layout = plan.fabric_arguments()
     shared = layout["storage_network"] == "shared"  # storage on the computation fabric takes its ports too
-    most = (endpoints - (storage_nodes * storage_nics if shared else 0)) // max(
-        nics + (node_storage_nics if shared else 0), 1)
-    stop = max(start, min(start + 8 * step, int(most // domain) * domain))
-    return f"{start}..{start + (stop - start) // step * step} step {step}"
+    return int((endpoints - (storage_nodes * storage_nics if shared else 0)) // max(
+        nics + (node_storage_nics if shared else 0), 1))
+
+
+def sweep_around(plan: ClusterPlan, workload: Workload | None = None) -> tuple[str, str]:
+    """What "Sweep around it" sweeps, as the sweep form's axis and values. A job of a fixed size grows
+    with the cluster: nine data-parallel degrees around its own (``job.data_parallel``, which sizes the
+    job and the cluster together), each a whole number of its batch's micro-batches a rank and within
+    what the plan's fabric holds. Otherwise (no workload, or one taking every GPU) the plan's node
+    count around its own (:func:`node_counts_around`)."""
+    if workload is None or workload.gpus is None:
+        return "cluster.node_count", node_counts_around(plan, workload)
+    model_parallel = workload.tp * workload.pp * workload.cp
+    own = max(workload.gpus // model_parallel, 1)
+    micro_batches = workload.global_batch // workload.micro_batch
+    widest = _most_nodes(plan) * plan.node_type.accelerators_per_node // model_parallel
+    degrees = [d for d in range(1, max(min(micro_batches, widest), 1) + 1) if micro_batches % d == 0]
+    at = min(range(len(degrees)), key=lambda i: abs(degrees[i] - own))
+    first = max(0, min(at - 4, len(degrees) - 9))
+    return DATA_PARALLEL_AXIS, ", ".join(str(d) for d in degrees[first:first + 9])

@@ -250,19 +250,25 @@ def test_a_quote_from_a_bill_never_edits_the_shared_book(catalog, client, editor
 
 
 def test_a_sweep_around_a_plan_keeps_its_workload_and_sweeps_sizes_it_can_build(catalog, signed_in, eager_celery):
-    """From the GB200 NVL72 plan's page with the 1,152-GPU workload: the workload is chosen and the node
-    counts run in whole NVL72 racks (18 trays) from the workload's 288 trays to what the fabric holds,
-    so every point the form proposes evaluates (the old default, 200 to 1,240 nodes, left 25 of 27
-    points invalid)."""
+    """From the GB200 NVL72 plan's page with the 1,152-GPU workload: the workload is chosen, and the job
+    grows with the cluster (issue 70, item 11: sweeping node counts under a fixed 1,152-GPU job gave nine
+    points and one time): nine data-parallel degrees around its own 36, each a whole number of its
+    batch's micro-batches a rank, each point valid and each a different time. Without a workload, node
+    counts in whole NVL72 racks (18 trays) up to what the fabric holds."""
     page = signed_in.get("/sweeps/?plan=gb200-nvl72-1152&workload=llama3-70b-class-1152").content.decode()
     assert '<option value="llama3-70b-class-1152" selected>' in page
+    path = re.search(r'name="axis-path" list="axis-paths" value="([^"]+)"', page).group(1)
     values = re.search(r'name="axis-values" value="([^"]+)"', page).group(1)
-    assert values == "288..504 step 36"  # 512 trays' 2,048 NICs fill the two-layer 64-port fabric
+    assert path == "job.data_parallel" and values == "9, 12, 16, 18, 24, 32, 36, 48, 64"  # 64: the fabric's most
     sweep = signed_in.post("/api/sweeps/", {"plan": "gb200-nvl72-1152", "workload": "llama3-70b-class-1152",
-                                            "axes": {"cluster.node_count": {"start": 288, "stop": 504, "step": 36}}},
+                                            "axes": {path: [int(v) for v in values.split(", ")]}},
                            content_type="application/json").json()
-    results = signed_in.get(f"/api/sweeps/{sweep['id']}/results/", {"page_size": 50}).json()
-    assert results["count"] == 7 and all(row["valid"] for row in results["results"])
+    rows = signed_in.get(f"/api/sweeps/{sweep['id']}/results/", {"page_size": 50}).json()["results"]
+    assert len(rows) == 9 and all(row["valid"] for row in rows)
+    assert len({row["outputs"]["training.step_time_s"] for row in rows}) == 9  # the job moves with the axis
+    assert [row["outputs"]["cluster.gpus"] for row in rows] == [32 * int(v) for v in values.split(", ")]
+    bare = signed_in.get("/sweeps/?plan=gb200-nvl72-1152").content.decode()
+    assert re.search(r'name="axis-values" value="([^"]+)"', bare).group(1) == "144..432 step 36"
 
 
 def test_a_twin_page_says_what_its_job_is(catalog, signed_in):
