@@ -307,11 +307,19 @@ def _form_start(request, visible, slug, noun):
 def plan_builder(request, slug=None):
     """Create a plan (optionally starting from a visible one, ``?from=slug``) or edit your own."""
     plan, start = _form_start(request, _visible_plans(request.user), slug, "plan")
+    initial = _initial(ClusterPlan, ClusterPlanSerializer, start, copying=plan is None)
+    if plan is None:  # a site plan's row: the build as the site sized it (the form checks each value)
+        initial.update({key: request.GET[key] for key in SIZED_FIELDS if request.GET.get(key)})
     return render(request, "frontend/plan_builder.html", {
         "plan": plan, "groups": _form_fields(ClusterPlan, PLAN_FIELD_GROUPS, PLAN_SECTIONS, request.user),
-        "initial": _initial(ClusterPlan, ClusterPlanSerializer, start, copying=plan is None),
+        "initial": initial,
         "workloads": _visible_workloads(request.user),
     })
+
+
+# What a new plan takes from its link besides ``from``: a site plan's row sizes its build on the site's
+# book and hall.
+SIZED_FIELDS = ("node_count", "price_book", "hall")
 
 
 def _initial(model, serializer_class, start, copying):
@@ -505,7 +513,8 @@ def _sweep_names(sweep) -> dict[str, str]:
     unit = {"currency": currency, "fraction": "fraction"}
     names = {f"axis:{path}": f"{label} ({units})" if units else label
              for path, (label, units) in field_labels().items()}
-    names.update({o.path: f"{o.label} ({unit.get(o.unit, o.unit)})" for o in outputs.OUTPUTS if o.path})
+    names.update({o.path: f"{o.label} ({unit.get(o.unit, o.unit)})" if o.unit else o.label
+                  for o in outputs.OUTPUTS if o.path})
     return names
 
 

@@ -773,12 +773,29 @@ def test_a_site_plan_from_the_form_ranks_the_builds_and_charts_them(page):
     expect(page.page.locator("#site-bands")).to_contain_text("published dense transformer training runs on hopper")
     expect(page.page.locator("#site-chart svg.chart rect.front").first).to_be_visible()
     expect(page.page.locator("#site-chart svg.chart")).to_contain_text("cost (USD)")
+    # Issue 70, item 10: the best-points chart draws the deadline and names each build in its legend.
+    expect(page.page.locator("#site-chart svg.chart line.limit")).to_have_count(1)
+    expect(page.page.locator("#site-chart svg.chart")).to_contain_text("deadline, 120 days")
+    expect(page.page.locator("#site-chart ul.legend")).to_contain_text("build = GB200 NVL72")
+    # A row leads to its build as the site sized it: a new plan of its node count on the site's book and hall.
     first_build = page.page.locator("#site-ranking tbody tr th a").first
-    expect(first_build).to_have_attribute("href", re.compile(r"^/plans/[\w-]+/$"))
-    # The sweep's own chart answers the site's question: time to train against buying and running.
-    expect(page.page.locator("#chart-controls select[name=x]")).to_have_value("training.time_to_train_days")
-    expect(page.page.locator("#chart-controls select[name=y]")).to_have_value("training.buy_and_run_cost")
+    expect(first_build).to_have_attribute("href", re.compile(
+        r"^/plans/new/\?from=[\w-]+&node_count=\d+&price_book=usd-2026&hall=[\w-]+$"))
+    nodes = re.search(r"node_count=(\d+)", first_build.get_attribute("href")).group(1)
+    # The sweep's own chart answers the site's question: time to train against buying and running, on log
+    # scales (days and costs over decades), every choice named in words.
+    controls = page.page.locator("#chart-controls")
+    expect(controls.locator("select[name=x]")).to_have_value("training.time_to_train_days")
+    expect(controls.locator("select[name=y]")).to_have_value("training.buy_and_run_cost")
+    expect(controls.locator("input[name=xlog]")).to_be_checked()
+    expect(controls.locator("input[name=ylog]")).to_be_checked()
+    options = controls.locator("select[name=c] option").all_inner_texts()
+    assert "racks in all (compute, scale-up network and switch racks) (racks)" in options
+    assert not [o for o in options if o.endswith("()") or "racks.total_count" in o], options
     page.shot("site-plan")
+    first_build.click()
+    page.page.wait_for_url(re.compile(r"/plans/new/"))
+    expect(page.page.locator("[name=node_count]")).to_have_value(nodes)
 
 
 def test_a_site_plan_over_the_default_builds_weighs_the_generation_bought_now(page):

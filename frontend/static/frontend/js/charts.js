@@ -164,10 +164,21 @@ export const lineChart = responsive(({ series, xLabel, yLabel, xLog = false, yLo
 });
 
 // points: [{x, y, c?, label, highlight?, rejected?, xBand?, yBand?}]; colour by c (a numeric or categorical value); a
-// rejected point (failing a goal constraint) is drawn hollow grey; a point's bands ([low, high]) as error bars.
-export const scatterChart = responsive(({ points, xLabel, yLabel, cLabel, xLog = false, yLog = false, title, onPick, bandsLabel }, W) => {
-  const { svg, px, py } = frame(W, { title, xLabel, yLabel, xLog, yLog, xs: points.flatMap((p) => [p.x, ...(p.xBand || [])]),
-    ys: points.flatMap((p) => [p.y, ...(p.yBand || [])]) });
+// rejected point (failing a goal constraint) is drawn hollow grey; a point's bands ([low, high]) as error bars;
+// limits: [{axis: "x" or "y", value, label}] drawn as labelled lines across the plot (a deadline, a budget).
+export const scatterChart = responsive(({ points, xLabel, yLabel, cLabel, xLog = false, yLog = false, title, onPick, bandsLabel,
+  limits = [] }, W) => {
+  const { svg, px, py, left } = frame(W, { title, xLabel, yLabel, xLog, yLog,
+    xs: points.flatMap((p) => [p.x, ...(p.xBand || [])]).concat(limits.filter((l) => l.axis === "x").map((l) => l.value)),
+    ys: points.flatMap((p) => [p.y, ...(p.yBand || [])]).concat(limits.filter((l) => l.axis === "y").map((l) => l.value)) });
+  limits.forEach((l, i) => {  // a vertical line's label beside it at the top, a horizontal one's above it at the left
+    const vertical = l.axis === "x", at = vertical ? px(l.value) : py(l.value);
+    svg.append(svgEl("line", vertical ? { x1: at, x2: at, y1: M.top, y2: H - M.bottom, class: "marker limit" }
+      : { x1: left, x2: W - M.right, y1: at, y2: at, class: "marker limit" }));
+    const before = vertical && at + 4 + textWidth(l.label) > W - M.right;
+    svg.append(svgEl("text", vertical ? { x: before ? at - 4 : at + 4, y: M.top + 14 + 14 * i, class: "marker-label",
+      "text-anchor": before ? "end" : "start" } : { x: left + 4, y: at - 4, class: "marker-label" }, l.label));
+  });
   const cs = points.map((p) => p.c).filter((c) => c !== undefined && c !== null);
   const categorical = cs.some((c) => typeof c !== "number");
   const categories = categorical ? [...new Set(cs.map(String))] : [];

@@ -2,7 +2,7 @@
 import { api, el, socket } from "./api.js";
 import { placeErrors } from "./form.js";
 import { scatterChart } from "./charts.js";
-import { num } from "./format.js";
+import { num, si } from "./format.js";
 
 const MAX_CHART_POINTS = 10000;
 
@@ -166,7 +166,7 @@ function siteChart() {
   if (!data) return;
   const bands = document.getElementById("site-chart-bands"), figure = document.getElementById("site-chart");
   const points = JSON.parse(data.textContent).filter((b) => b.point !== null).map((b) => ({
-    point: b.point, x: b.time_to_train_days, y: b.cost, c: b.facility_w / 1e6, highlight: b.pareto,
+    point: b.point, x: b.time_to_train_days, y: b.cost, c: b.name, highlight: b.pareto,
     xBand: bands.checked ? [b.time_band.days_low, b.time_band.days_high] : null,
     yBand: bands.checked && b.ownership === "owned" ? [b.cost - b.capex + b.capex_low, b.cost - b.capex + b.capex_high] : null,
     label: `${b.name}, ${b.layers} layers, ${b.ownership}: ${num(b.gpus)} GPUs, ${num(b.time_to_train_days)} days `
@@ -175,8 +175,11 @@ function siteChart() {
     figure.replaceChildren(el("p", { class: "muted" }, "No build meets every limit of the site: no best point to chart."));
     return;
   }
+  const { deadlineDays, budget } = figure.dataset, limits = [];
+  if (deadlineDays) limits.push({ axis: "x", value: Number(deadlineDays), label: `deadline, ${num(Number(deadlineDays))} days` });
+  if (budget) limits.push({ axis: "y", value: Number(budget), label: `budget, ${si(Number(budget))} ${figure.dataset.currency}` });
   scatterChart(figure, { points, xLabel: "time to train (days)", yLabel: `cost (${figure.dataset.currency})`,
-    cLabel: "facility power (MW)", title: "Each build's best point: time to train against cost",
+    cLabel: "build", title: "Each build's best point: time to train against cost", limits,
     bandsLabel: "error bars: the time's band and, owned, the price's band" });
 }
 
@@ -213,6 +216,7 @@ export function sweepPage(id) {
     controls.y.value = pareto?.y ?? (site && numeric.includes(site.y) ? site.y
       : numeric.find((n) => n === optimized) || numeric.find((n) => n === "cost.capex_total") || numeric[1]
         || numeric[0]);
+    if (site) controls.xlog.checked = controls.ylog.checked = true;  // days and costs over decades: log scales
     if (site && "site.build" in rows[0].axes) controls.c.value = "axis:site.build";
     else if (Object.keys(rows[0].axes).length > 1) controls.c.value = `axis:${Object.keys(rows[0].axes)[1]}`;
     const draw = () => {
