@@ -47,7 +47,9 @@ FIRE_FLYER_COMPARISON = ["dgx-a100-3layer", "ff2-pcie-2zone", "ff2-pcie-3layer"]
 BLACKWELL_COMPARISON = ["hgx-b200-1152", "gb200-nvl72-1152"]
 SUPERNODE_COMPARISON = ["ascend-910b-single-rail", "cloudmatrix384-x26"]
 # What a buyer shortlists in late 2026: rack-scale Blackwell Ultra, its 8-GPU server, AMD and an Ascend supernode.
-CURRENT_COMPARISON = ["gb300-nvl72-1152", "dgx-b300-1152", "mi355x-1152", "cloudmatrix384-x26"]
+# The generation bought now at one size, 1,152 GPUs each (issue 70, item 13: CloudMatrix384's preset is 26
+# supernodes, 9,984 NPUs; it is set against a build of its own size, Ascend 910B's, by the supernode button).
+CURRENT_COMPARISON = ["gb300-nvl72-1152", "dgx-b300-1152", "mi355x-1152"]
 CATALOG_TABLES = {table.name: table for table in TABLES if not table.preset}
 # The plan builder's own fields, in the order an architect decides them; each engine field the plan
 # stores joins the group its declaration names (simcore.document.SPEC), in declaration order.

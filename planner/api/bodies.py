@@ -174,6 +174,14 @@ class NullableBandField(serializers.JSONField):
     """A plan's band for a compared metric (:class:`BandSerializer`), or null where it has none."""
 
 
+class HostSerializer(serializers.Serializer):
+    cpu = serializers.CharField(help_text="the node's CPU")
+    op_us = NumberField(help_text="host microseconds per eager kernel launch (its CPU's measurement, else an x86 "
+                                  "server's 7.66)")
+    module_us = NumberField(help_text="host microseconds per Transformer Engine module forward (likewise; 13.5)")
+    measured = serializers.BooleanField(help_text="the CPU's own measurement, not the x86 server's")
+
+
 class EvaluationSerializer(serializers.Serializer):
     plan = serializers.CharField()
     workload = serializers.CharField(allow_null=True)
@@ -182,6 +190,7 @@ class EvaluationSerializer(serializers.Serializer):
                                       help_text="engine constant -> the measurement that replaced it")
     result = EngineResultField()
     curves = CurvesSerializer()
+    host = HostSerializer(help_text="what the node's host takes to launch kernels: the step's host part's basis")
     trust = TrustSerializer(allow_null=True, help_text="with a workload: the validation record of its kind of "
                                                        "training run on the plan's GPU family")
     carried = CarriedFiguresSerializer(allow_null=True, help_text="a trace's calibration carried to this plan: "

@@ -1,6 +1,7 @@
 """Sweeps: submit a grid around a plan, follow its progress, read, filter and export its points."""
 import numpy as np
 from django.db.models import F, Sum
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -103,6 +104,12 @@ class SiteGoalSerializer(serializers.Serializer):
         help_text="the rental term every rented build is compared on (each GPU at its book's rate on that term; a "
                   "GPU with no rate on it is unpriced), or cheapest: each at the cheapest of its book's terms that "
                   "covers the run. Default on-demand, the one term every GPU on sale is rented on.")
+
+    def validate_deadline(self, deadline):
+        """A past deadline is named with the request's other field errors, not after them (issue 70, item 13)."""
+        if deadline is not None and deadline <= timezone.now().date():
+            raise serializers.ValidationError(f"{deadline.isoformat()} is not after today")
+        return deadline
 
 
 class SitePlanCreateSerializer(serializers.Serializer):

@@ -12,6 +12,7 @@ from planner.models import ClusterPlan, PriceItem, Workload
 from planner.services import engine, prices
 from planner.services.cells import CSV_LINE_END, csv_row
 from simcore import outputs
+from simcore.formulas.host import X86_HOST_MODULE_S, X86_HOST_OP_S
 from simcore.tools.sweep import DATA_PARALLEL_AXIS
 
 STALE_PRICES = "cost.stale_prices"
@@ -52,6 +53,9 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
             reason += (f": {memory['per_gpu_gib']:.1f} GiB per GPU against {memory['allocatable_gib']:.1f} GiB "
                        f"allocatable of {memory['hbm_gib']:g} GiB of HBM, "
                        f"mostly {memory['dominant_term']}")
+        elif reason == simcore.stages.job.INFEASIBLE_REASONS[1]:  # the job larger than the plan: by how much
+            reason += (f": {training['gpus']:,.0f} GPUs against the cluster's {result['cluster']['gpus']:,.0f}; "
+                       "give the plan more nodes or the workload fewer GPUs")
         reasons.append(f"workload '{workload.slug}': {reason}")
     if reasons:
         raise PlanInfeasible(reasons, {"fabric": result["fabric"], "training": training})
@@ -70,7 +74,21 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
         "announced": plan.announced_parts(),
         "bands": engine.prediction_bands(family, workload, result, own_rows or ()),
         "carried": carried_figures(plan, workload, options, overrides, work_budget_s),
+        "host": host_basis(plan),
     }
+
+
+def host_basis(plan: ClusterPlan) -> dict:
+    """What the node's host takes to launch a kernel, as the engine's step uses it
+    (:mod:`simcore.formulas.host`): its CPU's measured times, or an x86 server's where it has none; the
+    reason a step's host part is what it is (a Grace host launches at about half an x86 server's rate)."""
+    cpu = plan.node_type.cpu
+    measured = cpu is not None and cpu.host_op_us is not None
+    return {"cpu": cpu.name if cpu else "the node's CPU",
+            "op_us": cpu.host_op_us if measured else X86_HOST_OP_S * 1e6,
+            "module_us": (cpu.host_module_us if cpu is not None and cpu.host_module_us is not None
+                          else X86_HOST_MODULE_S * 1e6),
+            "measured": measured}
 
 
 CARRIED_OUTPUTS = ("step_time_s", "mfu")  # the training figures a carried calibration moves

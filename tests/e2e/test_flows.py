@@ -151,6 +151,13 @@ def test_plan_builder_shows_field_errors_then_saves_and_reports(page):
     page.login()
     page.goto("/plans/new/?from=ff2-pcie-2zone")
     expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
+    # A job larger than the plan: the preview says by how much (issue 70, item 13), not only that it cannot run.
+    page.page.select_option("#f-workload", "llama3-405b-like")
+    expect(page.page.locator("#preview-status")).to_contain_text(
+        "This build cannot run: workload 'llama3-405b-like': the job needs more GPUs than the cluster has: 16,384 GPUs "
+        "against the cluster's 9,920")
+    page.page.select_option("#f-workload", "")
+    expect(page.page.locator("#preview-body .tiles")).to_contain_text("9,920")
     # Parts that fit the InfiniBand HDR nodes first; an Ethernet switch or an NDR optic says why not.
     switches = page.page.locator("#f-switch option[data-fits]")
     expect(switches.first).to_have_attribute("data-fits", "true")
@@ -355,6 +362,12 @@ def test_a_moe_step_on_gb200_names_what_its_compute_spends(page):
     page.shot("workload-compute-detail")
     page.page.select_option("#f-moe_dispatcher", "hybridep")  # HybridEP permutes inside its kernels
     expect(body).not_to_contain_text("MoE token shuffles")
+    # Issue 70, item 13: on the plan's page the host's part says why it is what it is (Grace's measured rate).
+    page.goto("/plans/gb200-nvl72-1152/?workload=deepseek-v3-class-1024")
+    host = page.page.locator("#plan-report tr", has_text="the host launching kernels")
+    expect(host).to_contain_text("14.55 µs a kernel launch", timeout=30_000)
+    expect(host).to_contain_text("(measured)")
+    expect(host).to_contain_text("CUDA graphs replay a layer with one launch")
 
 
 def test_a_zero3_step_names_its_parameter_gathers(page):
@@ -812,15 +825,16 @@ def test_a_site_plan_over_the_default_builds_weighs_the_generation_bought_now(pa
     expect(page.page.locator("#site-ranking")).to_be_visible(timeout=120_000)
     rows = page.page.locator("#site-ranking tbody tr")
     for slug in current:
-        expect(rows.filter(has=page.page.locator(f"th a[href='/plans/{slug}/']")).first).to_be_visible()
-    rubin = rows.filter(has=page.page.locator("th a[href='/plans/vera-rubin-nvl144-1152/']"))
+        expect(rows.filter(has=page.page.locator(f"th a[href^='/plans/new/?from={slug}&']")).first).to_be_visible()
+    rubin = rows.filter(has=page.page.locator("th a[href^='/plans/new/?from=vera-rubin-nvl144-1152&']"))
     expect(rubin.locator(".badge-announced")).to_have_count(rubin.count())
-    expect(rows.filter(has=page.page.locator("th a[href='/plans/gb300-nvl72-1152/']")).locator(
+    expect(rows.filter(has=page.page.locator("th a[href^='/plans/new/?from=gb300-nvl72-1152&']")).locator(
         ".badge-announced")).to_have_count(0)
     page.shot("site-current-generation")
     page.goto("/plans/vera-rubin-nvl144-1152/?workload=llama3-70b-class-1152")
     expect(page.page.locator("#announced-note")).to_contain_text("Announced, not shipping")
     expect(page.page.locator("#announced-note")).to_contain_text("NVIDIA Rubin GPU")
+    assert ",compute node" not in page.page.locator("#announced-note").inner_text()  # issue 70, item 13
     page.shot("plan-announced")
 
 

@@ -23,7 +23,7 @@ PAGES = ["/", "/catalog/", "/catalog/?table=compute-node-types", "/catalog/accel
          "/validation/", "/reliability/", "/tokens/", "/sites/new/", "/catalog/accelerators/rubin/",
          "/plans/vera-rubin-nvl144-1152/?workload=llama3-70b-class-1152",
          "/plans/dgx-h200-1024/?workload=llama3-70b-class-1152",  # its cost table ran 88 px under its power
-         "/compare/?ids=gb300-nvl72-1152,dgx-b300-1152,mi355x-1152,cloudmatrix384-x26&workload=llama3-70b-class-1152"]
+         "/compare/?ids=gb300-nvl72-1152,dgx-b300-1152,mi355x-1152&workload=llama3-70b-class-1152"]
 
 
 def _api(page, method: str, path: str, body: dict) -> dict:

@@ -131,7 +131,8 @@ def test_evaluate_an_impossible_plan_explains_why(catalog, reader_client):
     assert response.status_code == 400
     body = response.json()
     assert body["feasible"] is False
-    assert body["reasons"] == ["workload 'llama3-405b-like': the job needs more GPUs than the cluster has"]
+    assert body["reasons"] == ["workload 'llama3-405b-like': the job needs more GPUs than the cluster has: 16,384 GPUs "
+                               "against the cluster's 9,920; give the plan more nodes or the workload fewer GPUs"]
     assert "result" not in body
     crowded = Workload.objects.get(slug="llama-13b-512")
     crowded.pk, crowded.slug, crowded.zero_stage, crowded.flash_attention = None, "llama-13b-no-zero", 0, False

@@ -233,7 +233,7 @@ def test_an_air_cooled_site_keeps_liquid_builds_out_and_says_so(catalog, reader_
     ({"facility__pue": 0.5}, "facility"),
     ({"goal__objective": "fastest"}, "goal"),
     ({"goal__deadline": None}, "goal.deadline"),
-    ({"goal__deadline": TODAY.isoformat()}, "goal.deadline"),
+    ({"goal__deadline": TODAY.isoformat()}, "goal"),
     ({"goal__workload": "no-such-workload"}, "goal.workload"),
     ({"price_book": "no-such-book"}, "price_book"),
     ({"builds": ["no-such-plan"]}, "builds"),
@@ -248,6 +248,14 @@ def test_bad_site_requests_answer_400_naming_the_field_and_store_nothing(catalog
     if field == "facility":
         assert set(response.json()["errors"]["facility"]) <= {"power_mw", "floor_racks", "pue"}
     assert Sweep.objects.count() == before
+
+
+def test_a_past_deadline_is_named_with_the_other_field_errors(catalog, reader_client):
+    """Issue 70, item 13: a past deadline was named only once the power and budget were put right."""
+    yesterday = (TODAY - datetime.timedelta(days=1)).isoformat()
+    errors = plan_site(reader_client, facility__power_mw=-1, budget=-5, goal__deadline=yesterday).json()["errors"]
+    assert errors["goal"] == {"deadline": [f"{yesterday} is not after today"]}
+    assert "power_mw" in errors["facility"] and "budget" in errors
 
 
 def test_the_tokens_come_from_the_goal_or_else_the_workload(catalog, reader_client):

@@ -66,7 +66,7 @@ export const el = (tag, attrs = {}, ...children) => {
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, value === true ? "" : value);
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {  // nested lists of children, never a list printed with commas
     if (child === null || child === undefined) continue;
     node.append(child instanceof Node ? child : String(child));
   }

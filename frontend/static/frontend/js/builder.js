@@ -56,7 +56,8 @@ export function builder({ form, editing, etag, initial, status, body, formErrors
     showPreview(response, { form, controls, formErrors, status, body, retry,
       render: (result) => [headline(result), constraintsList(result) ?? ""],
       done: (result) => `${result.cluster.gpus.toLocaleString("en-US")} GPUs evaluated.`,
-      failed: (data) => (data?.feasible === false ? "This build cannot run." : "The plan has errors.") });
+      failed: (data) => (data?.feasible === false ? `This build cannot run: ${(data.reasons ?? []).join("; ")}`
+        : "The plan has errors.") });
   });
 
   form.addEventListener("submit", async (event) => {

@@ -34,7 +34,7 @@ export function trustNote(trust) {
 export function announcedNote(parts) {
   if (!parts?.length) return null;
   return el("p", { class: "trust warn", id: "announced-note" }, el("strong", {}, "Announced, not shipping: "),
-    parts.map((p, i) => [i ? "; " : "", `${p.part} ${p.name} (${p.source})`]),
+    parts.map((p) => `${p.part} ${p.name} (${p.source})`).join("; "),
     ". Its figures are the vendor's announcement and analysts' estimates; no part has been measured.");
 }
 
@@ -91,9 +91,10 @@ export function headline(result, bands = {}) {
   const tile = ([label, value, path, format]) => {
     const band = path ? bands?.[path] : null;
     const outside = band && band.headline_inside === false;
+    const [low, high] = outside ? [format(band.actual_low), format(band.actual_high)] : [];
     return el("div", { class: outside ? "tile warn" : "tile", ...(path ? { "data-path": path } : {}) }, el("dt", {}, label),
       el("dd", {}, value, outside ? [el("br"), el("small", { class: "outside-band" },
-        `outside its band: runs like it came in at ${format(band.actual_low)} to ${format(band.actual_high)}`)] : ""));
+        `outside its band: runs like it came in at ${low === high ? low : `${low} to ${high}`}`)] : ""));
   };
   return el("dl", { class: "tiles" }, tiles.map(tile));
 }
@@ -270,7 +271,16 @@ function timeToTrain(t, band, reliability) {
     : `failure-free ${num(t.time_to_train_ideal_days)} days`];
 }
 
-export function trainingTables(t, currency, stepBand = null, reliability = null) {
+// Why the host's part of a step is what it is: one CPU core a GPU launching each kernel from Python,
+// at this node's CPU's measured rate (issue 70, item 13: Grace takes about twice an x86 server's time).
+function hostNote(host) {
+  if (!host) return "eager launches from one CPU core a GPU; CUDA graphs replay a layer with one";
+  return `${host.cpu}: ${num(host.op_us)} µs a kernel launch, ${num(host.module_us)} µs a Transformer Engine module`
+    + `${host.measured ? " (measured)" : " (an x86 server's; no measurement of this CPU)"}, one core a GPU launching `
+    + "from Python: a layer whose kernels run faster waits on it; CUDA graphs replay a layer with one launch";
+}
+
+export function trainingTables(t, currency, stepBand = null, reliability = null, host = null) {
   if (!t.feasible) {
     return [table("Training the workload", [["feasible", "no", t.infeasible_reason],
       ["memory per GPU", `${num(t.memory.per_gpu_gib)} of ${num(t.memory.allocatable_gib)} GiB allocatable`, `mostly ${t.memory.dominant_term}`]])];
@@ -281,7 +291,8 @@ export function trainingTables(t, currency, stepBand = null, reliability = null)
   fig.prepend(el("figcaption", {}, `Where the step time goes (${duration(t.step_time_s)}; largest part: ${t.step_bound})`));
   const rows = [
     ["GPUs in the job", num(t.gpus)], ["step time", duration(t.step_time_s)], ["largest part", t.step_bound],
-    ...Object.entries(t.step_parts_s).filter(([, s]) => s > 0).map(([key, s]) => [`  ${STEP_PARTS[key] ?? key}`, duration(s)]),
+    ...Object.entries(t.step_parts_s).filter(([, s]) => s > 0).map(([key, s]) => [`  ${STEP_PARTS[key] ?? key}`, duration(s),
+      key === "host_launch" ? hostNote(host) : null]),
     ...Object.entries(t.compute_detail_s ?? {}).filter(([, s]) => s > 0)
       .map(([key, s]) => [`  of the compute: ${COMPUTE_DETAIL[key] ?? key}`, duration(s), "inside the forward, backward and recomputation above"]),
     ...(t.dp_detail_s?.param_gather > 0 ? Object.entries(t.dp_detail_s).filter(([, s]) => s > 0) : [])
@@ -315,7 +326,7 @@ export function trainingTables(t, currency, stepBand = null, reliability = null)
   return out;
 }
 
-function performanceSection(result, curves, bands) {
+function performanceSection(result, curves, bands, host) {
   const c = result.compute, t = result.training;
   const section = el("section", {}, el("h2", {}, "Performance"), table("Compute", [
     ["TF32 GEMM per GPU", c.gemm_tf32_tflops === null ? "–" : `${num(c.gemm_tf32_tflops)} TFLOPS`],
@@ -325,7 +336,7 @@ function performanceSection(result, curves, bands) {
     ["sustained clock (power cap)", percent(c.sustained_clock_factor)],
     ["cluster FP16 GEMM", `${num(c.cluster_fp16_pflops)} PFLOPS`],
   ]));
-  if (t) section.append(...trainingTables(t, result.cost.currency, bands?.["training.step_time_s"], result.reliability));
+  if (t) section.append(...trainingTables(t, result.cost.currency, bands?.["training.step_time_s"], result.reliability, host));
   if (curves?.scaling) {
     const fig = el("figure", { class: "chart-box", id: "scaling-chart" });
     section.append(fig);
@@ -479,7 +490,8 @@ export function report(container, plan, evaluation, bom) {
     constraintsList(result) ?? "",
     el("div", { class: "grid2 report-pair" }, costSection(result, bom), powerSection(result, plan)),
     bomSection(bom, plan),
-    el("div", { class: "grid2 report-pair" }, performanceSection(result, curves, evaluation.bands), collectivesSection(result, curves, plan)),
+    el("div", { class: "grid2 report-pair" }, performanceSection(result, curves, evaluation.bands, evaluation.host),
+      collectivesSection(result, curves, plan)),
     reliabilitySection(result, curves),
     topologySection(plan, result),
   );

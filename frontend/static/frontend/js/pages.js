@@ -7,10 +7,14 @@ export function comparePage(comparison, charts) {
   for (const metric of comparison.metrics.filter((m) => m.chart)) {
     const key = metric.key;
     if (metric.values.every((v) => v === null || v === 0)) continue;  // nothing to draw: the table says "0"
-    const unit = metric.unit === "currency" ? comparison.currency || "price" : metric.unit;
+    // Watts in the prefix their largest value reads in (MW, kW), never raw (issue 70, item 13).
+    const largest = Math.max(...metric.values.filter(Number.isFinite).map(Math.abs));
+    const [scaleBy, prefix] = metric.unit === "W" ? ([[1e6, "M"], [1e3, "k"]].find(([s]) => largest >= s) ?? [1, ""]) : [1, ""];
+    const unit = metric.unit === "currency" ? comparison.currency || "price" : `${prefix}${metric.unit}`;
     const fig = el("figure", { class: "chart-box", "data-metric": key });
     charts.append(fig);
-    barChart(fig, { groups: comparison.plans, series: [{ name: metric.label, values: metric.values.map((v) => (v === null ? NaN : v)) }],
+    barChart(fig, { groups: comparison.plans,
+      series: [{ name: metric.label, values: metric.values.map((v) => (v === null ? NaN : v / scaleBy)) }],
       yLabel: `${metric.label} (${unit})`, title: `${metric.label} by plan` });
     const missing = comparison.plans.filter((_, i) => metric.values[i] === null);  // never dropped silently
     fig.prepend(el("figcaption", {}, `${metric.label} (${unit})`, missing.length
