@@ -171,7 +171,7 @@ def test_planning_at_95_percent_confidence_keeps_only_builds_95_percent_of_whose
     """At 50% a ranked build's band is at least half under the deadline, at 95% at least 95% of it;
     each build's chance is the share of its band (days_low to days_high, uniform) under the deadline,
     and the 95% plan gives up the cheap builds that make the date only on the band's better half."""
-    answers = {c: plan_site(reader_client, goal__confidence=c).json() for c in (0.5, 0.95)}
+    answers = {c: plan_site(reader_client, goal__confidence=c).json() for c in (0.5, 0.8, 0.95)}
     deadline = answers[0.5]["site"]["deadline_days"]
     for confidence, answer in answers.items():
         assert answer["site"]["confidence"] == answer["site_result"]["confidence"] == confidence
