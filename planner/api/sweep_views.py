@@ -140,10 +140,6 @@ class SweepSerializer(ModelSerializer):
                   "reused_from", "goal_result", "site", "site_result", "calibration", "created_at", "started_at",
                   "finished_at"]
 
-    def to_representation(self, instance):
-        """A site plan's ranking as its owner's runs now stand (:func:`current_site_result`)."""
-        instance.site_result = current_site_result(instance)
-        return super().to_representation(instance)
 
 
 def bool_param(request, name):
@@ -174,6 +170,14 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         if getattr(self, "swagger_fake_view", False):
             return Sweep.objects.none()
         return Sweep.objects.select_related("plan", "workload", "owner").visible_to(self.request.user)
+
+    def retrieve(self, request, *args, **kwargs):
+        """A sweep; a site plan's ranking as its owner's runs now stand (:func:`current_site_result`: ranked
+        again once after a run is added or deleted). A list answers each ranking as stored (its
+        ``site_result.runs`` says which runs it was made with), so that no list ranks many plans at once."""
+        sweep = self.get_object()
+        sweep.site_result = current_site_result(sweep)
+        return Response(self.get_serializer(sweep).data)
 
     @extend_schema(request=SweepCreateSerializer, responses={201: SweepSerializer}, examples=[SWEEP_EXAMPLE],
                    description="Submit a sweep: the Cartesian product of the axes around the plan (and workload), "
