@@ -56,6 +56,8 @@ def test_a_buyer_plans_a_20_mw_site_at_80_percent_and_every_row_is_one_answer(pa
     for row in rented:
         expect(table).to_contain_text(f"{row['rent']['provider']}, {row['rent']['price_date']}")
     expect(page.page.locator("#site-chart svg.chart")).to_contain_text("budget, 400 M USD")
+    ticks = page.page.locator("#site-chart svg.chart g.axes text").evaluate_all("(ts) => ts.map((t) => t.textContent)")
+    assert any(tick.endswith(" M") for tick in ticks) and not [t for t in ticks if "000,000" in t], ticks
     _read_at_both_widths(page, "buyer-site")
 
 

@@ -1,7 +1,7 @@
 // Small SVG charts: lines, scatter (with a highlighted set and a colour scale) and bars.
 // Colours are the Okabe-Ito palette (readable with the common colour-vision deficiencies) and
 // every series also differs by dash or marker, so nothing is told by colour alone.
-import { num } from "./format.js";
+import { num, si } from "./format.js";
 
 export const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
 // A stacked bar's parts (up to 14 in a training step) each need their own colour: Okabe-Ito's, then
@@ -74,10 +74,12 @@ function scale(values, log, pad = 0.04) {
 const textWidth = (text) => 6.6 * String(text).length;
 
 // Tick labels with as few significant digits as keep them apart (117.0, 117.2 rather than 117, 117).
+// Tick labels as short as stay distinct; from a million up with an SI prefix ("200 M", never "200,000,000").
 function tickLabels(ticks) {
+  const large = Math.max(0, ...ticks.map(Math.abs)) >= 1e6;
   let labels = [];
   for (let digits = 2; digits <= 8; digits++) {
-    labels = ticks.map((t) => num(t, digits));
+    labels = ticks.map((t) => (large ? si(t, "", Math.max(digits, 3)) : num(t, digits)));
     if (new Set(labels).size === labels.length) break;
   }
   return labels;
