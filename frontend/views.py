@@ -30,7 +30,7 @@ from planner.services import plans as plan_services
 from planner.services import runs as run_services
 from planner.services.catalog import TABLES, catalog_summary
 from planner.services.engine import engine_band_coverage, engine_bands, engine_validation
-from planner.services.site_results import current_site_result
+from planner.services.site_results import site_result_for
 from planner.services.sweep_spec import CATEGORICAL_AXES
 from simcore import fitted, outputs
 from simcore.document import field_docs, field_labels
@@ -320,8 +320,8 @@ def plan_builder(request, slug=None):
 
 
 # What a new plan takes from its link besides ``from``: a site plan's row sizes its build on the site's
-# book and hall.
-SIZED_FIELDS = ("node_count", "price_book", "hall")
+# book, hall (or PUE) and rack power limit.
+SIZED_FIELDS = ("node_count", "price_book", "hall", "pue", "rack_power_limit_w")
 
 
 def _initial(model, serializer_class, start, copying):
@@ -479,30 +479,34 @@ def site_new(request):
 @login_required
 def sweep_detail(request, sweep_id):
     sweep = get_object_or_404(Sweep.objects.select_related("plan", "workload").visible_to(request.user), pk=sweep_id)
-    sweep.site_result = current_site_result(sweep)
+    sweep.site_result = site_result_for(sweep, request.user)
     per_combination = sweep.calibration
     found = Counter((constant, value) for calibration in per_combination for constant, value in calibration.items())
     carried = sweep.base_document.get("carried", {})
     overrides = [(constant, value, 0 if count == len(per_combination) else count, carried.get(constant))
                  for (constant, value), count in sorted(found.items())]
     return render(request, "frontend/sweep_detail.html", {
-        "sweep": sweep, "overrides": overrides, "names": _sweep_names(sweep), "site_bands": _site_bands(sweep),
+        "sweep": sweep, "overrides": overrides, "names": _sweep_names(sweep),
+        "site_bands": _site_bands(sweep, request.user),
         "better": {o.path: o.better for o in outputs.OUTPUTS if o.path and o.better}})
 
 
-def _site_bands(sweep) -> list[dict]:
-    """A site plan's time bands, one per GPU family its ranked builds use, each as a sentence."""
+def _site_bands(sweep, user) -> list[dict]:
+    """A site plan's time bands, one per GPU family its ranked builds use (and another where the
+    owner's runs join the bands of their own builds), each as a sentence."""
     found = {}
+    yours = "your own" if user.pk == sweep.owner_id else "its owner's"
     for row in (sweep.site_result or {}).get("builds", []):
         band = row.get("time_band")
-        if band and row["family"] not in found:
+        key = (row["family"], band.get("own_cases", 0) if band else 0)
+        if band and key not in found:
             off = f"{band['low_error']:+.1%} to {band['high_error']:+.1%}"
             own = band.get("own_cases", 0)
             published = band["cases"] - own
             runs = " and ".join(part for part in (
                 f"{published} {band['basis']}" if published else "",
-                f"{own} of your own run{'s' if own > 1 else ''}" if own else "") if part)
-            found[row["family"]] = {"family": row["family"], "message": (
+                f"{own} of {yours} run{'s' if own > 1 else ''}" if own else "") if part)
+            found[key] = {"family": row["family"], "message": (
                 f"{'outside everything validated: ' if not band['validated'] else ''}on {runs} the step time "
                 f"was predicted {off} off; a time to train takes its step time's band")}
     return list(found.values())

@@ -18,7 +18,7 @@ from planner.choices import CHEAPEST_TERM, RentTerm
 from planner.models import ClusterPlan, PriceBook, Sweep, Workload
 from planner.serializers.base import ModelSerializer, NumberField
 from planner.services import sweeps as services
-from planner.services.site_results import current_site_result
+from planner.services.site_results import site_result_for
 from planner.services.sites import site_builds, site_facility
 from planner.services.submission import site_submit, sweep_submit
 from planner.services.sweep_results import (
@@ -172,11 +172,11 @@ class SweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Dest
         return Sweep.objects.select_related("plan", "workload", "owner").visible_to(self.request.user)
 
     def retrieve(self, request, *args, **kwargs):
-        """A sweep; a site plan's ranking as its owner's runs now stand (:func:`current_site_result`: ranked
+        """A sweep; a site plan's ranking as its owner's runs now stand (:func:`site_result_for`: ranked
         again once after a run is added or deleted). A list answers each ranking as stored (its
         ``site_result.runs`` says which runs it was made with), so that no list ranks many plans at once."""
         sweep = self.get_object()
-        sweep.site_result = current_site_result(sweep)
+        sweep.site_result = site_result_for(sweep, request.user)
         return Response(self.get_serializer(sweep).data)
 
     @extend_schema(request=SweepCreateSerializer, responses={201: SweepSerializer}, examples=[SWEEP_EXAMPLE],

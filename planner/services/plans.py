@@ -1,6 +1,7 @@
 """Plan services: evaluate, compare, bill of materials, clone (keyword-only, one per workflow)."""
 import csv
 import io
+import math
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -12,6 +13,7 @@ from planner.models import ClusterPlan, PriceItem, Workload
 from planner.services import engine, prices
 from planner.services.cells import CSV_LINE_END, csv_row
 from simcore import outputs
+from simcore.document import MAX_CLUSTER_GPUS
 from simcore.formulas.host import X86_HOST_MODULE_S, X86_HOST_OP_S
 from simcore.tools.sweep import DATA_PARALLEL_AXIS
 
@@ -350,6 +352,12 @@ def node_counts_around(plan: ClusterPlan, workload: Workload | None = None) -> s
     return f"{start}..{start + (stop - start) // step * step} step {step}"
 
 
+def _divisors(number: int, most: int) -> list[int]:
+    """The divisors of ``number`` up to ``most``, in order (found up to its square root)."""
+    small = [d for d in range(1, math.isqrt(max(number, 1)) + 1) if number % d == 0]
+    return sorted(d for d in {*small, *(number // d for d in small)} if d <= most)
+
+
 def _most_nodes(plan: ClusterPlan) -> int:
     """The compute nodes the plan's fabric holds: its switches' radix, depth, planes and zones
     (:func:`simcore.formulas.topology.max_endpoints`), less the ports its storage takes on a shared one."""
@@ -372,8 +380,8 @@ def sweep_around(plan: ClusterPlan, workload: Workload | None = None) -> tuple[s
     model_parallel = workload.tp * workload.pp * workload.cp
     own = max(workload.gpus // model_parallel, 1)
     micro_batches = workload.global_batch // workload.micro_batch
-    widest = _most_nodes(plan) * plan.node_type.accelerators_per_node // model_parallel
-    degrees = [d for d in range(1, max(min(micro_batches, widest), 1) + 1) if micro_batches % d == 0]
+    widest = min(_most_nodes(plan) * plan.node_type.accelerators_per_node, MAX_CLUSTER_GPUS) // model_parallel
+    degrees = _divisors(micro_batches, max(widest, 1))
     at = min(range(len(degrees)), key=lambda i: abs(degrees[i] - own))
     first = max(0, min(at - 4, len(degrees) - 9))
     return DATA_PARALLEL_AXIS, ", ".join(str(d) for d in degrees[first:first + 9])

@@ -1,13 +1,15 @@
 """A finished site-first plan's answer: its sweep's points ranked build by build under the site's
 limits (:func:`simcore.tools.site.rank_builds`), each best point with its figures and the error
-band of its time to train: the published runs like it and the owner's own runs, as their plan pages
-have them (a ranking made before the owner's runs changed is made again when read,
-:func:`current_site_result`). Planning at a confidence, a row's days and cost are one quantile of
+band of its time to train: the published runs like it and, on a build the owner owns, the owner's
+own runs, as its plan page has them (a ranking made before the owner's runs changed is made again
+when the owner reads it, :func:`site_result_for`). Planning at a confidence, a row's days and cost are one quantile of
 their bands (:func:`simcore.tools.site.figures_at`), the engine's days beside them."""
+import logging
+
 import numpy as np
 
 from planner.choices import CHEAPEST_TERM
-from planner.models import MeasuredRun, Sweep
+from planner.models import ClusterPlan, MeasuredRun, Sweep
 from planner.services.engine import step_time_band
 from planner.services.runs import own_rows
 from planner.services.sweep_spec import sweep_axes
@@ -16,6 +18,7 @@ from simcore.formulas.cost import RENT_TERM_LABELS
 from simcore.tools import site as site_engine
 from simcore.tools.sweep import DATA_PARALLEL_AXIS, grid_shape, pareto_front
 
+logger = logging.getLogger(__name__)
 # A best point's figures: result path -> the ranking row's key.
 FIGURES = {"cluster.gpus": "gpus", "cluster.nodes": "node_count", "training.mfu": "mfu",
            "power.facility_w": "facility_w", "power.facility_provisioned_w": "facility_provisioned_w",
@@ -39,12 +42,24 @@ def _run_ids(sweep: Sweep) -> list[int]:
     return sorted(MeasuredRun.objects.filter(owner_id=sweep.owner_id).values_list("pk", flat=True))
 
 
-def current_site_result(sweep: Sweep) -> dict | None:
-    """A finished site plan's ranking as its owner's runs now stand: ranked again (and stored) when a
-    run was added or deleted since it was made, so that its bands are the plan pages' bands."""
-    if sweep.site_result is None or sweep.site_result.get("runs") == _run_ids(sweep):
-        return sweep.site_result
-    sweep.site_result = site_ranking(sweep)
+def site_result_for(sweep: Sweep, user) -> dict | None:
+    """A finished site plan's ranking as ``user`` may read it. Its owner reads it as their runs now
+    stand: ranked again (and stored) when a run was added or deleted since it was made, so that its
+    bands are their plan pages' bands. Anyone else (staff) reads it as stored, without the owner's run
+    ids: runs are their owner's alone. A ranking stored by an older engine that cannot be made again is
+    answered as stored."""
+    result = sweep.site_result
+    if result is None:
+        return None
+    if user.pk != sweep.owner_id:
+        return {key: value for key, value in result.items() if key != "runs"}
+    if result.get("runs", []) == _run_ids(sweep):
+        return result
+    try:
+        sweep.site_result = site_ranking(sweep)
+    except (KeyError, ValueError, IndexError):
+        logger.warning("site plan %s: stored by an older engine, not ranked again", sweep.pk, exc_info=True)
+        return result
     Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.DONE).update(site_result=sweep.site_result)
     return sweep.site_result
 
@@ -65,21 +80,34 @@ def _unrented_reason(site: dict, build: int) -> str | None:
             f"{' on any term' if term == CHEAPEST_TERM else ''}: renting it is unpriced")
 
 
+def _build_bands(sweep: Sweep) -> tuple[list[int], list[dict]]:
+    """The owner's run ids, and each build's step-time band: the owner's runs join the bands of their
+    own builds, as on those builds' pages; a shared build's is the published runs'."""
+    site = sweep.site
+    run_ids = _run_ids(sweep)
+    rows_of_runs = own_rows(sweep.owner) if run_ids else []
+    owned = set(ClusterPlan.objects.filter(slug__in=site["builds"], owner_id=sweep.owner_id)
+                .values_list("slug", flat=True))
+    made = {}  # (family, owned) -> its band
+    for family, slug in zip(site["families"], site["builds"]):
+        if (family, slug in owned) not in made:
+            made[family, slug in owned] = step_time_band(family, sweep.workload, rows_of_runs if slug in owned else ())
+    return run_ids, [made[family, slug in owned] for family, slug in zip(site["families"], site["builds"])]
+
+
 def site_ranking(sweep: Sweep) -> dict:
     """Every build, owned and rented, with its best point and binding limit, best first; the
     Pareto front of time to train against cost over the builds' best points. ``runs``: the owner's
     runs the bands were made with."""
     site = sweep.site
-    run_ids = _run_ids(sweep)
-    rows_of_runs = own_rows(sweep.owner) if run_ids else []
+    run_ids, band_of = _build_bands(sweep)
     columns = sweep_columns(sweep)
     columns.setdefault("power.facility_provisioned_w", site_engine.provisioned_w(columns))  # (a sweep before 0.15.1)
     axes, _, _ = sweep_axes(sweep)
     index = dict(zip((a.path for a in axes), np.unravel_index(columns["point"], grid_shape(axes))))
     values = {a.path: a.values[index[a.path]] for a in axes}
-    bands = {family: step_time_band(family, sweep.workload, rows_of_runs) for family in set(site["families"])}
-    for key in ("low_error", "high_error"):  # each point's band: its build's family's
-        columns[f"band.{key}"] = np.array([bands[f][key] for f in site["families"]])[index["site.build"]]
+    for key in ("low_error", "high_error"):  # each point's band: its build's
+        columns[f"band.{key}"] = np.array([band[key] for band in band_of])[index["site.build"]]
     limits = site_limits(site)
     ranking = site_engine.rank_builds(columns, index["site.build"], values["cluster.fabric.layers"], limits)
     # The days and cost each row shows: the engine's, or one quantile of both bands at the confidence.
@@ -106,7 +134,7 @@ def site_ranking(sweep: Sweep) -> dict:
                         "engine_cost": _number(engine_costs[entry["ownership"]][at]),
                         "rent_term": RENT_TERM_LABELS[int(columns["training.rent_term_code"][at])]})
             row["rent"] = _rent(site, build, row["rent_term"]) if entry["ownership"] == "rented" else None
-            band = bands[row["family"]]
+            band = band_of[build]
             days = row["engine_time_to_train_days"]
             row["time_band"] = {**band, "days_low": days / (1 + band["high_error"]),
                                 "days_high": days / (1 + band["low_error"])}

@@ -793,7 +793,7 @@ def test_a_site_plan_from_the_form_ranks_the_builds_and_charts_them(page):
     # A row leads to its build as the site sized it: a new plan of its node count on the site's book and hall.
     first_build = page.page.locator("#site-ranking tbody tr th a").first
     expect(first_build).to_have_attribute("href", re.compile(
-        r"^/plans/new/\?from=[\w-]+&node_count=\d+&price_book=usd-2026&hall=[\w-]+$"))
+        r"^/plans/new/\?from=[\w-]+&node_count=\d+&price_book=usd-2026&hall=[\w-]+(&rack_power_limit_w=\d+)?$"))
     nodes = re.search(r"node_count=(\d+)", first_build.get_attribute("href")).group(1)
     # The sweep's own chart answers the site's question: time to train against buying and running, on log
     # scales (days and costs over decades), every choice named in words.

@@ -182,3 +182,20 @@ def test_the_seed_loader_never_takes_over_a_users_book(catalog, reader_client, t
         catalog_load(data_dir=tmp_path)
     assert "belongs to a user's entry" in str(refused.value.errors)
     assert PriceBook.objects.get(slug="seeded-later").owner.username == "reader"
+
+
+def test_a_gpu_hour_quote_names_who_rents_at_it(catalog, reader_client, client, user):
+    """A rental rate is a provider's (issue 70, item 3): quoted without one it is refused naming the
+    field, which the quote form offers."""
+    assert reader_client.post(f"{BOOKS}usd-2026/copy/", {"slug": "my-rates"}, format="json").status_code == 201
+    quote = {"part_kind": "gpu-hour", "part_slug": "h100-sxm5-80gb", "term": "on-demand", "unit_price": "2.49",
+             "basis": "our reseller's offer for 512 GPUs", "confidence": "secondary"}
+    refused = reader_client.post(f"{BOOKS}my-rates/items/", quote, format="json")
+    assert refused.status_code == 400 and "a GPU-hour price names who rents at it" in str(refused.json()["errors"])
+    saved = reader_client.post(f"{BOOKS}my-rates/items/", {**quote, "provider": "Acme GPU Cloud"}, format="json")
+    assert saved.status_code in (200, 201), saved.json()
+    item = next(i for i in saved.json()["items"] if i["part_kind"] == "gpu-hour" and i["part_slug"] == "h100-sxm5-80gb"
+                and i["term"] == "on-demand")
+    assert (item["provider"], item["unit_price"]) == ("Acme GPU Cloud", "2.4900")
+    client.force_login(user)
+    assert 'id="q-provider" name="provider"' in client.get("/catalog/price-books/my-rates/").content.decode()

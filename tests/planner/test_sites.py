@@ -367,19 +367,21 @@ def test_your_own_plans_priced_from_your_own_book_are_weighed_by_default(catalog
     assert "my-h100" not in plan_site(other_client).json()["site"]["builds"]
 
 
-def test_the_site_ranking_takes_your_runs_as_your_plan_pages_do(small_goal, reader_client, user, client):
-    """Issue 70, item 2: a run of yours joins the bands of the site ranking's builds of its family
-    (as it joins your plan pages'), whether added before or after the ranking was made; deleted, the
-    ranking is as before."""
-    answer = plan_site(reader_client, builds=["llama3-h100-16k"], goal__workload=small_goal.slug, goal__confidence=0.5,
-                       goal__deadline=(TODAY + datetime.timedelta(days=3000)).isoformat()).json()
-    before = answer["site_result"]["builds"][0]
-    assert before["point"] is not None and before["time_band"]["own_cases"] == 0
+def test_the_site_ranking_takes_your_runs_as_your_plan_pages_do(small_goal, reader_client, user, client,
+                                                                django_user_model):
+    """Issue 70, item 2: a run of yours joins the bands of your own builds in your site ranking (as it
+    joins their plan pages'), whether added before or after the ranking was made, and not a shared
+    preset's (nor does its page take it); deleted, the ranking is as before. Staff read the ranking as
+    stored, without your run ids."""
     plan = ClusterPlan.objects.get(slug="llama3-h100-16k")
     plan.pk, plan.slug, plan.owner, plan.visibility, plan.node_count = None, "my-h100", user, "private", 16
     plan.save()
     small_goal.gpus = None  # the job on every GPU of the plan, as the site's builds run it
     small_goal.save()
+    answer = plan_site(reader_client, builds=["llama3-h100-16k", "my-h100"], goal__workload=small_goal.slug,
+                       goal__confidence=0.5, goal__deadline=(TODAY + datetime.timedelta(days=3000)).isoformat()).json()
+    before = {(b["build"], b["layers"], b["ownership"]): b for b in answer["site_result"]["builds"]}
+    assert all(b["time_band"]["own_cases"] == 0 for b in before.values() if b["point"] is not None)
     evaluated = reader_client.post("/api/plans/my-h100/evaluate/", {"workload": small_goal.slug}, format="json").json()
     step_s = evaluated["result"]["training"]["step_time_s"]
     run = reader_client.post("/api/runs/", {"plan": "my-h100", "workload": small_goal.slug, "measured_s": 2 * step_s,
@@ -390,7 +392,9 @@ def test_the_site_ranking_takes_your_runs_as_your_plan_pages_do(small_goal, read
     after = reader_client.get(f"/api/sweeps/{answer['id']}/").json()["site_result"]
     assert after["runs"] == [run["id"]] == Sweep.objects.get(pk=answer["id"]).site_result["runs"]  # stored
     deadline = answer["site"]["deadline_days"]
-    for row in after["builds"]:
+    mine = [row for row in after["builds"] if row["build"] == "my-h100" and row["point"] is not None]
+    assert mine
+    for row in mine:
         band = row["time_band"]
         assert (band["own_cases"], band["low_error"], band["high_error"]) == (
             1, pytest.approx(page_band["low_error"]), pytest.approx(page_band["high_error"]))
@@ -398,13 +402,18 @@ def test_the_site_ranking_takes_your_runs_as_your_plan_pages_do(small_goal, read
         assert row["time_to_train_days"] == pytest.approx((band["days_low"] + band["days_high"]) / 2)
         share = (deadline - band["days_low"]) / (band["days_high"] - band["days_low"])
         assert row["deadline_probability"] == pytest.approx(min(max(share, 0), 1))
-    assert after["builds"][0]["cost"] > before["cost"]  # the longer band's median rents for longer
+    presets = [row for row in after["builds"] if row["build"] == "llama3-h100-16k" and row["point"] is not None]
+    assert presets and all(row == before[row["build"], row["layers"], row["ownership"]] for row in presets)
     client.force_login(user)
     page = client.get(f"/sweeps/{answer['id']}/").content.decode()
     assert "and 1 of your own run the step time was predicted" in page
+    client.force_login(django_user_model.objects.create_user("staff-member", password="pw-staff-1234",
+                                                             is_staff=True))  # staff see the plan, not the runs
+    seen = client.get(f"/api/sweeps/{answer['id']}/").json()["site_result"]
+    assert "runs" not in seen and "of its owner&#x27;s run" in client.get(f"/sweeps/{answer['id']}/").content.decode()
     assert reader_client.delete(f"/api/runs/{run['id']}/").status_code == 204
     again = reader_client.get(f"/api/sweeps/{answer['id']}/").json()["site_result"]
-    assert again["runs"] == [] and again["builds"][0] == before
+    assert again["runs"] == [] and {(b["build"], b["layers"], b["ownership"]): b for b in again["builds"]} == before
 
 
 def test_renting_is_compared_on_one_term_or_each_gpus_cheapest_that_covers_the_run(small_goal, reader_client):

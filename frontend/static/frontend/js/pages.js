@@ -76,7 +76,8 @@ export function priceBookPage({ quoteForm, copyForm }) {
       ? { low_price: fields.low_price.value || null, high_price: fields.high_price.value || null } : {};
     const url = plan ? `/api/plans/${plan}/quotes/` : `/api/catalog/price-books/${quoteForm.dataset.book}/items/`;
     const response = await api(url, { method: "POST", body: {
-      part_kind: kind, part_slug: slug, term: fields.term.value, unit_price: fields.unit_price.value, ...band,
+      part_kind: kind, part_slug: slug, term: fields.term.value, provider: fields.provider.value.trim(),
+      unit_price: fields.unit_price.value, ...band,
       basis: fields.basis.value.trim(), confidence: fields.confidence.value, price_date: fields.price_date.value || null,
       source_url: fields.source_url.value.trim() } });
     if (!response.ok) { fail(quoteForm, document.getElementById("quote-errors"), response.data); return; }
