@@ -55,7 +55,7 @@ def plan_evaluate(*, plan: ClusterPlan, workload: Workload | None = None, option
             reason += (f": {memory['per_gpu_gib']:.1f} GiB per GPU against {memory['allocatable_gib']:.1f} GiB "
                        f"allocatable of {memory['hbm_gib']:g} GiB of HBM, "
                        f"mostly {memory['dominant_term']}")
-        elif reason == simcore.stages.job.INFEASIBLE_REASONS[1]:  # the job larger than the plan: by how much
+        elif reason == simcore.stages.job.INFEASIBLE_REASONS[simcore.stages.job.TOO_FEW_GPUS_REASON]:  # by how much
             reason += (f": {training['gpus']:,.0f} GPUs against the cluster's {result['cluster']['gpus']:,.0f}; "
                        "give the plan more nodes or the workload fewer GPUs")
         reasons.append(f"workload '{workload.slug}': {reason}")
@@ -210,7 +210,7 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
     total = None if unpriced else round(sum(line.extended_price or 0.0 for line in lines), 6)
     estimated = sum(line.extended_price or 0.0 for line in lines if line.confidence == Confidence.ESTIMATE)
     accelerator = plan.node_type.accelerator
-    rentals = [_rental(item, book) for item in book_items
+    rentals = [rental(item, book) for item in book_items
                if item.part_kind == PartKind.GPU_HOUR and item.part_slug == accelerator.slug]
     return {
         "plan": plan.slug,
@@ -233,7 +233,7 @@ def plan_bom(*, plan: ClusterPlan, result: dict | None = None) -> dict:
 RENT_TERM_ORDER = list(RentTerm.values)
 
 
-def _rental(item: PriceItem, book) -> dict:
+def rental(item: PriceItem, book) -> dict:
     """The book's price for renting one of the plan's GPUs an hour on one term, with its basis,
     date and link."""
     return {"term": item.term, "term_label": item.get_term_display(), "unit_price": float(item.unit_price),
@@ -352,9 +352,10 @@ def node_counts_around(plan: ClusterPlan, workload: Workload | None = None) -> s
     return f"{start}..{start + (stop - start) // step * step} step {step}"
 
 
-def _divisors(number: int, most: int) -> list[int]:
-    """The divisors of ``number`` up to ``most``, in order (found up to its square root)."""
-    small = [d for d in range(1, math.isqrt(max(number, 1)) + 1) if number % d == 0]
+def divisors(number: int, most: int) -> list[int]:
+    """The divisors of ``number`` up to ``most``, in order (found up to its square root; none of a
+    number under 1): the data-parallel degrees a batch of ``number`` micro-batches splits into."""
+    small = [d for d in range(1, math.isqrt(number) + 1) if number % d == 0] if number >= 1 else []
     return sorted(d for d in {*small, *(number // d for d in small)} if d <= most)
 
 
@@ -375,13 +376,13 @@ def sweep_around(plan: ClusterPlan, workload: Workload | None = None) -> tuple[s
     job and the cluster together), each a whole number of its batch's micro-batches a rank and within
     what the plan's fabric holds. Otherwise (no workload, or one taking every GPU) the plan's node
     count around its own (:func:`node_counts_around`)."""
-    if workload is None or workload.gpus is None:
-        return "cluster.node_count", node_counts_around(plan, workload)
-    model_parallel = workload.tp * workload.pp * workload.cp
-    own = max(workload.gpus // model_parallel, 1)
-    micro_batches = workload.global_batch // workload.micro_batch
+    model_parallel = workload.tp * workload.pp * workload.cp if workload else 1
     widest = min(_most_nodes(plan) * plan.node_type.accelerators_per_node, MAX_CLUSTER_GPUS) // model_parallel
-    degrees = _divisors(micro_batches, max(widest, 1))
+    fixed = workload is not None and workload.gpus is not None
+    degrees = divisors(workload.global_batch // workload.micro_batch, max(widest, 1)) if fixed else []
+    if not degrees:
+        return "cluster.node_count", node_counts_around(plan, workload)
+    own = max(workload.gpus // model_parallel, 1)
     at = min(range(len(degrees)), key=lambda i: abs(degrees[i] - own))
     first = max(0, min(at - 4, len(degrees) - 9))
     return DATA_PARALLEL_AXIS, ", ".join(str(d) for d in degrees[first:first + 9])

@@ -20,8 +20,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from planner.adapters import RENT_TERM_FIELDS, calibration, plan_price_items, scenario_document
-from planner.choices import CHEAPEST_TERM, Confidence, RentTerm
+from planner.choices import CHEAPEST_TERM, RentTerm
 from planner.models import ClusterPlan, PriceBook, Sweep, Visibility, Workload
+from planner.services.plans import divisors, rental
 from planner.services.sweep_spec import SweepInputError, check_sample
 from planner.services.sweeps import check_grid_size, sweep_record
 from simcore.document import MAX_CLUSTER_GPUS
@@ -80,13 +81,11 @@ def site_rents(plan: ClusterPlan, rent_term: str) -> dict[str, dict]:
     engine's term label: each with its provider, date and whether it is an estimate; only
     ``rent_term``'s, or every term's for :data:`CHEAPEST_TERM`."""
     items = plan_price_items(plan)
-    book = plan.price_book
     labels = {term.field: term.label for term in RENT_TERMS}
-    return {labels[field]: {"rate": float(item.unit_price), "provider": item.provider,
-                            "price_date": (item.price_date or book.price_date).isoformat(),
-                            "estimate": item.confidence == Confidence.ESTIMATE}
-            for term, field in RENT_TERM_FIELDS.items()
-            if (item := items[field]) is not None and rent_term in (term, CHEAPEST_TERM)}
+    stated = {labels[field]: rental(item, plan.price_book) for term, field in RENT_TERM_FIELDS.items()
+              if (item := items[field]) is not None and rent_term in (term, CHEAPEST_TERM)}
+    return {label: {"rate": r["unit_price"], "provider": r["provider"], "price_date": r["price_date"],
+                    "estimate": r["estimate"]} for label, r in stated.items()}
 
 
 def _site_document(plan: ClusterPlan, facility: dict, book: PriceBook, workload: Workload,
@@ -115,8 +114,7 @@ def data_parallel_degrees(workload: Workload) -> np.ndarray:
     geometrically from 1 to the largest."""
     micro_batches = workload.global_batch // workload.micro_batch
     widest = max(TENSOR_PARALLEL) * max(PIPELINE_PARALLEL) * workload.cp
-    candidates = np.arange(1, min(micro_batches, MAX_CLUSTER_GPUS // widest) + 1, dtype=np.int64)
-    degrees = candidates[micro_batches % candidates == 0]
+    degrees = np.array(divisors(micro_batches, MAX_CLUSTER_GPUS // widest), dtype=np.int64)
     if degrees.size > MAX_DATA_PARALLEL:
         degrees = degrees[np.unique(np.round(np.geomspace(1, degrees.size, MAX_DATA_PARALLEL)).astype(int) - 1)]
     return degrees.astype(float)

@@ -43,6 +43,7 @@ INFEASIBLE_REASONS = (
     "does not fit in HBM",
 )
 MEMORY_REASON = len(INFEASIBLE_REASONS) - 1
+TOO_FEW_GPUS_REASON = 1  # the job needs more GPUs than the cluster has
 UNEVEN_GROUPS, UNEVEN_MICRO_BATCHES = 2, 5  # the reasons a stored workload's own splits can give
 # The fields whose values a workload's broken rule quotes, by the field it names.
 RULE_FIELDS = {"tp": ("tp", "heads"), "pp": ("pp", "layers"), "cp": ("cp", "seq_len"), "ep": ("ep", "experts"),

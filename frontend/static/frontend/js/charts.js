@@ -73,8 +73,8 @@ function scale(values, log, pad = 0.04) {
 // the y axis title sits clear of the widest tick and x ticks are thinned before they collide.
 const textWidth = (text) => 6.6 * String(text).length;
 
-// Tick labels with as few significant digits as keep them apart (117.0, 117.2 rather than 117, 117).
-// Tick labels as short as stay distinct; from a million up with an SI prefix ("200 M", never "200,000,000").
+// Tick labels with as few significant digits as keep them apart (117.0, 117.2 rather than 117, 117); from a
+// million up with an SI prefix ("200 M", never "200,000,000").
 function tickLabels(ticks) {
   const large = Math.max(0, ...ticks.map(Math.abs)) >= 1e6;
   let labels = [];

@@ -1,5 +1,5 @@
 // Number formatting with the unit a field's name carries (power_w, bw_gbyte_s, time_s, ...).
-const SI = [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+export const SI = [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
 
 export function num(value, digits = 3) {
   if (value === null || value === undefined) return "–";

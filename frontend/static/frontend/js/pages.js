@@ -1,6 +1,7 @@
 // Smaller pages: the comparison's charts, the API token manager and a price book's quote and copy forms.
 import { api, el, errorLines } from "./api.js";
 import { barChart } from "./charts.js";
+import { SI } from "./format.js";
 
 // The metrics to chart are marked in the engine's output registry (simcore/outputs.py).
 export function comparePage(comparison, charts) {
@@ -9,7 +10,7 @@ export function comparePage(comparison, charts) {
     if (metric.values.every((v) => v === null || v === 0)) continue;  // nothing to draw: the table says "0"
     // Watts in the prefix their largest value reads in (MW, kW), never raw (issue 70, item 13).
     const largest = Math.max(...metric.values.filter(Number.isFinite).map(Math.abs));
-    const [scaleBy, prefix] = metric.unit === "W" ? ([[1e6, "M"], [1e3, "k"]].find(([s]) => largest >= s) ?? [1, ""]) : [1, ""];
+    const [scaleBy, prefix] = metric.unit === "W" ? (SI.find(([s]) => largest >= s) ?? [1, ""]) : [1, ""];
     const unit = metric.unit === "currency" ? comparison.currency || "price" : `${prefix}${metric.unit}`;
     const fig = el("figure", { class: "chart-box", "data-metric": key });
     charts.append(fig);
